@@ -1,0 +1,10 @@
+module github.com/sluicemq/sluice
+
+go 1.26.8
+
+require (
+	github.com/klauspost/cpuid/v2 v2.0.9 // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
+	lukechampine.com/blake3 v1.4.1 // indirect
+	pgregory.net/rapid v1.3.0 // indirect
+)
