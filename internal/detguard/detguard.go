@@ -1,0 +1,611 @@
+package detguard
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/build"
+	"go/build/constraint"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Rule names, as they appear in reports.
+const (
+	RuleImport   = "import"
+	RuleGo       = "go"
+	RuleSelect   = "select"
+	RuleChan     = "chan"
+	RuleSend     = "send"
+	RuleRecv     = "recv"
+	RuleMapRange = "map-range"
+	RuleMarker   = "marker"
+)
+
+// MarkerDirective is the reviewed-marker comment that excuses a map range
+// on its own line or the line below. It must be followed by a reason.
+const MarkerDirective = "//detguard:order-independent"
+
+const directivePrefix = "//detguard:"
+
+// forbiddenImports are rejected exactly; forbiddenTrees also reject every
+// package below them.
+var (
+	forbiddenImports = map[string]string{
+		"os":           "process and file-system state; use io/vfs",
+		"os/exec":      "subprocesses",
+		"os/signal":    "signals",
+		"time":         "wall clock; use the simulator clock",
+		"math/rand":    "unseeded randomness; use sim/prng",
+		"math/rand/v2": "unseeded randomness; use sim/prng",
+		"crypto/rand":  "entropy; use sim/prng",
+		"sync":         "concurrency",
+		"sync/atomic":  "concurrency",
+		"log":          "global output",
+		"log/slog":     "global output",
+		"syscall":      "operating system",
+		"unsafe":       "memory layout",
+		"io/ioutil":    "file system; use io/vfs",
+	}
+	forbiddenTrees = map[string]string{
+		"net":     "network; use the simulated transport",
+		"runtime": "scheduler and platform state",
+	}
+)
+
+// Violation is one rule broken at one place.
+type Violation struct {
+	File   string // path of the file, as given to the parser
+	Line   int
+	Col    int
+	Rule   string
+	Detail string
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("%s:%d: %s: %s", v.File, v.Line, v.Rule, v.Detail)
+}
+
+// Sort orders violations by file, line, column and rule.
+func Sort(vs []Violation) {
+	sort.Slice(vs, func(i, j int) bool {
+		a, b := vs[i], vs[j]
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		if a.Col != b.Col {
+			return a.Col < b.Col
+		}
+		if a.Rule != b.Rule {
+			return a.Rule < b.Rule
+		}
+		return a.Detail < b.Detail
+	})
+}
+
+// FindModuleRoot walks up from dir to the nearest directory holding go.mod.
+func FindModuleRoot(dir string) (string, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	for {
+		if fi, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil && !fi.IsDir() {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("detguard: no go.mod found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// modulePath reads the module line of root/go.mod.
+func modulePath(root string) (string, error) {
+	f, err := os.Open(filepath.Join(root, "go.mod"))
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 && fields[0] == "module" {
+			return strings.Trim(fields[1], `"`), nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", err
+	}
+	return "", fmt.Errorf("detguard: no module line in %s", filepath.Join(root, "go.mod"))
+}
+
+// InScope reports whether the package directory rel (slash-separated,
+// relative to the module root) is guarded.
+func InScope(rel string) bool {
+	rel = filepath.ToSlash(filepath.Clean(rel))
+	under := func(p string) bool { return rel == p || strings.HasPrefix(rel, p+"/") }
+	switch {
+	case under("core"):
+		return true
+	case rel == "io/vfs", rel == "io/seglog", rel == "io/driver":
+		return true
+	case under("sim"):
+		return !under("sim/sweep")
+	}
+	return false
+}
+
+// Packages returns the guarded package directories under the module root,
+// as absolute paths in lexical order. A directory counts as a package when
+// it holds at least one non-test .go file.
+func Packages(root string) ([]string, error) {
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	var dirs []string
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		name := d.Name()
+		if path != root && (name == "testdata" || name == "vendor" ||
+			strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+			return filepath.SkipDir
+		}
+		if path != root {
+			// A nested module is not part of this one.
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+				return filepath.SkipDir
+			}
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		if !InScope(rel) {
+			return nil
+		}
+		files, err := goFiles(path)
+		if err != nil {
+			return err
+		}
+		if len(files) > 0 {
+			dirs = append(dirs, path)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(dirs)
+	return dirs, nil
+}
+
+// goFiles lists the non-test .go files of dir.
+func goFiles(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		n := e.Name()
+		if e.Type().IsRegular() && strings.HasSuffix(n, ".go") && !strings.HasSuffix(n, "_test.go") &&
+			!strings.HasPrefix(n, ".") && !strings.HasPrefix(n, "_") {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Checker type-checks and inspects packages. One Checker shares a file set
+// and an importer cache across packages; it is not safe for concurrent use.
+type Checker struct {
+	fset *token.FileSet
+	imp  types.Importer
+}
+
+// NewChecker returns a Checker using the go/types source importer, which
+// works offline for the standard library and for packages of this module.
+func NewChecker() *Checker {
+	fset := token.NewFileSet()
+	return &Checker{fset: fset, imp: importer.ForCompiler(fset, "source", nil)}
+}
+
+// Check runs all rules on the package in dir with a fresh Checker.
+func Check(dir string) ([]Violation, error) {
+	return NewChecker().Check(dir)
+}
+
+// CheckTree finds the guarded packages under the module root and checks
+// each of them. The violations are sorted; files are reported relative to
+// root.
+func CheckTree(root string) (pkgs []string, vs []Violation, err error) {
+	root, err = filepath.Abs(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	dirs, err := Packages(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := NewChecker()
+	for _, dir := range dirs {
+		rel, _ := filepath.Rel(root, dir)
+		pkgs = append(pkgs, filepath.ToSlash(rel))
+		pv, err := c.Check(dir)
+		if err != nil {
+			return pkgs, nil, err
+		}
+		for _, v := range pv {
+			if r, err := filepath.Rel(root, v.File); err == nil {
+				v.File = filepath.ToSlash(r)
+			}
+			vs = append(vs, v)
+		}
+	}
+	Sort(vs)
+	return pkgs, vs, nil
+}
+
+// Check runs all rules on the package in dir. It returns an error if the
+// package cannot be read, parsed or type-checked; the violations are
+// sorted.
+func (c *Checker) Check(dir string) ([]Violation, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	root, err := FindModuleRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	modPath, err := modulePath(root)
+	if err != nil {
+		return nil, err
+	}
+	rel, err := filepath.Rel(root, dir)
+	if err != nil {
+		return nil, err
+	}
+	pkgPath := modPath
+	if rel != "." {
+		pkgPath += "/" + filepath.ToSlash(rel)
+	}
+
+	// The files the compiler would build here, for type checking.
+	ctxt := build.Default
+	bp, err := ctxt.ImportDir(dir, 0)
+	var noGo *build.NoGoError
+	if err != nil && !errors.As(err, &noGo) {
+		return nil, fmt.Errorf("detguard: %s: %w", dir, err)
+	}
+	built := map[string]bool{}
+	if bp != nil {
+		for _, n := range bp.GoFiles {
+			built[n] = true
+		}
+		for _, n := range bp.CgoFiles {
+			built[n] = true
+		}
+	}
+
+	names, err := goFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	var all, typed []*ast.File
+	for _, n := range names {
+		path := filepath.Join(dir, n)
+		f, err := parser.ParseFile(c.fset, path, nil, parser.ParseComments|parser.SkipObjectResolution)
+		if err != nil {
+			return nil, fmt.Errorf("detguard: %w", err)
+		}
+		if built[n] {
+			typed = append(typed, f)
+		} else if taggedIgnore(f) {
+			continue
+		}
+		all = append(all, f)
+	}
+
+	var info *types.Info
+	if len(typed) > 0 {
+		info = &types.Info{
+			Types: map[ast.Expr]types.TypeAndValue{},
+			Uses:  map[*ast.Ident]types.Object{},
+		}
+		var typeErrs []error
+		conf := types.Config{
+			Importer:    c.imp,
+			FakeImportC: true,
+			Error:       func(err error) { typeErrs = append(typeErrs, err) },
+		}
+		conf.Check(pkgPath, c.fset, typed, info) //nolint:errcheck // errors collected above
+		if len(typeErrs) > 0 {
+			return nil, fmt.Errorf("detguard: type-checking %s failed: %w", pkgPath, errors.Join(typeErrs...))
+		}
+	}
+
+	var vs []Violation
+	for _, f := range all {
+		fi := info
+		if !built[filepath.Base(c.fset.Position(f.Pos()).Filename)] {
+			fi = nil // not type-checked: syntactic rules only
+		}
+		vs = append(vs, c.checkFile(f, fi)...)
+	}
+	Sort(vs)
+	return vs, nil
+}
+
+// taggedIgnore reports whether f carries a build constraint naming the tag
+// "ignore" (the convention for generators and other non-package files).
+func taggedIgnore(f *ast.File) bool {
+	for _, cg := range f.Comments {
+		if cg.Pos() >= f.Package {
+			break
+		}
+		for _, cm := range cg.List {
+			if !constraint.IsGoBuild(cm.Text) && !constraint.IsPlusBuild(cm.Text) {
+				continue
+			}
+			expr, err := constraint.Parse(cm.Text)
+			if err != nil {
+				continue
+			}
+			found := false
+			expr.Eval(func(tag string) bool {
+				if tag == "ignore" {
+					found = true
+				}
+				return false
+			})
+			if found {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+type marker struct {
+	pos    token.Position
+	reason string
+	used   bool
+}
+
+// checkFile applies the rules to one file. info is nil when the file was
+// not type-checked; the map-range rule is then skipped.
+func (c *Checker) checkFile(f *ast.File, info *types.Info) []Violation {
+	var vs []Violation
+	report := func(pos token.Pos, rule, format string, args ...any) {
+		p := c.fset.Position(pos)
+		vs = append(vs, Violation{File: p.Filename, Line: p.Line, Col: p.Column, Rule: rule, Detail: fmt.Sprintf(format, args...)})
+	}
+
+	// Rule 1: imports.
+	for _, is := range f.Imports {
+		path := strings.Trim(is.Path.Value, "`\"")
+		if why, ok := forbiddenImports[path]; ok {
+			report(is.Pos(), RuleImport, "%q is forbidden in deterministic code (%s)", path, why)
+			continue
+		}
+		for tree, why := range forbiddenTrees {
+			if path == tree || strings.HasPrefix(path, tree+"/") {
+				report(is.Pos(), RuleImport, "%q is forbidden in deterministic code (%s)", path, why)
+			}
+		}
+	}
+
+	// Markers, by line.
+	markers := map[int]*marker{}
+	for _, cg := range f.Comments {
+		for _, cm := range cg.List {
+			if !strings.HasPrefix(cm.Text, directivePrefix) {
+				continue
+			}
+			p := c.fset.Position(cm.Pos())
+			rest, ok := strings.CutPrefix(cm.Text, MarkerDirective)
+			if !ok || (rest != "" && rest[0] != ' ' && rest[0] != '\t') {
+				report(cm.Pos(), RuleMarker, "unknown directive %q; the only one is %s <reason>", strings.Fields(cm.Text)[0], MarkerDirective)
+				continue
+			}
+			reason := strings.TrimSpace(rest)
+			if reason == "" {
+				report(cm.Pos(), RuleMarker, "%s needs a reason saying why the order cannot matter", MarkerDirective)
+				continue
+			}
+			markers[p.Line] = &marker{pos: p, reason: reason}
+		}
+	}
+	excused := func(pos token.Pos) bool {
+		line := c.fset.Position(pos).Line
+		for _, l := range []int{line, line - 1} {
+			if m := markers[l]; m != nil {
+				m.used = true
+				return true
+			}
+		}
+		return false
+	}
+
+	// Arguments passed directly to a sorted* helper.
+	sortedArgs := map[ast.Expr]bool{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		if call, ok := n.(*ast.CallExpr); ok && isSortedCall(call) {
+			for _, a := range call.Args {
+				sortedArgs[ast.Unparen(a)] = true
+			}
+		}
+		return true
+	})
+
+	// Rules 2 and 3.
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.GoStmt:
+			report(n.Pos(), RuleGo, "go statement: goroutines are scheduled nondeterministically")
+		case *ast.SelectStmt:
+			report(n.Pos(), RuleSelect, "select statement: case choice is random")
+		case *ast.ChanType:
+			report(n.Pos(), RuleChan, "channel type: channels imply concurrency")
+		case *ast.SendStmt:
+			report(n.Arrow, RuleSend, "channel send")
+		case *ast.UnaryExpr:
+			if n.Op == token.ARROW {
+				report(n.OpPos, RuleRecv, "channel receive")
+			}
+		case *ast.RangeStmt:
+			if info == nil {
+				break
+			}
+			t := info.TypeOf(n.X)
+			if t == nil {
+				break
+			}
+			if isChan(t) {
+				report(n.For, RuleRecv, "range over a channel")
+				break
+			}
+			if !isMap(t) {
+				break
+			}
+			if call, ok := ast.Unparen(n.X).(*ast.CallExpr); ok && isSortedCall(call) {
+				break
+			}
+			if excused(n.For) {
+				break
+			}
+			report(n.For, RuleMapRange, "range over %s: iteration order is random; range over a sorted* helper or add %s <reason>", types.TypeString(t, qualifier), MarkerDirective)
+		case *ast.CallExpr:
+			if info == nil {
+				break
+			}
+			name, ok := mapsIterCall(n, info)
+			if !ok || sortedArgs[n] || excused(n.Pos()) {
+				break
+			}
+			report(n.Pos(), RuleMapRange, "maps.%s yields in random order; wrap it in slices.Sorted/a sorted* helper or add %s <reason>", name, MarkerDirective)
+		}
+		return true
+	})
+
+	// Stale markers. Only meaningful where types were available.
+	if info != nil {
+		for _, m := range markers {
+			if !m.used {
+				vs = append(vs, Violation{File: m.pos.Filename, Line: m.pos.Line, Col: m.pos.Column, Rule: RuleMarker,
+					Detail: "marker excuses nothing: no map range on this line or the next"})
+			}
+		}
+	}
+	return vs
+}
+
+func qualifier(p *types.Package) string { return p.Name() }
+
+// isSortedCall reports whether call invokes a function whose name starts
+// with "sorted" or "Sorted" (plain, qualified or instantiated).
+func isSortedCall(call *ast.CallExpr) bool {
+	fun := ast.Unparen(call.Fun)
+	for {
+		switch x := fun.(type) {
+		case *ast.IndexExpr:
+			fun = x.X
+			continue
+		case *ast.IndexListExpr:
+			fun = x.X
+			continue
+		}
+		break
+	}
+	var name string
+	switch x := fun.(type) {
+	case *ast.Ident:
+		name = x.Name
+	case *ast.SelectorExpr:
+		name = x.Sel.Name
+	default:
+		return false
+	}
+	return strings.HasPrefix(name, "sorted") || strings.HasPrefix(name, "Sorted")
+}
+
+// mapsIterCall reports whether call is maps.Keys, maps.Values or maps.All
+// from the standard library package "maps".
+func mapsIterCall(call *ast.CallExpr, info *types.Info) (string, bool) {
+	fun := ast.Unparen(call.Fun)
+	if ix, ok := fun.(*ast.IndexExpr); ok {
+		fun = ix.X
+	} else if ix, ok := fun.(*ast.IndexListExpr); ok {
+		fun = ix.X
+	}
+	sel, ok := fun.(*ast.SelectorExpr)
+	if !ok {
+		return "", false
+	}
+	obj, ok := info.Uses[sel.Sel].(*types.Func)
+	if !ok || obj.Pkg() == nil || obj.Pkg().Path() != "maps" {
+		return "", false
+	}
+	switch obj.Name() {
+	case "Keys", "Values", "All":
+		return obj.Name(), true
+	}
+	return "", false
+}
+
+// isMap reports whether ranging over a value of type t iterates a map: its
+// underlying type is a map, or it is a type parameter whose constraint
+// admits a map.
+func isMap(t types.Type) bool {
+	return underlyingIs(t, func(u types.Type) bool { _, ok := u.(*types.Map); return ok })
+}
+
+func isChan(t types.Type) bool {
+	return underlyingIs(t, func(u types.Type) bool { _, ok := u.(*types.Chan); return ok })
+}
+
+func underlyingIs(t types.Type, pred func(types.Type) bool) bool {
+	if tp, ok := types.Unalias(t).(*types.TypeParam); ok {
+		iface, ok := tp.Constraint().Underlying().(*types.Interface)
+		if !ok {
+			return false
+		}
+		for i := 0; i < iface.NumEmbeddeds(); i++ {
+			e := iface.EmbeddedType(i)
+			if u, ok := e.(*types.Union); ok {
+				for j := 0; j < u.Len(); j++ {
+					if pred(u.Term(j).Type().Underlying()) {
+						return true
+					}
+				}
+				continue
+			}
+			if underlyingIs(e, pred) {
+				return true
+			}
+		}
+		return false
+	}
+	return pred(t.Underlying())
+}

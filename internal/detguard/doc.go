@@ -1,0 +1,67 @@
+// Package detguard is the determinism guard: a static check, run as an
+// ordinary test inside `go test ./...`, that keeps nondeterminism out of
+// the code the simulator drives.
+//
+// # Scope
+//
+// The guarded set is discovered by walking the module tree, so new
+// packages are covered without editing this package:
+//
+//   - every package under core/ (recursively),
+//   - io/vfs, io/seglog and io/driver (those directories only; concrete
+//     operating-system back ends belong in sibling packages),
+//   - every package under sim/ (recursively) except sim/sweep and its
+//     subtree, the parallel sweep runner, which is deliberately outside.
+//
+// testdata directories, directories whose name starts with "." or "_",
+// and _test.go files are skipped: tests may use whatever they like.
+//
+// # Rules
+//
+// Each violation is reported as "file:line: rule: detail".
+//
+//   - import: no import of os, os/exec, os/signal, net and net/...,
+//     time, math/rand, math/rand/v2, crypto/rand, sync, sync/atomic,
+//     runtime and runtime/..., log, log/slog, syscall, unsafe, io/ioutil.
+//     Time, randomness, concurrency and the outside world reach guarded
+//     code only through the simulator's own interfaces.
+//   - go: no go statement.
+//   - select: no select statement.
+//   - chan: no channel type anywhere (declarations, parameters, make).
+//   - send: no send statement.
+//   - recv: no receive expression (unary <-), and no range over a channel.
+//   - map-range: no range over a map (a value whose type's underlying
+//     type is a map, or a type parameter whose constraint admits a map),
+//     and no call of maps.Keys, maps.Values or maps.All, because Go's map
+//     iteration order is randomised. See "Reviewed map ranges" below for
+//     the two exemptions.
+//   - marker: a //detguard: comment that is malformed, lacks a reason,
+//     names an unknown directive, or excuses nothing (no map range on its
+//     own line or the next). Stale markers are reported so that they do
+//     not silently excuse code added later.
+//
+// # Reviewed map ranges
+//
+// A map range (or maps.Keys/Values/All call) is accepted when
+//
+//   - the ranged expression is a call of a function whose name starts with
+//     "sorted" or "Sorted" (for _, k := range sortedKeys(m)), or the maps
+//     iterator is passed directly to such a function
+//     (slices.Sorted(maps.Keys(m))); or
+//   - the line of the for statement (or of the call), or the line just
+//     above it, carries the reviewed marker with a non-empty reason.
+//
+// The marker is
+//
+//	//detguard:order-independent <reason>
+//
+// and the reason must say why the order cannot matter, for example
+// "//detguard:order-independent sums the values; addition is commutative".
+//
+// Rules import, go, select, chan, send and recv are syntactic and apply to
+// every non-test .go file in a guarded directory, including files excluded
+// by GOOS/GOARCH build constraints (but not files tagged "ignore"). The
+// map-range rule needs types: each package is type-checked with go/types
+// and the source importer, and a package that fails to type-check is an
+// error, never a silent pass.
+package detguard
