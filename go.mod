@@ -2,9 +2,15 @@ module github.com/sluicemq/sluice
 
 go 1.26.8
 
+require github.com/pingcap/failpoint v0.0.0-20240528011301-b51a646c7c86
+
 require (
 	github.com/klauspost/cpuid/v2 v2.0.9 // indirect
+	github.com/pingcap/errors v0.11.4 // indirect
+	github.com/sergi/go-diff v1.1.0 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
 	lukechampine.com/blake3 v1.4.1 // indirect
 	pgregory.net/rapid v1.3.0 // indirect
 )
+
+tool github.com/pingcap/failpoint/failpoint-ctl
