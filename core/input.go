@@ -1,0 +1,167 @@
+package core
+
+import "github.com/sluicemq/sluice/core/record"
+
+// InputKind says what an input is.
+type InputKind uint8
+
+const (
+	// InStart: the process started; Logs holds what storage recovered. It
+	// is the first input of every process.
+	InStart InputKind = 1
+	// InMessage: a peer message arrived from From.
+	InMessage InputKind = 2
+	// InClient: a client request arrived on connection Client.
+	InClient InputKind = 3
+	// InClientGone: connection Client closed; its deliveries return.
+	InClientGone InputKind = 4
+	// InStorage: a storage effect completed.
+	InStorage InputKind = 5
+	// InTick: time passed (a deadline was reached).
+	InTick InputKind = 6
+)
+
+// LogState is what the driver found when it opened a queue's log.
+type LogState struct {
+	Queue      QueueID
+	Start, End uint64
+	Epochs     []EpochStart
+	Damage     string // non-empty: a torn or corrupt tail starts at End
+}
+
+// RequestKind says what a client asks.
+type RequestKind uint8
+
+const (
+	// ReqPublish appends Body to Queue; answered by confirm, fail or unknown.
+	ReqPublish RequestKind = 1
+	// ReqSubscribe starts a consumer on Queue with Prefetch credit.
+	ReqSubscribe RequestKind = 2
+	// ReqAck settles the delivery at Offset of Queue.
+	ReqAck RequestKind = 3
+)
+
+// Request is a client request.
+type Request struct {
+	Kind     RequestKind
+	ID       uint64 // the client's request id, echoed in the reply
+	Queue    QueueID
+	Body     []byte // publish
+	Offset   uint64 // ack
+	Prefetch int    // subscribe
+}
+
+// StorageOp names a storage effect and its completion.
+type StorageOp uint8
+
+const (
+	OpAppend   StorageOp = 1
+	OpSync     StorageOp = 2
+	OpRead     StorageOp = 3
+	OpTruncate StorageOp = 4
+	OpDiscard  StorageOp = 5 // discard a damaged tail found at start
+)
+
+func (o StorageOp) String() string {
+	switch o {
+	case OpAppend:
+		return "append"
+	case OpSync:
+		return "sync"
+	case OpRead:
+		return "read"
+	case OpTruncate:
+		return "truncate"
+	case OpDiscard:
+		return "discard"
+	}
+	return "op?"
+}
+
+// StorageDone is the completion of a storage effect.
+type StorageDone struct {
+	Op      StorageOp
+	Queue   QueueID
+	Offset  uint64          // sync: the end it made durable; read: from
+	Tag     uint64          // read: the effect's tag
+	Records []record.Record // read
+	Err     string          // non-empty: the operation failed; the log is failed
+}
+
+// Input is one input to Step. Every input carries the current instant.
+type Input struct {
+	Kind   InputKind
+	NowNs  int64
+	From   NodeID      // InMessage
+	Msg    Message     // InMessage
+	Client ClientID    // InClient, InClientGone
+	Req    Request     // InClient
+	Done   StorageDone // InStorage
+	Logs   []LogState  // InStart
+}
+
+// AppendText appends the input's stable one-line text form.
+func (in *Input) AppendText(dst []byte) []byte {
+	switch in.Kind {
+	case InStart:
+		dst = append(dst, "start"...)
+		for _, l := range in.Logs {
+			dst = appendKV(dst, "q", uint64(l.Queue))
+			dst = appendKV(dst, "start", l.Start)
+			dst = appendKV(dst, "end", l.End)
+			dst = appendEpochs(dst, l.Epochs)
+			if l.Damage != "" {
+				dst = appendKVStr(dst, "damage", l.Damage)
+			}
+		}
+		return dst
+	case InMessage:
+		dst = appendKV(append(dst, "recv"...), "from", uint64(in.From))
+		dst = append(dst, ' ')
+		return in.Msg.AppendText(dst)
+	case InClient:
+		dst = appendKV(append(dst, "client"...), "c", uint64(in.Client))
+		r := &in.Req
+		switch r.Kind {
+		case ReqPublish:
+			dst = append(dst, " publish"...)
+			dst = appendKV(dst, "q", uint64(r.Queue))
+			dst = appendKV(dst, "id", r.ID)
+			dst = appendKV(dst, "len", uint64(len(r.Body)))
+		case ReqSubscribe:
+			dst = append(dst, " subscribe"...)
+			dst = appendKV(dst, "q", uint64(r.Queue))
+			dst = appendKV(dst, "id", r.ID)
+			dst = appendKVInt(dst, "prefetch", int64(r.Prefetch))
+		case ReqAck:
+			dst = append(dst, " ack"...)
+			dst = appendKV(dst, "q", uint64(r.Queue))
+			dst = appendKV(dst, "id", r.ID)
+			dst = appendKV(dst, "o", r.Offset)
+		default:
+			dst = appendKV(append(dst, " req?"...), "kind", uint64(r.Kind))
+		}
+		return dst
+	case InClientGone:
+		return appendKV(append(dst, "client-gone"...), "c", uint64(in.Client))
+	case InStorage:
+		d := &in.Done
+		dst = append(dst, "done "...)
+		dst = append(dst, d.Op.String()...)
+		dst = appendKV(dst, "q", uint64(d.Queue))
+		dst = appendKV(dst, "o", d.Offset)
+		if d.Op == OpRead {
+			dst = appendKV(dst, "tag", d.Tag)
+			dst = appendRecords(dst, d.Records)
+		}
+		if d.Err != "" {
+			dst = appendKVStr(dst, "err", d.Err)
+		}
+		return dst
+	case InTick:
+		return append(dst, "tick"...)
+	}
+	return appendKV(append(dst, "input?"...), "kind", uint64(in.Kind))
+}
+
+func (in *Input) String() string { return string(in.AppendText(nil)) }

@@ -1,0 +1,66 @@
+package core
+
+import "github.com/sluicemq/sluice/core/record"
+
+// MsgKind says what a peer message is.
+type MsgKind uint8
+
+const (
+	// MsgAppend: owner to follower. Records continue the owner's log at
+	// Prev; the record before Prev has epoch PrevEpoch. Commit is the owner's
+	// confirmed end. An append with no records is a probe or heartbeat.
+	MsgAppend MsgKind = 1
+	// MsgAppendReply: follower to owner. Ok: the follower's log matches the
+	// owner's below End and holds it durably. Not Ok: the follower could not
+	// match Prev; End and Epochs describe its log so the owner can find where
+	// the two diverge.
+	MsgAppendReply MsgKind = 2
+)
+
+// Message is one peer-to-peer message. Every message names its queue and
+// the sender's epoch, which fences messages of older epochs.
+type Message struct {
+	Kind  MsgKind
+	Queue QueueID
+	Epoch uint64
+
+	Prev      uint64          // append
+	PrevEpoch uint64          // append
+	Commit    uint64          // append
+	Records   []record.Record // append
+
+	Ok     bool         // reply
+	End    uint64       // reply
+	Epochs []EpochStart // reply, when not Ok
+}
+
+// AppendText appends the message's stable one-line text form.
+func (m *Message) AppendText(dst []byte) []byte {
+	switch m.Kind {
+	case MsgAppend:
+		dst = append(dst, "append"...)
+		dst = appendKV(dst, "q", uint64(m.Queue))
+		dst = appendKV(dst, "e", m.Epoch)
+		dst = appendKV(dst, "prev", m.Prev)
+		dst = appendKV(dst, "preve", m.PrevEpoch)
+		dst = appendKV(dst, "commit", m.Commit)
+		return appendRecords(dst, m.Records)
+	case MsgAppendReply:
+		dst = append(dst, "append-reply"...)
+		dst = appendKV(dst, "q", uint64(m.Queue))
+		dst = appendKV(dst, "e", m.Epoch)
+		if m.Ok {
+			dst = append(dst, " ok"...)
+		} else {
+			dst = append(dst, " reject"...)
+		}
+		dst = appendKV(dst, "end", m.End)
+		if !m.Ok {
+			dst = appendEpochs(dst, m.Epochs)
+		}
+		return dst
+	}
+	return appendKV(append(dst, "msg?"...), "kind", uint64(m.Kind))
+}
+
+func (m *Message) String() string { return string(m.AppendText(nil)) }

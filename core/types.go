@@ -1,0 +1,219 @@
+package core
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// NodeID is a broker's stable identity.
+type NodeID uint32
+
+// QueueID names a queue.
+type QueueID uint32
+
+// ClientID names one client connection; a reconnect gets a new one.
+type ClientID uint64
+
+// Policy is a queue's durability policy; it fixes W from the replica count.
+type Policy uint8
+
+const (
+	// LeaderDurable confirms once the owner holds a publish durably (W=1).
+	LeaderDurable Policy = 1
+	// MajorityDurable confirms once a majority holds it (W=floor(N/2)+1).
+	MajorityDurable Policy = 2
+	// AllDurable confirms once every replica holds it (W=N).
+	AllDurable Policy = 3
+)
+
+func (p Policy) String() string {
+	switch p {
+	case LeaderDurable:
+		return "leader_durable"
+	case MajorityDurable:
+		return "majority_durable"
+	case AllDurable:
+		return "all_durable"
+	}
+	return "policy" + strconv.Itoa(int(p))
+}
+
+// ParsePolicy reads a policy name as String prints it.
+func ParsePolicy(s string) (Policy, error) {
+	for p := LeaderDurable; p <= AllDurable; p++ {
+		if p.String() == s {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown durability policy %q (want leader_durable, majority_durable or all_durable)", s)
+}
+
+// WriteQuorum returns W for n replicas under p.
+func (p Policy) WriteQuorum(n int) int {
+	switch p {
+	case LeaderDurable:
+		return 1
+	case MajorityDurable:
+		return n/2 + 1
+	case AllDurable:
+		return n
+	}
+	panic("core: unknown policy")
+}
+
+// ReplicasMax bounds a queue's replica count.
+const ReplicasMax = 5
+
+// QueueConfig is a queue's static assignment: its replicas, its owner and
+// its policy. The controller that changes assignments comes later.
+type QueueConfig struct {
+	Queue    QueueID
+	Replicas []NodeID // distinct, 1..ReplicasMax, owner among them
+	Owner    NodeID
+	Policy   Policy
+}
+
+// Validate reports a malformed assignment.
+func (q QueueConfig) Validate() error {
+	n := len(q.Replicas)
+	if n < 1 || n > ReplicasMax {
+		return fmt.Errorf("queue %d: %d replicas, want 1..%d", q.Queue, n, ReplicasMax)
+	}
+	owner := false
+	for i, r := range q.Replicas {
+		for _, s := range q.Replicas[:i] {
+			if r == s {
+				return fmt.Errorf("queue %d: replica n%d listed twice", q.Queue, r)
+			}
+		}
+		owner = owner || r == q.Owner
+	}
+	if !owner {
+		return fmt.Errorf("queue %d: owner n%d is not a replica", q.Queue, q.Owner)
+	}
+	if q.Policy < LeaderDurable || q.Policy > AllDurable {
+		return fmt.Errorf("queue %d: unknown policy %d", q.Queue, q.Policy)
+	}
+	return nil
+}
+
+// Limits bound every queue and buffer the core keeps. Zero fields take the
+// defaults of DefaultLimits.
+type Limits struct {
+	PendingPublishesMax int   // publishes appended but not yet confirmed, per queue
+	ReadyMax            int   // committed, undelivered publishes tracked per queue
+	ConsumersMax        int   // consumers per queue
+	PrefetchMax         int   // unacked deliveries per consumer
+	WindowRecordsMax    int   // records sent to a follower beyond its durable report
+	BatchRecordsMax     int   // records in one append message
+	CacheBytesMax       int64 // bodies kept in memory per queue for followers and consumers
+	ReadRecordsMax      int   // records asked for in one storage read
+	EpochsMax           int   // epoch history entries per log
+	ResendMs            int64 // resend to a follower that made no progress for this long
+}
+
+// DefaultLimits are the limits used where a field is zero.
+var DefaultLimits = Limits{
+	PendingPublishesMax: 8192,
+	ReadyMax:            1 << 20,
+	ConsumersMax:        64,
+	PrefetchMax:         1024,
+	WindowRecordsMax:    1024,
+	BatchRecordsMax:     256,
+	CacheBytesMax:       32 << 20,
+	ReadRecordsMax:      256,
+	EpochsMax:           1 << 16,
+	ResendMs:            100,
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	if l.PendingPublishesMax > 0 {
+		d.PendingPublishesMax = l.PendingPublishesMax
+	}
+	if l.ReadyMax > 0 {
+		d.ReadyMax = l.ReadyMax
+	}
+	if l.ConsumersMax > 0 {
+		d.ConsumersMax = l.ConsumersMax
+	}
+	if l.PrefetchMax > 0 {
+		d.PrefetchMax = l.PrefetchMax
+	}
+	if l.WindowRecordsMax > 0 {
+		d.WindowRecordsMax = l.WindowRecordsMax
+	}
+	if l.BatchRecordsMax > 0 {
+		d.BatchRecordsMax = l.BatchRecordsMax
+	}
+	if l.CacheBytesMax > 0 {
+		d.CacheBytesMax = l.CacheBytesMax
+	}
+	if l.ReadRecordsMax > 0 {
+		d.ReadRecordsMax = l.ReadRecordsMax
+	}
+	if l.EpochsMax > 0 {
+		d.EpochsMax = l.EpochsMax
+	}
+	if l.ResendMs > 0 {
+		d.ResendMs = l.ResendMs
+	}
+	return d
+}
+
+// Config is one broker's configuration.
+type Config struct {
+	Node   NodeID
+	Queues []QueueConfig // the queues this broker holds a replica of
+	Limits Limits
+}
+
+// EpochStart says that records from Offset on carry Epoch, up to the next
+// EpochStart.
+type EpochStart struct {
+	Epoch  uint64
+	Offset uint64
+}
+
+// epochAt returns the epoch of the record at offset o in a log with the
+// given history, or 0 when o precedes the history.
+func epochAt(h []EpochStart, o uint64) uint64 {
+	// Histories are short and the newest entry is the usual answer.
+	for i := len(h) - 1; i >= 0; i-- {
+		if h[i].Offset <= o {
+			return h[i].Epoch
+		}
+	}
+	return 0
+}
+
+// divergence returns the first offset at which two logs (histories and
+// ends) may differ: records below it have equal epochs in both, so they are
+// the same records, since one owner writes each offset once per epoch.
+func divergence(a []EpochStart, aEnd uint64, b []EpochStart, bEnd uint64) uint64 {
+	end := min(aEnd, bEnd)
+	// Walk both step functions over the offsets where either changes.
+	i, j := 0, 0
+	var o uint64
+	for o < end {
+		if epochAt(a, o) != epochAt(b, o) {
+			return o
+		}
+		// next change point after o in either history
+		next := end
+		for i < len(a) && a[i].Offset <= o {
+			i++
+		}
+		for j < len(b) && b[j].Offset <= o {
+			j++
+		}
+		if i < len(a) && a[i].Offset < next {
+			next = a[i].Offset
+		}
+		if j < len(b) && b[j].Offset < next {
+			next = b[j].Offset
+		}
+		o = next
+	}
+	return end
+}

@@ -1,0 +1,66 @@
+package driver
+
+import (
+	"github.com/sluicemq/sluice/core"
+)
+
+// Env is the world a driver executes effects in.
+type Env interface {
+	// Send starts sending m from node to peer to. m's record slices are
+	// immutable and may be retained.
+	Send(from, to core.NodeID, m *core.Message)
+	// Client passes a reply or delivery effect to the client it names.
+	Client(from core.NodeID, e *core.Effect)
+	// Storage starts a storage effect on the node's log; its completion
+	// comes back later as an InStorage input through Driver.Step.
+	Storage(node core.NodeID, e *core.Effect)
+	// Deadline asks for an InTick at or after atNs.
+	Deadline(node core.NodeID, atNs int64)
+}
+
+// Driver runs one broker process.
+type Driver struct {
+	node   core.NodeID
+	broker *core.Broker
+	env    Env
+	trace  *Trace
+	line   []byte
+}
+
+// New returns a driver for a new process of cfg.Node. trace may be nil.
+func New(cfg core.Config, env Env, trace *Trace) *Driver {
+	return &Driver{node: cfg.Node, broker: core.New(cfg), env: env, trace: trace}
+}
+
+// Node returns the driver's node id.
+func (d *Driver) Node() core.NodeID { return d.node }
+
+// Step passes one input to the core and executes the effects it returns.
+func (d *Driver) Step(in *core.Input) {
+	if d.trace != nil {
+		d.line = d.trace.prefix(d.line[:0], in.NowNs, d.node, '<')
+		d.line = in.AppendText(d.line)
+		d.trace.emit(d.line, in.NowNs)
+	}
+	effects := d.broker.Step(in)
+	for i := range effects {
+		e := &effects[i]
+		if d.trace != nil {
+			d.line = d.trace.prefix(d.line[:0], in.NowNs, d.node, '>')
+			d.line = e.AppendText(d.line)
+			d.trace.emit(d.line, in.NowNs)
+		}
+		switch e.Kind {
+		case core.EfSend:
+			d.env.Send(d.node, e.To, &e.Msg)
+		case core.EfStorage:
+			d.env.Storage(d.node, e)
+		case core.EfReply, core.EfDeliver:
+			d.env.Client(d.node, e)
+		case core.EfDeadline:
+			d.env.Deadline(d.node, e.AtNs)
+		default:
+			panic("driver: unknown effect kind")
+		}
+	}
+}

@@ -1,0 +1,72 @@
+package driver
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/io/seglog"
+	"github.com/sluicemq/sluice/io/vfs"
+)
+
+// OpenLog opens queue q's log in dir and reports what it recovered in the
+// core's terms.
+func OpenLog(fs vfs.FS, dir string, q core.QueueID, opts seglog.Options) (*seglog.Log, core.LogState, error) {
+	l, rec, err := seglog.Open(fs, dir, opts)
+	if err != nil {
+		return nil, core.LogState{}, err
+	}
+	st := core.LogState{Queue: q, Start: rec.Start, End: rec.End}
+	for _, e := range rec.Epochs {
+		st.Epochs = append(st.Epochs, core.EpochStart{Epoch: e.Epoch, Offset: e.Offset})
+	}
+	if d := rec.Damage; d != nil {
+		st.Damage = d.Reason + " in " + d.Segment + " at byte " + strconv.FormatInt(d.Pos, 10)
+	}
+	return l, st, nil
+}
+
+// Exec performs storage effect e on log l and returns its completion. A nil
+// log stands for a log that could not be opened: every operation fails.
+func Exec(l *seglog.Log, e *core.Effect) core.StorageDone {
+	d := core.StorageDone{Op: e.Op, Queue: e.Queue, Offset: e.Offset, Tag: e.Tag}
+	if l == nil {
+		d.Err = "log unavailable"
+		return d
+	}
+	var err error
+	switch e.Op {
+	case core.OpAppend:
+		err = l.Append(e.Records)
+	case core.OpSync:
+		err = l.Sync()
+	case core.OpRead:
+		d.Records, err = l.Read(e.Offset, e.Count, readBytesMax)
+	case core.OpTruncate:
+		err = l.TruncateFrom(e.Offset)
+	case core.OpDiscard:
+		err = l.DiscardDamage()
+	default:
+		panic("driver: unknown storage op")
+	}
+	if err != nil {
+		d.Err = errKind(err)
+	}
+	return d
+}
+
+// readBytesMax bounds the bodies one read returns.
+const readBytesMax = 4 << 20
+
+// errKind turns a storage error into stable text for the trace.
+func errKind(err error) string {
+	switch {
+	case errors.Is(err, vfs.ErrNoSpace):
+		return "no space"
+	case errors.Is(err, vfs.ErrIO):
+		return "i/o error"
+	case errors.Is(err, seglog.ErrFailed):
+		return "log failed"
+	}
+	return err.Error()
+}
