@@ -662,22 +662,27 @@ func testCrashTruncate(t *testing.T, fs vfs.FS, c Crasher) {
 }
 
 func testCrashCreateNeedsSyncDir(t *testing.T, fs vfs.FS, c Crasher) {
-	f := create(t, fs, "nodirsync")
+	if err := fs.MkdirAll("other"); err != nil {
+		t.Fatalf("MkdirAll: %v", err)
+	}
+	syncDir(t, fs, ".")
+	f := create(t, fs, "other/nodirsync")
 	write(t, f, 0, "data")
-	syncFile(t, f) // the data is synced but not the name
+	syncFile(t, f) // the data is synced but not the name: "other" is never synced
 	closeFile(t, f)
 	g := create(t, fs, "dirsynced")
 	write(t, g, 0, "data")
 	syncFile(t, g)
 	closeFile(t, g)
-	syncDir(t, fs, ".")
+	syncDir(t, fs, ".")        // syncs "." only, not "other"
 	h := create(t, fs, "late") // created after the SyncDir
 	closeFile(t, h)
 	c.CrashClean()
-	wantMissing(t, fs, "nodirsync")
+	wantMissing(t, fs, "other/nodirsync")
 	wantMissing(t, fs, "late")
 	wantContents(t, fs, "dirsynced", "data")
-	wantList(t, fs, ".", "dirsynced")
+	wantList(t, fs, ".", "dirsynced", "other")
+	wantList(t, fs, "other")
 }
 
 func testCrashSyncDirNoData(t *testing.T, fs vfs.FS, c Crasher) {
