@@ -1,0 +1,152 @@
+package world
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/sim/prng"
+)
+
+// Profile is everything a run does, drawn from its seed or set by a
+// scenario. It prints as one line with the seed.
+type Profile struct {
+	Brokers int
+	Queues  []core.QueueConfig
+
+	PublishersPerQueue int
+	PublishesPerSec    int // per publisher
+	BodyBytesMin       int
+	BodyBytesMax       int
+	InflightMax        int // unconfirmed publishes per publisher
+	ConsumersPerQueue  int
+	Prefetch           int
+	AckDelayUsMax      int64
+
+	// Faults during the workload phase, as mean events per simulated minute.
+	CrashesPerMin      float64
+	ConsumerLossPerMin float64
+	RestartDelayMsMax  int64
+
+	NetLatencyUsMin, NetLatencyUsMax int64
+	SyncUsMin, SyncUsMax             int64
+
+	DurationMs int64 // workload phase
+	DrainMs    int64 // bound on the drain phase
+}
+
+// Standard returns the standard world of the benchmark: 3 brokers, 1 queue
+// of 3 replicas under majority_durable, 200 publishes/s, 1 consumer acking,
+// 60 simulated seconds, no faults.
+func Standard() Profile {
+	return Profile{
+		Brokers:            3,
+		Queues:             []core.QueueConfig{{Queue: 1, Replicas: []core.NodeID{1, 2, 3}, Owner: 1, Policy: core.MajorityDurable}},
+		PublishersPerQueue: 1,
+		PublishesPerSec:    200,
+		BodyBytesMin:       64,
+		BodyBytesMax:       512,
+		InflightMax:        256,
+		ConsumersPerQueue:  1,
+		Prefetch:           64,
+		AckDelayUsMax:      2000,
+		RestartDelayMsMax:  2000,
+		NetLatencyUsMin:    50,
+		NetLatencyUsMax:    500,
+		SyncUsMin:          100,
+		SyncUsMax:          2000,
+		DurationMs:         60_000,
+		DrainMs:            10_000,
+	}
+}
+
+// Draw returns the default swarm profile of seed: shape, policy, workload
+// and fault rates all vary per seed.
+func Draw(seed uint64) Profile {
+	r := prng.New(prng.Derive(seed, "profile"))
+	p := Standard()
+	p.DurationMs = 10_000
+	p.Brokers = []int{3, 5}[r.Intn(2)]
+	queues := 1 + r.Intn(2)
+	p.Queues = nil
+	for q := 1; q <= queues; q++ {
+		n := 1 + r.Intn(p.Brokers)
+		first := r.Intn(p.Brokers)
+		var reps []core.NodeID
+		for i := 0; i < n; i++ {
+			reps = append(reps, core.NodeID((first+i)%p.Brokers+1))
+		}
+		p.Queues = append(p.Queues, core.QueueConfig{
+			Queue:    core.QueueID(q),
+			Replicas: reps,
+			Owner:    reps[r.Intn(n)],
+			Policy:   core.Policy(1 + r.Intn(3)),
+		})
+	}
+	p.PublishersPerQueue = 1 + r.Intn(2)
+	p.PublishesPerSec = []int{20, 100, 200, 500}[r.Intn(4)]
+	p.BodyBytesMax = []int{64, 512, 4096}[r.Intn(3)]
+	p.BodyBytesMin = 16
+	p.InflightMax = []int{1, 16, 256}[r.Intn(3)]
+	p.ConsumersPerQueue = r.Intn(3)
+	p.Prefetch = []int{1, 8, 64}[r.Intn(3)]
+	if r.Chance(2, 3) {
+		p.CrashesPerMin = []float64{2, 6, 20}[r.Intn(3)]
+	}
+	if r.Chance(1, 2) {
+		p.ConsumerLossPerMin = []float64{3, 30}[r.Intn(2)]
+	}
+	p.NetLatencyUsMax = []int64{200, 2000, 20000}[r.Intn(3)]
+	p.SyncUsMax = []int64{500, 5000, 50000}[r.Intn(3)]
+	// Consumers must outpace publishers, or no drain phase could ever
+	// deliver everything: raise the prefetch until one consumer's credit
+	// per round trip covers twice the publish rate.
+	if p.ConsumersPerQueue > 0 {
+		rttUs := 2*p.NetLatencyUsMax + p.AckDelayUsMax
+		for p.Prefetch < 1024 && int64(p.Prefetch)*1e6/rttUs < int64(2*p.PublishesPerSec*p.PublishersPerQueue) {
+			p.Prefetch *= 2
+		}
+	}
+	return p
+}
+
+// String prints the profile as one stable line.
+func (p Profile) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "brokers=%d queues=[", p.Brokers)
+	for i, q := range p.Queues {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "q%d:%s:owner=n%d:reps=%v", q.Queue, q.Policy, q.Owner, q.Replicas)
+	}
+	fmt.Fprintf(&b, "] pubs=%dx%d/s body=%d..%d inflight=%d consumers=%d prefetch=%d crash/min=%g closs/min=%g net=%d..%dus sync=%d..%dus dur=%dms",
+		p.PublishersPerQueue, p.PublishesPerSec, p.BodyBytesMin, p.BodyBytesMax, p.InflightMax,
+		p.ConsumersPerQueue, p.Prefetch, p.CrashesPerMin, p.ConsumerLossPerMin,
+		p.NetLatencyUsMin, p.NetLatencyUsMax, p.SyncUsMin, p.SyncUsMax, p.DurationMs)
+	return b.String()
+}
+
+// Validate reports a profile the world cannot run.
+func (p Profile) Validate() error {
+	if p.Brokers < 1 || p.Brokers > 16 {
+		return fmt.Errorf("profile: %d brokers, want 1..16", p.Brokers)
+	}
+	for _, q := range p.Queues {
+		if err := q.Validate(); err != nil {
+			return fmt.Errorf("profile: %w", err)
+		}
+		for _, n := range q.Replicas {
+			if int(n) < 1 || int(n) > p.Brokers {
+				return fmt.Errorf("profile: queue %d names broker n%d of %d", q.Queue, n, p.Brokers)
+			}
+		}
+	}
+	if p.BodyBytesMin < 12 || p.BodyBytesMax < p.BodyBytesMin {
+		return fmt.Errorf("profile: body sizes %d..%d, want 12 <= min <= max", p.BodyBytesMin, p.BodyBytesMax)
+	}
+	if p.PublishesPerSec < 0 || p.InflightMax < 1 || p.DurationMs <= 0 {
+		return fmt.Errorf("profile: bad workload")
+	}
+	return nil
+}
