@@ -42,8 +42,10 @@ type Stats struct {
 	Crashes, ConsumerLosses                   uint64
 }
 
+// storageQueue holds one log's storage effects in order; the head runs.
 type storageQueue struct {
 	ops  []core.Effect
+	head int
 	busy bool
 }
 
@@ -393,19 +395,22 @@ func (w *World) storageDelay(op core.StorageOp) int64 {
 
 func (w *World) kickStorage(b *broker, qi int) {
 	s := &b.storage[qi]
-	if s.busy || len(s.ops) == 0 {
+	if s.busy || s.head == len(s.ops) {
 		return
 	}
 	s.busy = true
-	e := w.schedule(w.now+w.storageDelay(s.ops[0].Op), evStorage)
+	e := w.schedule(w.now+w.storageDelay(s.ops[s.head].Op), evStorage)
 	e.node, e.q, e.inc = int32(b.id-1), int32(qi), b.inc
 }
 
 func (w *World) completeStorage(b *broker, qi int) {
 	s := &b.storage[qi]
-	op := s.ops[0]
-	s.ops[0] = core.Effect{}
-	s.ops = s.ops[1:]
+	op := s.ops[s.head]
+	s.ops[s.head] = core.Effect{}
+	s.head++
+	if s.head == len(s.ops) {
+		s.ops, s.head = s.ops[:0], 0
+	}
 	s.busy = false
 	l := b.logs[qi]
 	done := driver.Exec(l, &op)

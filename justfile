@@ -1,0 +1,35 @@
+# Conveniences over the plain go commands in README.md; none is required.
+
+# run every test (README's test command)
+test:
+    go test ./...
+
+# sweep seeds of the default swarm: just sim 1000
+sim seeds="1000":
+    go run ./cmd/sluice sim --seeds {{seeds}}
+
+# replay one seed with its trace: just replay 42
+replay seed:
+    go run ./cmd/sluice sim --seed {{seed}} --trace
+
+# benchmarks: the standard simulated world and the storage engine
+bench:
+    go test -run '^$' -bench . -benchtime 5x ./sim/world
+    go test -run '^$' -bench . ./io/seglog ./sim/memfs
+
+# real-disk benchmarks (fsio) against raw fdatasync baselines
+bench-disk:
+    go test -run '^$' -bench . -benchtime 2s ./fsio/...
+
+# failpoint tests on the real file system (enable, test, always disable)
+failpoints:
+    fsio/failpoint-test.sh
+
+# format and vet
+lint:
+    gofmt -l $(git ls-files '*.go')
+    go vet ./...
+
+# what CI runs
+ci:
+    bash .ci/run

@@ -1,0 +1,86 @@
+package world
+
+import (
+	"testing"
+)
+
+// A fixed sweep of the default swarm must find no failure: the simulator's
+// own regression net. The CI runs a larger one through the command.
+func TestSwarmSweepIsClean(t *testing.T) {
+	seeds := uint64(40)
+	if testing.Short() {
+		seeds = 8
+	}
+	for s := uint64(1); s <= seeds; s++ {
+		p := Draw(s)
+		p.DurationMs = 3000
+		r, err := Run(s, p, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Failed > 0 {
+			t.Errorf("seed %d: %v\n  reproduce: go run ./cmd/sluice sim --seed %d --duration-ms 3000", s, r.Failures, s)
+		}
+	}
+}
+
+func TestSameSeedSameRun(t *testing.T) {
+	p := Draw(11)
+	p.DurationMs = 2000
+	a, _ := Run(11, p, Options{})
+	b, _ := Run(11, p, Options{})
+	if a.TraceHash != b.TraceHash || a.Events != b.Events {
+		t.Fatalf("two runs of seed 11 differ: %s/%d vs %s/%d", a.TraceHash, a.Events, b.TraceHash, b.Events)
+	}
+}
+
+func TestStandardWorldConfirmsAndDelivers(t *testing.T) {
+	p := Standard()
+	p.DurationMs = 5000
+	r, err := Run(1, p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Failed > 0 {
+		t.Fatalf("standard world failed: %v", r.Failures)
+	}
+	s := r.Stats
+	// 200/s for 5 s: about 1000 publishes, every one confirmed and delivered.
+	if s.Publishes < 900 || s.Confirmed != s.Publishes || s.Deliveries < s.Confirmed {
+		t.Fatalf("standard world: %+v", s)
+	}
+}
+
+func TestProfileValidation(t *testing.T) {
+	p := Standard()
+	p.Queues[0].Replicas = append(p.Queues[0].Replicas, 9)
+	if _, err := Run(1, p, Options{}); err == nil {
+		t.Fatal("a profile naming a broker that does not exist ran")
+	}
+}
+
+// BenchmarkStandardWorld runs the standard world: 3 brokers, 1 queue
+// under majority_durable, 200 publishes/s, 1 consumer acking, 60 simulated
+// seconds. It reports simulated events per wall second and how many times
+// faster than real time the world runs.
+func BenchmarkStandardWorld(b *testing.B) {
+	benchWorld(b, Standard())
+}
+
+func benchWorld(b *testing.B, p Profile) {
+	b.ReportAllocs()
+	var events uint64
+	var simNs int64
+	for i := 0; i < b.N; i++ {
+		r, err := Run(uint64(i+1), p, Options{})
+		if err != nil || r.Failed > 0 {
+			b.Fatalf("seed %d: %v %v", i+1, err, r.Failures)
+		}
+		events += r.Events
+		simNs += r.SimNs
+	}
+	wall := b.Elapsed().Seconds()
+	b.ReportMetric(float64(events)/wall, "events/s")
+	b.ReportMetric(float64(simNs)/1e9/wall, "x-realtime")
+	b.ReportMetric(float64(events)/float64(b.N), "events/run")
+}
