@@ -1,8 +1,9 @@
-// API CONTRACT (implementation to be written): see doc.go when it lands.
 package seglog
 
 import (
 	"errors"
+	"fmt"
+	"path"
 
 	"github.com/sluicemq/sluice/core/record"
 	"github.com/sluicemq/sluice/io/vfs"
@@ -22,6 +23,26 @@ var (
 	ErrRange = errors.New("seglog: offset out of range")
 	// ErrTooLarge: a record exceeds the frame limit.
 	ErrTooLarge = errors.New("seglog: record too large")
+	// ErrEpoch: an appended record's epoch is below the epoch of the log's
+	// last record.
+	ErrEpoch = errors.New("seglog: record epoch below the log's last epoch")
+	// ErrKind: an appended record's kind is not a known record.Kind.
+	ErrKind = errors.New("seglog: unknown record kind")
+	// ErrCorrupt: Read met a frame that fails validation (bit rot after
+	// Open). The log stays usable; the caller decides.
+	ErrCorrupt = errors.New("seglog: corrupt frame")
+	// ErrClosed: the log was closed.
+	ErrClosed = errors.New("seglog: log closed")
+)
+
+// Defaults of Options.
+const (
+	SegmentBytesMaxDefault    = 64 << 20
+	WriteBufferBytesDefault   = 256 << 10
+	IndexIntervalBytesDefault = 4 << 10
+	openFilesMax              = 8 // open handles on inactive, synced segments
+	readChunkBytes            = 64 << 10
+	scanChunkBytes            = 2 << 20
 )
 
 // Options tune a log. Zero values take defaults.
@@ -32,6 +53,29 @@ type Options struct {
 	// PreallocateBytes: reserve this much space when a segment is created
 	// (vfs.File.Preallocate). Default 0 (no preallocation).
 	PreallocateBytes int64
+	// WriteBufferBytes bounds the bytes appended but not yet written to the
+	// file; the buffer is written when full and at Sync. A frame larger
+	// than the buffer is written directly. Default 256 KiB.
+	WriteBufferBytes int
+	// IndexIntervalBytes: the sparse index holds one entry per this many
+	// bytes of frames (at least one per segment). Default 4 KiB.
+	IndexIntervalBytes int64
+}
+
+func (o *Options) setDefaults() {
+	if o.SegmentBytesMax <= 0 {
+		o.SegmentBytesMax = SegmentBytesMaxDefault
+	}
+	if o.PreallocateBytes < 0 {
+		o.PreallocateBytes = 0
+	}
+	if o.WriteBufferBytes <= 0 {
+		o.WriteBufferBytes = WriteBufferBytesDefault
+	}
+	o.WriteBufferBytes = max(o.WriteBufferBytes, segHeaderBytes+frameBytesMin)
+	if o.IndexIntervalBytes <= 0 {
+		o.IndexIntervalBytes = IndexIntervalBytesDefault
+	}
 }
 
 // EpochStart says that records from Offset on carry Epoch (until the next
@@ -49,6 +93,10 @@ type Damage struct {
 	Reason  string // e.g. "torn frame header", "crc mismatch", "short body"
 }
 
+func (d *Damage) String() string {
+	return fmt.Sprintf("damage in %s at byte %d (offset %d): %s", d.Segment, d.Pos, d.Offset, d.Reason)
+}
+
 // Recovery reports what Open found.
 type Recovery struct {
 	Start, End uint64       // valid records are [Start, End)
@@ -57,36 +105,543 @@ type Recovery struct {
 	Damage     *Damage      // nil when the scan ended cleanly
 }
 
-// Log is a segmented append-only record log over a vfs.FS.
-type Log struct{}
-
-// Open opens (creating if needed) the log in dir and scans it.
-func Open(fs vfs.FS, dir string, opts Options) (*Log, Recovery, error) { panic("todo") }
-
-// Append writes records whose offsets continue End(); not durable until Sync.
-func (l *Log) Append(recs []record.Record) error { panic("todo") }
-
-// Sync makes every appended record and every truncation durable.
-func (l *Log) Sync() error { panic("todo") }
-
-// Read returns records from offset from on: at most recordsMax records and
-// about bytesMax body bytes, but at least one record if from < End().
-func (l *Log) Read(from uint64, recordsMax int, bytesMax int) ([]record.Record, error) {
-	panic("todo")
+// segment is one segment file.
+type segment struct {
+	base       uint64
+	end        uint64 // offset after the segment's last valid record
+	name       string
+	size       int64 // header plus valid frames, buffered ones included
+	index      []indexEntry
+	indexedPos int64 // position of the last index entry; -1: none
+	f          vfs.File
+	dirty      bool // written or truncated since the last successful sync
+	open       bool // listed in Log.openSegs
 }
 
-// TruncateFrom removes every record at offset >= from; durable after Sync.
-func (l *Log) TruncateFrom(from uint64) error { panic("todo") }
+// indexEntry locates a frame: the record at off starts at pos.
+type indexEntry struct {
+	off uint64
+	pos int64
+}
 
-// DiscardDamage removes the damaged tail reported by Open, durably.
-func (l *Log) DiscardDamage() error { panic("todo") }
+// repair says how DiscardDamage removes the damaged tail.
+type repair struct {
+	seg           *segment // segment to cut at pos (nil: none)
+	pos           int64
+	rewriteHeader bool     // the first segment's header is bad: write it anew
+	remove        []string // segment names after the damage, ascending
+}
+
+// Log is a segmented append-only record log over a vfs.FS.
+//
+// A Log is not safe for concurrent use.
+type Log struct {
+	fs   vfs.FS
+	dir  string
+	opts Options
+
+	segs   []*segment // ascending; the last one is active
+	epochs []EpochStart
+
+	buf    []byte // appended bytes of the active segment not yet written
+	bufPos int64  // their position in the active segment
+
+	dirtySegs []*segment // segments to sync at the next Sync
+	dirDirty  bool       // segments were created or removed since the last SyncDir
+	openSegs  []*segment // inactive segments with an open handle, oldest first
+
+	damage  *Damage
+	repair  repair
+	failErr error
+	closed  bool
+
+	// Read window: a cached range of one segment's contents.
+	win      []byte
+	winSeg   *segment
+	winPos   int64
+	winChunk int
+
+	scratch [frameBytesMin]byte
+}
+
+func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
+
+// isActive reports whether seg is the active segment (during the recovery
+// scan none is).
+func (l *Log) isActive(seg *segment) bool {
+	return len(l.segs) > 0 && l.segs[len(l.segs)-1] == seg
+}
+
+func (l *Log) segPath(name string) string { return path.Join(l.dir, name) }
+
+// fail puts the log in the failed state.
+func (l *Log) fail(err error) error {
+	if l.failErr == nil {
+		l.failErr = err
+	}
+	return l.failedErr()
+}
+
+func (l *Log) failedErr() error { return fmt.Errorf("%w: %w", ErrFailed, l.failErr) }
+
+// usable reports whether the log may be used at all.
+func (l *Log) usable() error {
+	if l.closed {
+		return ErrClosed
+	}
+	if l.failErr != nil {
+		return l.failedErr()
+	}
+	return nil
+}
+
+// writable reports whether the log may be changed.
+func (l *Log) writable() error {
+	if err := l.usable(); err != nil {
+		return err
+	}
+	if l.damage != nil {
+		return ErrDamaged
+	}
+	return nil
+}
 
 // Start returns the first offset held; End the next offset to append.
-func (l *Log) Start() uint64 { panic("todo") }
-func (l *Log) End() uint64   { panic("todo") }
+func (l *Log) Start() uint64 { return l.segs[0].base }
 
-// Epochs returns the epoch history of the records held.
-func (l *Log) Epochs() []EpochStart { panic("todo") }
+// End returns the next offset to append.
+func (l *Log) End() uint64 { return l.active().end }
 
-// Close closes the files without syncing.
-func (l *Log) Close() error { panic("todo") }
+// Epochs returns the epoch history of the records held (a copy).
+func (l *Log) Epochs() []EpochStart { return append([]EpochStart(nil), l.epochs...) }
+
+// Damage returns the damage Open reported, until DiscardDamage removes it.
+func (l *Log) Damage() *Damage { return l.damage }
+
+// lastEpoch is the epoch of the last record, 0 for an empty log.
+func (l *Log) lastEpoch() uint64 {
+	if len(l.epochs) == 0 {
+		return 0
+	}
+	return l.epochs[len(l.epochs)-1].Epoch
+}
+
+// Append writes records whose offsets continue End(); not durable until
+// Sync. The whole batch is validated first: on ErrOffset, ErrEpoch, ErrKind
+// or ErrTooLarge nothing is appended. A write error fails the log.
+func (l *Log) Append(recs []record.Record) error {
+	if err := l.writable(); err != nil {
+		return err
+	}
+	next, epoch := l.End(), l.lastEpoch()
+	for i := range recs {
+		r := &recs[i]
+		switch {
+		case r.Offset != next:
+			return fmt.Errorf("%w: offset %d, log end %d", ErrOffset, r.Offset, next)
+		case r.Epoch < epoch:
+			return fmt.Errorf("%w: epoch %d after %d (offset %d)", ErrEpoch, r.Epoch, epoch, r.Offset)
+		case !r.Kind.Valid():
+			return fmt.Errorf("%w: %d (offset %d)", ErrKind, r.Kind, r.Offset)
+		case len(r.Body) > record.BodyBytesMax:
+			return fmt.Errorf("%w: body of %d bytes (offset %d)", ErrTooLarge, len(r.Body), r.Offset)
+		}
+		next++
+		epoch = r.Epoch
+	}
+	for i := range recs {
+		if err := l.appendOne(&recs[i]); err != nil {
+			return l.fail(err)
+		}
+	}
+	return nil
+}
+
+func (l *Log) appendOne(r *record.Record) error {
+	seg := l.active()
+	if seg.size >= l.opts.SegmentBytesMax && seg.end > seg.base {
+		if err := l.roll(); err != nil {
+			return err
+		}
+		seg = l.active()
+	}
+	n := frameBytes(len(r.Body))
+	pos := seg.size
+	if len(l.buf)+n > cap(l.buf) {
+		if err := l.flush(); err != nil {
+			return err
+		}
+	}
+	if n <= cap(l.buf) {
+		k := len(l.buf)
+		l.buf = l.buf[:k+n]
+		putFrame(l.buf[k:], r)
+	} else {
+		// Larger than the buffer (which is empty now): write directly.
+		c := putFrameHeader(l.scratch[:], r)
+		c = crcUpdate(c, r.Body)
+		putU32(l.scratch[4:8], c)
+		if _, err := seg.f.WriteAt(l.scratch[:], pos); err != nil {
+			return err
+		}
+		if len(r.Body) > 0 {
+			if _, err := seg.f.WriteAt(r.Body, pos+frameBytesMin); err != nil {
+				return err
+			}
+		}
+		l.bufPos = pos + int64(n)
+		l.markDirty(seg)
+	}
+	l.noteFrame(seg, r.Offset, r.Epoch, pos, int64(n))
+	return nil
+}
+
+// noteFrame accounts for a valid frame at pos of seg (appended or scanned).
+func (l *Log) noteFrame(seg *segment, off, epoch uint64, pos, n int64) {
+	if seg.indexedPos < 0 || pos-seg.indexedPos >= l.opts.IndexIntervalBytes {
+		seg.index = append(seg.index, indexEntry{off: off, pos: pos})
+		seg.indexedPos = pos
+	}
+	if len(l.epochs) == 0 || l.epochs[len(l.epochs)-1].Epoch != epoch {
+		l.epochs = append(l.epochs, EpochStart{Epoch: epoch, Offset: off})
+	}
+	seg.size = pos + n
+	seg.end = off + 1
+}
+
+func (l *Log) markDirty(seg *segment) {
+	if !seg.dirty {
+		seg.dirty = true
+		l.dirtySegs = append(l.dirtySegs, seg)
+	}
+}
+
+// flush writes the buffer to the active segment.
+func (l *Log) flush() error {
+	if len(l.buf) == 0 {
+		return nil
+	}
+	seg := l.active()
+	if _, err := seg.f.WriteAt(l.buf, l.bufPos); err != nil {
+		return err
+	}
+	l.markDirty(seg)
+	l.bufPos += int64(len(l.buf))
+	l.buf = l.buf[:0]
+	return nil
+}
+
+// roll starts a new active segment at End().
+func (l *Log) roll() error {
+	if err := l.flush(); err != nil {
+		return err
+	}
+	old := l.active()
+	seg, err := l.createSegment(old.end)
+	if err != nil {
+		return err
+	}
+	l.segs = append(l.segs, seg)
+	l.retire(old)
+	return nil
+}
+
+// createSegment creates the file of a new segment at base and buffers its
+// header; the segment becomes the target of the buffer.
+func (l *Log) createSegment(base uint64) (*segment, error) {
+	name := segName(base)
+	f, err := l.fs.Create(l.segPath(name))
+	if err != nil {
+		return nil, err
+	}
+	l.dirDirty = true
+	if l.opts.PreallocateBytes > 0 {
+		if err := f.Preallocate(l.opts.PreallocateBytes); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	seg := &segment{base: base, end: base, name: name, size: segHeaderBytes, indexedPos: -1, f: f}
+	l.markDirty(seg)
+	l.ensureBuf()
+	l.buf = l.buf[:segHeaderBytes]
+	putSegHeader(l.buf, base)
+	l.bufPos = 0
+	return seg, nil
+}
+
+func (l *Log) ensureBuf() {
+	if l.buf == nil {
+		l.buf = make([]byte, 0, l.opts.WriteBufferBytes)
+	}
+}
+
+// retire moves a segment that stopped being active to the open-handle list,
+// closing the handles of the oldest synced inactive segments past the limit.
+func (l *Log) retire(seg *segment) {
+	if seg.f == nil || seg.open {
+		return
+	}
+	seg.open = true
+	l.openSegs = append(l.openSegs, seg)
+	for i := 0; len(l.openSegs) > openFilesMax && i < len(l.openSegs); {
+		s := l.openSegs[i]
+		if s.dirty {
+			i++
+			continue
+		}
+		s.f.Close()
+		s.f = nil
+		s.open = false
+		l.openSegs = append(l.openSegs[:i], l.openSegs[i+1:]...)
+	}
+}
+
+// ensureOpen opens the file of seg if it is closed.
+func (l *Log) ensureOpen(seg *segment) error {
+	if seg.f != nil {
+		return nil
+	}
+	f, err := l.fs.Open(l.segPath(seg.name))
+	if err != nil {
+		return err
+	}
+	seg.f = f
+	if !l.isActive(seg) {
+		l.retire(seg)
+	}
+	return nil
+}
+
+// forget drops a removed segment's handle and list memberships.
+func (l *Log) forget(seg *segment) {
+	if seg.f != nil {
+		seg.f.Close()
+		seg.f = nil
+	}
+	l.openSegs = deleteSeg(l.openSegs, seg)
+	l.dirtySegs = deleteSeg(l.dirtySegs, seg)
+	seg.open, seg.dirty = false, false
+	if l.winSeg == seg {
+		l.winSeg = nil
+	}
+}
+
+func deleteSeg(s []*segment, seg *segment) []*segment {
+	for i, x := range s {
+		if x == seg {
+			return append(s[:i], s[i+1:]...)
+		}
+	}
+	return s
+}
+
+// Sync makes every appended record and every truncation durable: it writes
+// the buffer, syncs each segment file written since the last Sync (one file
+// unless a segment was started), then syncs the directory if segments were
+// created or removed. A failure fails the log.
+func (l *Log) Sync() error {
+	if err := l.usable(); err != nil {
+		return err
+	}
+	if err := l.syncAll(); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+func (l *Log) syncAll() error {
+	if err := l.flush(); err != nil {
+		return err
+	}
+	for _, seg := range l.dirtySegs {
+		if err := seg.f.Sync(); err != nil {
+			return err
+		}
+		seg.dirty = false
+	}
+	clear(l.dirtySegs)
+	l.dirtySegs = l.dirtySegs[:0]
+	if l.dirDirty {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return err
+		}
+		l.dirDirty = false
+	}
+	return nil
+}
+
+// TruncateFrom removes every record at offset >= from, possibly across
+// segments. It is durable when it returns: TruncateFrom syncs (the contract
+// only promises durability after the next Sync), so that records appended
+// afterwards can never be mixed, by a crash, with the removed ones.
+func (l *Log) TruncateFrom(from uint64) error {
+	if err := l.writable(); err != nil {
+		return err
+	}
+	if from < l.Start() || from > l.End() {
+		return fmt.Errorf("%w: truncate from %d, log [%d, %d)", ErrRange, from, l.Start(), l.End())
+	}
+	if from == l.End() {
+		return nil
+	}
+	if err := l.truncate(from); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+func (l *Log) truncate(from uint64) error {
+	if err := l.flush(); err != nil {
+		return err
+	}
+	i := l.findSeg(from)
+	seg := l.segs[i]
+	cut := i + 1 // segments [cut:] are removed
+	var pos int64
+	if seg.base == from && i > 0 {
+		cut = i
+	} else {
+		p, err := l.locate(seg, from)
+		if err != nil {
+			return err
+		}
+		pos = p
+	}
+	// Remove the last segments first, so that a crash keeps a contiguous
+	// prefix of them.
+	for j := len(l.segs) - 1; j >= cut; j-- {
+		s := l.segs[j]
+		l.forget(s)
+		if err := l.fs.Remove(l.segPath(s.name)); err != nil {
+			return err
+		}
+		l.dirDirty = true
+		l.segs[j] = nil
+	}
+	l.segs = l.segs[:cut]
+	if cut == i+1 {
+		if err := l.cutSegment(seg, pos, from); err != nil {
+			return err
+		}
+	}
+	act := l.active()
+	if act.open {
+		l.openSegs = deleteSeg(l.openSegs, act)
+		act.open = false
+	}
+	if err := l.ensureOpen(act); err != nil {
+		return err
+	}
+	l.bufPos = act.size
+	for len(l.epochs) > 0 && l.epochs[len(l.epochs)-1].Offset >= from {
+		l.epochs = l.epochs[:len(l.epochs)-1]
+	}
+	return l.syncAll()
+}
+
+// cutSegment truncates seg so that its last record is from-1.
+func (l *Log) cutSegment(seg *segment, pos int64, from uint64) error {
+	if err := l.ensureOpen(seg); err != nil {
+		return err
+	}
+	if err := seg.f.Truncate(pos); err != nil {
+		return err
+	}
+	l.markDirty(seg)
+	if l.winSeg == seg {
+		l.winSeg = nil
+	}
+	seg.size, seg.end = pos, from
+	k := len(seg.index)
+	for k > 0 && seg.index[k-1].off >= from {
+		k--
+	}
+	seg.index = seg.index[:k]
+	seg.indexedPos = -1
+	if k > 0 {
+		seg.indexedPos = seg.index[k-1].pos
+	}
+	return nil
+}
+
+// DiscardDamage removes the damaged tail reported by Open, durably: it cuts
+// the damaged segment at the damage (rewriting the header of a first segment
+// whose header is bad), removes the segments after it, and syncs. Without
+// damage it does nothing.
+func (l *Log) DiscardDamage() error {
+	if err := l.usable(); err != nil {
+		return err
+	}
+	if l.damage == nil {
+		return nil
+	}
+	if err := l.discard(); err != nil {
+		return l.fail(err)
+	}
+	l.damage, l.repair = nil, repair{}
+	return nil
+}
+
+func (l *Log) discard() error {
+	rp := &l.repair
+	for j := len(rp.remove) - 1; j >= 0; j-- {
+		if err := l.fs.Remove(l.segPath(rp.remove[j])); err != nil && !errors.Is(err, vfs.ErrNotExist) {
+			return err
+		}
+		l.dirDirty = true
+	}
+	if seg := rp.seg; seg != nil {
+		if err := l.cutSegment(seg, rp.pos, seg.end); err != nil {
+			return err
+		}
+		if rp.rewriteHeader {
+			var h [segHeaderBytes]byte
+			putSegHeader(h[:], seg.base)
+			if _, err := seg.f.WriteAt(h[:], 0); err != nil {
+				return err
+			}
+			seg.size = segHeaderBytes
+		}
+	}
+	l.bufPos = l.active().size
+	return l.syncAll()
+}
+
+// Close writes the buffer (unless the log failed) and closes the files
+// without syncing.
+func (l *Log) Close() error {
+	if l.closed {
+		return ErrClosed
+	}
+	var err error
+	if l.failErr == nil {
+		err = l.flush()
+	}
+	for _, seg := range l.segs {
+		if seg.f != nil {
+			if cerr := seg.f.Close(); err == nil {
+				err = cerr
+			}
+			seg.f = nil
+		}
+	}
+	l.closed = true
+	l.win, l.winSeg, l.buf = nil, nil, nil
+	return err
+}
+
+// findSeg returns the index of the segment holding offset off: the last one
+// whose base is <= off.
+func (l *Log) findSeg(off uint64) int {
+	lo, hi := 0, len(l.segs) // invariant: segs[lo-1].base <= off < segs[hi].base
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if l.segs[m].base <= off {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return max(lo-1, 0)
+}

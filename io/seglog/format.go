@@ -1,0 +1,126 @@
+package seglog
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"strconv"
+	"strings"
+
+	"github.com/sluicemq/sluice/core/record"
+)
+
+// On-disk format; see doc.go.
+const (
+	segMagic         = "SLUICSEG"
+	segVersion       = 1
+	segHeaderBytes   = 32
+	segSuffix        = ".seg"
+	segNameDigits    = 20
+	frameHeaderBytes = 8         // length u32, crc u32
+	framePayloadMin  = 8 + 8 + 1 // epoch, offset, kind
+	framePayloadMax  = framePayloadMin + record.BodyBytesMax
+	frameBytesMin    = frameHeaderBytes + framePayloadMin // an empty body
+	frameBytesMax    = frameHeaderBytes + framePayloadMax
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// segName is the file name of the segment whose first offset is base.
+func segName(base uint64) string {
+	return fmt.Sprintf("%0*d%s", segNameDigits, base, segSuffix)
+}
+
+// parseSegName returns the base offset named by a segment file name; ok is
+// false for a name that is not a segment's.
+func parseSegName(name string) (base uint64, ok bool, err error) {
+	digits, found := strings.CutSuffix(name, segSuffix)
+	if !found {
+		return 0, false, nil
+	}
+	if len(digits) != segNameDigits {
+		return 0, true, fmt.Errorf("seglog: malformed segment name %q", name)
+	}
+	base, err = strconv.ParseUint(digits, 10, 64)
+	if err != nil {
+		return 0, true, fmt.Errorf("seglog: malformed segment name %q", name)
+	}
+	return base, true, nil
+}
+
+// putSegHeader encodes a segment header into dst[:segHeaderBytes].
+func putSegHeader(dst []byte, base uint64) {
+	_ = dst[segHeaderBytes-1]
+	copy(dst[0:8], segMagic)
+	binary.LittleEndian.PutUint32(dst[8:12], segVersion)
+	binary.LittleEndian.PutUint32(dst[12:16], 0)
+	binary.LittleEndian.PutUint64(dst[16:24], base)
+	binary.LittleEndian.PutUint32(dst[24:28], crc32.Checksum(dst[0:24], castagnoli))
+	binary.LittleEndian.PutUint32(dst[28:32], 0)
+}
+
+// checkSegHeader validates a segment header; it returns the reason it is bad
+// or "".
+func checkSegHeader(h []byte, base uint64) string {
+	if string(h[0:8]) != segMagic {
+		return "bad segment magic"
+	}
+	if binary.LittleEndian.Uint32(h[24:28]) != crc32.Checksum(h[0:24], castagnoli) {
+		return "segment header crc mismatch"
+	}
+	if v := binary.LittleEndian.Uint32(h[8:12]); v != segVersion {
+		return "unsupported segment version " + strconv.FormatUint(uint64(v), 10)
+	}
+	if b := binary.LittleEndian.Uint64(h[16:24]); b != base {
+		return "segment header base " + strconv.FormatUint(b, 10) + " does not match its name"
+	}
+	return ""
+}
+
+// frameBytes is the size of the frame of a record with a body of n bytes.
+func frameBytes(n int) int { return frameHeaderBytes + framePayloadMin + n }
+
+// putFrameHeader encodes the fixed part of r's frame (everything but the
+// body) into dst[:frameBytesMin] and returns the CRC state after it; the
+// body must be fed to it and the result stored with finishFrame.
+func putFrameHeader(dst []byte, r *record.Record) uint32 {
+	_ = dst[frameBytesMin-1]
+	binary.LittleEndian.PutUint32(dst[0:4], uint32(framePayloadMin+len(r.Body)))
+	binary.LittleEndian.PutUint64(dst[8:16], r.Epoch)
+	binary.LittleEndian.PutUint64(dst[16:24], r.Offset)
+	dst[24] = byte(r.Kind)
+	c := crc32.Update(0, castagnoli, dst[0:4])
+	return crc32.Update(c, castagnoli, dst[8:frameBytesMin])
+}
+
+// putFrame encodes r's whole frame into dst[:frameBytes(len(r.Body))].
+func putFrame(dst []byte, r *record.Record) {
+	c := putFrameHeader(dst, r)
+	copy(dst[frameBytesMin:], r.Body)
+	c = crc32.Update(c, castagnoli, r.Body)
+	binary.LittleEndian.PutUint32(dst[4:8], c)
+}
+
+// frameLen returns the payload length in a frame header and whether it is
+// within bounds.
+func frameLen(h []byte) (n int, ok bool) {
+	v := binary.LittleEndian.Uint32(h[0:4])
+	return int(v), v >= framePayloadMin && v <= framePayloadMax
+}
+
+// frameCRCOK checks the CRC of a whole frame fr (header and payload).
+func frameCRCOK(fr []byte) bool {
+	c := crc32.Update(0, castagnoli, fr[0:4])
+	c = crc32.Update(c, castagnoli, fr[frameHeaderBytes:])
+	return c == binary.LittleEndian.Uint32(fr[4:8])
+}
+
+// frameFields decodes the fixed fields of a whole frame.
+func frameFields(fr []byte) (epoch, offset uint64, kind record.Kind, body []byte) {
+	return binary.LittleEndian.Uint64(fr[8:16]), binary.LittleEndian.Uint64(fr[16:24]),
+		record.Kind(fr[24]), fr[frameBytesMin:]
+}
+
+func crcUpdate(c uint32, p []byte) uint32 { return crc32.Update(c, castagnoli, p) }
+
+func putU32(b []byte, v uint32) { binary.LittleEndian.PutUint32(b, v) }

@@ -1,0 +1,303 @@
+package memfs
+
+import (
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/sluicemq/sluice/io/vfs"
+)
+
+var (
+	errClosed  = fmt.Errorf("memfs: %w", vfs.ErrClosed)
+	errNoSpace = fmt.Errorf("memfs: %w", vfs.ErrNoSpace)
+	errNegOff  = fmt.Errorf("memfs: negative offset")
+)
+
+// undoBufRetainMax bounds the capacity of a file's undo buffer kept across
+// syncs, so that one large burst does not pin memory forever.
+const undoBufRetainMax = 4 << 20
+
+// undoOp is one pending (unsynced) write or truncation of a file.
+type undoOp struct {
+	trunc   bool
+	off     int64 // write: offset; truncate: the new size
+	n       int64 // write: length
+	oldSize int64 // file size before the operation
+	saved   int64 // start of the saved bytes in undoBuf
+	savedN  int64 // saved bytes: the old contents of [off, off+savedN)
+}
+
+// File is an open file: a small handle on a file of an FS. It dies (returns
+// vfs.ErrClosed) when closed or when the FS crashes.
+type File struct {
+	fs     *FS
+	n      *node
+	name   string
+	gen    uint64
+	closed bool
+}
+
+var _ vfs.File = (*File)(nil)
+
+// Name returns the name the file was opened under.
+func (f *File) Name() string { return f.name }
+
+func (f *File) live() bool { return !f.closed && f.gen == f.fs.gen }
+
+// ReadAt implements vfs.File.
+func (f *File) ReadAt(p []byte, off int64) (int, error) {
+	if !f.live() {
+		return 0, errClosed
+	}
+	if off < 0 {
+		return 0, errNegOff
+	}
+	if f.fs.inj != nil {
+		if err := f.fs.inj.Inject(Access{Op: OpRead, Name: f.name, Off: off, Len: len(p)}); err != nil {
+			return 0, err
+		}
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	data := f.n.data
+	if off >= int64(len(data)) {
+		return 0, io.EOF
+	}
+	k := copy(p, data[off:])
+	if k < len(p) {
+		return k, io.EOF
+	}
+	return k, nil
+}
+
+// WriteAt implements vfs.File.
+func (f *File) WriteAt(p []byte, off int64) (int, error) {
+	if !f.live() {
+		return 0, errClosed
+	}
+	if off < 0 {
+		return 0, errNegOff
+	}
+	fs := f.fs
+	if fs.inj != nil {
+		if err := fs.inj.Inject(Access{Op: OpWrite, Name: f.name, Off: off, Len: len(p)}); err != nil {
+			return 0, err
+		}
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n := f.n
+	size := int64(len(n.data))
+	end := off + int64(len(p))
+	if end > size {
+		old := n.footprint()
+		if err := fs.reserve(n, max(end, n.prealloc)); err != nil {
+			return 0, errNoSpace
+		}
+		n.logWrite(off, int64(len(p)))
+		n.setLen(end)
+		if off > size {
+			clear(n.data[size:off])
+		}
+		fs.account(n, old)
+	} else {
+		n.logWrite(off, int64(len(p)))
+	}
+	copy(n.data[off:end], p)
+	fs.stats.Writes++
+	fs.stats.WriteBytes += int64(len(p))
+	return len(p), nil
+}
+
+// Sync implements vfs.File. It is O(1): it forgets the undo log.
+func (f *File) Sync() error {
+	if !f.live() {
+		return errClosed
+	}
+	fs := f.fs
+	if fs.inj != nil {
+		if err := fs.inj.Inject(Access{Op: OpSync, Name: f.name}); err != nil {
+			return err // the pending operations stay pending: unknown state
+		}
+	}
+	f.n.forgetUndo()
+	fs.stats.Syncs++
+	return nil
+}
+
+// Truncate implements vfs.File.
+func (f *File) Truncate(size int64) error {
+	if !f.live() {
+		return errClosed
+	}
+	if size < 0 {
+		return errNegOff
+	}
+	fs := f.fs
+	if fs.inj != nil {
+		if err := fs.inj.Inject(Access{Op: OpTruncate, Name: f.name, Off: size}); err != nil {
+			return err
+		}
+	}
+	n := f.n
+	if size > int64(len(n.data)) {
+		if err := fs.reserve(n, max(size, n.prealloc)); err != nil {
+			return errNoSpace
+		}
+	}
+	n.truncate(fs, size)
+	fs.stats.Truncates++
+	return nil
+}
+
+// Size implements vfs.File.
+func (f *File) Size() (int64, error) {
+	if !f.live() {
+		return 0, errClosed
+	}
+	if f.fs.inj != nil {
+		if err := f.fs.inj.Inject(Access{Op: OpSize, Name: f.name}); err != nil {
+			return 0, err
+		}
+	}
+	return int64(len(f.n.data)), nil
+}
+
+// Preallocate implements vfs.File: it reserves space (counted by Usage and
+// checked against the capacity) without changing the size. The reservation
+// survives crashes.
+func (f *File) Preallocate(size int64) error {
+	if !f.live() {
+		return errClosed
+	}
+	fs := f.fs
+	if fs.inj != nil {
+		if err := fs.inj.Inject(Access{Op: OpPreallocate, Name: f.name, Off: size}); err != nil {
+			return err
+		}
+	}
+	n := f.n
+	if size <= n.prealloc {
+		return nil
+	}
+	old := n.footprint()
+	if err := fs.reserve(n, max(size, int64(len(n.data)))); err != nil {
+		return errNoSpace
+	}
+	n.prealloc = size
+	fs.account(n, old)
+	return nil
+}
+
+// Close implements vfs.File. It does not sync.
+func (f *File) Close() error {
+	if !f.live() {
+		return errClosed
+	}
+	f.closed = true
+	return nil
+}
+
+// ---- node contents ----
+
+// setLen sets len(n.data) to size; bytes that become visible are not
+// cleared (callers clear or overwrite them).
+func (n *node) setLen(size int64) {
+	if size <= int64(cap(n.data)) {
+		n.data = n.data[:size]
+		return
+	}
+	// Double, so that a file grown by appends copies each byte O(1) times.
+	grown := make([]byte, size, max(size, 2*int64(cap(n.data)), 4096))
+	copy(grown, n.data)
+	n.data = grown
+}
+
+// setSize sets the size; growth reads as zeros.
+func (n *node) setSize(size int64) {
+	cur := int64(len(n.data))
+	n.setLen(size)
+	if size > cur {
+		clear(n.data[cur:size])
+	}
+}
+
+// logWrite records the pending write of n bytes at off, before it is made.
+func (n *node) logWrite(off, ln int64) {
+	size := int64(len(n.data))
+	if k := len(n.undo); k > 0 {
+		u := &n.undo[k-1]
+		// A write continuing the previous one past the end of the file
+		// extends it: the merged operation restores the same bytes.
+		if !u.trunc && off == u.off+u.n && off >= size {
+			u.n += ln
+			return
+		}
+	}
+	savedN := min(off+ln, size) - off
+	if savedN < 0 {
+		savedN = 0
+	}
+	n.undo = append(n.undo, undoOp{off: off, n: ln, oldSize: size, saved: int64(len(n.undoBuf)), savedN: savedN})
+	if savedN > 0 {
+		n.undoBuf = append(n.undoBuf, n.data[off:off+savedN]...)
+	}
+}
+
+// truncate sets the size as a pending operation.
+func (n *node) truncate(fs *FS, size int64) {
+	cur := int64(len(n.data))
+	if size == cur {
+		return
+	}
+	old := n.footprint()
+	savedN := max(cur-size, 0)
+	n.undo = append(n.undo, undoOp{trunc: true, off: size, oldSize: cur, saved: int64(len(n.undoBuf)), savedN: savedN})
+	if savedN > 0 {
+		n.undoBuf = append(n.undoBuf, n.data[size:cur]...)
+	}
+	n.setSize(size)
+	fs.account(n, old)
+}
+
+// forgetUndo makes every pending operation durable.
+func (n *node) forgetUndo() {
+	n.undo = n.undo[:0]
+	if cap(n.undoBuf) > undoBufRetainMax {
+		n.undoBuf = nil
+	} else {
+		n.undoBuf = n.undoBuf[:0]
+	}
+}
+
+// durableByte returns the location holding the durable byte at off, or nil
+// if off is past the durable size.
+func (n *node) durableByte(off int64) *byte {
+	durSize := int64(len(n.data))
+	if len(n.undo) > 0 {
+		durSize = n.undo[0].oldSize
+	}
+	if off < 0 || off >= durSize {
+		return nil
+	}
+	// The oldest pending operation that saved the byte holds its durable
+	// value; no pending operation can touch it before without saving it.
+	for i := range n.undo {
+		u := &n.undo[i]
+		if off >= u.off && off < u.off+u.savedN {
+			return &n.undoBuf[u.saved+off-u.off]
+		}
+	}
+	return &n.data[off]
+}
+
+// durableContents returns what the file holds once every pending operation
+// is undone.
+func (n *node) durableContents() []byte {
+	tmp := &node{data: slices.Clone(n.data), undo: n.undo, undoBuf: n.undoBuf}
+	tmp.crash(nil, nil)
+	return tmp.data
+}

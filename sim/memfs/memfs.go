@@ -1,0 +1,507 @@
+package memfs
+
+import (
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"path"
+	"slices"
+
+	"github.com/sluicemq/sluice/io/vfs"
+)
+
+// SectorBytes is the unit in which a crash keeps, loses or tears a pending
+// write.
+const SectorBytes = 4096
+
+// errIsDir is returned (wrapped with vfs.ErrExist) when a file operation names
+// a directory.
+var errIsDir = errors.New("is a directory")
+
+// FS is an in-memory vfs.FS. The zero value is not usable; use New.
+type FS struct {
+	// cur is the namespace every operation sees: directory path to entries.
+	cur map[string]map[string]*node
+	// dur is the durable namespace: what CrashClean would leave.
+	dur map[string]map[string]*node
+	// journal holds the pending directory operations, oldest first.
+	journal []dirOp
+
+	gen      uint64 // bumped by a crash; handles of older generations are dead
+	nodeNext uint64 // id of the next node
+
+	inj         Injector
+	usage       int64 // sum of footprint over files in cur
+	capacity    int64 // 0: unlimited
+	stats       Stats
+	crashSector map[int64]bool // scratch for Crash
+}
+
+// Stats counts the operations an FS has served (successful ones).
+type Stats struct {
+	Writes     int64 // WriteAt calls
+	WriteBytes int64 // bytes written by WriteAt
+	Syncs      int64 // File.Sync calls
+	SyncDirs   int64 // SyncDir calls
+	Truncates  int64 // File.Truncate calls
+	Crashes    int64 // Crash and CrashClean calls
+}
+
+var _ vfs.FS = (*FS)(nil)
+
+// node is a file or a directory.
+type node struct {
+	id    uint64
+	isDir bool
+	path  string // directories only: their path (directories never move)
+
+	data     []byte   // file contents; bytes in data[len:cap] are zero
+	undo     []undoOp // pending operations since the last Sync, oldest first
+	undoBuf  []byte   // bytes saved by the pending operations
+	prealloc int64    // bytes reserved by Preallocate
+	links    int      // names in cur referring to this file
+}
+
+// footprint is the space a file occupies.
+func (n *node) footprint() int64 { return max(int64(len(n.data)), n.prealloc) }
+
+// dirOpKind is a kind of pending directory operation.
+type dirOpKind uint8
+
+const (
+	dirCreate dirOpKind = iota + 1
+	dirRemove
+	dirRename
+	dirMkdir
+)
+
+// dirOp is one pending directory operation.
+type dirOp struct {
+	kind     dirOpKind
+	dir      string // target directory (create, remove, rename destination, mkdir parent)
+	name     string // target name
+	srcDir   string // rename source directory
+	srcName  string // rename source name
+	n        *node  // the file (or directory, for mkdir) concerned
+	replaced *node  // rename: the file the target name referred to, or nil
+}
+
+// New returns an empty file system whose root directory exists durably.
+func New() *FS {
+	fs := &FS{
+		cur:         map[string]map[string]*node{".": {}},
+		dur:         map[string]map[string]*node{".": {}},
+		crashSector: map[int64]bool{},
+	}
+	return fs
+}
+
+// clean normalises a name; "" and "." are the root.
+func clean(op, name string) (string, error) {
+	if name == "" {
+		return ".", nil
+	}
+	if !iofs.ValidPath(name) {
+		return "", fmt.Errorf("memfs: %s %q: invalid name", op, name)
+	}
+	return name, nil
+}
+
+func splitName(name string) (dir, base string) {
+	return path.Dir(name), path.Base(name)
+}
+
+func notExist(op, name string) error {
+	return fmt.Errorf("memfs: %s %s: %w", op, name, vfs.ErrNotExist)
+}
+
+func (fs *FS) inject(a Access) error {
+	if fs.inj == nil {
+		return nil
+	}
+	return fs.inj.Inject(a)
+}
+
+// lookupFile finds the file named name in cur.
+func (fs *FS) lookupFile(op, name string) (*node, error) {
+	dir, base := splitName(name)
+	ents, ok := fs.cur[dir]
+	if !ok {
+		return nil, notExist(op, name)
+	}
+	n, ok := ents[base]
+	if !ok {
+		return nil, notExist(op, name)
+	}
+	if n.isDir {
+		return nil, fmt.Errorf("memfs: %s %s: %w: %w", op, name, errIsDir, vfs.ErrExist)
+	}
+	return n, nil
+}
+
+func (fs *FS) newFile(n *node, name string) *File {
+	return &File{fs: fs, n: n, name: name, gen: fs.gen}
+}
+
+// Create implements vfs.FS.
+func (fs *FS) Create(name string) (vfs.File, error) {
+	name, err := clean("create", name)
+	if err != nil {
+		return nil, err
+	}
+	if err := fs.inject(Access{Op: OpCreate, Name: name}); err != nil {
+		return nil, err
+	}
+	dir, base := splitName(name)
+	ents, ok := fs.cur[dir]
+	if !ok || name == "." {
+		return nil, notExist("create", name)
+	}
+	if n, ok := ents[base]; ok {
+		if n.isDir {
+			return nil, fmt.Errorf("memfs: create %s: %w: %w", name, errIsDir, vfs.ErrExist)
+		}
+		n.truncate(fs, 0)
+		return fs.newFile(n, name), nil
+	}
+	n := &node{id: fs.nodeNext}
+	fs.nodeNext++
+	ents[base] = n
+	n.links = 1
+	fs.journal = append(fs.journal, dirOp{kind: dirCreate, dir: dir, name: base, n: n})
+	return fs.newFile(n, name), nil
+}
+
+// Open implements vfs.FS.
+func (fs *FS) Open(name string) (vfs.File, error) {
+	name, err := clean("open", name)
+	if err != nil {
+		return nil, err
+	}
+	if err := fs.inject(Access{Op: OpOpen, Name: name}); err != nil {
+		return nil, err
+	}
+	n, err := fs.lookupFile("open", name)
+	if err != nil {
+		return nil, err
+	}
+	return fs.newFile(n, name), nil
+}
+
+// unlink drops one cur reference to n.
+func (fs *FS) unlink(n *node) {
+	n.links--
+	if n.links == 0 {
+		fs.usage -= n.footprint()
+	}
+}
+
+// Remove implements vfs.FS. Only files can be removed.
+func (fs *FS) Remove(name string) error {
+	name, err := clean("remove", name)
+	if err != nil {
+		return err
+	}
+	if err := fs.inject(Access{Op: OpRemove, Name: name}); err != nil {
+		return err
+	}
+	n, err := fs.lookupFile("remove", name)
+	if err != nil {
+		return err
+	}
+	dir, base := splitName(name)
+	delete(fs.cur[dir], base)
+	fs.unlink(n)
+	fs.journal = append(fs.journal, dirOp{kind: dirRemove, dir: dir, name: base, n: n})
+	return nil
+}
+
+// Rename implements vfs.FS. Only files can be renamed.
+func (fs *FS) Rename(oldName, newName string) error {
+	oldName, err := clean("rename", oldName)
+	if err != nil {
+		return err
+	}
+	newName, err = clean("rename", newName)
+	if err != nil {
+		return err
+	}
+	if err := fs.inject(Access{Op: OpRename, Name: oldName, Name2: newName}); err != nil {
+		return err
+	}
+	n, err := fs.lookupFile("rename", oldName)
+	if err != nil {
+		return err
+	}
+	dstDir, dstBase := splitName(newName)
+	dst, ok := fs.cur[dstDir]
+	if !ok || newName == "." {
+		return notExist("rename", newName)
+	}
+	replaced := dst[dstBase]
+	if replaced != nil && replaced.isDir {
+		return fmt.Errorf("memfs: rename %s %s: %w: %w", oldName, newName, errIsDir, vfs.ErrExist)
+	}
+	if replaced == n {
+		return nil // same file: nothing to do
+	}
+	srcDir, srcBase := splitName(oldName)
+	delete(fs.cur[srcDir], srcBase)
+	dst[dstBase] = n
+	if replaced != nil {
+		fs.unlink(replaced)
+	}
+	fs.journal = append(fs.journal, dirOp{
+		kind: dirRename, dir: dstDir, name: dstBase, srcDir: srcDir, srcName: srcBase,
+		n: n, replaced: replaced,
+	})
+	return nil
+}
+
+// MkdirAll implements vfs.FS.
+func (fs *FS) MkdirAll(dir string) error {
+	dir, err := clean("mkdir", dir)
+	if err != nil {
+		return err
+	}
+	if err := fs.inject(Access{Op: OpMkdirAll, Name: dir}); err != nil {
+		return err
+	}
+	var missing []string
+	for d := dir; d != "."; d = path.Dir(d) {
+		if _, ok := fs.cur[d]; ok {
+			break
+		}
+		missing = append(missing, d)
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		d := missing[i]
+		parent, base := splitName(d)
+		if n, ok := fs.cur[parent][base]; ok && !n.isDir {
+			return fmt.Errorf("memfs: mkdir %s: not a directory: %w", d, vfs.ErrExist)
+		}
+		n := &node{id: fs.nodeNext, isDir: true, path: d}
+		fs.nodeNext++
+		fs.cur[parent][base] = n
+		fs.cur[d] = map[string]*node{}
+		fs.journal = append(fs.journal, dirOp{kind: dirMkdir, dir: parent, name: base, n: n})
+	}
+	return nil
+}
+
+// List implements vfs.FS.
+func (fs *FS) List(dir string) ([]string, error) {
+	dir, err := clean("list", dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := fs.inject(Access{Op: OpList, Name: dir}); err != nil {
+		return nil, err
+	}
+	ents, ok := fs.cur[dir]
+	if !ok {
+		return nil, notExist("list", dir)
+	}
+	names := make([]string, 0, len(ents))
+	for name := range ents {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// touches reports the directories and nodes a journal operation concerns.
+func (op *dirOp) touches(dirs map[string]bool, nodes map[*node]bool) bool {
+	if dirs[op.dir] || (op.kind == dirRename && dirs[op.srcDir]) {
+		return true
+	}
+	if op.kind == dirMkdir && dirs[op.n.path] {
+		return true
+	}
+	return nodes[op.n] || (op.replaced != nil && nodes[op.replaced])
+}
+
+func (op *dirOp) addKeys(dirs map[string]bool, nodes map[*node]bool) {
+	dirs[op.dir] = true
+	if op.kind == dirRename {
+		dirs[op.srcDir] = true
+	}
+	if op.kind == dirMkdir {
+		dirs[op.n.path] = true
+	}
+	nodes[op.n] = true
+	if op.replaced != nil {
+		nodes[op.replaced] = true
+	}
+}
+
+// apply replays a journal operation onto a namespace.
+func (op *dirOp) apply(ns map[string]map[string]*node) {
+	ents := ns[op.dir]
+	if ents == nil {
+		// Cannot happen: an operation's directory is made by an earlier
+		// operation it depends on. Be robust anyway.
+		ents = map[string]*node{}
+		ns[op.dir] = ents
+	}
+	switch op.kind {
+	case dirCreate:
+		ents[op.name] = op.n
+	case dirRemove:
+		if ents[op.name] == op.n {
+			delete(ents, op.name)
+		}
+	case dirRename:
+		if src := ns[op.srcDir]; src != nil && src[op.srcName] == op.n {
+			delete(src, op.srcName)
+		}
+		ents[op.name] = op.n
+	case dirMkdir:
+		ents[op.name] = op.n
+		if ns[op.n.path] == nil {
+			ns[op.n.path] = map[string]*node{}
+		}
+	}
+}
+
+// SyncDir implements vfs.FS.
+func (fs *FS) SyncDir(dir string) error {
+	dir, err := clean("syncdir", dir)
+	if err != nil {
+		return err
+	}
+	if err := fs.inject(Access{Op: OpSyncDir, Name: dir}); err != nil {
+		return err
+	}
+	if _, ok := fs.cur[dir]; !ok {
+		return notExist("syncdir", dir)
+	}
+	fs.stats.SyncDirs++
+	if len(fs.journal) == 0 {
+		return nil
+	}
+	dirs := map[string]bool{dir: true}
+	nodes := map[*node]bool{}
+	commit := make([]bool, len(fs.journal))
+	committed := false
+	for i := len(fs.journal) - 1; i >= 0; i-- {
+		op := &fs.journal[i]
+		if op.touches(dirs, nodes) {
+			commit[i] = true
+			committed = true
+			op.addKeys(dirs, nodes)
+		}
+	}
+	if !committed {
+		return nil
+	}
+	kept := fs.journal[:0]
+	for i := range fs.journal {
+		if commit[i] {
+			fs.journal[i].apply(fs.dur)
+		} else {
+			kept = append(kept, fs.journal[i])
+		}
+	}
+	clear(fs.journal[len(kept):])
+	fs.journal = kept
+	return nil
+}
+
+// SetInjector installs the fault injector consulted before every operation;
+// nil removes it.
+func (fs *FS) SetInjector(i Injector) { fs.inj = i }
+
+// SetCapacity limits the total footprint of the files (sum over files of the
+// larger of size and preallocation) to bytes; writes, truncations and
+// preallocations past it fail with vfs.ErrNoSpace. 0 means unlimited.
+func (fs *FS) SetCapacity(bytes int64) { fs.capacity = bytes }
+
+// Usage returns the total footprint of the files in the namespace.
+func (fs *FS) Usage() int64 { return fs.usage }
+
+// Stats returns the operation counters.
+func (fs *FS) Stats() Stats { return fs.stats }
+
+// reserve checks that growing n's footprint to fp fits the capacity and
+// accounts for it.
+func (fs *FS) reserve(n *node, fp int64) error {
+	old := n.footprint()
+	if fp <= old || n.links == 0 {
+		return nil
+	}
+	if fs.capacity > 0 && fs.usage+fp-old > fs.capacity {
+		return vfs.ErrNoSpace
+	}
+	return nil
+}
+
+// account updates usage after n's footprint changed from old.
+func (fs *FS) account(n *node, old int64) {
+	if n.links > 0 {
+		fs.usage += n.footprint() - old
+	}
+}
+
+// Bytes returns a copy of the current contents of the named file (synced or
+// not).
+func (fs *FS) Bytes(name string) ([]byte, error) {
+	name, err := clean("bytes", name)
+	if err != nil {
+		return nil, err
+	}
+	n, err := fs.lookupFile("bytes", name)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(n.data), nil
+}
+
+// lookupDurable finds the file that the durable entry name refers to.
+func (fs *FS) lookupDurable(op, name string) (*node, error) {
+	name, err := clean(op, name)
+	if err != nil {
+		return nil, err
+	}
+	dir, base := splitName(name)
+	n := fs.dur[dir][base]
+	if n == nil {
+		return nil, notExist(op, name)
+	}
+	if n.isDir {
+		return nil, fmt.Errorf("memfs: %s %s: %w: %w", op, name, errIsDir, vfs.ErrExist)
+	}
+	return n, nil
+}
+
+// DurableBytes returns what CrashClean would leave under name: the synced
+// contents of the file its durable directory entry refers to. It fails with
+// vfs.ErrNotExist when the entry is not durable.
+func (fs *FS) DurableBytes(name string) ([]byte, error) {
+	n, err := fs.lookupDurable("durablebytes", name)
+	if err != nil {
+		return nil, err
+	}
+	return n.durableContents(), nil
+}
+
+// Corrupt flips the lowest bit of the byte at off of the durable contents
+// under name (the bytes DurableBytes returns), as bit rot would. The current
+// contents change too unless a pending write covers the byte.
+func (fs *FS) Corrupt(name string, off int64) error {
+	return fs.CorruptMask(name, off, 1)
+}
+
+// CorruptMask is Corrupt with the bits to flip given by mask.
+func (fs *FS) CorruptMask(name string, off int64, mask byte) error {
+	n, err := fs.lookupDurable("corrupt", name)
+	if err != nil {
+		return err
+	}
+	p := n.durableByte(off)
+	if p == nil {
+		return fmt.Errorf("memfs: corrupt %s at %d: beyond the durable size", name, off)
+	}
+	*p ^= mask
+	return nil
+}
