@@ -249,6 +249,7 @@ func (l *Log) Append(recs []record.Record) error {
 		next++
 		epoch = r.Epoch
 	}
+	l.ensureBuf()
 	for i := range recs {
 		if err := l.appendOne(&recs[i]); err != nil {
 			return l.fail(err)

@@ -523,6 +523,18 @@ func TestGroupCommit(t *testing.T) {
 	if st.Syncs-before.Syncs != 1 || st.SyncDirs != before.SyncDirs || st.Writes-before.Writes != 1 {
 		t.Fatalf("syncs %d syncdirs %d writes %d", st.Syncs-before.Syncs, st.SyncDirs-before.SyncDirs, st.Writes-before.Writes)
 	}
+	// The same after a reopen.
+	must(t, l.Close())
+	l, _ = open(t, fs, Options{})
+	before = fs.Stats()
+	for i := 0; i < 100; i++ {
+		appendN(t, l, 1, 1, 100)
+	}
+	must(t, l.Sync())
+	st = fs.Stats()
+	if st.Syncs-before.Syncs != 1 || st.SyncDirs != before.SyncDirs || st.Writes-before.Writes != 1 {
+		t.Fatalf("after reopen: syncs %d syncdirs %d writes %d", st.Syncs-before.Syncs, st.SyncDirs-before.SyncDirs, st.Writes-before.Writes)
+	}
 }
 
 func TestCrashTornTailIsDamageNeverARecord(t *testing.T) {

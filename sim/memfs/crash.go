@@ -50,25 +50,18 @@ func (fs *FS) crash(r Rand) {
 		names := slices.Sorted(maps.Keys(ents))
 		for _, name := range names {
 			n := ents[name]
-			if n.isDir || seen[n] {
+			if n.isDir {
 				continue
 			}
-			seen[n] = true
-			n.crash(r, fs.crashSector)
-			n.links = 0
+			if !seen[n] {
+				seen[n] = true
+				n.crash(r, fs.crashSector)
+				n.links = 0
+				fs.usage += n.footprint()
+			}
+			n.links++
 		}
 		cur[d] = maps.Clone(ents)
-	}
-	// Rebuild the current namespace and the accounting from the durable one.
-	for _, d := range dirs {
-		for _, n := range cur[d] { // order-free: counting only
-			if !n.isDir {
-				if n.links == 0 {
-					fs.usage += n.footprint()
-				}
-				n.links++
-			}
-		}
 	}
 	fs.cur = cur
 	fs.gen++

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	iofs "io/fs"
+	"maps"
 	"path"
 	"slices"
 
@@ -302,12 +303,7 @@ func (fs *FS) List(dir string) ([]string, error) {
 	if !ok {
 		return nil, notExist("list", dir)
 	}
-	names := make([]string, 0, len(ents))
-	for name := range ents {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return names, nil
+	return slices.Sorted(maps.Keys(ents)), nil
 }
 
 // touches reports the directories and nodes a journal operation concerns.
