@@ -10,7 +10,7 @@ import (
 // Open opens (creating if needed) the log in dir and scans it.
 //
 // A new log (no segment in dir) starts at offset 0; Open creates its first
-// segment and makes it durable (file, directory and the directory's parent)
+// segment and makes it durable (file, directory and the directory's ancestors)
 // before returning. An existing log is scanned segment by segment; see the
 // package documentation for what the scan validates. Open never changes an
 // existing log: damage is reported in Recovery.Damage and stays until
@@ -66,7 +66,14 @@ func (l *Log) create() error {
 	if err := l.syncAll(); err != nil {
 		return err
 	}
-	return l.fs.SyncDir(path.Dir(l.dir))
+	// MkdirAll may have made any of the ancestors: sync them all.
+	for d := l.dir; d != "." && d != "/" && d != ""; {
+		d = path.Dir(d)
+		if err := l.fs.SyncDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (l *Log) closeFiles() {

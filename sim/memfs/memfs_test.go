@@ -466,3 +466,68 @@ func BenchmarkWriteSync(b *testing.B) {
 		}
 	}
 }
+
+// TestRandomOpsAgainstSnapshots drives one file with random writes,
+// truncations and syncs. After every step DurableBytes must equal the
+// contents at the last Sync; after a random Crash every byte must hold a
+// value that position had at some point since the last Sync (or zero), the
+// size must be one the file had (or between), and positions no pending
+// operation touched must be unchanged.
+func TestRandomOpsAgainstSnapshots(t *testing.T) {
+	for seed := uint64(1); seed <= 400; seed++ {
+		r := prng.New(seed)
+		fs := New()
+		f := mustCreate(t, fs, "f")
+		must(t, fs.SyncDir("."))
+		var snaps [][]byte // contents after each operation since the last Sync; snaps[0] is durable
+		snaps = append(snaps, nil)
+		steps := 1 + r.Intn(30)
+		for s := 0; s < steps; s++ {
+			cur := contents(t, fs, "f")
+			switch k := r.Intn(10); {
+			case k < 6:
+				off := int64(r.Intn(len(cur) + 2*SectorBytes))
+				p := make([]byte, 1+r.Intn(3*SectorBytes))
+				for i := range p {
+					p[i] = byte(1 + r.Intn(255))
+				}
+				mustWrite(t, f, off, p)
+			case k < 8:
+				must(t, f.Truncate(int64(r.Intn(len(cur)+SectorBytes))))
+			default:
+				must(t, f.Sync())
+				snaps = snaps[:0]
+			}
+			snaps = append(snaps, contents(t, fs, "f"))
+			if d, err := fs.DurableBytes("f"); err != nil || !bytes.Equal(d, snaps[0]) {
+				t.Fatalf("seed %d step %d: DurableBytes differs from the last synced contents", seed, s)
+			}
+		}
+		fs.Crash(prng.New(seed ^ 0xabcdef))
+		got := contents(t, fs, "f")
+		minSize, maxSize := len(snaps[0]), len(snaps[0])
+		for _, sn := range snaps {
+			minSize, maxSize = min(minSize, len(sn)), max(maxSize, len(sn))
+		}
+		if len(got) < minSize || len(got) > maxSize {
+			t.Fatalf("seed %d: size %d outside [%d, %d]", seed, len(got), minSize, maxSize)
+		}
+		for p, b := range got {
+			ok, stable := b == 0, p < len(snaps[0])
+			for _, sn := range snaps {
+				if p < len(sn) && sn[p] == b {
+					ok = true
+				}
+				if stable && (p >= len(sn) || sn[p] != snaps[0][p]) {
+					stable = false
+				}
+			}
+			if !ok {
+				t.Fatalf("seed %d: byte %d = %d, a value it never had", seed, p, b)
+			}
+			if stable && b != snaps[0][p] {
+				t.Fatalf("seed %d: untouched byte %d changed", seed, p)
+			}
+		}
+	}
+}
