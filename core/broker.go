@@ -13,6 +13,7 @@ import (
 type Broker struct {
 	node     NodeID
 	lim      Limits
+	bugs     Bugs
 	started  bool
 	nowNs    int64
 	replicas []*replica // sorted by queue id: the order effects come out in
@@ -25,7 +26,7 @@ type Broker struct {
 // New returns a broker for cfg. It panics on an invalid configuration, which
 // is a programmer error: the driver validates what users write.
 func New(cfg Config) *Broker {
-	b := &Broker{node: cfg.Node, lim: cfg.Limits.withDefaults(), byQueue: map[QueueID]*replica{}}
+	b := &Broker{node: cfg.Node, lim: cfg.Limits.withDefaults(), bugs: cfg.Bugs, byQueue: map[QueueID]*replica{}}
 	for _, qc := range cfg.Queues {
 		if err := qc.Validate(); err != nil {
 			panic("core: " + err.Error())

@@ -526,6 +526,9 @@ func (r *replica) maybeReply() {
 		return
 	}
 	end := min(r.synced, r.matchEnd)
+	if r.b.bugs&BugAckBeforeSync != 0 {
+		end = min(r.end, r.matchEnd) // the planted bug: appended is not durable
+	}
 	if end <= r.replyEnd && r.syncInFlight {
 		return // nothing new yet; the sync in flight will tell more
 	}

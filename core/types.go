@@ -166,6 +166,7 @@ type Config struct {
 	Node   NodeID
 	Queues []QueueConfig // the queues this broker holds a replica of
 	Limits Limits
+	Bugs   Bugs // tests only: planted bugs
 }
 
 // EpochStart says that records from Offset on carry Epoch, up to the next
@@ -216,4 +217,25 @@ func divergence(a []EpochStart, aEnd uint64, b []EpochStart, bEnd uint64) uint64
 		o = next
 	}
 	return end
+}
+
+// Bugs plants known protocol bugs. It exists only so that tests can prove
+// the simulator's faults and checkers catch a broken protocol (the canary);
+// a production configuration never sets it.
+type Bugs uint32
+
+const (
+	// BugAckBeforeSync: a follower reports records durable as soon as it
+	// has appended them, before its sync completes.
+	BugAckBeforeSync Bugs = 1 << iota
+)
+
+func (b Bugs) String() string {
+	if b == 0 {
+		return "none"
+	}
+	if b == BugAckBeforeSync {
+		return "ack-before-sync"
+	}
+	return fmt.Sprintf("bugs(%#x)", uint32(b))
 }

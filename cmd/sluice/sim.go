@@ -125,27 +125,36 @@ func summaryLine(r world.Result, wall time.Duration) string {
 		verdict = fmt.Sprintf("FAIL(%d)", r.Failed)
 	}
 	s := r.Stats
-	return fmt.Sprintf("seed=%d %s hash=%s events=%d sim=%.1fs wall=%.2fs events/s=%.0f publishes=%d confirmed=%d failed=%d unknown=%d deliveries=%d crashes=%d",
-		r.Seed, verdict, r.TraceHash[:16], r.Events, float64(r.SimNs)/1e9, wall.Seconds(), float64(r.Events)/wall.Seconds(),
-		s.Publishes, s.Confirmed, s.FailedPubs, s.Unknown, s.Deliveries, s.Crashes)
+	var faults uint64
+	for _, n := range s.Faults {
+		faults += n
+	}
+	return fmt.Sprintf("seed=%d %s hash=%s events=%d sim=%.1fs wall=%.2fs events/s=%.0f publishes=%d confirmed=%d failed=%d unknown=%d deliveries=%d faults=%d",
+		r.Seed, verdict, r.TraceHash, r.Events, float64(r.SimNs)/1e9, wall.Seconds(), float64(r.Events)/wall.Seconds(),
+		s.Publishes, s.Confirmed, s.FailedPubs, s.Unknown, s.Deliveries, faults)
 }
 
 type jsonResult struct {
-	Seed      uint64   `json:"seed"`
-	OK        bool     `json:"ok"`
-	Hash      string   `json:"hash"`
-	Events    uint64   `json:"events"`
-	SimNs     int64    `json:"sim_ns"`
-	WallNs    int64    `json:"wall_ns,omitempty"`
-	Failures  []string `json:"failures,omitempty"`
-	Profile   string   `json:"profile"`
-	Confirmed uint64   `json:"confirmed"`
-	Crashes   uint64   `json:"crashes"`
+	Seed      uint64            `json:"seed"`
+	OK        bool              `json:"ok"`
+	Hash      string            `json:"hash"`
+	Events    uint64            `json:"events"`
+	SimNs     int64             `json:"sim_ns"`
+	WallNs    int64             `json:"wall_ns,omitempty"`
+	Failures  []string          `json:"failures,omitempty"`
+	Profile   string            `json:"profile"`
+	Confirmed uint64            `json:"confirmed"`
+	Faults    map[string]uint64 `json:"faults,omitempty"`
 }
 
 func printJSON(w io.Writer, r world.Result, wall time.Duration) {
 	j := jsonResult{Seed: r.Seed, OK: r.Failed == 0, Hash: r.TraceHash, Events: r.Events, SimNs: r.SimNs,
-		WallNs: wall.Nanoseconds(), Profile: r.Profile.String(), Confirmed: r.Stats.Confirmed, Crashes: r.Stats.Crashes}
+		WallNs: wall.Nanoseconds(), Profile: r.Profile.String(), Confirmed: r.Stats.Confirmed, Faults: map[string]uint64{}}
+	for _, k := range world.FaultKinds() {
+		if n := r.Stats.Faults[k]; n > 0 {
+			j.Faults[k.String()] = n
+		}
+	}
 	for _, f := range r.Failures {
 		j.Failures = append(j.Failures, f.String())
 	}
@@ -166,7 +175,8 @@ func runSweep(f *simFlags, prof func(uint64) world.Profile, stdout, stderr io.Wr
 	start := time.Now()
 	var done, failedSeeds, events uint64
 	byChecker := map[string]int{}
-	var crashes, consumerLosses, confirmed uint64
+	var faults [32]uint64
+	var consumerLosses, confirmed uint64
 	var failing []uint64
 	progress := isTerminal(stderr) && !f.jsonOut
 	sweep.Run(sweep.Job{First: first, Count: count, Parallel: f.parallel, Profile: prof, Done: func(r world.Result, err error) {
@@ -177,7 +187,9 @@ func runSweep(f *simFlags, prof func(uint64) world.Profile, stdout, stderr io.Wr
 			return
 		}
 		events += r.Events
-		crashes += r.Stats.Crashes
+		for k, n := range r.Stats.Faults {
+			faults[k] += n
+		}
 		consumerLosses += r.Stats.ConsumerLosses
 		confirmed += r.Stats.Confirmed
 		if f.jsonOut {
@@ -223,7 +235,11 @@ func runSweep(f *simFlags, prof func(uint64) world.Profile, stdout, stderr io.Wr
 	}
 	fmt.Fprintf(stdout, "events     %d (%.0f events/s over %d workers, %.1fs wall)\n", events, float64(events)/wall.Seconds(), f.parallel, wall.Seconds())
 	fmt.Fprintf(stdout, "confirmed  %d publishes\n", confirmed)
-	fmt.Fprintf(stdout, "faults     crash=%d consumer-loss=%d\n", crashes, consumerLosses)
+	fmt.Fprintf(stdout, "faults     consumer-loss=%d", consumerLosses)
+	for _, k := range world.FaultKinds() {
+		fmt.Fprintf(stdout, " %s=%d", k, faults[k])
+	}
+	fmt.Fprintln(stdout)
 	if len(failing) > 0 {
 		strs := make([]string, 0, len(failing))
 		for _, s := range failing {

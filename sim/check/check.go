@@ -55,6 +55,11 @@ type queueTruth struct {
 	firstMax      uint64
 	firstAny      bool
 	everDelivered map[uint64]bool // offsets delivered at least once
+	// undelivered counts confirmed offsets not yet delivered once.
+	undelivered int
+	// ackRecs: acked offset -> the ack records (offset, epoch) the owner
+	// appended for it.
+	ackRecs map[uint64][]core.EpochStart
 }
 
 // Checker accumulates a run's history and reports violations.
@@ -72,7 +77,7 @@ func New(specs []QueueSpec) *Checker {
 	c := &Checker{queues: map[core.QueueID]*queueTruth{}, pubs: map[uint64]pubState{}, deliveredKeys: map[uint64]bool{}}
 	for _, s := range specs {
 		q := &queueTruth{spec: s, durable: map[core.NodeID]*logTruth{}, confirmed: map[uint64]uint64{},
-			deliveredAt: map[uint64]uint64{}, everDelivered: map[uint64]bool{}}
+			deliveredAt: map[uint64]uint64{}, everDelivered: map[uint64]bool{}, ackRecs: map[uint64][]core.EpochStart{}}
 		for _, n := range s.Replicas {
 			q.durable[n] = &logTruth{}
 		}
@@ -140,6 +145,35 @@ func (q *queueTruth) durableCopies(o uint64) (copies int, ownerHas bool) {
 	return copies, true
 }
 
+// durableCopiesOf counts the replicas holding the record (epoch e) at
+// offset o durably, and says whether the owner is one.
+func (q *queueTruth) durableCopiesOf(o, e uint64) (copies int, ownerHas bool) {
+	for _, n := range q.spec.Replicas {
+		t := q.durable[n]
+		if t.end > o && epochAt(t.epochs, o) == e {
+			copies++
+			ownerHas = ownerHas || n == q.spec.Owner
+		}
+	}
+	return copies, ownerHas
+}
+
+// AckAppended records that node appended, at offset o with epoch e, the ack
+// record of the delivery at acked. Only the owner's appends count: they
+// define the record.
+func (c *Checker) AckAppended(q core.QueueID, node core.NodeID, o, e, acked uint64) {
+	qt := c.queues[q]
+	if node != qt.spec.Owner {
+		return
+	}
+	if len(qt.ackRecs[acked]) < 64 {
+		qt.ackRecs[acked] = append(qt.ackRecs[acked], core.EpochStart{Epoch: e, Offset: o})
+	}
+}
+
+// Undelivered returns how many confirmed publishes of q were never delivered.
+func (c *Checker) Undelivered(q core.QueueID) int { return c.queues[q].undelivered }
+
 // PublishStarted records a publish attempt.
 func (c *Checker) PublishStarted(key uint64) { c.pubs[key] = pubPending }
 
@@ -176,7 +210,18 @@ func (c *Checker) DeliverEmitted(atNs int64, q core.QueueID, o uint64, key uint6
 	}
 	qt.deliveredAt[o] = key
 	c.deliveredKeys[key] = true
-	if !qt.everDelivered[o] {
+	if qt.everDelivered[o] {
+		// A duplicate must be a redelivery of an unacked record: no ack of
+		// it may be confirmed (durable on W replicas) already.
+		for _, a := range qt.ackRecs[o] {
+			if n, ownerHas := qt.durableCopiesOf(a.Offset, a.Epoch); ownerHas && n >= qt.spec.W {
+				c.fail("redeliver-acked", atNs, "q=%d o=%d delivered again after its ack (record %d) was confirmed", q, o, a.Offset)
+			}
+		}
+	} else {
+		if _, ok := qt.confirmed[o]; ok {
+			qt.undelivered--
+		}
 		if qt.firstAny && o <= qt.firstMax {
 			c.fail("deliver-order", atNs, "q=%d: first delivery of o=%d after first delivery of o=%d", q, o, qt.firstMax)
 		}
@@ -197,6 +242,9 @@ func (c *Checker) PublishEnded(atNs int64, key uint64, o core.Outcome, q core.Qu
 		}
 		if k, ok := qt.deliveredAt[offset]; ok && k != key {
 			c.fail("deliver-confirmed", atNs, "q=%d o=%d: confirmed %#x but delivered %#x there", q, offset, key, k)
+		}
+		if _, seen := qt.confirmed[offset]; !seen && !qt.everDelivered[offset] {
+			qt.undelivered++
 		}
 		qt.confirmed[offset] = key
 	case core.Failed:

@@ -203,3 +203,43 @@ func TestLivenessReports(t *testing.T) {
 		t.Fatal(c.Failures()[0])
 	}
 }
+
+func TestRedeliveryAfterConfirmedAckFails(t *testing.T) {
+	c := newChecker()
+	c.PublishStarted(7)
+	c.Durable(1, 1, 1, e1)
+	c.Durable(2, 1, 1, e1)
+	c.DeliverEmitted(10, 1, 0, 7, false)
+	c.AckAppended(1, 1, 1, 1, 0) // the ack of offset 0 sits at offset 1
+	c.Durable(1, 1, 2, e1)
+	c.Durable(3, 1, 2, e1)
+	c.DeliverEmitted(20, 1, 0, 7, true)
+	wantFailure(t, c, "redeliver-acked")
+}
+
+func TestRedeliveryBeforeAckConfirmedPasses(t *testing.T) {
+	c := newChecker()
+	c.PublishStarted(7)
+	c.Durable(1, 1, 1, e1)
+	c.Durable(2, 1, 1, e1)
+	c.DeliverEmitted(10, 1, 0, 7, false)
+	c.AckAppended(1, 1, 1, 1, 0)
+	c.Durable(1, 1, 2, e1) // only the owner holds the ack: not confirmed
+	c.DeliverEmitted(20, 1, 0, 7, true)
+	wantClean(t, c)
+}
+
+func TestUndeliveredCounts(t *testing.T) {
+	c := newChecker()
+	c.PublishStarted(7)
+	c.PublishEnded(5, 7, core.Confirmed, 1, 0)
+	if c.Undelivered(1) != 1 {
+		t.Fatalf("undelivered = %d, want 1", c.Undelivered(1))
+	}
+	c.Durable(1, 1, 1, e1)
+	c.Durable(2, 1, 1, e1)
+	c.DeliverEmitted(10, 1, 0, 7, false)
+	if c.Undelivered(1) != 0 {
+		t.Fatalf("undelivered = %d, want 0", c.Undelivered(1))
+	}
+}

@@ -15,9 +15,11 @@ const (
 	evAck                            // a consumer acks a delivery
 	evConnect                        // a client (re)connects
 	evConsumerLoss                   // a consumer drops its connection
-	evCrash                          // a broker process crashes (power loss)
+	evFault                          // a scheduled fault strikes (q: its index)
 	evRestart                        // a crashed broker restarts
+	evResume                         // a paused broker continues; a full disk frees
 	evPhase                          // the workload phase ends
+	evDrainCheck                     // is the drain's work done?
 )
 
 // event is one scheduled happening. Events live in a slab; the heap orders
@@ -31,7 +33,7 @@ type event struct {
 	cli  int32 // client index
 	from core.NodeID
 	inc  uint64 // broker incarnation (or connection id) the event belongs to
-	msg  core.Message
+	data []byte // a peer message's encoded frame
 	eff  core.Effect
 	req  core.Request
 }

@@ -23,10 +23,16 @@ type Profile struct {
 	Prefetch           int
 	AckDelayUsMax      int64
 
-	// Faults during the workload phase, as mean events per simulated minute.
-	CrashesPerMin      float64
+	// ConsumerLossPerMin: consumers drop their connection this often (mean
+	// per simulated minute) during the workload phase.
 	ConsumerLossPerMin float64
-	RestartDelayMsMax  int64
+	// Faults: the rates the schedule is drawn from, and the per-message
+	// network faults. Schedule, when not nil, replaces the drawn schedule
+	// (a scenario or a shrunk regression).
+	Faults   FaultRates
+	Schedule []Fault
+	// Bugs plants known protocol bugs (the canary); tests only.
+	Bugs core.Bugs
 
 	NetLatencyUsMin, NetLatencyUsMax int64
 	SyncUsMin, SyncUsMax             int64
@@ -50,7 +56,6 @@ func Standard() Profile {
 		ConsumersPerQueue:  1,
 		Prefetch:           64,
 		AckDelayUsMax:      2000,
-		RestartDelayMsMax:  2000,
 		NetLatencyUsMin:    50,
 		NetLatencyUsMax:    500,
 		SyncUsMin:          100,
@@ -90,11 +95,23 @@ func Draw(seed uint64) Profile {
 	p.InflightMax = []int{1, 16, 256}[r.Intn(3)]
 	p.ConsumersPerQueue = r.Intn(3)
 	p.Prefetch = []int{1, 8, 64}[r.Intn(3)]
-	if r.Chance(2, 3) {
-		p.CrashesPerMin = []float64{2, 6, 20}[r.Intn(3)]
-	}
 	if r.Chance(1, 2) {
 		p.ConsumerLossPerMin = []float64{3, 30}[r.Intn(2)]
+	}
+	// Swarm: each fault kind is on in about half the seeds, at its own rate.
+	for k := FaultCrash; k < FaultDrop; k++ {
+		if r.Chance(1, 2) {
+			p.Faults.PerMin[k] = []float64{2, 6, 20}[r.Intn(3)]
+		}
+	}
+	if r.Chance(1, 2) {
+		p.Faults.DropPer1000 = []int{1, 10, 100}[r.Intn(3)]
+	}
+	if r.Chance(1, 2) {
+		p.Faults.DupPer1000 = []int{1, 10, 100}[r.Intn(3)]
+	}
+	if r.Chance(1, 2) {
+		p.Faults.CorruptPer1000 = []int{1, 10}[r.Intn(2)]
 	}
 	p.NetLatencyUsMax = []int64{200, 2000, 20000}[r.Intn(3)]
 	p.SyncUsMax = []int64{500, 5000, 50000}[r.Intn(3)]
@@ -120,10 +137,16 @@ func (p Profile) String() string {
 		}
 		fmt.Fprintf(&b, "q%d:%s:owner=n%d:reps=%v", q.Queue, q.Policy, q.Owner, q.Replicas)
 	}
-	fmt.Fprintf(&b, "] pubs=%dx%d/s body=%d..%d inflight=%d consumers=%d prefetch=%d crash/min=%g closs/min=%g net=%d..%dus sync=%d..%dus dur=%dms",
+	fmt.Fprintf(&b, "] pubs=%dx%d/s body=%d..%d inflight=%d consumers=%d prefetch=%d closs/min=%g net=%d..%dus sync=%d..%dus dur=%dms faults=[%s]",
 		p.PublishersPerQueue, p.PublishesPerSec, p.BodyBytesMin, p.BodyBytesMax, p.InflightMax,
-		p.ConsumersPerQueue, p.Prefetch, p.CrashesPerMin, p.ConsumerLossPerMin,
-		p.NetLatencyUsMin, p.NetLatencyUsMax, p.SyncUsMin, p.SyncUsMax, p.DurationMs)
+		p.ConsumersPerQueue, p.Prefetch, p.ConsumerLossPerMin,
+		p.NetLatencyUsMin, p.NetLatencyUsMax, p.SyncUsMin, p.SyncUsMax, p.DurationMs, p.Faults)
+	if p.Schedule != nil {
+		fmt.Fprintf(&b, " schedule=%d", len(p.Schedule))
+	}
+	if p.Bugs != 0 {
+		fmt.Fprintf(&b, " bugs=%s", p.Bugs)
+	}
 	return b.String()
 }
 

@@ -6,11 +6,14 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/record"
+	"github.com/sluicemq/sluice/core/wire"
 	"github.com/sluicemq/sluice/io/driver"
 	"github.com/sluicemq/sluice/io/seglog"
+	"github.com/sluicemq/sluice/io/vfs"
 	"github.com/sluicemq/sluice/sim/check"
 	"github.com/sluicemq/sluice/sim/memfs"
 	"github.com/sluicemq/sluice/sim/prng"
@@ -26,8 +29,9 @@ type Options struct {
 type Result struct {
 	Seed      uint64
 	Profile   Profile
-	Events    uint64 // events processed
-	SimNs     int64  // simulated time at the end
+	Schedule  []Fault // the timed faults the run drew (or was given)
+	Events    uint64  // events processed
+	SimNs     int64   // simulated time at the end
 	TraceHash string
 	Lines     uint64
 	Failures  []check.Failure
@@ -39,7 +43,8 @@ type Result struct {
 type Stats struct {
 	Publishes, Confirmed, FailedPubs, Unknown uint64
 	Deliveries, Redeliveries, Acks            uint64
-	Crashes, ConsumerLosses                   uint64
+	ConsumerLosses                            uint64
+	Faults                                    [faultKinds]uint64 // injected, by kind
 }
 
 // storageQueue holds one log's storage effects in order; the head runs.
@@ -48,6 +53,10 @@ type storageQueue struct {
 	head int
 	busy bool
 }
+
+// storageOpsMax bounds a log's queue of storage effects; the core's own
+// limits keep it far below.
+const storageOpsMax = 1 << 20
 
 type broker struct {
 	id      core.NodeID
@@ -58,7 +67,14 @@ type broker struct {
 	logs    []*seglog.Log
 	storage []storageQueue
 	drv     *driver.Driver
-	restart bool // a restart is scheduled
+
+	restarting  bool    // a restart is scheduled
+	paused      bool    // a pause holds every event for this broker
+	held        []event // events that arrived during the pause
+	slowSyncEnd int64
+	diskFullEnd int64
+	failSync    bool // the next sync fails
+	failRead    bool // the next log read fails
 }
 
 type clientKind uint8
@@ -83,29 +99,39 @@ type client struct {
 	reqID    uint64
 	seq      uint64
 	inflight []inflightPub
+	probeKey uint64 // the drain phase's probe publish in flight, 0 if none
+	probed   bool   // a probe publish was confirmed after the heal
 }
 
 // World is one simulated cluster.
 type World struct {
-	seed    uint64
-	prof    Profile
-	now     int64
-	events  eventHeap
-	brokers []*broker
-	clients []*client
-	conns   map[core.ClientID]int32 // open connections
-	// connKind: the kind of client behind every connection ever opened
-	connKind map[core.ClientID]clientKind
+	seed     uint64
+	prof     Profile
+	now      int64
+	events   eventHeap
+	brokers  []*broker
+	clients  []*client
+	conns    map[core.ClientID]int32      // open connections
+	connKind map[core.ClientID]clientKind // every connection ever opened
 	nextCID  core.ClientID
 	checker  *check.Checker
 	trace    *driver.Trace
 	stats    Stats
 	nEvents  uint64
 	working  bool // workload phase
+	stop     bool // the drain finished early
+	schedule []Fault
+
+	// network faults in force: until when
+	isolated []int64   // per broker
+	oneWay   [][]int64 // [from][to]
+	clogged  [][]int64 // [from][to]
+	spikeEnd int64
+	// corrupted: per queue, the brokers whose copy was corrupted (budget)
+	corrupted map[core.QueueID][]core.NodeID
 
 	rNet, rDisk, rCli, rFault *prng.Rand
 	epochBuf                  []core.EpochStart
-	note                      []byte
 }
 
 // Run runs one world for seed with profile p.
@@ -138,16 +164,27 @@ func (w *World) runGuarded() (panicked string) {
 
 func newWorld(seed uint64, p Profile, opts Options) *World {
 	w := &World{
-		seed:     seed,
-		prof:     p,
-		conns:    map[core.ClientID]int32{},
-		connKind: map[core.ClientID]clientKind{},
-		trace:    driver.NewTrace(opts.Trace, opts.TraceFromNs),
-		rNet:     prng.New(prng.Derive(seed, "net")),
-		rDisk:    prng.New(prng.Derive(seed, "disk")),
-		rCli:     prng.New(prng.Derive(seed, "clients")),
-		rFault:   prng.New(prng.Derive(seed, "faults")),
-		working:  true,
+		seed:      seed,
+		prof:      p,
+		conns:     map[core.ClientID]int32{},
+		connKind:  map[core.ClientID]clientKind{},
+		trace:     driver.NewTrace(opts.Trace, opts.TraceFromNs),
+		rNet:      prng.New(prng.Derive(seed, "net")),
+		rDisk:     prng.New(prng.Derive(seed, "disk")),
+		rCli:      prng.New(prng.Derive(seed, "clients")),
+		rFault:    prng.New(prng.Derive(seed, "faults")),
+		working:   true,
+		isolated:  make([]int64, p.Brokers),
+		corrupted: map[core.QueueID][]core.NodeID{},
+	}
+	for i := 0; i < p.Brokers; i++ {
+		w.oneWay = append(w.oneWay, make([]int64, p.Brokers))
+		w.clogged = append(w.clogged, make([]int64, p.Brokers))
+	}
+	if p.Schedule != nil {
+		w.schedule = p.Schedule
+	} else {
+		w.schedule = drawSchedule(prng.New(prng.Derive(seed, "schedule")), p.Faults, p.Brokers, p.DurationMs*1e6)
 	}
 	var specs []check.QueueSpec
 	for _, q := range p.Queues {
@@ -156,6 +193,7 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 	w.checker = check.New(specs)
 	for i := 0; i < p.Brokers; i++ {
 		b := &broker{id: core.NodeID(i + 1), fs: memfs.New()}
+		b.fs.SetInjector(memfs.InjectorFunc(b.inject))
 		for _, q := range p.Queues {
 			for _, n := range q.Replicas {
 				if n == b.id {
@@ -179,7 +217,25 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 	return w
 }
 
-func (w *World) schedule(at int64, kind evKind) *event {
+// inject is the broker's disk's fault hook: the one-shot sync and read
+// failures and the disk-full window.
+func (b *broker) inject(a memfs.Access) error {
+	switch a.Op {
+	case memfs.OpSync:
+		if b.failSync {
+			b.failSync = false
+			return fmt.Errorf("injected sync failure on %s: %w", a.Name, vfs.ErrIO)
+		}
+	case memfs.OpRead:
+		if b.failRead && b.up {
+			b.failRead = false
+			return fmt.Errorf("injected read error on %s: %w", a.Name, vfs.ErrIO)
+		}
+	}
+	return nil
+}
+
+func (w *World) schedule1(at int64, kind evKind) *event {
 	i, e := w.events.alloc()
 	e.at, e.kind = at, kind
 	w.events.push(i)
@@ -191,21 +247,21 @@ func (w *World) run() {
 		w.startBroker(b)
 	}
 	for _, c := range w.clients {
-		w.schedule(w.now+w.rCli.Range(0, 1e6), evConnect).cli = c.idx
+		w.schedule1(w.now+w.rCli.Range(0, 1e6), evConnect).cli = c.idx
 		if c.kind == publisher && w.prof.PublishesPerSec > 0 {
-			w.schedule(w.now+w.publishGap(), evPublish).cli = c.idx
+			w.schedule1(w.now+w.publishGap(), evPublish).cli = c.idx
 		}
 		if c.kind == consumer && w.prof.ConsumerLossPerMin > 0 {
-			w.schedule(w.now+expGap(w.rFault, w.prof.ConsumerLossPerMin), evConsumerLoss).cli = c.idx
+			w.schedule1(w.now+expGap(w.rCli, w.prof.ConsumerLossPerMin), evConsumerLoss).cli = c.idx
 		}
 	}
-	if w.prof.CrashesPerMin > 0 {
-		w.schedule(expGap(w.rFault, w.prof.CrashesPerMin), evCrash).node = -1
+	for i := range w.schedule {
+		w.schedule1(w.schedule[i].AtNs, evFault).q = int32(i)
 	}
 	endWork := w.prof.DurationMs * 1e6
-	w.schedule(endWork, evPhase)
+	w.schedule1(endWork, evPhase)
 	endAll := endWork + w.prof.DrainMs*1e6
-	for len(w.events.heap) > 0 {
+	for len(w.events.heap) > 0 && !w.stop {
 		i := w.events.pop()
 		e := &w.events.slab[i]
 		if e.at > endAll {
@@ -226,7 +282,7 @@ func expGap(r *prng.Rand, perMin float64) int64 {
 	if u < 1e-12 {
 		u = 1e-12
 	}
-	return int64(-math.Log(u) * 60e9 / perMin)
+	return int64(-math.Log(u)*60e9/perMin) + 1
 }
 
 func (w *World) publishGap() int64 {
@@ -235,40 +291,56 @@ func (w *World) publishGap() int64 {
 }
 
 func (w *World) netDelay() int64 {
-	return w.rNet.Range(w.prof.NetLatencyUsMin, w.prof.NetLatencyUsMax) * 1000
+	d := w.rNet.Range(w.prof.NetLatencyUsMin, w.prof.NetLatencyUsMax) * 1000
+	if w.now < w.spikeEnd {
+		d *= SpikeFactor
+	}
+	return d
 }
 
 func (w *World) notef(format string, args ...any) {
 	w.trace.Note(w.now, fmt.Sprintf(format, args...))
 }
 
+// target returns the broker an event is for, or nil.
+func (w *World) target(e *event) *broker {
+	switch e.kind {
+	case evMsg, evStorage, evTick, evRequest, evClientGone:
+		return w.brokers[e.node]
+	}
+	return nil
+}
+
 func (w *World) handle(e *event) {
+	if b := w.target(e); b != nil {
+		if !b.up || (e.kind != evMsg && b.inc != e.inc) {
+			return // for a process that is gone
+		}
+		if b.paused {
+			if len(b.held) >= eventsMax {
+				panic("world: too many events held for a paused broker")
+			}
+			b.held = append(b.held, *e)
+			return
+		}
+	}
 	switch e.kind {
 	case evMsg:
 		b := w.brokers[e.node]
-		if b.up {
-			w.step(b, &core.Input{Kind: core.InMessage, NowNs: w.now, From: e.from, Msg: e.msg})
+		m, _, err := wire.Decode(e.data)
+		if err != nil {
+			w.notef("n%d refuses a frame from n%d: %v", b.id, e.from, err)
+			return
 		}
+		w.step(b, &core.Input{Kind: core.InMessage, NowNs: w.now, From: e.from, Msg: m})
 	case evStorage:
-		b := w.brokers[e.node]
-		if b.up && b.inc == e.inc {
-			w.completeStorage(b, int(e.q))
-		}
+		w.completeStorage(w.brokers[e.node], int(e.q))
 	case evTick:
-		b := w.brokers[e.node]
-		if b.up && b.inc == e.inc {
-			w.step(b, &core.Input{Kind: core.InTick, NowNs: w.now})
-		}
+		w.step(w.brokers[e.node], &core.Input{Kind: core.InTick, NowNs: w.now})
 	case evRequest:
-		b := w.brokers[e.node]
-		if b.up && b.inc == e.inc {
-			w.step(b, &core.Input{Kind: core.InClient, NowNs: w.now, Client: core.ClientID(e.from), Req: e.req})
-		}
+		w.step(w.brokers[e.node], &core.Input{Kind: core.InClient, NowNs: w.now, Client: core.ClientID(e.from), Req: e.req})
 	case evClientGone:
-		b := w.brokers[e.node]
-		if b.up && b.inc == e.inc {
-			w.step(b, &core.Input{Kind: core.InClientGone, NowNs: w.now, Client: core.ClientID(e.from)})
-		}
+		w.step(w.brokers[e.node], &core.Input{Kind: core.InClientGone, NowNs: w.now, Client: core.ClientID(e.from)})
 	case evReply:
 		w.clientReceive(e)
 	case evPublish:
@@ -289,29 +361,33 @@ func (w *World) handle(e *event) {
 				w.stats.ConsumerLosses++
 				w.notef("consumer-loss c=%d", c.conn)
 				w.disconnect(c, true)
-				w.schedule(w.now+w.rFault.Range(1e6, 100e6), evConnect).cli = c.idx
+				w.schedule1(w.now+w.rCli.Range(1e6, 100e6), evConnect).cli = c.idx
 			}
-			w.schedule(w.now+expGap(w.rFault, w.prof.ConsumerLossPerMin), evConsumerLoss).cli = c.idx
+			w.schedule1(w.now+expGap(w.rCli, w.prof.ConsumerLossPerMin), evConsumerLoss).cli = c.idx
 		}
-	case evCrash:
+	case evFault:
 		if w.working {
-			w.crashSome()
-			w.schedule(w.now+expGap(w.rFault, w.prof.CrashesPerMin), evCrash).node = -1
+			w.inject(w.schedule[e.q])
 		}
 	case evRestart:
 		b := w.brokers[e.node]
-		b.restart = false
+		b.restarting = false
 		if !b.up {
 			w.startBroker(b)
 		}
-	case evPhase:
-		w.working = false
-		w.notef("drain: faults off, every broker up, publishers stop")
-		for _, b := range w.brokers {
-			if !b.up && !b.restart {
-				w.startBroker(b)
+	case evResume:
+		b := w.brokers[e.node]
+		if e.inc == diskEvent {
+			if w.now >= b.diskFullEnd {
+				b.fs.SetCapacity(0)
 			}
+		} else if b.up && b.inc == e.inc && b.paused {
+			w.resume(b)
 		}
+	case evPhase:
+		w.heal()
+	case evDrainCheck:
+		w.drainCheck()
 	default:
 		panic("world: unknown event")
 	}
@@ -319,6 +395,203 @@ func (w *World) handle(e *event) {
 
 func (w *World) step(b *broker, in *core.Input) {
 	b.drv.Step(in)
+}
+
+// --- faults ---
+
+func (w *World) inject(f Fault) {
+	b := w.brokers[f.Node-1+boolInt(f.Kind == FaultSpike)] // spike names no broker
+	switch f.Kind {
+	case FaultCrash:
+		if !b.up {
+			return
+		}
+		w.notef("fault %s", f)
+		w.crash(b, f.DurNs)
+	case FaultPause:
+		if !b.up || b.paused {
+			return
+		}
+		w.notef("fault %s", f)
+		b.paused = true
+		e := w.schedule1(w.now+f.DurNs, evResume)
+		e.node, e.inc = int32(b.id-1), b.inc
+	case FaultSlowSync:
+		b.slowSyncEnd = w.now + f.DurNs
+		w.notef("fault %s", f)
+	case FaultSyncFail:
+		if !b.up {
+			return
+		}
+		b.failSync = true
+		w.notef("fault %s", f)
+	case FaultReadError:
+		if !b.up {
+			return
+		}
+		b.failRead = true
+		w.notef("fault %s", f)
+	case FaultCorrupt:
+		if !b.up || !w.corrupt(b, f) {
+			return
+		}
+		w.crash(b, f.DurNs)
+	case FaultDiskFull:
+		b.diskFullEnd = w.now + f.DurNs
+		b.fs.SetCapacity(max(b.fs.Usage(), 1))
+		w.notef("fault %s", f)
+		e := w.schedule1(b.diskFullEnd, evResume)
+		e.node, e.inc = int32(b.id-1), diskEvent
+	case FaultIsolate:
+		w.isolated[b.id-1] = w.now + f.DurNs
+		w.notef("fault %s", f)
+	case FaultOneWay:
+		w.oneWay[f.Node-1][f.Peer-1] = w.now + f.DurNs
+		w.notef("fault %s", f)
+	case FaultClog:
+		w.clogged[f.Node-1][f.Peer-1] = w.now + f.DurNs
+		w.notef("fault %s", f)
+	case FaultSpike:
+		w.spikeEnd = w.now + f.DurNs
+		w.notef("fault %s", f)
+	default:
+		panic("world: unknown scheduled fault")
+	}
+	w.stats.Faults[f.Kind]++
+}
+
+// diskEvent marks an evResume that ends a disk-full window, which outlives
+// the process it struck.
+const diskEvent = math.MaxUint64
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// corrupt flips one bit of a durable byte in one of b's logs, when the fault
+// budget allows: for any queue, at most W-1 replicas may lose or corrupt a
+// durable record, beyond which no design could keep a confirm. Owners are
+// spared for now: a static owner cannot yet recover its log from followers.
+func (w *World) corrupt(b *broker, f Fault) bool {
+	for _, q := range b.queues {
+		if q.Owner == b.id {
+			continue // TODO(issue 3 follow-up): owner recovery from E-W+1 witnesses
+		}
+		budget := q.Policy.WriteQuorum(len(q.Replicas)) - 1
+		hit := w.corrupted[q.Queue]
+		already := false
+		for _, n := range hit {
+			already = already || n == b.id
+		}
+		if !already && len(hit) >= budget {
+			continue
+		}
+		dir := logDir(q.Queue)
+		names, err := b.fs.List(dir)
+		if err != nil || len(names) == 0 {
+			continue
+		}
+		name := dir + "/" + names[w.rFault.Intn(len(names))]
+		durable, err := b.fs.DurableBytes(name)
+		if err != nil || len(durable) == 0 {
+			continue
+		}
+		off := w.rFault.Int63n(int64(len(durable)))
+		if err := b.fs.CorruptMask(name, off, byte(1)<<w.rFault.Intn(8)); err != nil {
+			continue
+		}
+		if !already {
+			w.corrupted[q.Queue] = append(hit, b.id)
+		}
+		w.notef("fault %s: %s byte %d flipped", f, name, off)
+		return true
+	}
+	return false
+}
+
+func (w *World) crash(b *broker, restartNs int64) {
+	b.up = false
+	b.inc++
+	b.paused = false
+	b.held = b.held[:0]
+	b.fs.Crash(w.rFault)
+	b.logs = b.logs[:0]
+	b.storage = nil
+	b.drv = nil
+	b.failSync, b.failRead = false, false
+	for _, c := range w.clients {
+		if c.conn != 0 && c.owner == int32(b.id-1) {
+			w.disconnect(c, false)
+			w.schedule1(w.now+w.rCli.Range(10e6, 200e6), evConnect).cli = c.idx
+		}
+	}
+	b.restarting = true
+	w.schedule1(w.now+restartNs, evRestart).node = int32(b.id - 1)
+}
+
+func (w *World) resume(b *broker) {
+	w.notef("resume n%d", b.id)
+	b.paused = false
+	held := b.held
+	b.held = nil
+	for i := range held {
+		i2, e := w.events.alloc()
+		*e = held[i]
+		e.at = w.now
+		w.events.push(i2)
+	}
+}
+
+// heal ends the workload phase: faults stop, partitions heal, every broker
+// runs, publishers stop after one probe each.
+func (w *World) heal() {
+	w.working = false
+	w.notef("drain: faults off, network healed, every broker up, publishers probe then stop")
+	w.prof.Faults = FaultRates{}
+	for i := range w.isolated {
+		w.isolated[i] = 0
+		clear(w.oneWay[i])
+		clear(w.clogged[i])
+	}
+	w.spikeEnd = 0
+	for _, b := range w.brokers {
+		b.slowSyncEnd, b.diskFullEnd = 0, 0
+		b.failSync, b.failRead = false, false
+		b.fs.SetCapacity(0)
+		if b.up && b.paused {
+			w.resume(b)
+		}
+		if !b.up && !b.restarting {
+			w.startBroker(b)
+		}
+	}
+	for _, c := range w.clients {
+		if c.kind == publisher {
+			w.schedule1(w.now+1e9, evPublish).cli = c.idx
+		}
+	}
+	w.schedule1(w.now+100e6, evDrainCheck)
+}
+
+// drainCheck ends the run once the drain's work is done: every probe
+// confirmed, no publish in flight, every confirmed record delivered.
+func (w *World) drainCheck() {
+	for _, c := range w.clients {
+		if c.kind == publisher && (!c.probed || len(c.inflight) > 0) {
+			w.schedule1(w.now+100e6, evDrainCheck)
+			return
+		}
+	}
+	for _, q := range w.prof.Queues {
+		if w.prof.ConsumersPerQueue > 0 && w.checker.Undelivered(q.Queue) > 0 {
+			w.schedule1(w.now+100e6, evDrainCheck)
+			return
+		}
+	}
+	w.stop = true
 }
 
 // --- brokers ---
@@ -340,38 +613,8 @@ func (w *World) startBroker(b *broker) {
 		w.checker.Durable(b.id, q.Queue, st.End, st.Epochs)
 	}
 	w.notef("start n%d inc=%d", b.id, b.inc)
-	b.drv = driver.New(core.Config{Node: b.id, Queues: b.queues}, (*worldEnv)(w), w.trace)
+	b.drv = driver.New(core.Config{Node: b.id, Queues: b.queues, Bugs: w.prof.Bugs}, (*worldEnv)(w), w.trace)
 	b.drv.Step(&core.Input{Kind: core.InStart, NowNs: w.now, Logs: logs})
-}
-
-// crashSome crashes one running broker, if more than none run.
-func (w *World) crashSome() {
-	var up []*broker
-	for _, b := range w.brokers {
-		if b.up {
-			up = append(up, b)
-		}
-	}
-	if len(up) == 0 {
-		return
-	}
-	b := up[w.rFault.Intn(len(up))]
-	w.stats.Crashes++
-	w.notef("crash n%d (power loss)", b.id)
-	b.up = false
-	b.inc++
-	b.fs.Crash(w.rFault)
-	b.logs = b.logs[:0]
-	b.storage = nil
-	b.drv = nil
-	for _, c := range w.clients {
-		if c.conn != 0 && c.owner == int32(b.id-1) {
-			w.disconnect(c, false)
-			w.schedule(w.now+w.rCli.Range(10e6, 200e6), evConnect).cli = c.idx
-		}
-	}
-	b.restart = true
-	w.schedule(w.now+w.rFault.Range(1e6, w.prof.RestartDelayMsMax*1e6), evRestart).node = int32(b.id - 1)
 }
 
 func (w *World) queueIndex(b *broker, q core.QueueID) int {
@@ -383,10 +626,14 @@ func (w *World) queueIndex(b *broker, q core.QueueID) int {
 	panic("world: broker has no such queue")
 }
 
-func (w *World) storageDelay(op core.StorageOp) int64 {
+func (w *World) storageDelay(b *broker, op core.StorageOp) int64 {
 	switch op {
 	case core.OpSync:
-		return w.rDisk.Range(w.prof.SyncUsMin, w.prof.SyncUsMax) * 1000
+		d := w.rDisk.Range(w.prof.SyncUsMin, w.prof.SyncUsMax) * 1000
+		if w.now < b.slowSyncEnd {
+			d *= SlowSyncFactor
+		}
+		return d
 	case core.OpRead:
 		return w.rDisk.Range(10, 100) * 1000
 	}
@@ -399,7 +646,7 @@ func (w *World) kickStorage(b *broker, qi int) {
 		return
 	}
 	s.busy = true
-	e := w.schedule(w.now+w.storageDelay(s.ops[s.head].Op), evStorage)
+	e := w.schedule1(w.now+w.storageDelay(b, s.ops[s.head].Op), evStorage)
 	e.node, e.q, e.inc = int32(b.id-1), int32(qi), b.inc
 }
 
@@ -424,9 +671,22 @@ func (w *World) completeStorage(b *broker, qi int) {
 			w.checker.Durable(b.id, op.Queue, l.End(), w.epochBuf)
 		case core.OpTruncate:
 			w.checker.Truncated(b.id, op.Queue, op.Offset)
+		case core.OpAppend:
+			for i := range op.Records {
+				if r := &op.Records[i]; r.Kind == record.KindAck {
+					w.checker.AckAppended(op.Queue, b.id, r.Offset, r.Epoch, binary.LittleEndian.Uint64(r.Body))
+				}
+			}
 		}
 	}
 	w.step(b, &core.Input{Kind: core.InStorage, NowNs: w.now, Done: done})
+	if done.Err != "" && b.up {
+		// The broker stops using a failed log; its supervisor restarts the
+		// process, whose recovery scan then judges what the disk holds.
+		w.notef("n%d log of queue %d failed (%s): the process exits", b.id, op.Queue, done.Err)
+		w.crash(b, w.rFault.Range(100e6, 2e9))
+		return
+	}
 	if b.up && b.storage != nil {
 		w.kickStorage(b, qi)
 	}
@@ -440,7 +700,7 @@ func (w *World) connect(c *client) {
 	}
 	b := w.brokers[c.owner]
 	if !b.up {
-		w.schedule(w.now+w.rCli.Range(10e6, 100e6), evConnect).cli = c.idx
+		w.schedule1(w.now+w.rCli.Range(10e6, 100e6), evConnect).cli = c.idx
 		return
 	}
 	w.nextCID++
@@ -460,20 +720,21 @@ func (w *World) disconnect(c *client, notify bool) {
 		w.stats.Unknown++
 	}
 	c.inflight = c.inflight[:0]
+	c.probeKey = 0
 	delete(w.conns, c.conn)
 	if notify {
-		e := w.schedule(w.now+w.netDelay(), evClientGone)
+		e := w.schedule1(w.now+w.netDelay(), evClientGone)
 		e.node, e.inc, e.from = c.owner, c.connInc, core.NodeID(c.conn)
 	}
 	c.conn = 0
 }
 
 func (w *World) request(c *client, req core.Request) {
-	e := w.schedule(w.now+w.netDelay(), evRequest)
+	e := w.schedule1(w.now+w.netDelay(), evRequest)
 	e.node, e.inc, e.from, e.req = c.owner, c.connInc, core.NodeID(c.conn), req
 }
 
-func publishKey(c *client, seq uint64) uint64 { return uint64(c.idx)<<40 | seq }
+func publishKey(c *client, seq uint64) uint64 { return uint64(c.idx+1)<<40 | seq }
 
 // KeyOf returns the publish key a simulated body carries.
 func KeyOf(body []byte) uint64 {
@@ -485,11 +746,19 @@ func KeyOf(body []byte) uint64 {
 
 func (w *World) publish(c *client) {
 	if !w.working {
-		return
-	}
-	w.schedule(w.now+w.publishGap(), evPublish).cli = c.idx
-	if c.conn == 0 || len(c.inflight) >= w.prof.InflightMax {
-		return
+		// The drain: one probe at a time until one is confirmed.
+		if c.probed {
+			return
+		}
+		w.schedule1(w.now+200e6, evPublish).cli = c.idx
+		if c.conn == 0 || c.probeKey != 0 {
+			return
+		}
+	} else {
+		w.schedule1(w.now+w.publishGap(), evPublish).cli = c.idx
+		if c.conn == 0 || len(c.inflight) >= w.prof.InflightMax {
+			return
+		}
 	}
 	c.seq++
 	key := publishKey(c, c.seq)
@@ -498,6 +767,9 @@ func (w *World) publish(c *client) {
 	binary.LittleEndian.PutUint64(body, key)
 	c.reqID++
 	c.inflight = append(c.inflight, inflightPub{reqID: c.reqID, key: key})
+	if !w.working {
+		c.probeKey = key
+	}
 	w.checker.PublishStarted(key)
 	w.stats.Publishes++
 	w.request(c, core.Request{Kind: core.ReqPublish, ID: c.reqID, Queue: c.q.Queue, Body: body})
@@ -515,26 +787,31 @@ func (w *World) clientReceive(e *event) {
 			return
 		}
 		for i, p := range c.inflight {
-			if p.reqID == e.eff.ReqID {
-				c.inflight = append(c.inflight[:i], c.inflight[i+1:]...)
-				w.checker.PublishEnded(w.now, p.key, e.eff.Outcome, e.eff.Queue, e.eff.Offset)
-				switch e.eff.Outcome {
-				case core.Confirmed:
-					w.stats.Confirmed++
-				case core.Failed:
-					w.stats.FailedPubs++
-				default:
-					w.stats.Unknown++
-				}
-				return
+			if p.reqID != e.eff.ReqID {
+				continue
 			}
+			c.inflight = append(c.inflight[:i], c.inflight[i+1:]...)
+			w.checker.PublishEnded(w.now, p.key, e.eff.Outcome, e.eff.Queue, e.eff.Offset)
+			switch e.eff.Outcome {
+			case core.Confirmed:
+				w.stats.Confirmed++
+			case core.Failed:
+				w.stats.FailedPubs++
+			default:
+				w.stats.Unknown++
+			}
+			if p.key == c.probeKey {
+				c.probeKey = 0
+				c.probed = e.eff.Outcome == core.Confirmed
+			}
+			return
 		}
 	case core.EfDeliver:
 		w.stats.Deliveries++
 		if e.eff.Redelivered {
 			w.stats.Redeliveries++
 		}
-		a := w.schedule(w.now+w.rCli.Int63n(w.prof.AckDelayUsMax*1000+1), evAck)
+		a := w.schedule1(w.now+w.rCli.Int63n(w.prof.AckDelayUsMax*1000+1), evAck)
 		a.cli, a.inc = c.idx, uint64(c.conn)
 		a.eff.Offset = e.eff.Offset
 	}
@@ -544,10 +821,36 @@ func (w *World) clientReceive(e *event) {
 
 type worldEnv World
 
+// Send carries m as the codec's bytes, through the network's faults.
 func (env *worldEnv) Send(from, to core.NodeID, m *core.Message) {
 	w := (*World)(env)
-	e := w.schedule(w.now+w.netDelay(), evMsg)
-	e.node, e.from, e.msg = int32(to-1), from, *m
+	f, t := from-1, to-1
+	if w.now < w.isolated[f] || w.now < w.isolated[t] || w.now < w.oneWay[f][t] {
+		return // partitioned
+	}
+	rates := &w.prof.Faults
+	if rates.DropPer1000 > 0 && w.rNet.Intn(1000) < rates.DropPer1000 {
+		w.stats.Faults[FaultDrop]++
+		return
+	}
+	data := wire.Append(nil, m)
+	if rates.CorruptPer1000 > 0 && w.rNet.Intn(1000) < rates.CorruptPer1000 {
+		data[w.rNet.Intn(len(data))] ^= byte(1) << w.rNet.Intn(8)
+		w.stats.Faults[FaultCorruptMsg]++
+	}
+	copies := 1
+	if rates.DupPer1000 > 0 && w.rNet.Intn(1000) < rates.DupPer1000 {
+		copies = 2
+		w.stats.Faults[FaultDuplicate]++
+	}
+	for i := 0; i < copies; i++ {
+		d := w.netDelay()
+		if w.now < w.clogged[f][t] {
+			d += ClogDelayNs
+		}
+		e := w.schedule1(w.now+d, evMsg)
+		e.node, e.from, e.data = int32(t), from, data
+	}
 }
 
 func (env *worldEnv) Client(from core.NodeID, eff *core.Effect) {
@@ -565,7 +868,7 @@ func (env *worldEnv) Client(from core.NodeID, eff *core.Effect) {
 	if _, ok := w.conns[eff.Client]; !ok {
 		return
 	}
-	e := w.schedule(w.now+w.netDelay(), evReply)
+	e := w.schedule1(w.now+w.netDelay(), evReply)
 	e.inc, e.eff = uint64(eff.Client), *eff
 }
 
@@ -573,14 +876,18 @@ func (env *worldEnv) Storage(node core.NodeID, eff *core.Effect) {
 	w := (*World)(env)
 	b := w.brokers[node-1]
 	qi := w.queueIndex(b, eff.Queue)
-	b.storage[qi].ops = append(b.storage[qi].ops, *eff)
+	s := &b.storage[qi]
+	if len(s.ops)-s.head >= storageOpsMax {
+		panic("world: storage queue over its limit")
+	}
+	s.ops = append(s.ops, *eff)
 	w.kickStorage(b, qi)
 }
 
 func (env *worldEnv) Deadline(node core.NodeID, atNs int64) {
 	w := (*World)(env)
 	b := w.brokers[node-1]
-	e := w.schedule(max(atNs, w.now), evTick)
+	e := w.schedule1(max(atNs, w.now), evTick)
 	e.node, e.inc = int32(node-1), b.inc
 }
 
@@ -589,9 +896,15 @@ func (env *worldEnv) Deadline(node core.NodeID, atNs int64) {
 func (w *World) finish() {
 	w.notef("end")
 	var pending uint64
-	consumed := map[core.QueueID]bool{}
+	var unserved []string
 	for _, c := range w.clients {
 		pending += uint64(len(c.inflight))
+		if c.kind == publisher && !c.probed {
+			unserved = append(unserved, fmt.Sprintf("q%d", c.q.Queue))
+		}
+	}
+	consumed := map[core.QueueID]bool{}
+	for _, c := range w.clients {
 		if c.kind == consumer {
 			consumed[c.q.Queue] = true
 		}
@@ -616,12 +929,16 @@ func (w *World) finish() {
 	if pending > 0 {
 		w.checker.Liveness(w.now, fmt.Sprintf("%d publishes still unresolved after the drain", pending))
 	}
+	if len(unserved) > 0 {
+		w.checker.Liveness(w.now, "no probe publish confirmed after the heal on "+strings.Join(unserved, " "))
+	}
 }
 
 func (w *World) result() Result {
 	return Result{
 		Seed:      w.seed,
 		Profile:   w.prof,
+		Schedule:  w.schedule,
 		Events:    w.nEvents,
 		SimNs:     w.now,
 		TraceHash: w.trace.Hash(),

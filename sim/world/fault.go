@@ -1,0 +1,222 @@
+package world
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/sluicemq/sluice/sim/prng"
+)
+
+// FaultKind names one kind of injected fault.
+type FaultKind uint8
+
+const (
+	// FaultCrash: a broker loses power and restarts after Dur; each unsynced
+	// write is lost, kept or torn per 4 KiB sector.
+	FaultCrash FaultKind = iota + 1
+	// FaultPause: a broker stops for Dur (a long GC pause) and continues
+	// with its old state and a clock that jumped.
+	FaultPause
+	// FaultSlowSync: a broker's syncs take SlowSyncFactor times longer for Dur.
+	FaultSlowSync
+	// FaultSyncFail: a broker's next sync fails; the broker treats the log as
+	// failed, exits and is restarted by its supervisor.
+	FaultSyncFail
+	// FaultReadError: a broker's next log read fails.
+	FaultReadError
+	// FaultCorrupt: a bit flips in a durable byte of a broker's log, then the
+	// broker loses power; within the fault budget only.
+	FaultCorrupt
+	// FaultDiskFull: a broker's disk accepts no more bytes for Dur.
+	FaultDiskFull
+	// FaultIsolate: a broker is cut off from every other broker for Dur.
+	FaultIsolate
+	// FaultOneWay: messages from Node to Peer are lost for Dur.
+	FaultOneWay
+	// FaultClog: messages from Node to Peer take ClogDelay longer for Dur.
+	FaultClog
+	// FaultSpike: every peer message takes SpikeFactor times longer for Dur.
+	FaultSpike
+	// Per-message network faults, counted when they strike.
+	FaultDrop
+	FaultDuplicate
+	FaultCorruptMsg
+	faultKinds
+)
+
+var faultNames = [...]string{
+	FaultCrash: "crash", FaultPause: "pause", FaultSlowSync: "slow-sync", FaultSyncFail: "sync-fail",
+	FaultReadError: "read-error", FaultCorrupt: "corrupt", FaultDiskFull: "disk-full",
+	FaultIsolate: "isolate", FaultOneWay: "one-way", FaultClog: "clog", FaultSpike: "delay-spike",
+	FaultDrop: "drop", FaultDuplicate: "duplicate", FaultCorruptMsg: "corrupt-msg",
+}
+
+func (k FaultKind) String() string {
+	if int(k) < len(faultNames) && faultNames[k] != "" {
+		return faultNames[k]
+	}
+	return "fault?"
+}
+
+// FaultKinds lists every kind, in order.
+func FaultKinds() []FaultKind {
+	out := make([]FaultKind, 0, faultKinds-1)
+	for k := FaultCrash; k < faultKinds; k++ {
+		out = append(out, k)
+	}
+	return out
+}
+
+// ParseFaultKind reads a kind as String prints it.
+func ParseFaultKind(s string) (FaultKind, error) {
+	for _, k := range FaultKinds() {
+		if k.String() == s {
+			return k, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown fault kind %q", s)
+}
+
+const (
+	SlowSyncFactor = 50
+	SpikeFactor    = 20
+	ClogDelayNs    = 500e6
+)
+
+// Fault is one scheduled fault. Node and Peer are broker numbers (1-based).
+type Fault struct {
+	AtNs  int64
+	Kind  FaultKind
+	Node  int
+	Peer  int // one-way, clog
+	DurNs int64
+}
+
+// String prints the fault as one stable line; ParseFault reads it back.
+func (f Fault) String() string {
+	switch f.Kind {
+	case FaultOneWay, FaultClog:
+		return fmt.Sprintf("at=%d %s n%d->n%d dur=%d", f.AtNs, f.Kind, f.Node, f.Peer, f.DurNs)
+	case FaultSpike:
+		return fmt.Sprintf("at=%d %s dur=%d", f.AtNs, f.Kind, f.DurNs)
+	case FaultSyncFail, FaultReadError:
+		return fmt.Sprintf("at=%d %s n%d", f.AtNs, f.Kind, f.Node)
+	}
+	return fmt.Sprintf("at=%d %s n%d dur=%d", f.AtNs, f.Kind, f.Node, f.DurNs)
+}
+
+// ParseFault reads a fault in the form String prints.
+func ParseFault(s string) (Fault, error) {
+	var f Fault
+	var kind string
+	var err error
+	var n int
+	if n, err = fmt.Sscanf(s, "at=%d %s", &f.AtNs, &kind); n != 2 {
+		return f, fmt.Errorf("fault %q: %v", s, err)
+	}
+	if f.Kind, err = ParseFaultKind(kind); err != nil {
+		return f, err
+	}
+	rest := s[len(fmt.Sprintf("at=%d %s", f.AtNs, kind)):]
+	switch f.Kind {
+	case FaultOneWay, FaultClog:
+		_, err = fmt.Sscanf(rest, " n%d->n%d dur=%d", &f.Node, &f.Peer, &f.DurNs)
+	case FaultSpike:
+		_, err = fmt.Sscanf(rest, " dur=%d", &f.DurNs)
+	case FaultSyncFail, FaultReadError:
+		_, err = fmt.Sscanf(rest, " n%d", &f.Node)
+	default:
+		_, err = fmt.Sscanf(rest, " n%d dur=%d", &f.Node, &f.DurNs)
+	}
+	if err != nil {
+		return f, fmt.Errorf("fault %q: %v", s, err)
+	}
+	if f.String() != s {
+		return f, fmt.Errorf("fault %q does not read back the same", s)
+	}
+	return f, nil
+}
+
+// FaultRates are the profile's fault knobs: scheduled kinds as mean events
+// per simulated minute of the workload phase, message faults per 1000
+// messages.
+type FaultRates struct {
+	PerMin         [faultKinds]float64
+	DropPer1000    int
+	DupPer1000     int
+	CorruptPer1000 int
+}
+
+// On reports whether any fault is enabled.
+func (r FaultRates) On() bool {
+	for _, v := range r.PerMin {
+		if v > 0 {
+			return true
+		}
+	}
+	return r.DropPer1000+r.DupPer1000+r.CorruptPer1000 > 0
+}
+
+func (r FaultRates) String() string {
+	s := ""
+	for k := FaultCrash; k < FaultDrop; k++ {
+		if r.PerMin[k] > 0 {
+			s += fmt.Sprintf(" %s/min=%g", k, r.PerMin[k])
+		}
+	}
+	if r.DropPer1000 > 0 {
+		s += fmt.Sprintf(" drop/1000=%d", r.DropPer1000)
+	}
+	if r.DupPer1000 > 0 {
+		s += fmt.Sprintf(" dup/1000=%d", r.DupPer1000)
+	}
+	if r.CorruptPer1000 > 0 {
+		s += fmt.Sprintf(" corrupt-msg/1000=%d", r.CorruptPer1000)
+	}
+	if s == "" {
+		return "none"
+	}
+	return s[1:]
+}
+
+// drawSchedule draws the timed faults of a run from its rates: Poisson
+// arrivals per kind over the workload phase, sorted by time.
+func drawSchedule(r *prng.Rand, rates FaultRates, brokers int, durationNs int64) []Fault {
+	var out []Fault
+	for k := FaultCrash; k < FaultDrop; k++ {
+		rate := rates.PerMin[k]
+		if rate <= 0 {
+			continue
+		}
+		for at := expGap(r, rate); at < durationNs; at += expGap(r, rate) {
+			f := Fault{AtNs: at, Kind: k, Node: 1 + r.Intn(brokers)}
+			switch k {
+			case FaultCrash:
+				f.DurNs = r.Range(1e6, 3e9)
+			case FaultPause:
+				f.DurNs = r.Range(100e6, 5e9)
+			case FaultSlowSync, FaultDiskFull:
+				f.DurNs = r.Range(100e6, 3e9)
+			case FaultCorrupt:
+				f.DurNs = r.Range(1e6, 2e9) // until the restart
+			case FaultIsolate:
+				f.DurNs = r.Range(100e6, 5e9)
+			case FaultOneWay, FaultClog:
+				f.DurNs = r.Range(100e6, 5e9)
+				if brokers < 2 {
+					continue
+				}
+				f.Peer = 1 + r.Intn(brokers-1)
+				if f.Peer >= f.Node {
+					f.Peer++
+				}
+			case FaultSpike:
+				f.DurNs = r.Range(50e6, 1e9)
+				f.Node = 0
+			}
+			out = append(out, f)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].AtNs < out[j].AtNs })
+	return out
+}
