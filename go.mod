@@ -2,7 +2,10 @@ module github.com/sluicemq/sluice
 
 go 1.26.8
 
-require github.com/pingcap/failpoint v0.0.0-20240528011301-b51a646c7c86
+require (
+	github.com/anishathalye/porcupine v1.3.1
+	github.com/pingcap/failpoint v0.0.0-20240528011301-b51a646c7c86
+)
 
 require (
 	github.com/klauspost/cpuid/v2 v2.0.9 // indirect
