@@ -12,6 +12,7 @@ import (
 // It is not safe for concurrent use; the driver calls Step from one place.
 type Broker struct {
 	node     NodeID
+	process  uint64
 	lim      Limits
 	bugs     Bugs
 	started  bool
@@ -26,7 +27,7 @@ type Broker struct {
 // New returns a broker for cfg. It panics on an invalid configuration, which
 // is a programmer error: the driver validates what users write.
 func New(cfg Config) *Broker {
-	b := &Broker{node: cfg.Node, lim: cfg.Limits.withDefaults(), bugs: cfg.Bugs, byQueue: map[QueueID]*replica{}}
+	b := &Broker{node: cfg.Node, process: cfg.Process, lim: cfg.Limits.withDefaults(), bugs: cfg.Bugs, byQueue: map[QueueID]*replica{}}
 	for _, qc := range cfg.Queues {
 		if err := qc.Validate(); err != nil {
 			panic("core: " + err.Error())
@@ -144,6 +145,7 @@ func (b *Broker) emitDeadline() {
 }
 
 func (b *Broker) send(to NodeID, m Message) {
+	m.Process = b.process
 	b.effects = append(b.effects, Effect{Kind: EfSend, To: to, Msg: m})
 }
 

@@ -23,6 +23,10 @@ type Message struct {
 	Kind  MsgKind
 	Queue QueueID
 	Epoch uint64
+	// Process is the sender's process sequence number: it grows with every
+	// start of a broker, so a receiver can tell a restarted peer (whose
+	// earlier reports may no longer hold) from a stale message of an old one.
+	Process uint64
 
 	Prev      uint64          // append
 	PrevEpoch uint64          // append
@@ -41,6 +45,7 @@ func (m *Message) AppendText(dst []byte) []byte {
 		dst = append(dst, "append"...)
 		dst = appendKV(dst, "q", uint64(m.Queue))
 		dst = appendKV(dst, "e", m.Epoch)
+		dst = appendKV(dst, "p", m.Process)
 		dst = appendKV(dst, "prev", m.Prev)
 		dst = appendKV(dst, "preve", m.PrevEpoch)
 		dst = appendKV(dst, "commit", m.Commit)
@@ -49,6 +54,7 @@ func (m *Message) AppendText(dst []byte) []byte {
 		dst = append(dst, "append-reply"...)
 		dst = appendKV(dst, "q", uint64(m.Queue))
 		dst = appendKV(dst, "e", m.Epoch)
+		dst = appendKV(dst, "p", m.Process)
 		if m.Ok {
 			dst = append(dst, " ok"...)
 		} else {

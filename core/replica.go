@@ -73,6 +73,7 @@ type replica struct {
 
 type peer struct {
 	node       NodeID
+	process    uint64 // the newest process of the peer heard from
 	matched    bool   // an Ok reply of this epoch arrived
 	next       uint64 // next offset to send
 	durable    uint64 // durable, matching end reported in this epoch
@@ -416,8 +417,16 @@ func (r *replica) onAppendReply(from NodeID, m *Message) {
 			p = &r.peers[i]
 		}
 	}
-	if p == nil {
-		return
+	if p == nil || m.Process < p.process {
+		return // unknown, or an older process whose reports may not hold
+	}
+	if m.Process > p.process {
+		// The follower restarted: what its old process reported durable may
+		// have been lost since (a corrupt record and what follows). Count
+		// only what the new process reports.
+		p.process = m.Process
+		p.matched = false
+		p.durable = 0
 	}
 	if m.Ok {
 		if m.End > r.end {
@@ -748,9 +757,11 @@ func (r *replica) body(o uint64) *record.Record {
 
 // dispatch hands committed records to consumers with credit, round robin.
 func (r *replica) dispatch() {
-	if !r.isOwner || r.deliverReading || r.applied < r.commit {
+	if !r.isOwner || r.deliverReading || r.applied < r.commit || r.applied <= r.marker {
 		// Deliver only from a queue state that has caught up with the
-		// confirmed log: an ack still unapplied would make a duplicate.
+		// confirmed log, and after a restart with the whole log before this
+		// epoch: an ack confirmed in an earlier epoch but not yet applied
+		// would make a duplicate.
 		return
 	}
 	for len(r.consumers) > 0 {

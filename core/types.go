@@ -163,7 +163,11 @@ func (l Limits) withDefaults() Limits {
 
 // Config is one broker's configuration.
 type Config struct {
-	Node   NodeID
+	Node NodeID
+	// Process is this start's sequence number: strictly greater than any
+	// earlier start's of the same node (the daemon keeps a durable counter;
+	// the simulator counts incarnations).
+	Process uint64
 	Queues []QueueConfig // the queues this broker holds a replica of
 	Limits Limits
 	Bugs   Bugs // tests only: planted bugs

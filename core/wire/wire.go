@@ -46,6 +46,7 @@ func Append(dst []byte, m *core.Message) []byte {
 	dst = append(dst, byte(m.Kind))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(m.Queue))
 	dst = binary.LittleEndian.AppendUint64(dst, m.Epoch)
+	dst = binary.LittleEndian.AppendUint64(dst, m.Process)
 	switch m.Kind {
 	case core.MsgAppend:
 		dst = binary.LittleEndian.AppendUint64(dst, m.Prev)
@@ -156,6 +157,7 @@ func Decode(frame []byte) (core.Message, int, error) {
 	m.Kind = core.MsgKind(r.u8())
 	m.Queue = core.QueueID(r.u32())
 	m.Epoch = r.u64()
+	m.Process = r.u64()
 	switch m.Kind {
 	case core.MsgAppend:
 		m.Prev = r.u64()

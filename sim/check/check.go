@@ -99,13 +99,37 @@ func (c *Checker) Failures() []Failure { return c.failures }
 // FailureCount returns how many violations were found in all.
 func (c *Checker) FailureCount() int { return c.total }
 
-// Durable records ground truth: node's log of q now holds [0, end) durably,
+// Durable records ground truth: node's log of q holds [0, end) durably,
 // with the given epoch history. The simulator calls it after a sync
 // completes on the fake disk and after a restart recovers a log.
+//
+// The truth only grows here; only a truncation the protocol asked for
+// (Truncated) shrinks it. A copy lost to a disk fault (a corrupt record and
+// the tail after it) still counts as once made durable: silent loss is the
+// fault budget's business (at most W-1 copies of any record), and the final
+// checks judge whether a confirmed record survived it.
 func (c *Checker) Durable(node core.NodeID, q core.QueueID, end uint64, epochs []core.EpochStart) {
 	t := c.queues[q].durable[node]
+	if end <= t.end && agree(t.epochs, epochs, end) {
+		return // nothing new: the copy only lost a tail to a fault
+	}
+	// Longer, or different records in place of ones lost to a fault (the
+	// lost copies are gone either way): the disk's content is the truth.
 	t.end = end
 	t.epochs = append(t.epochs[:0], epochs...)
+}
+
+// agree reports whether two epoch histories give every offset below end the
+// same epoch, that is, describe the same records there.
+func agree(a, b []core.EpochStart, end uint64) bool {
+	for _, h := range [2][]core.EpochStart{a, b} {
+		for _, e := range h {
+			if e.Offset < end && epochAt(a, e.Offset) != epochAt(b, e.Offset) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Truncated records that node's log of q no longer holds offsets >= from.

@@ -243,3 +243,18 @@ func TestUndeliveredCounts(t *testing.T) {
 		t.Fatalf("undelivered = %d, want 0", c.Undelivered(1))
 	}
 }
+
+func TestCopyRewrittenAfterFaultLossIsTheTruth(t *testing.T) {
+	c := newChecker()
+	c.Durable(2, 1, 10, e1)
+	// n2 lost its tail to corruption, then took epoch 2's records from 5 on
+	// without a truncation: its copies of epoch 1 at 5.. are gone.
+	c.Durable(2, 1, 6, []core.EpochStart{{Epoch: 1, Offset: 0}, {Epoch: 2, Offset: 5}})
+	c.Durable(1, 1, 6, []core.EpochStart{{Epoch: 1, Offset: 0}, {Epoch: 2, Offset: 5}})
+	c.ConfirmEmitted(10, 1, 5)
+	wantClean(t, c)
+	// A shorter report of the same records does not shrink the truth.
+	c.Durable(2, 1, 3, e1)
+	c.ConfirmEmitted(11, 1, 5)
+	wantClean(t, c)
+}

@@ -550,7 +550,6 @@ func (w *World) resume(b *broker) {
 func (w *World) heal() {
 	w.working = false
 	w.notef("drain: faults off, network healed, every broker up, publishers probe then stop")
-	w.prof.Faults = FaultRates{}
 	for i := range w.isolated {
 		w.isolated[i] = 0
 		clear(w.oneWay[i])
@@ -613,7 +612,7 @@ func (w *World) startBroker(b *broker) {
 		w.checker.Durable(b.id, q.Queue, st.End, st.Epochs)
 	}
 	w.notef("start n%d inc=%d", b.id, b.inc)
-	b.drv = driver.New(core.Config{Node: b.id, Queues: b.queues, Bugs: w.prof.Bugs}, (*worldEnv)(w), w.trace)
+	b.drv = driver.New(core.Config{Node: b.id, Process: b.inc + 1, Queues: b.queues, Bugs: w.prof.Bugs}, (*worldEnv)(w), w.trace)
 	b.drv.Step(&core.Input{Kind: core.InStart, NowNs: w.now, Logs: logs})
 }
 
@@ -829,6 +828,9 @@ func (env *worldEnv) Send(from, to core.NodeID, m *core.Message) {
 		return // partitioned
 	}
 	rates := &w.prof.Faults
+	if !w.working {
+		rates = &FaultRates{} // healed
+	}
 	if rates.DropPer1000 > 0 && w.rNet.Intn(1000) < rates.DropPer1000 {
 		w.stats.Faults[FaultDrop]++
 		return
