@@ -38,6 +38,16 @@ func (p Policy) String() string {
 	return "policy" + strconv.Itoa(int(p))
 }
 
+// MarshalText writes the policy's name.
+func (p Policy) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// UnmarshalText reads a policy's name.
+func (p *Policy) UnmarshalText(b []byte) error {
+	q, err := ParsePolicy(string(b))
+	*p = q
+	return err
+}
+
 // ParsePolicy reads a policy name as String prints it.
 func ParsePolicy(s string) (Policy, error) {
 	for p := LeaderDurable; p <= AllDurable; p++ {

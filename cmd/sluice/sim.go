@@ -61,6 +61,14 @@ func (f *simFlags) reproduce(seed uint64) string {
 }
 
 func runSim(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "shrink":
+			return runShrink(args[1:], stdout, stderr)
+		case "replay":
+			return runReplay(args[1:], stdout, stderr)
+		}
+	}
 	var f simFlags
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -1,6 +1,7 @@
 package world
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -219,4 +220,53 @@ func drawSchedule(r *prng.Rand, rates FaultRates, brokers int, durationNs int64)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].AtNs < out[j].AtNs })
 	return out
+}
+
+// MarshalText writes the fault as its stable line, so saved scenarios name
+// fault kinds rather than numbers.
+func (f Fault) MarshalText() ([]byte, error) { return []byte(f.String()), nil }
+
+// UnmarshalText reads a fault line.
+func (f *Fault) UnmarshalText(b []byte) error {
+	g, err := ParseFault(string(b))
+	if err != nil {
+		return err
+	}
+	*f = g
+	return nil
+}
+
+type faultRatesJSON struct {
+	PerMin         map[string]float64 `json:"per_min,omitempty"`
+	DropPer1000    int                `json:"drop_per_1000,omitempty"`
+	DupPer1000     int                `json:"dup_per_1000,omitempty"`
+	CorruptPer1000 int                `json:"corrupt_msg_per_1000,omitempty"`
+}
+
+// MarshalJSON names each rate by its fault kind.
+func (r FaultRates) MarshalJSON() ([]byte, error) {
+	j := faultRatesJSON{PerMin: map[string]float64{}, DropPer1000: r.DropPer1000, DupPer1000: r.DupPer1000, CorruptPer1000: r.CorruptPer1000}
+	for k := FaultCrash; k < FaultDrop; k++ {
+		if r.PerMin[k] > 0 {
+			j.PerMin[k.String()] = r.PerMin[k]
+		}
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads rates named by fault kind.
+func (r *FaultRates) UnmarshalJSON(b []byte) error {
+	var j faultRatesJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*r = FaultRates{DropPer1000: j.DropPer1000, DupPer1000: j.DupPer1000, CorruptPer1000: j.CorruptPer1000}
+	for name, v := range j.PerMin { //detguard:order-independent each entry sets its own slot
+		k, err := ParseFaultKind(name)
+		if err != nil || k >= FaultDrop {
+			return fmt.Errorf("fault rates: %q is not a scheduled fault kind", name)
+		}
+		r.PerMin[k] = v
+	}
+	return nil
 }

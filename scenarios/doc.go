@@ -1,0 +1,6 @@
+// Package scenarios holds named simulator scenarios and the saved
+// regressions: each file under regressions/ is a JSON shrink.Scenario (seed,
+// exact profile with its fault schedule, and the expected verdict), written by
+// `sluice sim shrink`. The test in this package replays every one of them, so
+// `go test ./...` keeps every fixed bug fixed and keeps the canary caught.
+package scenarios

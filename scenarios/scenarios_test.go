@@ -1,0 +1,36 @@
+package scenarios
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/sluicemq/sluice/sim/shrink"
+)
+
+func TestReplayRegressions(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("regressions", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(files)
+	if len(files) == 0 {
+		t.Fatal("no saved regressions under scenarios/regressions")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := shrink.Parse(b)
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if ok, detail := s.Verdict(); !ok {
+				t.Fatalf("%s (%s): %s\n  replay: go run ./cmd/sluice sim replay %s", s.Name, s.Note, detail, f)
+			}
+		})
+	}
+}

@@ -1,0 +1,209 @@
+// Package shrink reduces a failing simulator run to a small one that fails
+// the same checker: delta debugging (ddmin) over the run's recorded fault
+// schedule, then greedy cuts of the workload (duration, clients, rates,
+// message faults). It runs worlds one after another, deterministically, and
+// writes the result as a scenario that `go test ./...` replays.
+package shrink
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/sluicemq/sluice/sim/world"
+)
+
+// Scenario is a saved run: a seed and the exact profile (schedule included)
+// that reproduce it. Expect says what replaying it must give: "pass" for a
+// regression whose bug is fixed, "fail:<checker>" for a planted bug that the
+// checkers must keep catching (the canary's).
+type Scenario struct {
+	Name    string        `json:"name"`
+	Note    string        `json:"note,omitempty"`
+	Seed    uint64        `json:"seed"`
+	Expect  string        `json:"expect"`
+	Profile world.Profile `json:"profile"`
+}
+
+// Marshal renders the scenario as indented JSON.
+func (s *Scenario) Marshal() []byte {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		panic(err)
+	}
+	return append(b, '\n')
+}
+
+// Parse reads a scenario.
+func Parse(b []byte) (Scenario, error) {
+	var s Scenario
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, err
+	}
+	if s.Expect != "pass" && (len(s.Expect) < 6 || s.Expect[:5] != "fail:") {
+		return s, fmt.Errorf("scenario %q: expect %q, want pass or fail:<checker>", s.Name, s.Expect)
+	}
+	return s, s.Profile.Validate()
+}
+
+// Verdict runs a scenario and reports whether it met its expectation.
+func (s *Scenario) Verdict() (ok bool, detail string) {
+	r, err := world.Run(s.Seed, s.Profile, world.Options{})
+	if err != nil {
+		return false, err.Error()
+	}
+	if s.Expect == "pass" {
+		if r.Failed == 0 {
+			return true, ""
+		}
+		return false, fmt.Sprintf("failed: %v", r.Failures)
+	}
+	if FailsWith(r, s.Expect[5:]) {
+		return true, ""
+	}
+	return false, fmt.Sprintf("want a %s failure, got %v", s.Expect[5:], r.Failures)
+}
+
+// FailsWith reports whether r has a failure of the named checker.
+func FailsWith(r world.Result, checker string) bool {
+	for _, f := range r.Failures {
+		if f.Checker == checker {
+			return true
+		}
+	}
+	return false
+}
+
+// Progress is told about each accepted reduction.
+type Progress func(step string, runs int, faults int)
+
+// Shrink reduces the failing run of seed under p. It returns the reduced
+// profile (with an explicit schedule), the checker it fails, and the number
+// of runs it took. It fails if the run does not fail to begin with.
+func Shrink(seed uint64, p world.Profile, runsMax int, progress Progress) (world.Profile, string, int, error) {
+	r, err := world.Run(seed, p, world.Options{})
+	if err != nil {
+		return p, "", 1, err
+	}
+	if r.Failed == 0 {
+		return p, "", 1, fmt.Errorf("seed %d does not fail: nothing to shrink", seed)
+	}
+	checker := r.Failures[0].Checker
+	p.Schedule = append([]world.Fault{}, r.Schedule...)
+	runs := 1
+	fails := func(c world.Profile) bool {
+		if c.Schedule == nil {
+			c.Schedule = []world.Fault{} // none, not "draw one from the seed"
+		}
+		if runs >= runsMax {
+			return false
+		}
+		runs++
+		r, err := world.Run(seed, c, world.Options{})
+		return err == nil && FailsWith(r, checker)
+	}
+	note := func(step string) {
+		if progress != nil {
+			progress(step, runs, len(p.Schedule))
+		}
+	}
+
+	// 1. The schedule: ddmin over its faults.
+	p.Schedule = ddmin(p.Schedule, func(s []world.Fault) bool {
+		c := p
+		c.Schedule = s
+		return fails(c)
+	})
+	note("schedule")
+
+	// 2. The workload, greedily: each cut is kept if the run still fails.
+	try := func(step string, cut func(c *world.Profile) bool) {
+		c := p
+		c.Queues = append(c.Queues[:0:0], p.Queues...)
+		c.Schedule = append(c.Schedule[:0:0], p.Schedule...)
+		if cut(&c) && fails(c) {
+			p = c
+			note(step)
+		}
+	}
+	for p.DurationMs > 500 {
+		before := p.DurationMs
+		try("duration", func(c *world.Profile) bool {
+			c.DurationMs /= 2
+			keep := c.Schedule[:0]
+			for _, f := range c.Schedule {
+				if f.AtNs < c.DurationMs*1e6 {
+					keep = append(keep, f)
+				}
+			}
+			c.Schedule = keep
+			return true
+		})
+		if p.DurationMs == before {
+			break
+		}
+	}
+	try("no message drops", func(c *world.Profile) bool { c.Faults.DropPer1000 = 0; return p.Faults.DropPer1000 > 0 })
+	try("no duplicates", func(c *world.Profile) bool { c.Faults.DupPer1000 = 0; return p.Faults.DupPer1000 > 0 })
+	try("no corrupt frames", func(c *world.Profile) bool { c.Faults.CorruptPer1000 = 0; return p.Faults.CorruptPer1000 > 0 })
+	try("no consumer loss", func(c *world.Profile) bool { c.ConsumerLossPerMin = 0; return p.ConsumerLossPerMin > 0 })
+	try("one publisher", func(c *world.Profile) bool { c.PublishersPerQueue = 1; return p.PublishersPerQueue > 1 })
+	try("one consumer", func(c *world.Profile) bool { c.ConsumersPerQueue = 1; return p.ConsumersPerQueue > 1 })
+	try("no consumers", func(c *world.Profile) bool { c.ConsumersPerQueue = 0; return p.ConsumersPerQueue > 0 })
+	for i := len(p.Queues) - 1; i >= 0 && len(p.Queues) > 1; i-- {
+		try("fewer queues", func(c *world.Profile) bool {
+			c.Queues = append(c.Queues[:i], c.Queues[i+1:]...)
+			return true
+		})
+	}
+	for p.PublishesPerSec > 10 {
+		before := p.PublishesPerSec
+		try("lower publish rate", func(c *world.Profile) bool { c.PublishesPerSec /= 2; return true })
+		if p.PublishesPerSec == before {
+			break
+		}
+	}
+	// The cuts may have made more faults needless.
+	p.Schedule = ddmin(p.Schedule, func(s []world.Fault) bool {
+		c := p
+		c.Schedule = s
+		return fails(c)
+	})
+	note("schedule again")
+	if p.Schedule == nil {
+		p.Schedule = []world.Fault{} // explicit: no faults, rather than drawn ones
+	}
+	return p, checker, runs, nil
+}
+
+// ddmin returns a small subsequence of items for which fails holds, given
+// that it holds for items: Zeller's delta debugging.
+func ddmin[T any](items []T, fails func([]T) bool) []T {
+	if len(items) == 0 {
+		return items
+	}
+	if fails(nil) {
+		return nil
+	}
+	n := 2
+	for len(items) >= 2 {
+		chunk := (len(items) + n - 1) / n
+		reduced := false
+		for start := 0; start < len(items); start += chunk {
+			end := min(start+chunk, len(items))
+			complement := append(append([]T{}, items[:start]...), items[end:]...)
+			if fails(complement) {
+				items = complement
+				n = max(n-1, 2)
+				reduced = true
+				break
+			}
+		}
+		if !reduced {
+			if n >= len(items) {
+				break
+			}
+			n = min(n*2, len(items))
+		}
+	}
+	return items
+}

@@ -1,0 +1,85 @@
+package shrink
+
+import (
+	"testing"
+
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/sim/world"
+)
+
+func TestDdminFindsTheCulprits(t *testing.T) {
+	items := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	has := func(s []int, v int) bool {
+		for _, x := range s {
+			if x == v {
+				return true
+			}
+		}
+		return false
+	}
+	got := ddmin(items, func(s []int) bool { return has(s, 3) && has(s, 8) })
+	if len(got) != 2 || !has(got, 3) || !has(got, 8) {
+		t.Fatalf("ddmin kept %v, want [3 8]", got)
+	}
+}
+
+func TestShrinkRefusesAPassingRun(t *testing.T) {
+	p := world.Standard()
+	p.DurationMs = 300
+	if _, _, _, err := Shrink(1, p, 10, nil); err == nil {
+		t.Fatal("shrinking a passing run did not fail")
+	}
+}
+
+// The canary bug (a follower acks before its sync) under crashes shrinks to
+// a run that still fails the same checker.
+func TestShrinkKeepsTheFailure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs many worlds")
+	}
+	p := world.Standard()
+	p.DurationMs = 4000
+	p.Bugs = core.BugAckBeforeSync
+	p.Faults.PerMin[world.FaultCrash] = 30
+	var seed uint64
+	var checker string
+	for s := uint64(1); s <= 50 && checker == ""; s++ {
+		r, _ := world.Run(s, p, world.Options{})
+		if r.Failed > 0 {
+			seed, checker = s, r.Failures[0].Checker
+		}
+	}
+	if checker == "" {
+		t.Fatal("the canary bug failed no seed among 50: the checkers or faults are blind")
+	}
+	small, got, _, err := Shrink(seed, p, 200, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != checker {
+		t.Fatalf("shrink changed the checker: %s, want %s", got, checker)
+	}
+	r, _ := world.Run(seed, small, world.Options{})
+	if !FailsWith(r, checker) {
+		t.Fatalf("the shrunk run no longer fails %s", checker)
+	}
+	if small.DurationMs > p.DurationMs || len(small.Schedule) > len(r.Schedule) {
+		t.Fatalf("shrink grew the run")
+	}
+}
+
+func TestScenarioRoundTrip(t *testing.T) {
+	p := world.Standard()
+	p.Schedule = []world.Fault{{AtNs: 5, Kind: world.FaultCrash, Node: 2, DurNs: 9}}
+	s := Scenario{Name: "x", Seed: 3, Expect: "pass", Profile: p}
+	back, err := Parse(s.Marshal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Profile.String() != p.String() || back.Profile.Schedule[0] != p.Schedule[0] {
+		t.Fatalf("round trip changed the scenario:\n%s\n%s", back.Profile, p)
+	}
+	if _, err := Parse([]byte(`{"name":"y","expect":"maybe"}`)); err == nil {
+		t.Fatal("a scenario with a bad expectation parsed")
+	}
+}
