@@ -26,10 +26,13 @@
 //  2. Call Step with one input at a time, with a NowNs that never decreases,
 //     and start the returned effects in the order given before the next Step.
 //  3. Execute the storage effects of one queue's log strictly in order: each
-//     starts after the previous one completed. Return each completion as an
-//     InStorage input, in that same order, carrying the error text if the
-//     operation failed. Never retry a failed operation: after a failed sync
-//     the core treats the log as failed and stops using it.
+//     starts after the previous one completed. Return the completion of
+//     every sync and read as an InStorage input, in that same order. Appends,
+//     truncations and discards complete silently; only their failure comes
+//     back, as an InStorage input carrying the error text, and nothing
+//     queued behind a failure runs. Never retry a failed operation: after a
+//     failed storage operation the core treats the log as failed and stops
+//     using it.
 //  4. Treat an OpSync completion as a promise that every append and
 //     truncation issued on that log before the sync is durable (file data and
 //     directory entries both). The core never sends a message that claims

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/record"
@@ -41,6 +42,7 @@ var (
 
 // Append encodes m as one frame appended to dst.
 func Append(dst []byte, m *core.Message) []byte {
+	dst = slices.Grow(dst, Size(m))
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0)
 	dst = append(dst, byte(m.Kind))
@@ -83,6 +85,21 @@ func Append(dst []byte, m *core.Message) []byte {
 	binary.LittleEndian.PutUint32(dst[start:], uint32(len(payload)))
 	binary.LittleEndian.PutUint32(dst[start+4:], crc32.Checksum(payload, castagnoli))
 	return dst
+}
+
+// Size returns the encoded length of m's frame.
+func Size(m *core.Message) int {
+	n := HeaderBytes + 1 + 4 + 8 + 8
+	switch m.Kind {
+	case core.MsgAppend:
+		n += 8 + 8 + 8 + 4
+		for i := range m.Records {
+			n += 8 + 8 + 1 + 4 + len(m.Records[i].Body)
+		}
+	case core.MsgAppendReply:
+		n += 1 + 8 + 4 + 16*len(m.Epochs)
+	}
+	return n
 }
 
 // FrameLen reads a frame header and returns the whole frame's length, or an

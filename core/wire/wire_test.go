@@ -84,3 +84,11 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestSizeIsExact(t *testing.T) {
+	for _, m := range samples() {
+		if got, want := len(Append(nil, &m)), Size(&m); got != want {
+			t.Fatalf("%v: encoded %d bytes, Size says %d", m.String(), got, want)
+		}
+	}
+}

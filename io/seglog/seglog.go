@@ -215,6 +215,10 @@ func (l *Log) End() uint64 { return l.active().end }
 // Epochs returns the epoch history of the records held (a copy).
 func (l *Log) Epochs() []EpochStart { return append([]EpochStart(nil), l.epochs...) }
 
+// AppendEpochs appends the epoch history to dst: Epochs without the
+// allocation, for callers on a hot path.
+func (l *Log) AppendEpochs(dst []EpochStart) []EpochStart { return append(dst, l.epochs...) }
+
 // Damage returns the damage Open reported, until DiscardDamage removes it.
 func (l *Log) Damage() *Damage { return l.damage }
 

@@ -5,21 +5,22 @@ import "github.com/sluicemq/sluice/core"
 type evKind uint8
 
 const (
-	evMsg          evKind = iota + 1 // a peer message reaches node
-	evStorage                        // the head storage op of (node, queue) completes
-	evTick                           // node's deadline
-	evRequest                        // a client request reaches node
-	evClientGone                     // a closed connection's notice reaches node
-	evReply                          // a reply or delivery reaches a client
-	evPublish                        // a publisher's next publish
-	evAck                            // a consumer acks a delivery
-	evConnect                        // a client (re)connects
-	evConsumerLoss                   // a consumer drops its connection
-	evFault                          // a scheduled fault strikes (q: its index)
-	evRestart                        // a crashed broker restarts
-	evResume                         // a paused broker continues; a full disk frees
-	evPhase                          // the workload phase ends
-	evDrainCheck                     // is the drain's work done?
+	evMsg           evKind = iota + 1 // a peer message reaches node
+	evStorage                         // the head storage op of (node, queue) completes
+	evStorageFailed                   // a write-class storage effect failed (done)
+	evTick                            // node's deadline
+	evRequest                         // a client request reaches node
+	evClientGone                      // a closed connection's notice reaches node
+	evReply                           // a reply or delivery reaches a client
+	evPublish                         // a publisher's next publish
+	evAck                             // a consumer acks a delivery
+	evConnect                         // a client (re)connects
+	evConsumerLoss                    // a consumer drops its connection
+	evFault                           // a scheduled fault strikes (q: its index)
+	evRestart                         // a crashed broker restarts
+	evResume                          // a paused broker continues; a full disk frees
+	evPhase                           // the workload phase ends
+	evDrainCheck                      // is the drain's work done?
 )
 
 // event is one scheduled happening. Events live in a slab; the heap orders
@@ -34,6 +35,7 @@ type event struct {
 	from core.NodeID
 	inc  uint64 // broker incarnation (or connection id) the event belongs to
 	data []byte // a peer message's encoded frame
+	done core.StorageDone
 	eff  core.Effect
 	req  core.Request
 }

@@ -73,8 +73,10 @@ type broker struct {
 	held        []event // events that arrived during the pause
 	slowSyncEnd int64
 	diskFullEnd int64
-	failSync    bool // the next sync fails
-	failRead    bool // the next log read fails
+	deadline    int64 // the core's latest deadline
+	tickAt      int64 // when the one tick event in the heap fires; 0: none
+	failSync    bool  // the next sync fails
+	failRead    bool  // the next log read fails
 }
 
 type clientKind uint8
@@ -132,6 +134,7 @@ type World struct {
 
 	rNet, rDisk, rCli, rFault *prng.Rand
 	epochBuf                  []core.EpochStart
+	segEpochs                 []seglog.EpochStart
 }
 
 // Run runs one world for seed with profile p.
@@ -305,7 +308,7 @@ func (w *World) notef(format string, args ...any) {
 // target returns the broker an event is for, or nil.
 func (w *World) target(e *event) *broker {
 	switch e.kind {
-	case evMsg, evStorage, evTick, evRequest, evClientGone:
+	case evMsg, evStorage, evStorageFailed, evTick, evRequest, evClientGone:
 		return w.brokers[e.node]
 	}
 	return nil
@@ -335,8 +338,19 @@ func (w *World) handle(e *event) {
 		w.step(b, &core.Input{Kind: core.InMessage, NowNs: w.now, From: e.from, Msg: m})
 	case evStorage:
 		w.completeStorage(w.brokers[e.node], int(e.q))
+	case evStorageFailed:
+		w.storageDone(w.brokers[e.node], &e.done)
 	case evTick:
-		w.step(w.brokers[e.node], &core.Input{Kind: core.InTick, NowNs: w.now})
+		b := w.brokers[e.node]
+		if e.at != b.tickAt {
+			return // superseded by an earlier tick
+		}
+		b.tickAt = 0
+		if w.now < b.deadline {
+			w.scheduleTick(b, b.deadline)
+			return
+		}
+		w.step(b, &core.Input{Kind: core.InTick, NowNs: w.now})
 	case evRequest:
 		w.step(w.brokers[e.node], &core.Input{Kind: core.InClient, NowNs: w.now, Client: core.ClientID(e.from), Req: e.req})
 	case evClientGone:
@@ -460,6 +474,9 @@ func (w *World) inject(f Fault) {
 	w.stats.Faults[f.Kind]++
 }
 
+// noFaults are the network's rates once healed.
+var noFaults FaultRates
+
 // diskEvent marks an evResume that ends a disk-full window, which outlives
 // the process it struck.
 const diskEvent = math.MaxUint64
@@ -522,6 +539,7 @@ func (w *World) crash(b *broker, restartNs int64) {
 	b.storage = nil
 	b.drv = nil
 	b.failSync, b.failRead = false, false
+	b.deadline, b.tickAt = 0, 0
 	for _, c := range w.clients {
 		if c.conn != 0 && c.owner == int32(b.id-1) {
 			w.disconnect(c, false)
@@ -537,7 +555,14 @@ func (w *World) resume(b *broker) {
 	b.paused = false
 	held := b.held
 	b.held = nil
+	b.tickAt = 0
+	if b.deadline != 0 {
+		w.scheduleTick(b, max(b.deadline, w.now))
+	}
 	for i := range held {
+		if held[i].kind == evTick {
+			continue // replaced by the tick just scheduled
+		}
 		i2, e := w.events.alloc()
 		*e = held[i]
 		e.at = w.now
@@ -639,17 +664,34 @@ func (w *World) storageDelay(b *broker, op core.StorageOp) int64 {
 	return w.rDisk.Range(1, 10) * 1000
 }
 
+// kickStorage starts the log's next storage effects. Appends, truncations
+// and discards are writes into the page cache: they run at once, in order,
+// and report back only when they fail. Syncs and reads take the disk's time
+// and complete as events.
 func (w *World) kickStorage(b *broker, qi int) {
 	s := &b.storage[qi]
-	if s.busy || s.head == len(s.ops) {
-		return
+	for !s.busy && s.head < len(s.ops) {
+		op := &s.ops[s.head]
+		if op.Op == core.OpSync || op.Op == core.OpRead {
+			s.busy = true
+			e := w.schedule1(w.now+w.storageDelay(b, op.Op), evStorage)
+			e.node, e.q, e.inc = int32(b.id-1), int32(qi), b.inc
+			return
+		}
+		done := w.execStorage(b, qi)
+		if done.Err != "" {
+			// The failure comes back as an input; nothing after it runs.
+			s.busy = true
+			e := w.schedule1(w.now, evStorageFailed)
+			e.node, e.inc, e.done = int32(b.id-1), b.inc, done
+			return
+		}
 	}
-	s.busy = true
-	e := w.schedule1(w.now+w.storageDelay(b, s.ops[s.head].Op), evStorage)
-	e.node, e.q, e.inc = int32(b.id-1), int32(qi), b.inc
 }
 
-func (w *World) completeStorage(b *broker, qi int) {
+// execStorage runs the head storage effect of the log on its disk, and
+// records the ground truth the checkers need.
+func (w *World) execStorage(b *broker, qi int) core.StorageDone {
 	s := &b.storage[qi]
 	op := s.ops[s.head]
 	s.ops[s.head] = core.Effect{}
@@ -657,37 +699,47 @@ func (w *World) completeStorage(b *broker, qi int) {
 	if s.head == len(s.ops) {
 		s.ops, s.head = s.ops[:0], 0
 	}
-	s.busy = false
 	l := b.logs[qi]
 	done := driver.Exec(l, &op)
-	if done.Err == "" {
-		switch op.Op {
-		case core.OpSync:
-			w.epochBuf = w.epochBuf[:0]
-			for _, e := range l.Epochs() {
-				w.epochBuf = append(w.epochBuf, core.EpochStart{Epoch: e.Epoch, Offset: e.Offset})
-			}
-			w.checker.Durable(b.id, op.Queue, l.End(), w.epochBuf)
-		case core.OpTruncate:
-			w.checker.Truncated(b.id, op.Queue, op.Offset)
-		case core.OpAppend:
-			for i := range op.Records {
-				if r := &op.Records[i]; r.Kind == record.KindAck {
-					w.checker.AckAppended(op.Queue, b.id, r.Offset, r.Epoch, binary.LittleEndian.Uint64(r.Body))
-				}
+	if done.Err != "" {
+		return done
+	}
+	switch op.Op {
+	case core.OpSync:
+		w.segEpochs = l.AppendEpochs(w.segEpochs[:0])
+		w.epochBuf = w.epochBuf[:0]
+		for _, e := range w.segEpochs {
+			w.epochBuf = append(w.epochBuf, core.EpochStart{Epoch: e.Epoch, Offset: e.Offset})
+		}
+		w.checker.Durable(b.id, op.Queue, l.End(), w.epochBuf)
+	case core.OpTruncate:
+		w.checker.Truncated(b.id, op.Queue, op.Offset)
+	case core.OpAppend:
+		for i := range op.Records {
+			if r := &op.Records[i]; r.Kind == record.KindAck {
+				w.checker.AckAppended(op.Queue, b.id, r.Offset, r.Epoch, binary.LittleEndian.Uint64(r.Body))
 			}
 		}
 	}
-	w.step(b, &core.Input{Kind: core.InStorage, NowNs: w.now, Done: done})
+	return done
+}
+
+func (w *World) completeStorage(b *broker, qi int) {
+	b.storage[qi].busy = false
+	done := w.execStorage(b, qi)
+	w.storageDone(b, &done)
+	if b.up && b.storage != nil {
+		w.kickStorage(b, qi)
+	}
+}
+
+func (w *World) storageDone(b *broker, done *core.StorageDone) {
+	w.step(b, &core.Input{Kind: core.InStorage, NowNs: w.now, Done: *done})
 	if done.Err != "" && b.up {
 		// The broker stops using a failed log; its supervisor restarts the
 		// process, whose recovery scan then judges what the disk holds.
-		w.notef("n%d log of queue %d failed (%s): the process exits", b.id, op.Queue, done.Err)
+		w.notef("n%d log of queue %d failed (%s): the process exits", b.id, done.Queue, done.Err)
 		w.crash(b, w.rFault.Range(100e6, 2e9))
-		return
-	}
-	if b.up && b.storage != nil {
-		w.kickStorage(b, qi)
 	}
 }
 
@@ -829,7 +881,7 @@ func (env *worldEnv) Send(from, to core.NodeID, m *core.Message) {
 	}
 	rates := &w.prof.Faults
 	if !w.working {
-		rates = &FaultRates{} // healed
+		rates = &noFaults // healed
 	}
 	if rates.DropPer1000 > 0 && w.rNet.Intn(1000) < rates.DropPer1000 {
 		w.stats.Faults[FaultDrop]++
@@ -886,11 +938,22 @@ func (env *worldEnv) Storage(node core.NodeID, eff *core.Effect) {
 	w.kickStorage(b, qi)
 }
 
+// Deadline keeps one tick event per broker in the heap: the core moves its
+// deadline on almost every send, and a tick that fires early just waits
+// again for the latest deadline.
 func (env *worldEnv) Deadline(node core.NodeID, atNs int64) {
 	w := (*World)(env)
 	b := w.brokers[node-1]
-	e := w.schedule1(max(atNs, w.now), evTick)
-	e.node, e.inc = int32(node-1), b.inc
+	b.deadline = max(atNs, w.now)
+	if b.tickAt == 0 || b.deadline < b.tickAt {
+		w.scheduleTick(b, b.deadline)
+	}
+}
+
+func (w *World) scheduleTick(b *broker, at int64) {
+	b.tickAt = at
+	e := w.schedule1(at, evTick)
+	e.node, e.inc = int32(b.id-1), b.inc
 }
 
 // --- the end ---
