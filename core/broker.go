@@ -140,6 +140,12 @@ func (b *Broker) emitDeadline() {
 	if at == math.MaxInt64 || at == b.deadlineNs {
 		return
 	}
+	if b.deadlineNs > b.nowNs && at > b.deadlineNs {
+		// An earlier tick is already asked for; when it comes, the later
+		// deadline is asked for then. Deadlines move on every send, and
+		// most of them need not reach the driver.
+		return
+	}
 	b.deadlineNs = at
 	b.effects = append(b.effects, Effect{Kind: EfDeadline, AtNs: at})
 }

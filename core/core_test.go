@@ -1,6 +1,7 @@
 package core
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -185,5 +186,13 @@ func TestTextFormsAreOneLine(t *testing.T) {
 	e := Effect{Kind: EfReply, Client: 3, ReqID: 4, Outcome: Failed, Reason: "a\nb"}
 	if s := e.String(); strings.Contains(s, "\n") {
 		t.Fatalf("effect text %q", s)
+	}
+}
+
+func TestAppendUintMatchesStrconv(t *testing.T) {
+	for _, v := range []uint64{0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 12345, 1<<32 + 7, 1<<64 - 1} {
+		if got, want := string(appendUint(nil, v)), strconv.FormatUint(v, 10); got != want {
+			t.Fatalf("appendUint(%d) = %q, want %q", v, got, want)
+		}
 	}
 }

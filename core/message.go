@@ -49,7 +49,13 @@ func (m *Message) AppendText(dst []byte) []byte {
 		dst = appendKV(dst, "prev", m.Prev)
 		dst = appendKV(dst, "preve", m.PrevEpoch)
 		dst = appendKV(dst, "commit", m.Commit)
-		return appendRecords(dst, m.Records)
+		// The records start at prev: say only how many and how big.
+		dst = appendKV(dst, "recs", uint64(len(m.Records)))
+		var bytes int
+		for i := range m.Records {
+			bytes += len(m.Records[i].Body)
+		}
+		return appendKV(dst, "bytes", uint64(bytes))
 	case MsgAppendReply:
 		dst = append(dst, "append-reply"...)
 		dst = appendKV(dst, "q", uint64(m.Queue))

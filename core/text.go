@@ -13,7 +13,31 @@ func appendKV(dst []byte, key string, v uint64) []byte {
 	dst = append(dst, ' ')
 	dst = append(dst, key...)
 	dst = append(dst, '=')
-	return strconv.AppendUint(dst, v, 10)
+	return appendUint(dst, v)
+}
+
+const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
+
+// appendUint is strconv.AppendUint(dst, v, 10), two digits a step: traces
+// print a dozen numbers per line and millions of lines per run.
+func appendUint(dst []byte, v uint64) []byte {
+	var buf [20]byte
+	i := len(buf)
+	for v >= 100 {
+		q := v / 100
+		j := (v - q*100) * 2
+		i -= 2
+		buf[i], buf[i+1] = digitPairs[j], digitPairs[j+1]
+		v = q
+	}
+	if v >= 10 {
+		i -= 2
+		buf[i], buf[i+1] = digitPairs[v*2], digitPairs[v*2+1]
+	} else {
+		i--
+		buf[i] = byte('0' + v)
+	}
+	return append(dst, buf[i:]...)
 }
 
 func appendKVInt(dst []byte, key string, v int64) []byte {

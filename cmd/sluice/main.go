@@ -6,6 +6,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/debug"
 )
 
 const usage = `usage: sluice <command> [flags]
@@ -21,6 +22,9 @@ func main() {
 	}
 	switch os.Args[1] {
 	case "sim":
+		// Simulated worlds allocate fast and die young; the machine has
+		// memory to spare, so collect less often.
+		debug.SetGCPercent(400)
 		os.Exit(runSim(os.Args[2:], os.Stdout, os.Stderr))
 	case "-h", "--help", "help":
 		fmt.Print(usage)

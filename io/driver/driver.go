@@ -24,7 +24,6 @@ type Driver struct {
 	broker *core.Broker
 	env    Env
 	trace  *Trace
-	line   []byte
 }
 
 // New returns a driver for a new process of cfg.Node. trace may be nil.
@@ -38,17 +37,13 @@ func (d *Driver) Node() core.NodeID { return d.node }
 // Step passes one input to the core and executes the effects it returns.
 func (d *Driver) Step(in *core.Input) {
 	if d.trace != nil {
-		d.line = d.trace.prefix(d.line[:0], in.NowNs, d.node, '<')
-		d.line = in.AppendText(d.line)
-		d.trace.emit(d.line, in.NowNs)
+		d.trace.end(in.AppendText(d.trace.begin(in.NowNs, d.node, '<')))
 	}
 	effects := d.broker.Step(in)
 	for i := range effects {
 		e := &effects[i]
 		if d.trace != nil {
-			d.line = d.trace.prefix(d.line[:0], in.NowNs, d.node, '>')
-			d.line = e.AppendText(d.line)
-			d.trace.emit(d.line, in.NowNs)
+			d.trace.end(e.AppendText(d.trace.begin(in.NowNs, d.node, '>')))
 		}
 		switch e.Kind {
 		case core.EfSend:

@@ -17,13 +17,21 @@ type Trace struct {
 	out    io.Writer // nil: hash only
 	fromNs int64     // lines before this instant are hashed but not written
 	lines  uint64
-	buf    []byte
-	extra  []byte
+	buf    []byte // lines not yet hashed
+	start  int    // where the line being built starts in buf
+	nowNs  int64  // the instant of the line being built
+
+	// The prefix of the last line built ("t=... nX "), reused while the
+	// instant and node stay the same: most lines come in runs of one step.
+	prefix       []byte
+	prefixNowNs  int64
+	prefixNode   core.NodeID
+	prefixMarked bool
 }
 
 // traceBufBytes batches hashing and writing: the hasher is fastest on large
 // writes, and a run makes millions of short lines.
-const traceBufBytes = 64 << 10
+const traceBufBytes = 256 << 10
 
 // NewTrace returns a trace that hashes every line and, when out is not nil,
 // also writes the lines at or after fromNs to out.
@@ -31,35 +39,51 @@ func NewTrace(out io.Writer, fromNs int64) *Trace {
 	return &Trace{hasher: blake3.New(32, nil), out: out, fromNs: fromNs, buf: make([]byte, 0, traceBufBytes)}
 }
 
-func (t *Trace) prefix(dst []byte, nowNs int64, node core.NodeID, dir byte) []byte {
-	dst = append(dst, "t="...)
-	dst = strconv.AppendInt(dst, nowNs, 10)
-	dst = append(dst, " n"...)
-	dst = strconv.AppendUint(dst, uint64(node), 10)
-	dst = append(dst, ' ', dir, ' ')
-	return dst
+// begin starts a line of node at nowNs with the direction mark dir ('<' for
+// an input, '>' for an effect) and returns the buffer to append its text to.
+func (t *Trace) begin(nowNs int64, node core.NodeID, dir byte) []byte {
+	if len(t.buf) > traceBufBytes-512 {
+		t.flush()
+	}
+	t.start, t.nowNs = len(t.buf), nowNs
+	if dir == '>' {
+		// An effect line carries no instant: it happens at the instant of
+		// the input line above it, whose step made it.
+		t.buf = append(t.buf, "  n"...)
+		t.buf = strconv.AppendUint(t.buf, uint64(node), 10)
+		return append(t.buf, " > "...)
+	}
+	if !t.prefixMarked || nowNs != t.prefixNowNs || node != t.prefixNode {
+		t.prefix = append(t.prefix[:0], "t="...)
+		t.prefix = strconv.AppendInt(t.prefix, nowNs, 10)
+		t.prefix = append(t.prefix, " n"...)
+		t.prefix = strconv.AppendUint(t.prefix, uint64(node), 10)
+		t.prefix = append(t.prefix, ' ')
+		t.prefixNowNs, t.prefixNode, t.prefixMarked = nowNs, node, true
+	}
+	t.buf = append(t.buf, t.prefix...)
+	return append(t.buf, dir, ' ')
+}
+
+// end finishes the line built in b (the buffer begin returned, extended).
+func (t *Trace) end(b []byte) {
+	t.buf = append(b, '\n')
+	t.lines++
+	if t.out != nil && t.nowNs >= t.fromNs {
+		t.out.Write(t.buf[t.start:])
+	}
 }
 
 // Note adds a line of the world's own (a fault, a client action) at nowNs.
 func (t *Trace) Note(nowNs int64, text string) {
-	t.extra = append(t.extra[:0], "t="...)
-	t.extra = strconv.AppendInt(t.extra, nowNs, 10)
-	t.extra = append(t.extra, " * "...)
-	t.extra = append(t.extra, text...)
-	t.emit(t.extra, nowNs)
-}
-
-func (t *Trace) emit(line []byte, nowNs int64) {
-	t.lines++
-	if len(t.buf)+len(line)+1 > cap(t.buf) {
+	if len(t.buf) > traceBufBytes-512-len(text) {
 		t.flush()
 	}
-	t.buf = append(t.buf, line...)
-	t.buf = append(t.buf, '\n')
-	if t.out != nil && nowNs >= t.fromNs {
-		t.out.Write(line)
-		t.out.Write([]byte{'\n'})
-	}
+	t.start, t.nowNs = len(t.buf), nowNs
+	b := append(t.buf, "t="...)
+	b = strconv.AppendInt(b, nowNs, 10)
+	b = append(b, " * "...)
+	t.end(append(b, text...))
 }
 
 func (t *Trace) flush() {
