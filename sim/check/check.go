@@ -195,6 +195,20 @@ func (c *Checker) AckAppended(q core.QueueID, node core.NodeID, o, e, acked uint
 	}
 }
 
+// Converged reports whether every replica of q durably holds exactly the
+// owner's log, as the ground truth knows it.
+func (c *Checker) Converged(q core.QueueID) bool {
+	qt := c.queues[q]
+	own := qt.durable[qt.spec.Owner]
+	for _, n := range qt.spec.Replicas {
+		t := qt.durable[n]
+		if t.end != own.end || !agree(t.epochs, own.epochs, own.end) {
+			return false
+		}
+	}
+	return true
+}
+
 // Undelivered returns how many confirmed publishes of q were never delivered.
 func (c *Checker) Undelivered(q core.QueueID) int { return c.queues[q].undelivered }
 
@@ -337,6 +351,12 @@ func sortedOffsets(m map[uint64]uint64) []uint64 {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// Linearizability records that q's history of publishes (appends returning
+// offsets) and deliveries (reads) fits no sequential log.
+func (c *Checker) Linearizability(atNs int64, q core.QueueID, detail string) {
+	c.fail("linearizable", atNs, "q=%d: %s", q, detail)
 }
 
 // Liveness records that the cluster did not finish its work within the

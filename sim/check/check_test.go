@@ -258,3 +258,17 @@ func TestCopyRewrittenAfterFaultLossIsTheTruth(t *testing.T) {
 	c.ConfirmEmitted(11, 1, 5)
 	wantClean(t, c)
 }
+
+func TestConverged(t *testing.T) {
+	c := newChecker()
+	for _, n := range []core.NodeID{1, 2, 3} {
+		c.Durable(n, 1, 4, e1)
+	}
+	if !c.Converged(1) {
+		t.Fatal("equal logs reported apart")
+	}
+	c.Durable(3, 1, 5, []core.EpochStart{{Epoch: 1, Offset: 0}, {Epoch: 2, Offset: 4}})
+	if c.Converged(1) {
+		t.Fatal("a follower with a different suffix reported converged")
+	}
+}

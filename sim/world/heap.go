@@ -36,6 +36,7 @@ type event struct {
 	inc  uint64 // broker incarnation (or connection id) the event belongs to
 	data []byte // a peer message's encoded frame
 	done core.StorageDone
+	t0   int64 // evReply: when the broker sent it
 	eff  core.Effect
 	req  core.Request
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/sluicemq/sluice/io/seglog"
 	"github.com/sluicemq/sluice/io/vfs"
 	"github.com/sluicemq/sluice/sim/check"
+	"github.com/sluicemq/sluice/sim/linear"
 	"github.com/sluicemq/sluice/sim/memfs"
 	"github.com/sluicemq/sluice/sim/prng"
 )
@@ -89,6 +90,7 @@ const (
 type inflightPub struct {
 	reqID uint64
 	key   uint64
+	op    int // index of its operation in the queue's history
 }
 
 type client struct {
@@ -131,6 +133,10 @@ type World struct {
 	spikeEnd int64
 	// corrupted: per queue, the brokers whose copy was corrupted (budget)
 	corrupted map[core.QueueID][]core.NodeID
+	// history: per queue, the clients' operations for the linearizability
+	// check (publishes as appends, deliveries as reads)
+	history      map[core.QueueID][]linear.Op
+	internalKeys uint64
 
 	rNet, rDisk, rCli, rFault *prng.Rand
 	epochBuf                  []core.EpochStart
@@ -179,6 +185,7 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 		working:   true,
 		isolated:  make([]int64, p.Brokers),
 		corrupted: map[core.QueueID][]core.NodeID{},
+		history:   map[core.QueueID][]linear.Op{},
 	}
 	for i := 0; i < p.Brokers; i++ {
 		w.oneWay = append(w.oneWay, make([]int64, p.Brokers))
@@ -474,6 +481,9 @@ func (w *World) inject(f Fault) {
 	w.stats.Faults[f.Kind]++
 }
 
+// linearOpsMax bounds the history checked for linearizability per queue.
+const linearOpsMax = 200_000
+
 // noFaults are the network's rates once healed.
 var noFaults FaultRates
 
@@ -601,7 +611,8 @@ func (w *World) heal() {
 }
 
 // drainCheck ends the run once the drain's work is done: every probe
-// confirmed, no publish in flight, every confirmed record delivered.
+// confirmed, no publish in flight, every confirmed record delivered, and
+// every replica holding exactly its owner's log.
 func (w *World) drainCheck() {
 	for _, c := range w.clients {
 		if c.kind == publisher && (!c.probed || len(c.inflight) > 0) {
@@ -610,7 +621,7 @@ func (w *World) drainCheck() {
 		}
 	}
 	for _, q := range w.prof.Queues {
-		if w.prof.ConsumersPerQueue > 0 && w.checker.Undelivered(q.Queue) > 0 {
+		if !w.checker.Converged(q.Queue) || (w.prof.ConsumersPerQueue > 0 && w.checker.Undelivered(q.Queue) > 0) {
 			w.schedule1(w.now+100e6, evDrainCheck)
 			return
 		}
@@ -639,6 +650,15 @@ func (w *World) startBroker(b *broker) {
 	w.notef("start n%d inc=%d", b.id, b.inc)
 	b.drv = driver.New(core.Config{Node: b.id, Process: b.inc + 1, Queues: b.queues, Bugs: w.prof.Bugs}, (*worldEnv)(w), w.trace)
 	b.drv.Step(&core.Input{Kind: core.InStart, NowNs: w.now, Logs: logs})
+}
+
+func (w *World) ownerOf(q core.QueueID) core.NodeID {
+	for i := range w.prof.Queues {
+		if w.prof.Queues[i].Queue == q {
+			return w.prof.Queues[i].Owner
+		}
+	}
+	panic("world: no such queue")
 }
 
 func (w *World) queueIndex(b *broker, q core.QueueID) int {
@@ -715,9 +735,18 @@ func (w *World) execStorage(b *broker, qi int) core.StorageDone {
 	case core.OpTruncate:
 		w.checker.Truncated(b.id, op.Queue, op.Offset)
 	case core.OpAppend:
+		owner := w.ownerOf(op.Queue) == b.id
 		for i := range op.Records {
-			if r := &op.Records[i]; r.Kind == record.KindAck {
+			r := &op.Records[i]
+			if r.Kind == record.KindAck {
 				w.checker.AckAppended(op.Queue, b.id, r.Offset, r.Epoch, binary.LittleEndian.Uint64(r.Body))
+			}
+			if owner && r.Kind != record.KindPublish {
+				// Acks and epoch records take offsets too: to the log model
+				// they are appends whose outcome no client learns.
+				w.internalKeys++
+				w.history[op.Queue] = append(w.history[op.Queue], linear.Op{Kind: linear.Append, Client: -1,
+					CallNs: w.now, Key: 1<<63 | w.internalKeys, Outcome: linear.Unknown})
 			}
 		}
 	}
@@ -766,8 +795,10 @@ func (w *World) connect(c *client) {
 
 // disconnect closes c's connection; in-flight publishes end unknown.
 func (w *World) disconnect(c *client, notify bool) {
+	h := w.history[c.q.Queue]
 	for _, p := range c.inflight {
 		w.checker.PublishEnded(w.now, p.key, core.Unknown, c.q.Queue, 0)
+		h[p.op].Outcome = linear.Unknown
 		w.stats.Unknown++
 	}
 	c.inflight = c.inflight[:0]
@@ -817,7 +848,9 @@ func (w *World) publish(c *client) {
 	body := make([]byte, n)
 	binary.LittleEndian.PutUint64(body, key)
 	c.reqID++
-	c.inflight = append(c.inflight, inflightPub{reqID: c.reqID, key: key})
+	h := w.history[c.q.Queue]
+	c.inflight = append(c.inflight, inflightPub{reqID: c.reqID, key: key, op: len(h)})
+	w.history[c.q.Queue] = append(h, linear.Op{Kind: linear.Append, Client: int(c.idx), CallNs: w.now, Key: key, Outcome: linear.Unknown})
 	if !w.working {
 		c.probeKey = key
 	}
@@ -843,6 +876,9 @@ func (w *World) clientReceive(e *event) {
 			}
 			c.inflight = append(c.inflight[:i], c.inflight[i+1:]...)
 			w.checker.PublishEnded(w.now, p.key, e.eff.Outcome, e.eff.Queue, e.eff.Offset)
+			op := &w.history[c.q.Queue][p.op]
+			op.ReturnNs, op.Offset = w.now, e.eff.Offset
+			op.Outcome = map[core.Outcome]linear.Outcome{core.Confirmed: linear.Confirmed, core.Failed: linear.Failed, core.Unknown: linear.Unknown}[e.eff.Outcome]
 			switch e.eff.Outcome {
 			case core.Confirmed:
 				w.stats.Confirmed++
@@ -858,6 +894,10 @@ func (w *World) clientReceive(e *event) {
 			return
 		}
 	case core.EfDeliver:
+		// A delivery is a read of the log at its offset, from the instant
+		// the broker sent it to the instant the consumer had it.
+		w.history[c.q.Queue] = append(w.history[c.q.Queue], linear.Op{Kind: linear.Read, Client: int(c.idx),
+			CallNs: e.t0, ReturnNs: w.now, Key: KeyOf(e.eff.Body), Offset: e.eff.Offset})
 		w.stats.Deliveries++
 		if e.eff.Redelivered {
 			w.stats.Redeliveries++
@@ -923,7 +963,7 @@ func (env *worldEnv) Client(from core.NodeID, eff *core.Effect) {
 		return
 	}
 	e := w.schedule1(w.now+w.netDelay(), evReply)
-	e.inc, e.eff = uint64(eff.Client), *eff
+	e.inc, e.eff, e.t0 = uint64(eff.Client), *eff, w.now
 }
 
 func (env *worldEnv) Storage(node core.NodeID, eff *core.Effect) {
@@ -1007,6 +1047,15 @@ func (w *World) finish() {
 		return recs[o-recs[0].Offset], true
 	}
 	w.checker.Final(w.now, read, KeyOf, drained)
+	for _, q := range w.prof.Queues {
+		h := w.history[q.Queue]
+		if len(h) > linearOpsMax {
+			continue
+		}
+		if ok, detail := linear.Check(h); !ok {
+			w.checker.Linearizability(w.now, q.Queue, detail)
+		}
+	}
 	if pending > 0 {
 		w.checker.Liveness(w.now, fmt.Sprintf("%d publishes still unresolved after the drain", pending))
 	}
