@@ -27,6 +27,9 @@ type LogState struct {
 	Start, End uint64
 	Epochs     []EpochStart
 	Damage     string // non-empty: a torn or corrupt tail starts at End
+	// Unrepaired: the log lost records to damage (now, or at an earlier
+	// start) and the loss was not yet repaired from other replicas.
+	Unrepaired bool
 }
 
 // RequestKind says what a client asks.
@@ -60,6 +63,7 @@ const (
 	OpRead     StorageOp = 3
 	OpTruncate StorageOp = 4
 	OpDiscard  StorageOp = 5 // discard a damaged tail found at start
+	OpRepaired StorageOp = 6 // durably clear the log's unrepaired mark
 )
 
 func (o StorageOp) String() string {
@@ -74,6 +78,8 @@ func (o StorageOp) String() string {
 		return "truncate"
 	case OpDiscard:
 		return "discard"
+	case OpRepaired:
+		return "repaired"
 	}
 	return "op?"
 }
@@ -112,6 +118,9 @@ func (in *Input) AppendText(dst []byte) []byte {
 			dst = appendEpochs(dst, l.Epochs)
 			if l.Damage != "" {
 				dst = appendKVStr(dst, "damage", l.Damage)
+			}
+			if l.Unrepaired {
+				dst = append(dst, " unrepaired"...)
 			}
 		}
 		return dst

@@ -15,6 +15,16 @@ const (
 	// match Prev; End and Epochs describe its log so the owner can find where
 	// the two diverge.
 	MsgAppendReply MsgKind = 2
+	// MsgLogQuery: owner to follower, from an owner whose log lost records
+	// to damage: report your log (end and epoch history).
+	MsgLogQuery MsgKind = 3
+	// MsgLogReport: follower to owner: End and Epochs describe its log.
+	MsgLogReport MsgKind = 4
+	// MsgFetch: owner to follower: send me your records from Prev on.
+	MsgFetch MsgKind = 5
+	// MsgFetchReply: follower to owner: Records from Prev on (the record
+	// before Prev has epoch PrevEpoch); End is the follower's log end.
+	MsgFetchReply MsgKind = 6
 )
 
 // Message is one peer-to-peer message. Every message names its queue and
@@ -71,6 +81,33 @@ func (m *Message) AppendText(dst []byte) []byte {
 			dst = appendEpochs(dst, m.Epochs)
 		}
 		return dst
+	case MsgLogQuery:
+		dst = append(dst, "log-query"...)
+		dst = appendKV(dst, "q", uint64(m.Queue))
+		dst = appendKV(dst, "e", m.Epoch)
+		return appendKV(dst, "p", m.Process)
+	case MsgLogReport:
+		dst = append(dst, "log-report"...)
+		dst = appendKV(dst, "q", uint64(m.Queue))
+		dst = appendKV(dst, "e", m.Epoch)
+		dst = appendKV(dst, "p", m.Process)
+		dst = appendKV(dst, "end", m.End)
+		return appendEpochs(dst, m.Epochs)
+	case MsgFetch:
+		dst = append(dst, "fetch"...)
+		dst = appendKV(dst, "q", uint64(m.Queue))
+		dst = appendKV(dst, "e", m.Epoch)
+		dst = appendKV(dst, "p", m.Process)
+		return appendKV(dst, "from", m.Prev)
+	case MsgFetchReply:
+		dst = append(dst, "fetch-reply"...)
+		dst = appendKV(dst, "q", uint64(m.Queue))
+		dst = appendKV(dst, "e", m.Epoch)
+		dst = appendKV(dst, "p", m.Process)
+		dst = appendKV(dst, "prev", m.Prev)
+		dst = appendKV(dst, "preve", m.PrevEpoch)
+		dst = appendKV(dst, "end", m.End)
+		return appendKV(dst, "recs", uint64(len(m.Records)))
 	}
 	return appendKV(append(dst, "msg?"...), "kind", uint64(m.Kind))
 }

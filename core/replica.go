@@ -14,6 +14,7 @@ const (
 	readApply    uint64 = 1 << 32
 	readDeliver  uint64 = 2 << 32
 	readPeer     uint64 = 3 << 32
+	readFetch    uint64 = 4 << 32
 	readKindMask        = ^uint64(math.MaxUint32)
 )
 
@@ -65,10 +66,21 @@ type replica struct {
 	deliverReading bool
 	deliverBuf     []record.Record // the last read done for delivery
 
+	// Owner recovery: an owner whose log lost records to damage rebuilds it
+	// from the most complete replica before it opens an epoch.
+	unrepaired   bool
+	recovering   bool
+	queriedNs    int64 // when the log queries or the fetch were last sent
+	source       int   // index in peers of the replica fetched from
+	sourceEnd    uint64
+	fetching     bool
+	reportEpochs uint64 // the highest epoch any report named
+
 	// Follower.
-	matchEnd    uint64 // the log below matchEnd matches the owner's in epoch
-	replyWanted bool
-	replyEnd    uint64 // the last End reported
+	ownerProcess uint64 // the newest owner process heard from
+	matchEnd     uint64 // the log below matchEnd matches the owner's in epoch
+	replyWanted  bool
+	replyEnd     uint64 // the last End reported
 }
 
 type peer struct {
@@ -79,6 +91,11 @@ type peer struct {
 	durable    uint64 // durable, matching end reported in this epoch
 	lastSendNs int64
 	reading    bool
+
+	// recovery: the log the peer reported
+	reported  bool
+	repEnd    uint64
+	repEpochs []EpochStart
 }
 
 type pendingPublish struct {
@@ -126,8 +143,16 @@ func (r *replica) restore(l *LogState) {
 	}
 	if l.Damage != "" {
 		// The tail past End is torn or corrupt. Discarding it is a decision
-		// made here, in the open, and traced, never a silent repair.
+		// made here, in the open, and traced, never a silent repair; the log
+		// stays marked unrepaired until what it lost is restored.
 		r.b.storage(Effect{Op: OpDiscard, Queue: r.cfg.Queue, Offset: l.End})
+	}
+	r.unrepaired = l.Unrepaired
+	if r.unrepaired && !r.isOwner {
+		// A follower's loss is repaired by the owner's resending, which
+		// matching drives anyway.
+		r.b.storage(Effect{Op: OpRepaired, Queue: r.cfg.Queue})
+		r.unrepaired = false
 	}
 }
 
@@ -137,9 +162,126 @@ func (r *replica) begin() {
 	if !r.isOwner {
 		return
 	}
-	r.epoch++
+	if r.unrepaired && len(r.peers) > 0 {
+		// The owner's log lost records: a confirmed one may be among them.
+		// Every confirmed record is on W replicas and at most W-1 lose it,
+		// so some replica still has it, and the most complete log (highest
+		// last epoch, then longest) holds every confirmed record. Ask every
+		// follower: one that lost records itself cannot yet prove which.
+		r.recovering = true
+		r.queryLogs()
+		return
+	}
+	r.openEpoch()
+}
+
+// openEpoch starts the owner's new epoch with its epoch record.
+func (r *replica) openEpoch() {
+	r.recovering = false
+	r.epoch = max(r.epoch, r.reportEpochs) + 1
 	r.marker = r.end
 	r.appendLocal(record.Record{Epoch: r.epoch, Offset: r.end, Kind: record.KindEpoch})
+}
+
+func (r *replica) queryLogs() {
+	r.queriedNs = r.b.nowNs
+	for i := range r.peers {
+		if !r.peers[i].reported {
+			r.b.send(r.peers[i].node, Message{Kind: MsgLogQuery, Queue: r.cfg.Queue, Epoch: r.epoch})
+		}
+	}
+}
+
+func (r *replica) onLogReport(from NodeID, m *Message) {
+	if !r.recovering || r.fetching || len(m.Epochs) > r.b.lim.EpochsMax {
+		return
+	}
+	for i := range r.peers {
+		p := &r.peers[i]
+		if p.node == from && m.Process >= p.process {
+			p.process = m.Process
+			p.reported, p.repEnd = true, m.End
+			p.repEpochs = append(p.repEpochs[:0], m.Epochs...)
+		}
+	}
+	for i := range r.peers {
+		if !r.peers[i].reported {
+			return
+		}
+	}
+	// Every follower reported: pick the most complete log, ours on a tie.
+	best, bestEpoch, bestEnd := -1, lastEpoch(r.epochs), r.end
+	for i := range r.peers {
+		p := &r.peers[i]
+		r.reportEpochs = max(r.reportEpochs, lastEpoch(p.repEpochs))
+		if e := lastEpoch(p.repEpochs); e > bestEpoch || (e == bestEpoch && p.repEnd > bestEnd) {
+			best, bestEpoch, bestEnd = i, e, p.repEnd
+		}
+	}
+	if best < 0 {
+		r.openEpoch()
+		return
+	}
+	src := &r.peers[best]
+	if d := divergence(r.epochs, r.end, src.repEpochs, src.repEnd); d < r.end {
+		// Our records from d on are not the source's: none is confirmed.
+		r.truncate(d)
+	}
+	r.source, r.sourceEnd, r.fetching = best, src.repEnd, true
+	r.fetch()
+}
+
+func lastEpoch(h []EpochStart) uint64 {
+	if len(h) == 0 {
+		return 0
+	}
+	return h[len(h)-1].Epoch
+}
+
+func (r *replica) fetch() {
+	r.queriedNs = r.b.nowNs
+	r.b.send(r.peers[r.source].node, Message{Kind: MsgFetch, Queue: r.cfg.Queue, Epoch: r.epoch, Prev: r.end})
+}
+
+func (r *replica) onFetchReply(from NodeID, m *Message) {
+	if !r.recovering || !r.fetching || from != r.peers[r.source].node || m.Prev != r.end {
+		return // late, duplicate or not ours
+	}
+	if m.Prev > r.start && epochAt(r.epochs, m.Prev-1) != m.PrevEpoch {
+		return // does not continue our log: wait for the resend
+	}
+	for i := range m.Records {
+		rec := m.Records[i]
+		if rec.Offset != r.end || rec.Epoch < lastEpoch(r.epochs) {
+			break
+		}
+		r.appendLocal(rec)
+	}
+	if len(m.Records) == 0 || r.end >= min(r.sourceEnd, m.End) {
+		r.fetching = false
+		r.openEpoch()
+		return
+	}
+	r.fetch()
+}
+
+// onFetch serves an owner that rebuilds its log: records from storage.
+func (r *replica) onFetch(from NodeID, m *Message) {
+	if from != r.cfg.Owner || r.failed {
+		return
+	}
+	if m.Prev >= r.end || m.Prev < r.start {
+		r.b.send(from, Message{Kind: MsgFetchReply, Queue: r.cfg.Queue, Epoch: r.epoch, Prev: m.Prev, PrevEpoch: r.prevEpoch(m.Prev), End: r.end})
+		return
+	}
+	r.b.storage(Effect{Op: OpRead, Queue: r.cfg.Queue, Offset: m.Prev, Count: r.b.lim.BatchRecordsMax, Tag: readFetch | uint64(from)})
+}
+
+func (r *replica) prevEpoch(o uint64) uint64 {
+	if o == 0 {
+		return 0
+	}
+	return epochAt(r.epochs, o-1)
 }
 
 // appendLocal appends one record to the owner's log.
@@ -189,8 +331,8 @@ func (r *replica) cached(o uint64) *record.Record {
 
 // truncate removes the follower's records from o on.
 func (r *replica) truncate(o uint64) {
-	if r.isOwner {
-		panic("core: the owner never truncates its log")
+	if r.isOwner && !r.recovering {
+		panic("core: the owner truncates its log only while recovering it")
 	}
 	if o >= r.end {
 		return
@@ -201,6 +343,17 @@ func (r *replica) truncate(o uint64) {
 	r.matchEnd = min(r.matchEnd, o)
 	for len(r.epochs) > 0 && r.epochs[len(r.epochs)-1].Offset >= o {
 		r.epochs = r.epochs[:len(r.epochs)-1]
+	}
+	if o < r.cacheStart+uint64(len(r.cache)) {
+		keep := int(max(o, r.cacheStart) - r.cacheStart)
+		for i := keep; i < len(r.cache); i++ {
+			r.cacheBytes -= int64(len(r.cache[i].Body))
+			r.cache[i] = record.Record{}
+		}
+		r.cache = r.cache[:keep]
+		if len(r.cache) == 0 {
+			r.cacheStart = o
+		}
 	}
 	r.b.storage(Effect{Op: OpTruncate, Queue: r.cfg.Queue, Offset: o})
 }
@@ -247,8 +400,13 @@ func (r *replica) onStorage(d *StorageDone) {
 			panic("core: synced beyond log end")
 		}
 		if r.isOwner {
-			if !r.ready && !r.failed && r.synced > r.marker {
+			if !r.ready && !r.failed && !r.recovering && r.synced > r.marker {
 				r.ready = true
+				if r.unrepaired {
+					// What recovery restored is durable now: the mark may go.
+					r.b.storage(Effect{Op: OpRepaired, Queue: r.cfg.Queue})
+					r.unrepaired = false
+				}
 				for i := range r.peers {
 					r.sendTo(&r.peers[i])
 				}
@@ -281,6 +439,13 @@ func (r *replica) onRead(d *StorageDone) {
 		r.deliverReading = false
 		r.deliverBuf = append(r.deliverBuf[:0], d.Records...)
 		r.dispatch()
+	case readFetch:
+		owner := NodeID(d.Tag &^ readKindMask)
+		e := r.epoch
+		for i := range d.Records {
+			e = max(e, d.Records[i].Epoch)
+		}
+		r.b.send(owner, Message{Kind: MsgFetchReply, Queue: r.cfg.Queue, Epoch: e, Prev: d.Offset, PrevEpoch: r.prevEpoch(d.Offset), End: r.end, Records: d.Records})
 	case readPeer:
 		node := NodeID(d.Tag &^ readKindMask)
 		for i := range r.peers {
@@ -300,6 +465,13 @@ func (r *replica) onRead(d *StorageDone) {
 }
 
 func (r *replica) onTick() {
+	if r.recovering && r.b.nowNs-r.queriedNs >= r.b.lim.ResendMs*1e6 {
+		if r.fetching {
+			r.fetch()
+		} else {
+			r.queryLogs()
+		}
+	}
 	if !r.isOwner || !r.ready {
 		return
 	}
@@ -327,6 +499,9 @@ func (r *replica) peerWaiting(p *peer) bool {
 }
 
 func (r *replica) deadlineNs() int64 {
+	if r.recovering && !r.failed {
+		return r.queriedNs + r.b.lim.ResendMs*1e6
+	}
 	if !r.isOwner || !r.ready || r.failed {
 		return math.MaxInt64
 	}
@@ -350,6 +525,24 @@ func (r *replica) onMessage(from NodeID, m *Message) {
 	case MsgAppendReply:
 		if r.isOwner {
 			r.onAppendReply(from, m)
+		}
+	case MsgLogQuery:
+		if !r.isOwner && from == r.cfg.Owner && !r.failed {
+			hist := make([]EpochStart, len(r.epochs))
+			copy(hist, r.epochs)
+			r.b.send(from, Message{Kind: MsgLogReport, Queue: r.cfg.Queue, Epoch: r.epoch, End: r.end, Epochs: hist})
+		}
+	case MsgLogReport:
+		if r.isOwner {
+			r.onLogReport(from, m)
+		}
+	case MsgFetch:
+		if !r.isOwner {
+			r.onFetch(from, m)
+		}
+	case MsgFetchReply:
+		if r.isOwner {
+			r.onFetchReply(from, m)
 		}
 	}
 }
@@ -490,9 +683,10 @@ func (r *replica) advanceCommit() {
 // --- follower ---
 
 func (r *replica) onAppend(from NodeID, m *Message) {
-	if from != r.cfg.Owner || r.failed || m.Epoch < r.epoch {
-		return // fenced: an older epoch's owner may not write
+	if from != r.cfg.Owner || r.failed || m.Epoch < r.epoch || m.Process < r.ownerProcess {
+		return // fenced: an older epoch's or older process's owner may not write
 	}
+	r.ownerProcess = m.Process
 	if m.Epoch > r.epoch {
 		r.epoch = m.Epoch
 		r.matchEnd = 0

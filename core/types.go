@@ -178,9 +178,9 @@ type Config struct {
 	// earlier start's of the same node (the daemon keeps a durable counter;
 	// the simulator counts incarnations).
 	Process uint64
-	Queues []QueueConfig // the queues this broker holds a replica of
-	Limits Limits
-	Bugs   Bugs // tests only: planted bugs
+	Queues  []QueueConfig // the queues this broker holds a replica of
+	Limits  Limits
+	Bugs    Bugs // tests only: planted bugs
 }
 
 // EpochStart says that records from Offset on carry Epoch, up to the next

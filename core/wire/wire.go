@@ -50,10 +50,11 @@ func Append(dst []byte, m *core.Message) []byte {
 	dst = binary.LittleEndian.AppendUint64(dst, m.Epoch)
 	dst = binary.LittleEndian.AppendUint64(dst, m.Process)
 	switch m.Kind {
-	case core.MsgAppend:
+	case core.MsgAppend, core.MsgFetchReply:
 		dst = binary.LittleEndian.AppendUint64(dst, m.Prev)
 		dst = binary.LittleEndian.AppendUint64(dst, m.PrevEpoch)
 		dst = binary.LittleEndian.AppendUint64(dst, m.Commit)
+		dst = binary.LittleEndian.AppendUint64(dst, m.End)
 		dst = binary.LittleEndian.AppendUint32(dst, uint32(len(m.Records)))
 		for i := range m.Records {
 			r := &m.Records[i]
@@ -62,6 +63,16 @@ func Append(dst []byte, m *core.Message) []byte {
 			dst = append(dst, byte(r.Kind))
 			dst = binary.LittleEndian.AppendUint32(dst, uint32(len(r.Body)))
 			dst = append(dst, r.Body...)
+		}
+	case core.MsgLogQuery:
+	case core.MsgFetch:
+		dst = binary.LittleEndian.AppendUint64(dst, m.Prev)
+	case core.MsgLogReport:
+		dst = binary.LittleEndian.AppendUint64(dst, m.End)
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(len(m.Epochs)))
+		for _, e := range m.Epochs {
+			dst = binary.LittleEndian.AppendUint64(dst, e.Epoch)
+			dst = binary.LittleEndian.AppendUint64(dst, e.Offset)
 		}
 	case core.MsgAppendReply:
 		ok := byte(0)
@@ -91,13 +102,17 @@ func Append(dst []byte, m *core.Message) []byte {
 func Size(m *core.Message) int {
 	n := HeaderBytes + 1 + 4 + 8 + 8
 	switch m.Kind {
-	case core.MsgAppend:
-		n += 8 + 8 + 8 + 4
+	case core.MsgAppend, core.MsgFetchReply:
+		n += 8 + 8 + 8 + 8 + 4
 		for i := range m.Records {
 			n += 8 + 8 + 1 + 4 + len(m.Records[i].Body)
 		}
 	case core.MsgAppendReply:
 		n += 1 + 8 + 4 + 16*len(m.Epochs)
+	case core.MsgFetch:
+		n += 8
+	case core.MsgLogReport:
+		n += 8 + 4 + 16*len(m.Epochs)
 	}
 	return n
 }
@@ -176,10 +191,11 @@ func Decode(frame []byte) (core.Message, int, error) {
 	m.Epoch = r.u64()
 	m.Process = r.u64()
 	switch m.Kind {
-	case core.MsgAppend:
+	case core.MsgAppend, core.MsgFetchReply:
 		m.Prev = r.u64()
 		m.PrevEpoch = r.u64()
 		m.Commit = r.u64()
+		m.End = r.u64()
 		count := r.u32()
 		if count > RecordsMax || int(count)*21 > len(r.b) {
 			return m, 0, fmt.Errorf("%w: %d records", ErrMalformed, count)
@@ -210,12 +226,17 @@ func Decode(frame []byte) (core.Message, int, error) {
 				return m, 0, fmt.Errorf("%w: record %d has epoch %d outside [%d, %d]", ErrMalformed, i, rec.Epoch, lo, m.Epoch)
 			}
 		}
-	case core.MsgAppendReply:
-		ok := r.u8()
-		if ok > 1 {
-			return m, 0, fmt.Errorf("%w: ok flag %d", ErrMalformed, ok)
+	case core.MsgLogQuery:
+	case core.MsgFetch:
+		m.Prev = r.u64()
+	case core.MsgAppendReply, core.MsgLogReport:
+		if m.Kind == core.MsgAppendReply {
+			ok := r.u8()
+			if ok > 1 {
+				return m, 0, fmt.Errorf("%w: ok flag %d", ErrMalformed, ok)
+			}
+			m.Ok = ok == 1
 		}
-		m.Ok = ok == 1
 		m.End = r.u64()
 		count := r.u32()
 		if count > EpochsMax || int(count)*16 > len(r.b) {

@@ -19,6 +19,13 @@ func samples() []core.Message {
 		{Kind: core.MsgAppend, Queue: 1, Epoch: 1},
 		{Kind: core.MsgAppendReply, Queue: 1, Epoch: 2, Ok: true, End: 44},
 		{Kind: core.MsgAppendReply, Queue: 1, Epoch: 2, End: 4, Epochs: []core.EpochStart{{Epoch: 1, Offset: 0}, {Epoch: 2, Offset: 3}}},
+		{Kind: core.MsgLogQuery, Queue: 2, Epoch: 3, Process: 4},
+		{Kind: core.MsgLogReport, Queue: 2, Epoch: 3, Process: 9, End: 7, Epochs: []core.EpochStart{{Epoch: 1, Offset: 0}}},
+		{Kind: core.MsgFetch, Queue: 2, Epoch: 3, Prev: 5},
+		{Kind: core.MsgFetchReply, Queue: 2, Epoch: 3, Prev: 5, PrevEpoch: 1, End: 7, Records: []record.Record{
+			{Epoch: 1, Offset: 5, Kind: record.KindPublish, Body: []byte("x")},
+			{Epoch: 3, Offset: 6, Kind: record.KindAck, Body: make([]byte, 8)},
+		}},
 	}
 }
 

@@ -20,6 +20,7 @@ func OpenLog(fs vfs.FS, dir string, q core.QueueID, opts seglog.Options) (*seglo
 	for _, e := range rec.Epochs {
 		st.Epochs = append(st.Epochs, core.EpochStart{Epoch: e.Epoch, Offset: e.Offset})
 	}
+	st.Unrepaired = rec.Unrepaired || rec.Damage != nil
 	if d := rec.Damage; d != nil {
 		st.Damage = d.Reason + " in " + d.Segment + " at byte " + strconv.FormatInt(d.Pos, 10)
 	}
@@ -46,6 +47,8 @@ func Exec(l *seglog.Log, e *core.Effect) core.StorageDone {
 		err = l.TruncateFrom(e.Offset)
 	case core.OpDiscard:
 		err = l.DiscardDamage()
+	case core.OpRepaired:
+		err = l.MarkRepaired()
 	default:
 		panic("driver: unknown storage op")
 	}

@@ -31,6 +31,10 @@ func Open(fs vfs.FS, dir string, opts Options) (*Log, Recovery, error) {
 	var bases []uint64
 	var segNames []string
 	for _, name := range names {
+		if name == unrepairedName {
+			l.unrepaired = true
+			continue
+		}
 		base, ok, err := parseSegName(name)
 		if err != nil {
 			return nil, Recovery{}, err
@@ -149,6 +153,7 @@ func (l *Log) scan(bases []uint64, names []string) (Recovery, error) {
 	}
 	rec.Start, rec.End = l.Start(), l.End()
 	rec.Epochs = l.Epochs()
+	rec.Unrepaired = l.unrepaired
 	return rec, nil
 }
 

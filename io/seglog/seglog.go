@@ -103,6 +103,9 @@ type Recovery struct {
 	Bytes      int64        // bytes of valid frames scanned
 	Epochs     []EpochStart // epoch history of the valid records, ascending
 	Damage     *Damage      // nil when the scan ended cleanly
+	// Unrepaired: an earlier open found damage and its tail was discarded,
+	// but MarkRepaired was not called since: the log may lack records.
+	Unrepaired bool
 }
 
 // segment is one segment file.
@@ -139,6 +142,8 @@ type Log struct {
 	fs   vfs.FS
 	dir  string
 	opts Options
+
+	unrepaired bool // the UNREPAIRED mark is on disk
 
 	segs   []*segment // ascending; the last one is active
 	epochs []EpochStart
@@ -581,10 +586,63 @@ func (l *Log) DiscardDamage() error {
 	if l.damage == nil {
 		return nil
 	}
+	// First, durably, the fact that this log lost records: a crash after
+	// the discard must not make a shortened log look whole.
+	if !l.unrepaired {
+		if err := l.writeUnrepaired(); err != nil {
+			return l.fail(err)
+		}
+	}
 	if err := l.discard(); err != nil {
 		return l.fail(err)
 	}
 	l.damage, l.repair = nil, repair{}
+	return nil
+}
+
+// unrepairedName marks a log whose damaged tail was discarded and whose
+// owner has not yet declared the loss repaired (MarkRepaired).
+const unrepairedName = "UNREPAIRED"
+
+func (l *Log) writeUnrepaired() error {
+	f, err := l.fs.Create(l.segPath(unrepairedName))
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = l.fs.SyncDir(l.dir)
+	}
+	if err == nil {
+		l.unrepaired = true
+	}
+	return err
+}
+
+// Unrepaired reports whether the log lost records to damage (now or at an
+// earlier open) and nobody has called MarkRepaired since.
+func (l *Log) Unrepaired() bool { return l.unrepaired || l.damage != nil }
+
+// MarkRepaired durably clears the mark DiscardDamage left: the caller has
+// restored what the log lost (from other replicas) or knows it needs
+// nothing back.
+func (l *Log) MarkRepaired() error {
+	if err := l.writable(); err != nil {
+		return err
+	}
+	if !l.unrepaired {
+		return nil
+	}
+	if err := l.fs.Remove(l.segPath(unrepairedName)); err != nil && !errors.Is(err, vfs.ErrNotExist) {
+		return l.fail(err)
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return l.fail(err)
+	}
+	l.unrepaired = false
 	return nil
 }
 

@@ -381,8 +381,8 @@ func TestTornHeaderAndGapSegments(t *testing.T) {
 	end := r.End
 	sameRecords(t, readAll(t, l), want[:end])
 	must(t, l.DiscardDamage())
-	if got, _ := fs.List("q/log"); len(got) != 1 {
-		t.Fatalf("segments after discard: %v", got)
+	if got, _ := fs.List("q/log"); len(got) != 2 || got[1] != unrepairedName {
+		t.Fatalf("segments after discard: %v, want one segment and the unrepaired mark", got)
 	}
 	// A new segment file with a torn header.
 	must(t, l.Close())
@@ -680,5 +680,48 @@ func BenchmarkRecoveryScan(b *testing.B) {
 			}
 			b.SetBytes(bytes)
 		})
+	}
+}
+
+// A discarded tail stays known across restarts until MarkRepaired.
+func TestUnrepairedMarkSurvivesRestart(t *testing.T) {
+	fs := memfs.New()
+	l, _, err := Open(fs, "q", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(0); i < 4; i++ {
+		if err := l.Append([]record.Record{{Epoch: 1, Offset: i, Kind: record.KindPublish, Body: []byte("body")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	names, _ := fs.List("q")
+	durable, _ := fs.DurableBytes("q/" + names[0])
+	if err := fs.Corrupt("q/"+names[0], int64(len(durable)-2)); err != nil {
+		t.Fatal(err)
+	}
+	l, rec, err := Open(fs, "q", Options{})
+	if err != nil || rec.Damage == nil {
+		t.Fatalf("want damage, got %v %v", rec.Damage, err)
+	}
+	if err := l.DiscardDamage(); err != nil {
+		t.Fatal(err)
+	}
+	fs.CrashClean()
+	l, rec, err = Open(fs, "q", Options{})
+	if err != nil || rec.Damage != nil || !rec.Unrepaired || !l.Unrepaired() {
+		t.Fatalf("after a crash the discarded tail must still be known: %+v %v", rec, err)
+	}
+	if err := l.MarkRepaired(); err != nil {
+		t.Fatal(err)
+	}
+	fs.CrashClean()
+	_, rec, err = Open(fs, "q", Options{})
+	if err != nil || rec.Unrepaired {
+		t.Fatalf("MarkRepaired did not last: %+v %v", rec, err)
 	}
 }

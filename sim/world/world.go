@@ -500,13 +500,10 @@ func boolInt(b bool) int {
 
 // corrupt flips one bit of a durable byte in one of b's logs, when the fault
 // budget allows: for any queue, at most W-1 replicas may lose or corrupt a
-// durable record, beyond which no design could keep a confirm. Owners are
-// spared for now: a static owner cannot yet recover its log from followers.
+// durable record, beyond which no design could keep a confirm. An owner that
+// lost records rebuilds its log from its followers before it opens an epoch.
 func (w *World) corrupt(b *broker, f Fault) bool {
 	for _, q := range b.queues {
-		if q.Owner == b.id {
-			continue // TODO(issue 3 follow-up): owner recovery from E-W+1 witnesses
-		}
 		budget := q.Policy.WriteQuorum(len(q.Replicas)) - 1
 		hit := w.corrupted[q.Queue]
 		already := false
