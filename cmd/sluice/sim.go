@@ -35,8 +35,10 @@ func profileFor(name string, durationMs int64) (func(uint64) world.Profile, erro
 		f = world.Draw
 	case "standard":
 		f = func(uint64) world.Profile { return world.Standard() }
+	case "standard-faults":
+		f = func(uint64) world.Profile { return world.StandardWithFaults() }
 	default:
-		return nil, fmt.Errorf("unknown profile %q (want swarm or standard)", name)
+		return nil, fmt.Errorf("unknown profile %q (want swarm, standard or standard-faults)", name)
 	}
 	if durationMs <= 0 {
 		return f, nil
@@ -78,7 +80,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.parallel, "parallel", runtime.NumCPU(), "worlds run at once in a sweep")
 	fs.BoolVar(&f.trace, "trace", false, "print the trace: one line per input, effect and world event")
 	fs.DurationVar(&f.traceFrom, "trace-from", 0, "with --trace, print from this simulated time on (e.g. 2.5s)")
-	fs.StringVar(&f.profile, "profile", "swarm", "swarm: each seed draws its profile; standard: the benchmark's world")
+	fs.StringVar(&f.profile, "profile", "swarm", "swarm: each seed draws its profile; standard: the benchmark's world; standard-faults: it with every fault kind on")
 	fs.Int64Var(&f.durationMs, "duration-ms", 0, "override the workload phase's simulated length")
 	fs.BoolVar(&f.jsonOut, "json", false, "print one JSON line per seed")
 	fs.StringVar(&f.shard, "shard", "", "k/n: run only shard k (0-based) of n of the sweep's seeds")

@@ -65,6 +65,18 @@ func Standard() Profile {
 	}
 }
 
+// StandardWithFaults is the standard world with every fault kind on: each
+// scheduled kind twice a simulated minute, and drops, duplicates and corrupt
+// frames at 1 in 1000 peer messages.
+func StandardWithFaults() Profile {
+	p := Standard()
+	for k := FaultCrash; k < FaultDrop; k++ {
+		p.Faults.PerMin[k] = 2
+	}
+	p.Faults.DropPer1000, p.Faults.DupPer1000, p.Faults.CorruptPer1000 = 1, 1, 1
+	return p
+}
+
 // Draw returns the default swarm profile of seed: shape, policy, workload
 // and fault rates all vary per seed.
 func Draw(seed uint64) Profile {
