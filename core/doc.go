@@ -11,7 +11,12 @@
 // majority_durable and all_durable policies, log matching across epochs
 // (followers truncate a suffix the owner lacks), group commit, consumers with
 // prefetch, acks that go through the log, redelivery of unacked records after
-// a consumer is lost, and queue state rebuilt from the log after a restart.
+// a consumer is lost, queue state rebuilt from the log after a restart, and
+// recovery of an owner whose log lost records to damage: it asks every
+// follower for its log, fetches from the most complete one (highest last
+// epoch, then longest), and only then opens an epoch. The controller that
+// changes assignments, sealing with E-W+1 witnesses, learners and in-sync
+// tracking come with later issues.
 //
 // # The driver contract
 //

@@ -48,14 +48,20 @@ type Message struct {
 	Epochs []EpochStart // reply, when not Ok
 }
 
+// appendHead writes what every message starts with: kind, queue, epoch
+// and sender process.
+func (m *Message) appendHead(dst []byte, kind string) []byte {
+	dst = append(dst, kind...)
+	dst = appendKV(dst, "q", uint64(m.Queue))
+	dst = appendKV(dst, "e", m.Epoch)
+	return appendKV(dst, "p", m.Process)
+}
+
 // AppendText appends the message's stable one-line text form.
 func (m *Message) AppendText(dst []byte) []byte {
 	switch m.Kind {
 	case MsgAppend:
-		dst = append(dst, "append"...)
-		dst = appendKV(dst, "q", uint64(m.Queue))
-		dst = appendKV(dst, "e", m.Epoch)
-		dst = appendKV(dst, "p", m.Process)
+		dst = m.appendHead(dst, "append")
 		dst = appendKV(dst, "prev", m.Prev)
 		dst = appendKV(dst, "preve", m.PrevEpoch)
 		dst = appendKV(dst, "commit", m.Commit)
@@ -67,10 +73,7 @@ func (m *Message) AppendText(dst []byte) []byte {
 		}
 		return appendKV(dst, "bytes", uint64(bytes))
 	case MsgAppendReply:
-		dst = append(dst, "append-reply"...)
-		dst = appendKV(dst, "q", uint64(m.Queue))
-		dst = appendKV(dst, "e", m.Epoch)
-		dst = appendKV(dst, "p", m.Process)
+		dst = m.appendHead(dst, "append-reply")
 		if m.Ok {
 			dst = append(dst, " ok"...)
 		} else {
@@ -82,28 +85,16 @@ func (m *Message) AppendText(dst []byte) []byte {
 		}
 		return dst
 	case MsgLogQuery:
-		dst = append(dst, "log-query"...)
-		dst = appendKV(dst, "q", uint64(m.Queue))
-		dst = appendKV(dst, "e", m.Epoch)
-		return appendKV(dst, "p", m.Process)
+		return m.appendHead(dst, "log-query")
 	case MsgLogReport:
-		dst = append(dst, "log-report"...)
-		dst = appendKV(dst, "q", uint64(m.Queue))
-		dst = appendKV(dst, "e", m.Epoch)
-		dst = appendKV(dst, "p", m.Process)
+		dst = m.appendHead(dst, "log-report")
 		dst = appendKV(dst, "end", m.End)
 		return appendEpochs(dst, m.Epochs)
 	case MsgFetch:
-		dst = append(dst, "fetch"...)
-		dst = appendKV(dst, "q", uint64(m.Queue))
-		dst = appendKV(dst, "e", m.Epoch)
-		dst = appendKV(dst, "p", m.Process)
+		dst = m.appendHead(dst, "fetch")
 		return appendKV(dst, "from", m.Prev)
 	case MsgFetchReply:
-		dst = append(dst, "fetch-reply"...)
-		dst = appendKV(dst, "q", uint64(m.Queue))
-		dst = appendKV(dst, "e", m.Epoch)
-		dst = appendKV(dst, "p", m.Process)
+		dst = m.appendHead(dst, "fetch-reply")
 		dst = appendKV(dst, "prev", m.Prev)
 		dst = appendKV(dst, "preve", m.PrevEpoch)
 		dst = appendKV(dst, "end", m.End)

@@ -138,35 +138,23 @@ var DefaultLimits = Limits{
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
-	if l.PendingPublishesMax > 0 {
-		d.PendingPublishesMax = l.PendingPublishesMax
+	return Limits{
+		PendingPublishesMax: orDefault(l.PendingPublishesMax, d.PendingPublishesMax),
+		ReadyMax:            orDefault(l.ReadyMax, d.ReadyMax),
+		ConsumersMax:        orDefault(l.ConsumersMax, d.ConsumersMax),
+		PrefetchMax:         orDefault(l.PrefetchMax, d.PrefetchMax),
+		WindowRecordsMax:    orDefault(l.WindowRecordsMax, d.WindowRecordsMax),
+		BatchRecordsMax:     orDefault(l.BatchRecordsMax, d.BatchRecordsMax),
+		CacheBytesMax:       orDefault(l.CacheBytesMax, d.CacheBytesMax),
+		ReadRecordsMax:      orDefault(l.ReadRecordsMax, d.ReadRecordsMax),
+		EpochsMax:           orDefault(l.EpochsMax, d.EpochsMax),
+		ResendMs:            orDefault(l.ResendMs, d.ResendMs),
 	}
-	if l.ReadyMax > 0 {
-		d.ReadyMax = l.ReadyMax
-	}
-	if l.ConsumersMax > 0 {
-		d.ConsumersMax = l.ConsumersMax
-	}
-	if l.PrefetchMax > 0 {
-		d.PrefetchMax = l.PrefetchMax
-	}
-	if l.WindowRecordsMax > 0 {
-		d.WindowRecordsMax = l.WindowRecordsMax
-	}
-	if l.BatchRecordsMax > 0 {
-		d.BatchRecordsMax = l.BatchRecordsMax
-	}
-	if l.CacheBytesMax > 0 {
-		d.CacheBytesMax = l.CacheBytesMax
-	}
-	if l.ReadRecordsMax > 0 {
-		d.ReadRecordsMax = l.ReadRecordsMax
-	}
-	if l.EpochsMax > 0 {
-		d.EpochsMax = l.EpochsMax
-	}
-	if l.ResendMs > 0 {
-		d.ResendMs = l.ResendMs
+}
+
+func orDefault[T int | int64](v, d T) T {
+	if v > 0 {
+		return v
 	}
 	return d
 }
