@@ -196,3 +196,61 @@ func TestAppendUintMatchesStrconv(t *testing.T) {
 		}
 	}
 }
+
+// An owner whose log lost records asks every follower, fetches from the most
+// complete one, and opens its epoch only after that.
+func TestDamagedOwnerRecoversFromMostCompleteFollower(t *testing.T) {
+	b := New(Config{Node: 1, Process: 2, Queues: []QueueConfig{queue3(MajorityDurable)}})
+	eff := b.Step(&Input{Kind: InStart, NowNs: 1, Logs: []LogState{{Queue: 1, End: 3, Epochs: []EpochStart{{1, 0}}, Damage: "crc mismatch", Unrepaired: true}}})
+	var queries int
+	for _, e := range eff {
+		if e.Kind == EfSend && e.Msg.Kind == MsgLogQuery {
+			queries++
+		}
+		if e.Kind == EfStorage && e.Op == OpAppend {
+			t.Fatalf("a damaged owner opened an epoch before recovering:\n%s", texts(eff))
+		}
+	}
+	if queries != 2 {
+		t.Fatalf("want a log query to each follower, got\n%s", texts(eff))
+	}
+	// n2 is behind; n3 holds more of epoch 1, then one record of epoch 2.
+	b.Step(&Input{Kind: InMessage, NowNs: 2, From: 2, Msg: Message{Kind: MsgLogReport, Queue: 1, Epoch: 1, Process: 1, End: 4, Epochs: []EpochStart{{1, 0}}}})
+	eff = b.Step(&Input{Kind: InMessage, NowNs: 3, From: 3, Msg: Message{Kind: MsgLogReport, Queue: 1, Epoch: 2, Process: 1, End: 6, Epochs: []EpochStart{{1, 0}, {2, 5}}}})
+	f := find(eff, EfSend)
+	if len(f) != 1 || f[0].To != 3 || f[0].Msg.Kind != MsgFetch || f[0].Msg.Prev != 3 {
+		t.Fatalf("want a fetch from n3 at offset 3, got\n%s", texts(eff))
+	}
+	recs := []record.Record{
+		{Epoch: 1, Offset: 3, Kind: record.KindPublish, Body: []byte("a")},
+		{Epoch: 1, Offset: 4, Kind: record.KindPublish, Body: []byte("b")},
+		{Epoch: 2, Offset: 5, Kind: record.KindEpoch},
+	}
+	eff = b.Step(&Input{Kind: InMessage, NowNs: 4, From: 3, Msg: Message{Kind: MsgFetchReply, Queue: 1, Epoch: 2, Process: 1, Prev: 3, PrevEpoch: 1, End: 6, Records: recs}})
+	var appended []uint64
+	for _, e := range eff {
+		if e.Kind == EfStorage && e.Op == OpAppend {
+			for _, r := range e.Records {
+				appended = append(appended, r.Offset)
+				if r.Kind == record.KindEpoch && r.Offset == 6 && r.Epoch != 3 {
+					t.Fatalf("the new epoch must exceed every reported one: got %d", r.Epoch)
+				}
+			}
+		}
+		if e.Kind == EfStorage && e.Op == OpRepaired {
+			t.Fatalf("the unrepaired mark went before the restored records were durable:\n%s", texts(eff))
+		}
+	}
+	if len(appended) != 4 || appended[3] != 6 {
+		t.Fatalf("want offsets 3..5 fetched and the epoch record at 6, got %v\n%s", appended, texts(eff))
+	}
+	eff = b.Step(&Input{Kind: InStorage, NowNs: 5, Done: StorageDone{Op: OpSync, Queue: 1, Offset: 4}})
+	eff = b.Step(&Input{Kind: InStorage, NowNs: 6, Done: StorageDone{Op: OpSync, Queue: 1, Offset: 7}})
+	var repaired bool
+	for _, e := range eff {
+		repaired = repaired || (e.Kind == EfStorage && e.Op == OpRepaired)
+	}
+	if !repaired {
+		t.Fatalf("want the unrepaired mark cleared once the epoch record is durable, got\n%s", texts(eff))
+	}
+}
