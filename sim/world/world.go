@@ -481,6 +481,9 @@ func (w *World) inject(f Fault) {
 	w.stats.Faults[f.Kind]++
 }
 
+// linearOutcome maps a reply's outcome to the history's.
+var linearOutcome = [...]linear.Outcome{core.Confirmed: linear.Confirmed, core.Failed: linear.Failed, core.Unknown: linear.Unknown}
+
 // linearOpsMax bounds the history checked for linearizability per queue.
 const linearOpsMax = 200_000
 
@@ -875,7 +878,7 @@ func (w *World) clientReceive(e *event) {
 			w.checker.PublishEnded(w.now, p.key, e.eff.Outcome, e.eff.Queue, e.eff.Offset)
 			op := &w.history[c.q.Queue][p.op]
 			op.ReturnNs, op.Offset = w.now, e.eff.Offset
-			op.Outcome = map[core.Outcome]linear.Outcome{core.Confirmed: linear.Confirmed, core.Failed: linear.Failed, core.Unknown: linear.Unknown}[e.eff.Outcome]
+			op.Outcome = linearOutcome[e.eff.Outcome]
 			switch e.eff.Outcome {
 			case core.Confirmed:
 				w.stats.Confirmed++
