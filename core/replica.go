@@ -91,6 +91,12 @@ type peer struct {
 	durable    uint64 // durable, matching end reported in this epoch
 	lastSendNs int64
 	reading    bool
+	// batches: the end offsets of the append messages in flight beyond
+	// durable, ascending; at most WindowBatchesMax (one while slow).
+	batches []uint64
+	// slow: a resend timed out; send one batch at a time until it answers,
+	// so a lost or stalled follower costs one message per resend interval.
+	slow bool
 
 	// recovery: the log the peer reported
 	reported  bool
@@ -250,6 +256,12 @@ func (r *replica) onFetchReply(from NodeID, m *Message) {
 	if m.Prev > r.start && epochAt(r.epochs, m.Prev-1) != m.PrevEpoch {
 		return // does not continue our log: wait for the resend
 	}
+	if m.End < r.sourceEnd {
+		// The source lost records since it reported (a restart after a
+		// fault): its report no longer proves anything. Ask everyone again.
+		r.restartRecovery()
+		return
+	}
 	for i := range m.Records {
 		rec := m.Records[i]
 		if rec.Offset != r.end || rec.Epoch < lastEpoch(r.epochs) {
@@ -257,12 +269,21 @@ func (r *replica) onFetchReply(from NodeID, m *Message) {
 		}
 		r.appendLocal(rec)
 	}
-	if len(m.Records) == 0 || r.end >= min(r.sourceEnd, m.End) {
+	if r.end >= r.sourceEnd {
 		r.fetching = false
 		r.openEpoch()
 		return
 	}
 	r.fetch()
+}
+
+// restartRecovery forgets every report and queries all followers again.
+func (r *replica) restartRecovery() {
+	r.fetching = false
+	for i := range r.peers {
+		r.peers[i].reported = false
+	}
+	r.queryLogs()
 }
 
 // onFetch serves an owner that rebuilds its log: records from storage.
@@ -484,6 +505,7 @@ func (r *replica) onTick() {
 			if p.matched {
 				p.next = p.durable
 			}
+			p.batches, p.slow = p.batches[:0], true
 			before := len(r.b.effects)
 			r.sendTo(p)
 			if len(r.b.effects) == before && !p.reading {
@@ -556,25 +578,26 @@ func (r *replica) sendTo(p *peer) {
 	}
 	lim := r.b.lim
 	for p.next < r.end {
-		windowEnd := p.durable + uint64(lim.WindowRecordsMax)
-		if !p.matched {
-			// Until the follower matches, one batch is enough to learn where.
-			windowEnd = p.next + uint64(lim.BatchRecordsMax)
+		window := lim.WindowBatchesMax
+		if !p.matched || p.slow {
+			// Until the follower matches or answers, one batch is enough.
+			window = 1
 		}
-		if p.next >= windowEnd {
+		if len(p.batches) >= window {
 			return
 		}
 		if p.next < r.cacheStart {
 			p.reading = true
-			r.b.storage(Effect{Op: OpRead, Queue: r.cfg.Queue, Offset: p.next, Count: lim.ReadRecordsMax, Tag: readPeer | uint64(p.node)})
+			r.b.storage(Effect{Op: OpRead, Queue: r.cfg.Queue, Offset: p.next, Count: lim.BatchRecordsMax, Tag: readPeer | uint64(p.node)})
 			return
 		}
-		hi := min(r.end, windowEnd, p.next+uint64(lim.BatchRecordsMax))
-		i, j := p.next-r.cacheStart, hi-r.cacheStart
+		i := int(p.next - r.cacheStart)
+		j, bytes := i, 0
+		for j < len(r.cache) && j-i < lim.BatchRecordsMax && (j == i || bytes+len(r.cache[j].Body) <= lim.BatchBytesMax) {
+			bytes += len(r.cache[j].Body)
+			j++
+		}
 		r.sendRecords(p, r.cache[i:j:j])
-		if !p.matched {
-			return
-		}
 	}
 }
 
@@ -587,6 +610,10 @@ func (r *replica) sendRecords(p *peer, recs []record.Record) {
 	r.b.send(p.node, Message{Kind: MsgAppend, Queue: r.cfg.Queue, Epoch: r.epoch, Prev: prev, PrevEpoch: prevEpoch, Commit: r.commit, Records: recs})
 	p.next = prev + uint64(len(recs))
 	p.lastSendNs = r.b.nowNs
+	if len(p.batches) >= r.b.lim.WindowBatchesMax {
+		panic("core: more batches in flight than the window")
+	}
+	p.batches = append(p.batches, p.next)
 }
 
 // probe sends an append without records: a heartbeat that asks the
@@ -620,14 +647,20 @@ func (r *replica) onAppendReply(from NodeID, m *Message) {
 		p.process = m.Process
 		p.matched = false
 		p.durable = 0
+		p.batches = p.batches[:0]
 	}
 	if m.Ok {
 		if m.End > r.end {
 			panic(fmt.Sprintf("core: follower n%d reports matching end %d beyond owner end %d", from, m.End, r.end))
 		}
-		p.matched = true
+		p.matched, p.slow = true, false
 		p.durable = max(p.durable, m.End)
 		p.next = max(p.next, p.durable)
+		k := 0
+		for k < len(p.batches) && p.batches[k] <= p.durable {
+			k++
+		}
+		p.batches = p.batches[:copy(p.batches, p.batches[k:])]
 		r.advanceCommit()
 	} else {
 		if len(m.Epochs) > r.b.lim.EpochsMax {
@@ -637,6 +670,7 @@ func (r *replica) onAppendReply(from NodeID, m *Message) {
 		p.matched = false
 		p.durable = min(p.durable, d)
 		p.next = d
+		p.batches = p.batches[:0]
 	}
 	r.sendTo(p)
 }

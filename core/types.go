@@ -114,8 +114,9 @@ type Limits struct {
 	ReadyMax            int   // committed, undelivered publishes tracked per queue
 	ConsumersMax        int   // consumers per queue
 	PrefetchMax         int   // unacked deliveries per consumer
-	WindowRecordsMax    int   // records sent to a follower beyond its durable report
+	WindowBatchesMax    int   // append messages in flight to a follower beyond its durable report
 	BatchRecordsMax     int   // records in one append message
+	BatchBytesMax       int   // body bytes in one append message (at least one record)
 	CacheBytesMax       int64 // bodies kept in memory per queue for followers and consumers
 	ReadRecordsMax      int   // records asked for in one storage read
 	EpochsMax           int   // epoch history entries per log
@@ -128,8 +129,9 @@ var DefaultLimits = Limits{
 	ReadyMax:            1 << 20,
 	ConsumersMax:        64,
 	PrefetchMax:         1024,
-	WindowRecordsMax:    1024,
+	WindowBatchesMax:    8,
 	BatchRecordsMax:     256,
+	BatchBytesMax:       1 << 20,
 	CacheBytesMax:       32 << 20,
 	ReadRecordsMax:      256,
 	EpochsMax:           1 << 16,
@@ -143,8 +145,9 @@ func (l Limits) withDefaults() Limits {
 		ReadyMax:            orDefault(l.ReadyMax, d.ReadyMax),
 		ConsumersMax:        orDefault(l.ConsumersMax, d.ConsumersMax),
 		PrefetchMax:         orDefault(l.PrefetchMax, d.PrefetchMax),
-		WindowRecordsMax:    orDefault(l.WindowRecordsMax, d.WindowRecordsMax),
+		WindowBatchesMax:    orDefault(l.WindowBatchesMax, d.WindowBatchesMax),
 		BatchRecordsMax:     orDefault(l.BatchRecordsMax, d.BatchRecordsMax),
+		BatchBytesMax:       orDefault(l.BatchBytesMax, d.BatchBytesMax),
 		CacheBytesMax:       orDefault(l.CacheBytesMax, d.CacheBytesMax),
 		ReadRecordsMax:      orDefault(l.ReadRecordsMax, d.ReadRecordsMax),
 		EpochsMax:           orDefault(l.EpochsMax, d.EpochsMax),

@@ -49,11 +49,16 @@ func TestSameSeedSameHashAcrossProcesses(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	bin := buildSluice(t)
-	for _, seed := range []string{"7", "42"} {
-		a := runHash(t, bin, []string{"GOMAXPROCS=1"}, "sim", "--seed", seed, "--duration-ms", "3000")
-		b := runHash(t, bin, []string{"GOMAXPROCS=2"}, "sim", "--seed", seed, "--duration-ms", "3000")
+	for _, args := range [][]string{
+		{"--seed", "7", "--duration-ms", "3000"},
+		{"--seed", "42", "--duration-ms", "3000"},
+		{"--seed", "5", "--profile", "standard-faults", "--duration-ms", "8000"},
+	} {
+		args = append([]string{"sim"}, args...)
+		a := runHash(t, bin, []string{"GOMAXPROCS=1"}, args...)
+		b := runHash(t, bin, []string{"GOMAXPROCS=2"}, args...)
 		if a != b {
-			t.Fatalf("seed %s: hash %s under GOMAXPROCS=1, %s under GOMAXPROCS=2", seed, a, b)
+			t.Fatalf("%v: hash %s under GOMAXPROCS=1, %s under GOMAXPROCS=2", args, a, b)
 		}
 	}
 }

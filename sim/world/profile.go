@@ -102,8 +102,14 @@ func Draw(seed uint64) Profile {
 	}
 	p.PublishersPerQueue = 1 + r.Intn(2)
 	p.PublishesPerSec = []int{20, 100, 200, 500}[r.Intn(4)]
-	p.BodyBytesMax = []int{64, 512, 4096}[r.Intn(3)]
-	p.BodyBytesMin = 16
+	// Bodies from the smallest that carries a publish's identity (its
+	// 8-byte key) to 64 KiB.
+	p.BodyBytesMax = []int{8, 64, 512, 4096, 64 << 10}[r.Intn(5)]
+	p.BodyBytesMin = 8
+	// Keep a run's disk footprint sane: at most about 4 MB/s per queue.
+	for p.PublishesPerSec > 10 && p.PublishesPerSec*p.PublishersPerQueue*(p.BodyBytesMax+p.BodyBytesMin)/2 > 4<<20 {
+		p.PublishesPerSec /= 2
+	}
 	p.InflightMax = []int{1, 16, 256}[r.Intn(3)]
 	p.ConsumersPerQueue = r.Intn(3)
 	p.Prefetch = []int{1, 8, 64}[r.Intn(3)]
@@ -177,8 +183,8 @@ func (p Profile) Validate() error {
 			}
 		}
 	}
-	if p.BodyBytesMin < 12 || p.BodyBytesMax < p.BodyBytesMin {
-		return fmt.Errorf("profile: body sizes %d..%d, want 12 <= min <= max", p.BodyBytesMin, p.BodyBytesMax)
+	if p.BodyBytesMin < 8 || p.BodyBytesMax < p.BodyBytesMin || p.BodyBytesMax > 1<<20 {
+		return fmt.Errorf("profile: body sizes %d..%d, want 8 <= min <= max <= 1 MiB", p.BodyBytesMin, p.BodyBytesMax)
 	}
 	if p.PublishesPerSec < 0 || p.InflightMax < 1 || p.DurationMs <= 0 {
 		return fmt.Errorf("profile: bad workload")
