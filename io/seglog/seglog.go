@@ -38,7 +38,7 @@ var (
 // Defaults of Options.
 const (
 	SegmentBytesMaxDefault    = 64 << 20
-	WriteBufferBytesDefault   = 256 << 10
+	WriteBufferBytesDefault   = 1 << 20
 	IndexIntervalBytesDefault = 4 << 10
 	openFilesMax              = 8 // open handles on inactive, synced segments
 	readChunkBytes            = 64 << 10
@@ -55,7 +55,7 @@ type Options struct {
 	PreallocateBytes int64
 	// WriteBufferBytes bounds the bytes appended but not yet written to the
 	// file; the buffer is written when full and at Sync. A frame larger
-	// than the buffer is written directly. Default 256 KiB.
+	// than the buffer is written directly. Default 1 MiB (a group commit of eight 64 KiB records is one write).
 	WriteBufferBytes int
 	// IndexIntervalBytes: the sparse index holds one entry per this many
 	// bytes of frames (at least one per segment). Default 4 KiB.
