@@ -90,7 +90,7 @@ const (
 type inflightPub struct {
 	reqID uint64
 	key   uint64
-	op    int // index of its operation in the queue's history
+	op    int // index of its operation in the queue's history, -1 if none
 }
 
 type client struct {
@@ -136,6 +136,7 @@ type World struct {
 	// history: per queue, the clients' operations for the linearizability
 	// check (publishes as appends, deliveries as reads)
 	history      map[core.QueueID][]linear.Op
+	historyFull  map[core.QueueID]bool // reached linearOpsMax: not checked
 	internalKeys uint64
 
 	rNet, rDisk, rCli, rFault *prng.Rand
@@ -173,19 +174,20 @@ func (w *World) runGuarded() (panicked string) {
 
 func newWorld(seed uint64, p Profile, opts Options) *World {
 	w := &World{
-		seed:      seed,
-		prof:      p,
-		conns:     map[core.ClientID]int32{},
-		connKind:  map[core.ClientID]clientKind{},
-		trace:     driver.NewTrace(opts.Trace, opts.TraceFromNs),
-		rNet:      prng.New(prng.Derive(seed, "net")),
-		rDisk:     prng.New(prng.Derive(seed, "disk")),
-		rCli:      prng.New(prng.Derive(seed, "clients")),
-		rFault:    prng.New(prng.Derive(seed, "faults")),
-		working:   true,
-		isolated:  make([]int64, p.Brokers),
-		corrupted: map[core.QueueID][]core.NodeID{},
-		history:   map[core.QueueID][]linear.Op{},
+		seed:        seed,
+		prof:        p,
+		conns:       map[core.ClientID]int32{},
+		connKind:    map[core.ClientID]clientKind{},
+		trace:       driver.NewTrace(opts.Trace, opts.TraceFromNs),
+		rNet:        prng.New(prng.Derive(seed, "net")),
+		rDisk:       prng.New(prng.Derive(seed, "disk")),
+		rCli:        prng.New(prng.Derive(seed, "clients")),
+		rFault:      prng.New(prng.Derive(seed, "faults")),
+		working:     true,
+		isolated:    make([]int64, p.Brokers),
+		corrupted:   map[core.QueueID][]core.NodeID{},
+		history:     map[core.QueueID][]linear.Op{},
+		historyFull: map[core.QueueID]bool{},
 	}
 	for i := 0; i < p.Brokers; i++ {
 		w.oneWay = append(w.oneWay, make([]int64, p.Brokers))
@@ -652,6 +654,18 @@ func (w *World) startBroker(b *broker) {
 	b.drv.Step(&core.Input{Kind: core.InStart, NowNs: w.now, Logs: logs})
 }
 
+// record adds op to q's history and returns its index, or -1 once the
+// history is full (the check is then skipped, and memory stays bounded).
+func (w *World) record(q core.QueueID, op linear.Op) int {
+	h := w.history[q]
+	if len(h) >= linearOpsMax {
+		w.historyFull[q] = true
+		return -1
+	}
+	w.history[q] = append(h, op)
+	return len(h)
+}
+
 func (w *World) ownerOf(q core.QueueID) core.NodeID {
 	for i := range w.prof.Queues {
 		if w.prof.Queues[i].Queue == q {
@@ -745,7 +759,7 @@ func (w *World) execStorage(b *broker, qi int) core.StorageDone {
 				// Acks and epoch records take offsets too: to the log model
 				// they are appends whose outcome no client learns.
 				w.internalKeys++
-				w.history[op.Queue] = append(w.history[op.Queue], linear.Op{Kind: linear.Append, Client: -1,
+				w.record(op.Queue, linear.Op{Kind: linear.Append, Client: -1,
 					CallNs: w.now, Key: 1<<63 | w.internalKeys, Outcome: linear.Unknown})
 			}
 		}
@@ -798,7 +812,9 @@ func (w *World) disconnect(c *client, notify bool) {
 	h := w.history[c.q.Queue]
 	for _, p := range c.inflight {
 		w.checker.PublishEnded(w.now, p.key, core.Unknown, c.q.Queue, 0)
-		h[p.op].Outcome = linear.Unknown
+		if p.op >= 0 {
+			h[p.op].Outcome = linear.Unknown
+		}
 		w.stats.Unknown++
 	}
 	c.inflight = c.inflight[:0]
@@ -848,9 +864,8 @@ func (w *World) publish(c *client) {
 	body := make([]byte, n)
 	binary.LittleEndian.PutUint64(body, key)
 	c.reqID++
-	h := w.history[c.q.Queue]
-	c.inflight = append(c.inflight, inflightPub{reqID: c.reqID, key: key, op: len(h)})
-	w.history[c.q.Queue] = append(h, linear.Op{Kind: linear.Append, Client: int(c.idx), CallNs: w.now, Key: key, Outcome: linear.Unknown})
+	op := w.record(c.q.Queue, linear.Op{Kind: linear.Append, Client: int(c.idx), CallNs: w.now, Key: key, Outcome: linear.Unknown})
+	c.inflight = append(c.inflight, inflightPub{reqID: c.reqID, key: key, op: op})
 	if !w.working {
 		c.probeKey = key
 	}
@@ -876,9 +891,11 @@ func (w *World) clientReceive(e *event) {
 			}
 			c.inflight = append(c.inflight[:i], c.inflight[i+1:]...)
 			w.checker.PublishEnded(w.now, p.key, e.eff.Outcome, e.eff.Queue, e.eff.Offset)
-			op := &w.history[c.q.Queue][p.op]
-			op.ReturnNs, op.Offset = w.now, e.eff.Offset
-			op.Outcome = linearOutcome[e.eff.Outcome]
+			if p.op >= 0 {
+				op := &w.history[c.q.Queue][p.op]
+				op.ReturnNs, op.Offset = w.now, e.eff.Offset
+				op.Outcome = linearOutcome[e.eff.Outcome]
+			}
 			switch e.eff.Outcome {
 			case core.Confirmed:
 				w.stats.Confirmed++
@@ -896,7 +913,7 @@ func (w *World) clientReceive(e *event) {
 	case core.EfDeliver:
 		// A delivery is a read of the log at its offset, from the instant
 		// the broker sent it to the instant the consumer had it.
-		w.history[c.q.Queue] = append(w.history[c.q.Queue], linear.Op{Kind: linear.Read, Client: int(c.idx),
+		w.record(c.q.Queue, linear.Op{Kind: linear.Read, Client: int(c.idx),
 			CallNs: e.t0, ReturnNs: w.now, Key: KeyOf(e.eff.Body), Offset: e.eff.Offset})
 		w.stats.Deliveries++
 		if e.eff.Redelivered {
@@ -1048,11 +1065,11 @@ func (w *World) finish() {
 	}
 	w.checker.Final(w.now, read, KeyOf, drained)
 	for _, q := range w.prof.Queues {
-		h := w.history[q.Queue]
-		if len(h) > linearOpsMax {
+		if w.historyFull[q.Queue] {
+			w.notef("q%d: history over %d operations, linearizability not checked", q.Queue, linearOpsMax)
 			continue
 		}
-		if ok, detail := linear.Check(h); !ok {
+		if ok, detail := linear.Check(w.history[q.Queue]); !ok {
 			w.checker.Linearizability(w.now, q.Queue, detail)
 		}
 	}
