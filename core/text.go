@@ -21,6 +21,9 @@ const digitPairs = "000102030405060708091011121314151617181920212223242526272829
 // appendUint is strconv.AppendUint(dst, v, 10), two digits a step: traces
 // print a dozen numbers per line and millions of lines per run.
 func appendUint(dst []byte, v uint64) []byte {
+	if v < 10 {
+		return append(dst, byte('0'+v)) // most ids, epochs and counts
+	}
 	var buf [20]byte
 	i := len(buf)
 	for v >= 100 {
