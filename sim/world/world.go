@@ -903,6 +903,11 @@ func (w *World) clientReceive(e *event) {
 				w.stats.FailedPubs++
 			default:
 				w.stats.Unknown++
+				if !w.working {
+					// After the heal an outcome may be unknown only where
+					// the client's own connection died.
+					w.checker.Liveness(w.now, fmt.Sprintf("publish %#x ended unknown on a live connection after the heal: %s", p.key, e.eff.Reason))
+				}
 			}
 			if p.key == c.probeKey {
 				c.probeKey = 0
