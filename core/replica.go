@@ -782,7 +782,7 @@ func (r *replica) onPublish(c ClientID, req *Request) {
 	case !r.isOwner:
 		r.b.reply(c, req.ID, Failed, q, 0, "not the owner")
 	case r.failed:
-		r.b.reply(c, req.ID, Failed, q, 0, "log failed")
+		r.b.reply(c, req.ID, Failed, q, 0, "log failed: "+r.failReason)
 	case !r.ready:
 		r.b.reply(c, req.ID, Failed, q, 0, "epoch not ready")
 	case len(req.Body) > record.BodyBytesMax:

@@ -423,7 +423,13 @@ func (w *World) step(b *broker, in *core.Input) {
 // --- faults ---
 
 func (w *World) inject(f Fault) {
-	b := w.brokers[f.Node-1+boolInt(f.Kind == FaultSpike)] // spike names no broker
+	if f.Kind == FaultSpike { // the one kind that names no broker
+		w.spikeEnd = w.now + f.DurNs
+		w.notef("fault %s", f)
+		w.stats.Faults[f.Kind]++
+		return
+	}
+	b := w.brokers[f.Node-1]
 	switch f.Kind {
 	case FaultCrash:
 		if !b.up {
@@ -474,9 +480,6 @@ func (w *World) inject(f Fault) {
 	case FaultClog:
 		w.clogged[f.Node-1][f.Peer-1] = w.now + f.DurNs
 		w.notef("fault %s", f)
-	case FaultSpike:
-		w.spikeEnd = w.now + f.DurNs
-		w.notef("fault %s", f)
 	default:
 		panic("world: unknown scheduled fault")
 	}
@@ -495,13 +498,6 @@ var noFaults FaultRates
 // diskEvent marks an evResume that ends a disk-full window, which outlives
 // the process it struck.
 const diskEvent = math.MaxUint64
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
 
 // corrupt flips one bit of a durable byte in one of b's logs, when the fault
 // budget allows: for any queue, at most W-1 replicas may lose or corrupt a
