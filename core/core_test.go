@@ -254,3 +254,42 @@ func TestDamagedOwnerRecoversFromMostCompleteFollower(t *testing.T) {
 		t.Fatalf("want the unrepaired mark cleared once the epoch record is durable, got\n%s", texts(eff))
 	}
 }
+
+// A recovering owner whose chosen source no longer continues its log (the
+// source lost records since its report) starts over instead of waiting for
+// a resend that would be answered the same way forever (seed 1001943).
+func TestRecoveringOwnerStartsOverWhenSourceChanged(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		reply Message
+	}{
+		{"epoch no longer continues", Message{Kind: MsgFetchReply, Queue: 1, Epoch: 1, Process: 1, Prev: 3, PrevEpoch: 7, End: 6}},
+		{"source shrank", Message{Kind: MsgFetchReply, Queue: 1, Epoch: 1, Process: 1, Prev: 3, PrevEpoch: 1, End: 4}},
+		{"source restarted", Message{Kind: MsgFetchReply, Queue: 1, Epoch: 1, Process: 2, Prev: 3, PrevEpoch: 1, End: 6}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := New(Config{Node: 1, Process: 2, Queues: []QueueConfig{queue3(MajorityDurable)}})
+			b.Step(&Input{Kind: InStart, NowNs: 1, Logs: []LogState{{Queue: 1, End: 3, Epochs: []EpochStart{{1, 0}}, Unrepaired: true}}})
+			b.Step(&Input{Kind: InMessage, NowNs: 2, From: 2, Msg: Message{Kind: MsgLogReport, Queue: 1, Epoch: 1, Process: 1, End: 4, Epochs: []EpochStart{{1, 0}}}})
+			eff := b.Step(&Input{Kind: InMessage, NowNs: 3, From: 3, Msg: Message{Kind: MsgLogReport, Queue: 1, Epoch: 1, Process: 1, End: 6, Epochs: []EpochStart{{1, 0}}}})
+			if f := find(eff, EfSend); len(f) != 1 || f[0].Msg.Kind != MsgFetch || f[0].To != 3 {
+				t.Fatalf("want a fetch from n3, got\n%s", texts(eff))
+			}
+			m := tc.reply
+			m.Records = []record.Record{{Epoch: 1, Offset: 3, Kind: record.KindPublish, Body: []byte("a")}}
+			eff = b.Step(&Input{Kind: InMessage, NowNs: 4, From: 3, Msg: m})
+			queries := 0
+			for _, e := range eff {
+				if e.Kind == EfSend && e.Msg.Kind == MsgLogQuery {
+					queries++
+				}
+				if e.Kind == EfStorage {
+					t.Fatalf("a reply from a changed source was used:\n%s", texts(eff))
+				}
+			}
+			if queries != 2 {
+				t.Fatalf("want the owner to ask both followers again, got\n%s", texts(eff))
+			}
+		})
+	}
+}

@@ -253,12 +253,18 @@ func (r *replica) onFetchReply(from NodeID, m *Message) {
 	if !r.recovering || !r.fetching || from != r.peers[r.source].node || m.Prev != r.end {
 		return // late, duplicate or not ours
 	}
-	if m.Prev > r.start && epochAt(r.epochs, m.Prev-1) != m.PrevEpoch {
-		return // does not continue our log: wait for the resend
+	src := &r.peers[r.source]
+	if m.Process < src.process {
+		return // a reply of an older process of the source
 	}
-	if m.End < r.sourceEnd {
-		// The source lost records since it reported (a restart after a
-		// fault): its report no longer proves anything. Ask everyone again.
+	if m.Process > src.process || m.End < r.sourceEnd ||
+		(m.Prev > r.start && epochAt(r.epochs, m.Prev-1) != m.PrevEpoch) {
+		// The source is no longer the log it reported: it restarted, or
+		// lost records since (a fault), or no longer continues ours. Its
+		// report proves nothing now, so start over: ask everyone, choose
+		// again. Waiting for a resend would wait forever, since the source
+		// answers every resend the same way (seed 1001943: the epoch check
+		// came first and returned, so the owner never opened an epoch).
 		r.restartRecovery()
 		return
 	}
