@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/core/record"
 )
 
@@ -14,7 +15,7 @@ type Broker struct {
 	node     NodeID
 	process  uint64
 	lim      Limits
-	bugs     Bugs
+	bugs     bugs.Set
 	started  bool
 	nowNs    int64
 	replicas []*replica // sorted by queue id: the order effects come out in

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/core/record"
 )
 
@@ -185,6 +186,9 @@ func (r *replica) begin() {
 func (r *replica) openEpoch() {
 	r.recovering = false
 	r.epoch = max(r.epoch, r.reportEpochs) + 1
+	if r.b.bugs.Has(bugs.SameEpochOnRestart) && r.epoch > 1 {
+		r.epoch-- // planted: reopen the old epoch
+	}
 	r.marker = r.end
 	r.appendLocal(record.Record{Epoch: r.epoch, Offset: r.end, Kind: record.KindEpoch})
 }
@@ -220,7 +224,12 @@ func (r *replica) onLogReport(from NodeID, m *Message) {
 	for i := range r.peers {
 		p := &r.peers[i]
 		r.reportEpochs = max(r.reportEpochs, lastEpoch(p.repEpochs))
-		if e := lastEpoch(p.repEpochs); e > bestEpoch || (e == bestEpoch && p.repEnd > bestEnd) {
+		e := lastEpoch(p.repEpochs)
+		better := e > bestEpoch || (e == bestEpoch && p.repEnd > bestEnd)
+		if r.b.bugs.Has(bugs.RecoveryWorstSource) {
+			better = e < bestEpoch || (e == bestEpoch && p.repEnd < bestEnd) // planted
+		}
+		if better {
 			best, bestEpoch, bestEnd = i, e, p.repEnd
 		}
 	}
@@ -457,7 +466,7 @@ func (r *replica) onRead(d *StorageDone) {
 	case readApply:
 		r.applyReading = false
 		for i := range d.Records {
-			if d.Records[i].Offset == r.applied && r.applied < r.commit {
+			if d.Records[i].Offset == r.applied && r.applied < r.applyLimit() {
 				r.applyOne(&d.Records[i])
 			}
 		}
@@ -582,6 +591,9 @@ func (r *replica) sendTo(p *peer) {
 	if !r.ready || p.reading {
 		return
 	}
+	if r.w == 1 && r.b.bugs.Has(bugs.StarveFollowers) {
+		return // planted: followers of a W=1 queue get nothing
+	}
 	lim := r.b.lim
 	for p.next < r.end {
 		window := lim.WindowBatchesMax
@@ -646,6 +658,9 @@ func (r *replica) onAppendReply(from NodeID, m *Message) {
 	if p == nil || m.Process < p.process {
 		return // unknown, or an older process whose reports may not hold
 	}
+	if m.Process > p.process && r.b.bugs.Has(bugs.StaleProcessReport) {
+		p.process = m.Process // planted: the old process's report still counts
+	}
 	if m.Process > p.process {
 		// The follower restarted: what its old process reported durable may
 		// have been lost since (a corrupt record and what follows). Count
@@ -685,7 +700,15 @@ func (r *replica) onAppendReply(from NodeID, m *Message) {
 // owner and W-1 matching followers hold durably, then confirms and applies.
 func (r *replica) advanceCommit() {
 	c := r.synced
-	if need := r.w - 1; need > 0 {
+	need := r.w - 1
+	if need > 0 && r.b.bugs.Has(bugs.ConfirmWithoutOwner) {
+		c = math.MaxUint64 // planted: the owner's own sync is not waited for
+	}
+	if need > 0 && r.b.bugs.Has(bugs.ConfirmShort) {
+		need-- // planted: one durable copy fewer than W
+		c = min(c, r.synced)
+	}
+	if need > 0 {
 		var durables [ReplicasMax]uint64
 		n := 0
 		for i := range r.peers {
@@ -706,6 +729,7 @@ func (r *replica) advanceCommit() {
 		}
 		c = min(c, ds[need-1])
 	}
+	c = min(c, r.end)
 	if c <= r.commit {
 		return
 	}
@@ -723,10 +747,14 @@ func (r *replica) advanceCommit() {
 // --- follower ---
 
 func (r *replica) onAppend(from NodeID, m *Message) {
-	if from != r.cfg.Owner || r.failed || m.Epoch < r.epoch || m.Process < r.ownerProcess {
+	fenced := m.Epoch < r.epoch || m.Process < r.ownerProcess
+	if r.b.bugs.Has(bugs.NoFencing) {
+		fenced = false // planted
+	}
+	if from != r.cfg.Owner || r.failed || fenced {
 		return // fenced: an older epoch's or older process's owner may not write
 	}
-	r.ownerProcess = m.Process
+	r.ownerProcess = max(r.ownerProcess, m.Process)
 	if m.Epoch > r.epoch {
 		r.epoch = m.Epoch
 		r.matchEnd = 0
@@ -740,7 +768,7 @@ func (r *replica) onAppend(from NodeID, m *Message) {
 	}
 	recs := m.Records
 	for len(recs) > 0 && recs[0].Offset < r.end {
-		if epochAt(r.epochs, recs[0].Offset) != recs[0].Epoch {
+		if epochAt(r.epochs, recs[0].Offset) != recs[0].Epoch && !r.b.bugs.Has(bugs.SkipTruncate) {
 			r.truncate(recs[0].Offset)
 			break
 		}
@@ -769,7 +797,7 @@ func (r *replica) maybeReply() {
 		return
 	}
 	end := min(r.synced, r.matchEnd)
-	if r.b.bugs&BugAckBeforeSync != 0 {
+	if r.b.bugs.Has(bugs.AckBeforeSync) {
 		end = min(r.end, r.matchEnd) // the planted bug: appended is not durable
 	}
 	if end <= r.replyEnd && r.syncInFlight {
@@ -802,6 +830,9 @@ func (r *replica) onPublish(c ClientID, req *Request) {
 		r.appendLocal(record.Record{Epoch: r.epoch, Offset: r.end, Kind: record.KindPublish, Body: req.Body})
 		for i := range r.peers {
 			r.sendTo(&r.peers[i])
+		}
+		if r.b.bugs.Has(bugs.DeliverUncommitted) {
+			r.apply()
 		}
 	}
 }
@@ -876,7 +907,9 @@ func (r *replica) onClientGone(c ClientID) {
 		}
 		for _, o := range k.outstanding {
 			delete(r.outstanding, o)
-			r.redeliver = insertSorted(r.redeliver, o)
+			if !r.b.bugs.Has(bugs.NoRedeliver) {
+				r.redeliver = insertSorted(r.redeliver, o)
+			}
 		}
 		r.consumers = append(r.consumers[:i], r.consumers[i+1:]...)
 		if r.rr > i {
@@ -901,17 +934,27 @@ func insertSorted(s []uint64, v uint64) []uint64 {
 // apply folds committed records into the queue state, reading from storage
 // what is no longer in memory (after a restart, the whole log).
 func (r *replica) apply() {
-	for r.applied < r.commit && !r.applyReading {
+	limit := r.applyLimit()
+	for r.applied < limit && !r.applyReading {
 		rec := r.cached(r.applied)
 		if rec == nil {
 			r.applyReading = true
-			count := min(uint64(r.b.lim.ReadRecordsMax), r.commit-r.applied)
+			count := min(uint64(r.b.lim.ReadRecordsMax), limit-r.applied)
 			r.b.storage(Effect{Op: OpRead, Queue: r.cfg.Queue, Offset: r.applied, Count: int(count), Tag: readApply})
 			return
 		}
 		r.applyOne(rec)
 	}
 	r.dispatch()
+}
+
+// applyLimit is the end of what the queue state may fold in: the confirmed
+// end.
+func (r *replica) applyLimit() uint64 {
+	if r.b.bugs.Has(bugs.DeliverUncommitted) && r.ready {
+		return r.end // planted: appended is not confirmed
+	}
+	return r.commit
 }
 
 func (r *replica) applyOne(rec *record.Record) {
@@ -991,7 +1034,8 @@ func (r *replica) body(o uint64) *record.Record {
 
 // dispatch hands committed records to consumers with credit, round robin.
 func (r *replica) dispatch() {
-	if !r.isOwner || r.deliverReading || r.applied < r.commit || r.applied <= r.marker {
+	rebuilt := r.applied > r.marker || r.b.bugs.Has(bugs.DeliverBeforeRebuild)
+	if !r.isOwner || r.deliverReading || r.applied < r.applyLimit() || !rebuilt {
 		// Deliver only from a queue state that has caught up with the
 		// confirmed log, and after a restart with the whole log before this
 		// epoch: an ack confirmed in an earlier epoch but not yet applied

@@ -3,6 +3,8 @@ package core
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/sluicemq/sluice/core/bugs"
 )
 
 // NodeID is a broker's stable identity.
@@ -171,7 +173,7 @@ type Config struct {
 	Process uint64
 	Queues  []QueueConfig // the queues this broker holds a replica of
 	Limits  Limits
-	Bugs    Bugs // tests only: planted bugs
+	Bugs    bugs.Set // tests and the simulator only: planted bugs
 }
 
 // EpochStart says that records from Offset on carry Epoch, up to the next
@@ -222,25 +224,4 @@ func divergence(a []EpochStart, aEnd uint64, b []EpochStart, bEnd uint64) uint64
 		o = next
 	}
 	return end
-}
-
-// Bugs plants known protocol bugs. It exists only so that tests can prove
-// the simulator's faults and checkers catch a broken protocol (the canary);
-// a production configuration never sets it.
-type Bugs uint32
-
-const (
-	// BugAckBeforeSync: a follower reports records durable as soon as it
-	// has appended them, before its sync completes.
-	BugAckBeforeSync Bugs = 1 << iota
-)
-
-func (b Bugs) String() string {
-	if b == 0 {
-		return "none"
-	}
-	if b == BugAckBeforeSync {
-		return "ack-before-sync"
-	}
-	return fmt.Sprintf("bugs(%#x)", uint32(b))
 }

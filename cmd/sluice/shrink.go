@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/sim/shrink"
 	"github.com/sluicemq/sluice/sim/world"
 )
@@ -20,7 +20,7 @@ func runShrink(args []string, stdout, stderr io.Writer) int {
 	seed := fs.Uint64("seed", 0, "the failing seed to shrink")
 	profile := fs.String("profile", "swarm", "the profile the seed ran under: swarm or standard")
 	durationMs := fs.Int64("duration-ms", 0, "the --duration-ms the seed ran under, if any")
-	bugs := fs.Bool("canary", false, "plant the canary bug (a follower acks before its sync)")
+	planted := fs.String("bugs", "", "the planted bugs the seed ran with (names from sluice sim --bugs list)")
 	name := fs.String("name", "", "scenario name (default seed-S-CHECKER)")
 	note := fs.String("note", "", "what the regression guards")
 	dir := fs.String("dir", filepath.Join("scenarios", "regressions"), "where to write the scenario")
@@ -28,16 +28,18 @@ func runShrink(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	prof, err := profileFor(*profile, *durationMs)
+	set, err := bugs.Parse(*planted)
+	if err != nil {
+		fmt.Fprintln(stderr, "sluice sim shrink:", err)
+		return 2
+	}
+	prof, err := profileFor(*profile, *durationMs, set)
 	if err != nil {
 		fmt.Fprintln(stderr, "sluice sim shrink:", err)
 		return 2
 	}
 	p := prof(*seed)
 	expect := "pass"
-	if *bugs {
-		p.Bugs = core.BugAckBeforeSync
-	}
 	start := time.Now()
 	small, checker, runs, err := shrink.Shrink(*seed, p, *runsMax, func(step string, runs, faults int) {
 		fmt.Fprintf(stderr, "shrink: %-20s runs=%d faults=%d\n", step, runs, faults)
@@ -46,13 +48,13 @@ func runShrink(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sluice sim shrink:", err)
 		return 1
 	}
-	if *bugs {
+	if p.Bugs != 0 {
 		expect = "fail:" + checker
 	}
 	if *name == "" {
 		*name = fmt.Sprintf("seed-%d-%s", *seed, checker)
-		if *bugs {
-			*name = "canary-" + *name
+		if p.Bugs != 0 {
+			*name = p.Bugs.String() + "-" + *name
 		}
 	}
 	s := shrink.Scenario{Name: *name, Note: *note, Seed: *seed, Expect: expect, Profile: small}

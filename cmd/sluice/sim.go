@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/sim/sweep"
 	"github.com/sluicemq/sluice/sim/world"
 )
@@ -26,9 +27,13 @@ type simFlags struct {
 	durationMs int64
 	jsonOut    bool
 	shard      string
+	bugs       string
+	planted    bugs.Set
 }
 
-func profileFor(name string, durationMs int64) (func(uint64) world.Profile, error) {
+// profileFor returns the profile function of a named profile, with the
+// workload length overridden when durationMs > 0 and the planted bugs set.
+func profileFor(name string, durationMs int64, planted bugs.Set) (func(uint64) world.Profile, error) {
 	var f func(uint64) world.Profile
 	switch name {
 	case "swarm":
@@ -40,12 +45,12 @@ func profileFor(name string, durationMs int64) (func(uint64) world.Profile, erro
 	default:
 		return nil, fmt.Errorf("unknown profile %q (want swarm, standard or standard-faults)", name)
 	}
-	if durationMs <= 0 {
-		return f, nil
-	}
 	return func(s uint64) world.Profile {
 		p := f(s)
-		p.DurationMs = durationMs
+		if durationMs > 0 {
+			p.DurationMs = durationMs
+		}
+		p.Bugs = planted
 		return p
 	}, nil
 }
@@ -58,6 +63,9 @@ func (f *simFlags) reproduce(seed uint64) string {
 	}
 	if f.durationMs > 0 {
 		cmd += fmt.Sprintf(" --duration-ms %d", f.durationMs)
+	}
+	if f.planted != 0 {
+		cmd += " --bugs " + f.planted.String()
 	}
 	return cmd
 }
@@ -84,10 +92,22 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	fs.Int64Var(&f.durationMs, "duration-ms", 0, "override the workload phase's simulated length")
 	fs.BoolVar(&f.jsonOut, "json", false, "print one JSON line per seed")
 	fs.StringVar(&f.shard, "shard", "", "k/n: run only shard k (0-based) of n of the sweep's seeds")
+	fs.StringVar(&f.bugs, "bugs", "", "plant bugs by name, comma-separated (the mutation suite); 'list' prints their names")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	prof, err := profileFor(f.profile, f.durationMs)
+	if f.bugs == "list" {
+		for _, b := range bugs.Registry {
+			fmt.Fprintln(stdout, b.Name)
+		}
+		return 0
+	}
+	var err error
+	if f.planted, err = bugs.Parse(f.bugs); err != nil {
+		fmt.Fprintln(stderr, "sluice sim:", err)
+		return 2
+	}
+	prof, err := profileFor(f.profile, f.durationMs, f.planted)
 	if err != nil {
 		fmt.Fprintln(stderr, "sluice sim:", err)
 		return 2

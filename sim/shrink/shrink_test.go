@@ -3,7 +3,7 @@ package shrink
 import (
 	"testing"
 
-	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/sim/world"
 )
 
@@ -39,7 +39,7 @@ func TestShrinkKeepsTheFailure(t *testing.T) {
 	}
 	p := world.Standard()
 	p.DurationMs = 4000
-	p.Bugs = core.BugAckBeforeSync
+	p.Bugs = bugs.AckBeforeSync
 	p.Faults.PerMin[world.FaultCrash] = 30
 	var seed uint64
 	var checker string

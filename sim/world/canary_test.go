@@ -3,7 +3,7 @@ package world
 import (
 	"testing"
 
-	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/bugs"
 )
 
 // The canary: plant a protocol bug (a follower reports records durable
@@ -13,7 +13,7 @@ func TestCanaryIsCaught(t *testing.T) {
 	for seed := uint64(1); seed <= 2000; seed++ {
 		p := Draw(seed)
 		p.DurationMs = 2000
-		p.Bugs = core.BugAckBeforeSync
+		p.Bugs = bugs.AckBeforeSync
 		r, err := Run(seed, p, Options{})
 		if err != nil {
 			t.Fatal(err)

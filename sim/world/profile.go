@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/sim/prng"
 )
 
@@ -32,7 +33,7 @@ type Profile struct {
 	Faults   FaultRates
 	Schedule []Fault
 	// Bugs plants known protocol bugs (the canary); tests only.
-	Bugs core.Bugs
+	Bugs bugs.Set
 
 	NetLatencyUsMin, NetLatencyUsMax int64
 	SyncUsMin, SyncUsMax             int64

@@ -1,0 +1,156 @@
+// Package bugs is the registry of planted bugs: known ways to break the
+// protocol or the storage engine, each switched on by one bit, so that tests
+// can prove that the simulator's faults and checkers catch a broken broker
+// (the mutation suite: `sluice sim --bugs list`, `just mutants`).
+//
+// A Set is carried only by test and simulator configurations (core.Config,
+// seglog.Options, the simulator's profile). Nothing in a production
+// configuration sets one: the daemon never reads one from its options, and
+// the zero Set plants nothing. Every hook in the code is a plain `if
+// set.Has(...)` next to the correct line, so a reader sees what the bug
+// changes.
+package bugs
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Set is a set of planted bugs.
+type Set uint64
+
+// The planted bugs. Each names the area it breaks; see Registry for the
+// text that explains it.
+const (
+	// AckBeforeSync: a follower reports records durable as soon as it has
+	// appended them, before its sync completes.
+	AckBeforeSync Set = 1 << iota
+	// ConfirmShort: the owner confirms with one durable copy fewer than W.
+	ConfirmShort
+	// ConfirmWithoutOwner: the owner confirms on its followers' reports
+	// alone, without waiting for its own sync.
+	ConfirmWithoutOwner
+	// StaleProcessReport: the owner keeps a restarted follower's durable
+	// report from its old process.
+	StaleProcessReport
+	// NoFencing: a follower accepts appends from an older epoch or an older
+	// owner process.
+	NoFencing
+	// SameEpochOnRestart: a restarted owner reopens its old epoch instead of
+	// a new one.
+	SameEpochOnRestart
+	// SkipTruncate: a follower keeps a divergent suffix instead of
+	// truncating it, and reports it as matching.
+	SkipTruncate
+	// NoRedeliver: a lost consumer's unacked deliveries are dropped instead
+	// of returned to the queue.
+	NoRedeliver
+	// DeliverBeforeRebuild: a restarted owner delivers before it has
+	// re-applied the log of earlier epochs (acks included).
+	DeliverBeforeRebuild
+	// DeliverUncommitted: the owner applies and delivers records as soon as
+	// it appended them, before they are confirmed.
+	DeliverUncommitted
+	// RecoveryWorstSource: an owner that rebuilds its log fetches from the
+	// least complete replica instead of the most complete.
+	RecoveryWorstSource
+	// StarveFollowers: the owner of a W = 1 queue never replicates to its
+	// followers.
+	StarveFollowers
+	// SyncSkip: the segment log skips every other fdatasync and reports the
+	// sync done.
+	SyncSkip
+	// NoDirSyncOnRoll: the segment log does not sync the directory after it
+	// starts a new segment.
+	NoDirSyncOnRoll
+	// NoCRCCheck: the segment log's recovery scan accepts frames whose
+	// checksum does not match.
+	NoCRCCheck
+	end
+)
+
+// Bug describes one planted bug.
+type Bug struct {
+	Bit  Set
+	Name string // stable, used on the command line and in scenarios
+	Area string // what it breaks
+	Doc  string
+}
+
+// Registry lists every planted bug, in bit order.
+var Registry = []Bug{
+	{AckBeforeSync, "ack-before-sync", "follower reports", "a follower reports records durable before its sync completes"},
+	{ConfirmShort, "confirm-short", "confirms", "the owner confirms with one durable copy fewer than W"},
+	{ConfirmWithoutOwner, "confirm-without-owner", "confirms", "the owner confirms on followers' reports without its own sync"},
+	{StaleProcessReport, "stale-process-report", "follower reports", "the owner keeps a restarted follower's report from its old process"},
+	{NoFencing, "no-fencing", "epochs and fencing", "a follower accepts appends from an older epoch or owner process"},
+	{SameEpochOnRestart, "same-epoch-on-restart", "epochs and fencing", "a restarted owner reopens its old epoch"},
+	{SkipTruncate, "skip-truncate", "truncation", "a follower keeps a divergent suffix and reports it as matching"},
+	{NoRedeliver, "no-redeliver", "acks and redelivery", "a lost consumer's unacked deliveries are dropped, not returned"},
+	{DeliverBeforeRebuild, "deliver-before-rebuild", "acks and redelivery", "a restarted owner delivers before re-applying its log"},
+	{DeliverUncommitted, "deliver-uncommitted", "confirms", "the owner delivers records before they are confirmed"},
+	{RecoveryWorstSource, "recovery-worst-source", "recovery source choice", "a rebuilding owner fetches from the least complete replica"},
+	{StarveFollowers, "starve-followers", "replication", "the owner of a W=1 queue never replicates to followers"},
+	{SyncSkip, "sync-skip", "storage syncs", "the segment log skips every other fdatasync"},
+	{NoDirSyncOnRoll, "no-dir-sync-on-roll", "storage syncs", "the segment log does not sync the directory after a segment roll"},
+	{NoCRCCheck, "no-crc-check", "storage checksums", "the recovery scan accepts frames with a wrong checksum"},
+}
+
+// Has reports whether every bug of b is in s.
+func (s Set) Has(b Set) bool { return b != 0 && s&b == b }
+
+// String lists the names of the bugs in s, joined by commas; "none" for the
+// empty set.
+func (s Set) String() string {
+	if s == 0 {
+		return "none"
+	}
+	var names []string
+	rest := s
+	for _, b := range Registry {
+		if s&b.Bit != 0 {
+			names = append(names, b.Name)
+			rest &^= b.Bit
+		}
+	}
+	if rest != 0 {
+		names = append(names, fmt.Sprintf("bugs(%#x)", uint64(rest)))
+	}
+	return strings.Join(names, ",")
+}
+
+// Parse reads a comma-separated list of bug names ("" and "none": no bug).
+func Parse(s string) (Set, error) {
+	if s == "" || s == "none" {
+		return 0, nil
+	}
+	var out Set
+	for _, name := range strings.Split(s, ",") {
+		b, ok := Lookup(strings.TrimSpace(name))
+		if !ok {
+			return 0, fmt.Errorf("unknown planted bug %q (sluice sim --bugs list names them)", name)
+		}
+		out |= b.Bit
+	}
+	return out, nil
+}
+
+// Lookup finds a bug by name.
+func Lookup(name string) (Bug, bool) {
+	for _, b := range Registry {
+		if b.Name == name {
+			return b, true
+		}
+	}
+	return Bug{}, false
+}
+
+// MarshalText writes the names.
+func (s Set) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads names as Parse does.
+func (s *Set) UnmarshalText(b []byte) error {
+	v, err := Parse(string(b))
+	*s = v
+	return err
+}
