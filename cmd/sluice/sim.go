@@ -29,6 +29,10 @@ type simFlags struct {
 	shard      string
 	bugs       string
 	planted    bugs.Set
+	// coverageMin: "mark=N,..." or "@FILE": fail the sweep when fewer seeds
+	// than N reached a mark.
+	coverageMin      string
+	coverageMinimums map[string]uint64
 }
 
 // profileFor returns the profile function of a named profile, with the
@@ -92,6 +96,7 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	fs.Int64Var(&f.durationMs, "duration-ms", 0, "override the workload phase's simulated length")
 	fs.BoolVar(&f.jsonOut, "json", false, "print one JSON line per seed")
 	fs.StringVar(&f.shard, "shard", "", "k/n: run only shard k (0-based) of n of the sweep's seeds")
+	fs.StringVar(&f.coverageMin, "coverage-min", "", "fail a sweep when a coverage row is reached by fewer seeds than given: mark=N,... or @file with one mark=N per line")
 	fs.StringVar(&f.bugs, "bugs", "", "plant bugs by name, comma-separated (the mutation suite); 'list' prints their names")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -106,6 +111,12 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 	if f.planted, err = bugs.Parse(f.bugs); err != nil {
 		fmt.Fprintln(stderr, "sluice sim:", err)
 		return 2
+	}
+	if f.coverageMin != "" {
+		if f.coverageMinimums, err = sweep.ParseMinimums(f.coverageMin); err != nil {
+			fmt.Fprintln(stderr, "sluice sim:", err)
+			return 2
+		}
 	}
 	prof, err := profileFor(f.profile, f.durationMs, f.planted)
 	if err != nil {
@@ -156,7 +167,7 @@ func summaryLine(r world.Result, wall time.Duration) string {
 	}
 	s := r.Stats
 	var faults uint64
-	for _, n := range s.Faults {
+	for _, n := range s.Struck {
 		faults += n
 	}
 	return fmt.Sprintf("seed=%d %s hash=%s events=%d sim=%.1fs wall=%.2fs events/s=%.0f publishes=%d confirmed=%d failed=%d unknown=%d deliveries=%d faults=%d",
@@ -174,15 +185,26 @@ type jsonResult struct {
 	Failures  []string          `json:"failures,omitempty"`
 	Profile   string            `json:"profile"`
 	Confirmed uint64            `json:"confirmed"`
-	Faults    map[string]uint64 `json:"faults,omitempty"`
+	Faults    map[string]uint64 `json:"faults,omitempty"` // struck, by kind
+	Armed     map[string]uint64 `json:"armed,omitempty"`  // armed, by kind
+	Coverage  map[string]uint64 `json:"coverage,omitempty"`
 }
 
 func printJSON(w io.Writer, r world.Result, wall time.Duration) {
 	j := jsonResult{Seed: r.Seed, OK: r.Failed == 0, Hash: r.TraceHash, Events: r.Events, SimNs: r.SimNs,
-		WallNs: wall.Nanoseconds(), Profile: r.Profile.String(), Confirmed: r.Stats.Confirmed, Faults: map[string]uint64{}}
+		WallNs: wall.Nanoseconds(), Profile: r.Profile.String(), Confirmed: r.Stats.Confirmed,
+		Faults: map[string]uint64{}, Armed: map[string]uint64{}, Coverage: map[string]uint64{}}
 	for _, k := range world.FaultKinds() {
-		if n := r.Stats.Faults[k]; n > 0 {
+		if n := r.Stats.Struck[k]; n > 0 {
 			j.Faults[k.String()] = n
+		}
+		if n := r.Stats.Armed[k]; n > 0 {
+			j.Armed[k.String()] = n
+		}
+	}
+	for _, m := range world.Marks() {
+		if n := r.Stats.Coverage[m]; n > 0 {
+			j.Coverage[m.String()] = n
 		}
 	}
 	for _, f := range r.Failures {
@@ -205,7 +227,8 @@ func runSweep(f *simFlags, prof func(uint64) world.Profile, stdout, stderr io.Wr
 	start := time.Now()
 	var done, failedSeeds, events uint64
 	byChecker := map[string]int{}
-	var faults [32]uint64
+	var armed, struck [32]uint64
+	var cov sweep.Coverage
 	var consumerLosses, confirmed uint64
 	var failing []uint64
 	progress := isTerminal(stderr) && !f.jsonOut
@@ -217,9 +240,11 @@ func runSweep(f *simFlags, prof func(uint64) world.Profile, stdout, stderr io.Wr
 			return
 		}
 		events += r.Events
-		for k, n := range r.Stats.Faults {
-			faults[k] += n
+		for k := range r.Stats.Struck {
+			armed[k] += r.Stats.Armed[k]
+			struck[k] += r.Stats.Struck[k]
 		}
+		cov.Add(r)
 		consumerLosses += r.Stats.ConsumerLosses
 		confirmed += r.Stats.Confirmed
 		if f.jsonOut {
@@ -265,11 +290,18 @@ func runSweep(f *simFlags, prof func(uint64) world.Profile, stdout, stderr io.Wr
 	}
 	fmt.Fprintf(stdout, "events     %d (%.0f events/s over %d workers, %.1fs wall)\n", events, float64(events)/wall.Seconds(), f.parallel, wall.Seconds())
 	fmt.Fprintf(stdout, "confirmed  %d publishes\n", confirmed)
-	fmt.Fprintf(stdout, "faults     consumer-loss=%d", consumerLosses)
+	fmt.Fprintf(stdout, "faults     struck/armed: consumer-loss=%d", consumerLosses)
 	for _, k := range world.FaultKinds() {
-		fmt.Fprintf(stdout, " %s=%d", k, faults[k])
+		fmt.Fprintf(stdout, " %s=%d/%d", k, struck[k], armed[k])
 	}
 	fmt.Fprintln(stdout)
+	fmt.Fprint(stdout, cov.Table())
+	if f.coverageMin != "" {
+		if short := cov.Below(f.coverageMinimums); len(short) > 0 {
+			fmt.Fprintf(stdout, "coverage below its minimum: %s\n", strings.Join(short, "; "))
+			return 1
+		}
+	}
 	if len(failing) > 0 {
 		strs := make([]string, 0, len(failing))
 		for _, s := range failing {

@@ -2,8 +2,10 @@ package check
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/record"
@@ -29,11 +31,27 @@ type QueueSpec struct {
 	Replicas []core.NodeID
 	Owner    core.NodeID
 	W        int
+	Dir      string // the log's directory on each replica's disk
 }
 
-type logTruth struct {
-	end    uint64
-	epochs []core.EpochStart
+// replicaTruth is what the checker knows of one replica of one queue.
+type replicaTruth struct {
+	node core.NodeID
+	disk *DiskLog // what its disk durably holds (the ground truth)
+	// issued: the records the replica's processes were told to write, by
+	// offset, as the simulator executed the storage effects (appends and
+	// truncations); after a restart, what the recovered log claimed.
+	issued []Ident
+	// acked: the end of the last sync acknowledged to the core, lowered by
+	// truncations and by losses the log reported at recovery.
+	acked uint64
+	// verified: the disk was checked to hold issued[:verified].
+	verified uint64
+	// injected: damage was injected into this copy (corruption, a lost
+	// write, an unreadable range, a torn sector) and the copy has not since
+	// held a whole log again; damageEnd is how far the copy reached then.
+	injected  bool
+	damageEnd uint64
 }
 
 type pubState uint8
@@ -45,44 +63,73 @@ const (
 	pubUnknown
 )
 
+type pubInfo struct {
+	state pubState
+	len   uint32
+}
+
+// receipt is what became of the latest delivery of one offset that a live
+// consumer received.
+type receipt struct {
+	conn  core.ClientID
+	count uint32 // receipts in all
+	acked bool   // the receiving consumer sent its ack
+	lost  bool   // the receiving consumer was lost before it sent its ack
+}
+
 type queueTruth struct {
 	spec      QueueSpec
-	durable   map[core.NodeID]*logTruth
+	reps      []*replicaTruth // in spec.Replicas order
+	owner     *replicaTruth
 	confirmed map[uint64]uint64 // offset -> publish key
 	// deliveredAt: offset -> key of the body delivered there, so a later
 	// confirm at that offset must agree.
-	deliveredAt   map[uint64]uint64
-	firstMax      uint64
-	firstAny      bool
-	everDelivered map[uint64]bool // offsets delivered at least once
-	// undelivered counts confirmed offsets not yet delivered once.
-	undelivered int
-	// ackRecs: acked offset -> the ack records (offset, epoch) the owner
-	// appended for it.
-	ackRecs map[uint64][]core.EpochStart
+	deliveredAt map[uint64]uint64
+	firstMax    uint64
+	firstAny    bool
+	emitted     map[uint64]bool // offsets emitted to a consumer at least once
+	received    map[uint64]*receipt
+	// ackRecs: acked offset -> the owner's ack records for it (offset and
+	// identity), to judge a redelivery.
+	ackRecs map[uint64][]ackRec
 }
 
-// Checker accumulates a run's history and reports violations.
+type ackRec struct {
+	offset uint64
+	id     Ident
+}
+
+// Checker accumulates a run's history and reports violations. It judges
+// durability from the fake disks' durable bytes (Disk), and deliveries from
+// what live consumers received.
 type Checker struct {
 	queues map[core.QueueID]*queueTruth
-	pubs   map[uint64]pubState // publish key -> outcome
+	order  []*queueTruth // by queue id
+	disks  func(core.NodeID) Disk
+	pubs   map[uint64]pubInfo // publish key -> outcome
 	// deliveredKeys: publish keys handed to a consumer at least once
 	deliveredKeys map[uint64]bool
 	failures      []Failure
 	total         int
 }
 
-// New returns a checker for the given queues.
-func New(specs []QueueSpec) *Checker {
-	c := &Checker{queues: map[core.QueueID]*queueTruth{}, pubs: map[uint64]pubState{}, deliveredKeys: map[uint64]bool{}}
+// New returns a checker for the given queues. disks returns a broker's disk.
+func New(specs []QueueSpec, disks func(core.NodeID) Disk) *Checker {
+	c := &Checker{queues: map[core.QueueID]*queueTruth{}, disks: disks, pubs: map[uint64]pubInfo{}, deliveredKeys: map[uint64]bool{}}
 	for _, s := range specs {
-		q := &queueTruth{spec: s, durable: map[core.NodeID]*logTruth{}, confirmed: map[uint64]uint64{},
-			deliveredAt: map[uint64]uint64{}, everDelivered: map[uint64]bool{}, ackRecs: map[uint64][]core.EpochStart{}}
+		q := &queueTruth{spec: s, confirmed: map[uint64]uint64{}, deliveredAt: map[uint64]uint64{},
+			emitted: map[uint64]bool{}, received: map[uint64]*receipt{}, ackRecs: map[uint64][]ackRec{}}
 		for _, n := range s.Replicas {
-			q.durable[n] = &logTruth{}
+			r := &replicaTruth{node: n, disk: NewDiskLog(s.Dir)}
+			q.reps = append(q.reps, r)
+			if n == s.Owner {
+				q.owner = r
+			}
 		}
 		c.queues[s.Queue] = q
+		c.order = append(c.order, q)
 	}
+	slices.SortFunc(c.order, func(a, b *queueTruth) int { return int(a.spec.Queue) - int(b.spec.Queue) })
 	return c
 }
 
@@ -99,48 +146,153 @@ func (c *Checker) Failures() []Failure { return c.failures }
 // FailureCount returns how many violations were found in all.
 func (c *Checker) FailureCount() int { return c.total }
 
-// Durable records ground truth: node's log of q holds [0, end) durably,
-// with the given epoch history. The simulator calls it after a sync
-// completes on the fake disk and after a restart recovers a log.
-//
-// The truth only grows here; only a truncation the protocol asked for
-// (Truncated) shrinks it. A copy lost to a disk fault (a corrupt record and
-// the tail after it) still counts as once made durable: silent loss is the
-// fault budget's business (at most W-1 copies of any record), and the final
-// checks judge whether a confirmed record survived it.
-func (c *Checker) Durable(node core.NodeID, q core.QueueID, end uint64, epochs []core.EpochStart) {
-	t := c.queues[q].durable[node]
-	if end <= t.end && agree(t.epochs, epochs, end) {
-		return // nothing new: the copy only lost a tail to a fault
-	}
-	// Longer, or different records in place of ones lost to a fault (the
-	// lost copies are gone either way): the disk's content is the truth.
-	t.end = end
-	t.epochs = append(t.epochs[:0], epochs...)
-}
-
-// agree reports whether two epoch histories give every offset below end the
-// same epoch, that is, describe the same records there.
-func agree(a, b []core.EpochStart, end uint64) bool {
-	for _, h := range [2][]core.EpochStart{a, b} {
-		for _, e := range h {
-			if e.Offset < end && epochAt(a, e.Offset) != epochAt(b, e.Offset) {
-				return false
-			}
+func (q *queueTruth) replica(n core.NodeID) *replicaTruth {
+	for _, r := range q.reps {
+		if r.node == n {
+			return r
 		}
 	}
-	return true
+	return nil
 }
 
-// Truncated records that node's log of q no longer holds offsets >= from.
-func (c *Checker) Truncated(node core.NodeID, q core.QueueID, from uint64) {
-	t := c.queues[q].durable[node]
-	if from < t.end {
-		t.end = from
-		for len(t.epochs) > 0 && t.epochs[len(t.epochs)-1].Offset >= from {
-			t.epochs = t.epochs[:len(t.epochs)-1]
+func (c *Checker) rep(n core.NodeID, q core.QueueID) *replicaTruth {
+	qt := c.queues[q]
+	if qt == nil {
+		panic(fmt.Sprintf("check: unknown queue %d", q))
+	}
+	r := qt.replica(n)
+	if r == nil {
+		panic(fmt.Sprintf("check: n%d holds no replica of queue %d", n, q))
+	}
+	return r
+}
+
+// --- the storage side: what each replica was told to write, and its disk ---
+
+// Appended records that node's log of q executed an append of recs.
+func (c *Checker) Appended(node core.NodeID, q core.QueueID, recs []record.Record) {
+	r := c.rep(node, q)
+	for i := range recs {
+		if recs[i].Offset != uint64(len(r.issued)) {
+			panic(fmt.Sprintf("check: n%d q%d appended offset %d at issued end %d", node, q, recs[i].Offset, len(r.issued)))
+		}
+		r.issued = append(r.issued, IdentOf(&recs[i]))
+	}
+}
+
+// Truncated records that node's log of q executed a truncation (or the
+// discard of a damaged tail) to end: the truth is read again.
+func (c *Checker) Truncated(node core.NodeID, q core.QueueID, end uint64) {
+	r := c.rep(node, q)
+	if end < uint64(len(r.issued)) {
+		r.issued = r.issued[:end]
+	}
+	r.acked = min(r.acked, end)
+	r.verified = min(r.verified, end)
+	r.disk.Reparse(c.disks(node))
+}
+
+// DiskChanged reads node's logs again in full: a crash or an injected fault
+// may have changed bytes that were read before.
+func (c *Checker) DiskChanged(node core.NodeID) {
+	d := c.disks(node)
+	for _, qt := range c.order {
+		if r := qt.replica(node); r != nil {
+			r.disk.Reparse(d)
+			r.verified = 0
 		}
 	}
+}
+
+// SyncAcked checks, as a sync completion is handed to node's core, that its
+// disk durably holds every record issued to q's log below offset (the end
+// the sync covers), then counts them as acknowledged.
+func (c *Checker) SyncAcked(atNs int64, node core.NodeID, q core.QueueID, offset uint64) {
+	r := c.rep(node, q)
+	r.disk.Resume(c.disks(node))
+	if offset > uint64(len(r.issued)) {
+		c.fail("sync-durable", atNs, "n%d q=%d: a sync acknowledged up to o=%d, but only %d records were written", node, q, offset, len(r.issued))
+		offset = uint64(len(r.issued))
+	}
+	for o := min(r.verified, offset); o < offset; o++ {
+		if got := r.disk.At(o); got != r.issued[o] {
+			c.fail("sync-durable", atNs, "n%d q=%d: a sync acknowledged up to o=%d, but the disk durably holds %s at o=%d, not the record written (%s)%s",
+				node, q, offset, got, o, r.issued[o], noteOf(r.disk))
+			break
+		}
+	}
+	r.verified = max(r.verified, offset)
+	r.acked = max(r.acked, offset)
+	c.noteRepair(c.queues[q], r)
+}
+
+func noteOf(l *DiskLog) string {
+	if l.Note() == "" {
+		return ""
+	}
+	return " (" + l.Note() + ")"
+}
+
+// Injected records that damage was injected into node's copy of q.
+func (c *Checker) Injected(node core.NodeID, q core.QueueID) {
+	r := c.rep(node, q)
+	if !r.injected {
+		r.injected = true
+		r.damageEnd = max(r.disk.Len(), uint64(len(r.issued)))
+	}
+}
+
+// noteRepair clears a replica's injected mark once its disk again holds an
+// unbroken log at least as long as the one that was damaged.
+func (c *Checker) noteRepair(qt *queueTruth, r *replicaTruth) {
+	if r.injected && r.disk.Prefix() >= r.damageEnd && r.disk.Prefix() == r.disk.Len() {
+		r.injected = false
+	}
+}
+
+// Damaged returns the replicas of q whose copy is damaged and not yet
+// repaired, in spec order.
+func (c *Checker) Damaged(q core.QueueID) []core.NodeID {
+	var out []core.NodeID
+	for _, r := range c.queues[q].reps {
+		if r.injected {
+			out = append(out, r.node)
+		}
+	}
+	return out
+}
+
+// Recovered checks what node's log of q reported at a start (Open's scan)
+// against the disk: every record it claims must be intact on the disk with
+// the epoch it claims, and a log that recovers below its last acknowledged
+// sync must have lost records to injected damage and say so.
+func (c *Checker) Recovered(atNs int64, node core.NodeID, q core.QueueID, st core.LogState) {
+	r := c.rep(node, q)
+	r.disk.Reparse(c.disks(node))
+	for o := st.Start; o < st.End; o++ {
+		id := r.disk.At(o)
+		if !id.Intact() || id.Epoch != epochAt(st.Epochs, o) {
+			c.fail("recovery-truth", atNs, "n%d q=%d: the log recovered o=%d (epoch %d), but its disk durably holds %s there%s",
+				node, q, o, epochAt(st.Epochs, o), id, noteOf(r.disk))
+			break
+		}
+	}
+	if st.End < r.acked {
+		switch {
+		case !r.injected:
+			c.fail("lost-synced", atNs, "n%d q=%d: the log recovered [%d,%d) with no damage injected, below its last acknowledged sync end %d",
+				node, q, st.Start, st.End, r.acked)
+		case st.Damage == "" && !st.Unrepaired:
+			c.fail("loss-unreported", atNs, "n%d q=%d: the log recovered a clean [%d,%d) below its last acknowledged sync end %d: the lost records went unreported",
+				node, q, st.Start, st.End, r.acked)
+		}
+	}
+	r.issued = r.issued[:0]
+	for o := uint64(0); o < st.End; o++ {
+		r.issued = append(r.issued, r.disk.At(o))
+	}
+	r.acked, r.verified = st.End, st.End
+	c.noteRepair(c.queues[q], r)
 }
 
 func epochAt(h []core.EpochStart, o uint64) uint64 {
@@ -152,89 +304,78 @@ func epochAt(h []core.EpochStart, o uint64) uint64 {
 	return 0
 }
 
-// durableCopies counts the replicas that hold the owner's record at offset
-// o durably; ownerHas says whether the owner itself does.
-func (q *queueTruth) durableCopies(o uint64) (copies int, ownerHas bool) {
-	own := q.durable[q.spec.Owner]
-	if own.end <= o {
-		return 0, false
-	}
-	e := epochAt(own.epochs, o)
-	for _, n := range q.spec.Replicas {
-		t := q.durable[n]
-		if t.end > o && epochAt(t.epochs, o) == e {
-			copies++
+// holders lists the replicas whose disk holds id at o, and says whether
+// the owner is one.
+func (q *queueTruth) holders(o uint64, id Ident) (n int, ownerHas bool, names string) {
+	var b strings.Builder
+	for _, r := range q.reps {
+		if id.Intact() && r.disk.At(o) == id {
+			n++
+			ownerHas = ownerHas || r == q.owner
+			fmt.Fprintf(&b, " n%d", r.node)
 		}
 	}
-	return copies, true
-}
-
-// durableCopiesOf counts the replicas holding the record (epoch e) at
-// offset o durably, and says whether the owner is one.
-func (q *queueTruth) durableCopiesOf(o, e uint64) (copies int, ownerHas bool) {
-	for _, n := range q.spec.Replicas {
-		t := q.durable[n]
-		if t.end > o && epochAt(t.epochs, o) == e {
-			copies++
-			ownerHas = ownerHas || n == q.spec.Owner
-		}
+	if n == 0 {
+		return 0, false, " none"
 	}
-	return copies, ownerHas
+	return n, ownerHas, b.String()
 }
 
-// AckAppended records that node appended, at offset o with epoch e, the ack
-// record of the delivery at acked. Only the owner's appends count: they
-// define the record.
-func (c *Checker) AckAppended(q core.QueueID, node core.NodeID, o, e, acked uint64) {
+// ownerIssued returns the identity of the record the owner wrote at o.
+func (q *queueTruth) ownerIssued(o uint64) Ident {
+	if o < uint64(len(q.owner.issued)) {
+		return q.owner.issued[o]
+	}
+	return Ident{}
+}
+
+// --- the client side ---
+
+// AckAppended records that node appended, at offset o, the ack record (id)
+// of the delivery at acked. Only the owner's appends count: they define the
+// record.
+func (c *Checker) AckAppended(q core.QueueID, node core.NodeID, o uint64, id Ident, acked uint64) {
 	qt := c.queues[q]
 	if node != qt.spec.Owner {
 		return
 	}
 	if len(qt.ackRecs[acked]) < 64 {
-		qt.ackRecs[acked] = append(qt.ackRecs[acked], core.EpochStart{Epoch: e, Offset: o})
+		qt.ackRecs[acked] = append(qt.ackRecs[acked], ackRec{offset: o, id: id})
 	}
 }
 
-// Converged reports whether every replica of q durably holds exactly the
-// owner's log, as the ground truth knows it.
-func (c *Checker) Converged(q core.QueueID) bool {
-	qt := c.queues[q]
-	own := qt.durable[qt.spec.Owner]
-	for _, n := range qt.spec.Replicas {
-		t := qt.durable[n]
-		if t.end != own.end || !agree(t.epochs, own.epochs, own.end) {
-			return false
-		}
-	}
-	return true
+// PublishStarted records a publish attempt whose body has n bytes.
+func (c *Checker) PublishStarted(key uint64, n int) {
+	c.pubs[key] = pubInfo{state: pubPending, len: uint32(n)}
 }
-
-// Undelivered returns how many confirmed publishes of q were never delivered.
-func (c *Checker) Undelivered(q core.QueueID) int { return c.queues[q].undelivered }
-
-// PublishStarted records a publish attempt.
-func (c *Checker) PublishStarted(key uint64) { c.pubs[key] = pubPending }
 
 // ConfirmEmitted checks, at the instant a broker confirms the publish at
-// offset o of q, that W replicas hold it durably.
+// offset o of q, that W replicas, the owner among them, hold its record
+// durably (by their disks).
 func (c *Checker) ConfirmEmitted(atNs int64, q core.QueueID, o uint64) {
 	qt := c.queues[q]
-	copies, ownerHas := qt.durableCopies(o)
-	if !ownerHas || copies < qt.spec.W {
-		c.fail("confirm-durable", atNs, "q=%d o=%d confirmed with %d durable copies (owner has it: %v), W=%d", q, o, copies, ownerHas, qt.spec.W)
+	id := qt.ownerIssued(o)
+	n, ownerHas, names := qt.holders(o, id)
+	if !id.Intact() || !ownerHas || n < qt.spec.W {
+		c.fail("confirm-durable", atNs, "q=%d o=%d (%s) confirmed with %d durable copies (owner n%d has it: %v), W=%d; held by%s",
+			q, o, id, n, qt.spec.Owner, ownerHas, qt.spec.W, names)
 	}
 }
 
-// DeliverEmitted checks, at the instant a broker hands the record at offset o
-// of q to a consumer, that the record is confirmed and its publish was not
-// reported failed.
+// DeliverEmitted checks, at the instant a broker hands the record at offset
+// o of q to a consumer, that the record is confirmed, that its publish was
+// not reported failed, and that first deliveries come in log order.
 func (c *Checker) DeliverEmitted(atNs int64, q core.QueueID, o uint64, key uint64, redelivered bool) {
 	qt := c.queues[q]
-	copies, ownerHas := qt.durableCopies(o)
-	if !ownerHas || copies < qt.spec.W {
-		c.fail("deliver-confirmed", atNs, "q=%d o=%d delivered with %d durable copies, W=%d", q, o, copies, qt.spec.W)
+	id := qt.ownerIssued(o)
+	n, ownerHas, names := qt.holders(o, id)
+	if !id.Intact() || !ownerHas || n < qt.spec.W {
+		c.fail("deliver-confirmed", atNs, "q=%d o=%d delivered with %d durable copies, W=%d; held by%s", q, o, n, qt.spec.W, names)
 	}
-	if c.pubs[key] == pubFailed {
+	if id.Intact() && (id.Kind != record.KindPublish || id.Val != key) {
+		c.fail("deliver-confirmed", atNs, "q=%d o=%d: delivered body %#x, the owner wrote %s there", q, o, key, id)
+	}
+	if c.pubs[key].state == pubFailed {
 		c.fail("failed-delivered", atNs, "q=%d o=%d: publish %#x was reported failed", q, o, key)
 	}
 	if _, known := c.pubs[key]; !known {
@@ -248,32 +389,77 @@ func (c *Checker) DeliverEmitted(atNs int64, q core.QueueID, o uint64, key uint6
 	}
 	qt.deliveredAt[o] = key
 	c.deliveredKeys[key] = true
-	if qt.everDelivered[o] {
+	if qt.emitted[o] {
 		// A duplicate must be a redelivery of an unacked record: no ack of
 		// it may be confirmed (durable on W replicas) already.
 		for _, a := range qt.ackRecs[o] {
-			if n, ownerHas := qt.durableCopiesOf(a.Offset, a.Epoch); ownerHas && n >= qt.spec.W {
-				c.fail("redeliver-acked", atNs, "q=%d o=%d delivered again after its ack (record %d) was confirmed", q, o, a.Offset)
+			if n, ownerHas, names := qt.holders(a.offset, a.id); ownerHas && n >= qt.spec.W {
+				c.fail("redeliver-acked", atNs, "q=%d o=%d delivered again after its ack (record %d, held by%s) was confirmed", q, o, a.offset, names)
 			}
 		}
-	} else {
-		if _, ok := qt.confirmed[o]; ok {
-			qt.undelivered--
+		return
+	}
+	if qt.firstAny && o <= qt.firstMax {
+		c.fail("deliver-order", atNs, "q=%d: first delivery of o=%d after first delivery of o=%d", q, o, qt.firstMax)
+	}
+	qt.firstAny = true
+	qt.firstMax = max(qt.firstMax, o)
+	qt.emitted[o] = true
+}
+
+// DeliveryReceived records that a live consumer on connection conn received
+// the record at offset o of q, with body b. A delivery counts for
+// at-least-once only here, where a consumer really has it.
+func (c *Checker) DeliveryReceived(atNs int64, q core.QueueID, o uint64, conn core.ClientID, b []byte) {
+	qt := c.queues[q]
+	key := keyOf(b)
+	if p, ok := c.pubs[key]; ok && (p.len != uint32(len(b)) || !bytes.Equal(b[min(8, len(b)):], zeros[:len(b)-min(8, len(b))])) {
+		c.fail("deliver-confirmed", atNs, "q=%d o=%d: c%d received a body of %d bytes that is not the one published with key %#x (%d bytes)",
+			q, o, conn, len(b), key, p.len)
+	}
+	r := qt.received[o]
+	if r == nil {
+		r = &receipt{}
+		qt.received[o] = r
+	}
+	r.conn, r.acked, r.lost = conn, false, false
+	r.count++
+}
+
+// zeros is the tail of every simulated body after its 8-byte key.
+var zeros = make([]byte, record.BodyBytesMax)
+
+func keyOf(b []byte) uint64 {
+	if len(b) < 8 {
+		return 1<<64 - 1
+	}
+	return binary.LittleEndian.Uint64(b)
+}
+
+// AckSent records that the consumer on conn sent its ack of offset o.
+func (c *Checker) AckSent(q core.QueueID, o uint64, conn core.ClientID) {
+	if r := c.queues[q].received[o]; r != nil && r.conn == conn {
+		r.acked = true
+	}
+}
+
+// ConsumerLost records that the consumer on conn lost its connection while
+// holding the deliveries at offsets, unacked: each must be redelivered.
+func (c *Checker) ConsumerLost(q core.QueueID, conn core.ClientID, offsets []uint64) {
+	qt := c.queues[q]
+	for _, o := range offsets {
+		if r := qt.received[o]; r != nil && r.conn == conn && !r.acked {
+			r.lost = true
 		}
-		if qt.firstAny && o <= qt.firstMax {
-			c.fail("deliver-order", atNs, "q=%d: first delivery of o=%d after first delivery of o=%d", q, o, qt.firstMax)
-		}
-		qt.firstAny = true
-		qt.firstMax = max(qt.firstMax, o)
-		qt.everDelivered[o] = true
 	}
 }
 
 // PublishEnded records how a publish ended, as the client learned it.
 func (c *Checker) PublishEnded(atNs int64, key uint64, o core.Outcome, q core.QueueID, offset uint64) {
+	p := c.pubs[key]
 	switch o {
 	case core.Confirmed:
-		c.pubs[key] = pubConfirmed
+		p.state = pubConfirmed
 		qt := c.queues[q]
 		if k, ok := qt.confirmed[offset]; ok && k != key {
 			c.fail("confirm-durable", atNs, "q=%d o=%d confirmed for two publishes %#x and %#x", q, offset, k, key)
@@ -281,65 +467,97 @@ func (c *Checker) PublishEnded(atNs int64, key uint64, o core.Outcome, q core.Qu
 		if k, ok := qt.deliveredAt[offset]; ok && k != key {
 			c.fail("deliver-confirmed", atNs, "q=%d o=%d: confirmed %#x but delivered %#x there", q, offset, key, k)
 		}
-		if _, seen := qt.confirmed[offset]; !seen && !qt.everDelivered[offset] {
-			qt.undelivered++
-		}
 		qt.confirmed[offset] = key
 	case core.Failed:
-		if c.pubs[key] == pubConfirmed {
+		if p.state == pubConfirmed {
 			c.fail("confirm-durable", atNs, "publish %#x both confirmed and failed", key)
 		}
-		c.pubs[key] = pubFailed
+		p.state = pubFailed
 		if c.deliveredKeys[key] {
 			c.fail("failed-delivered", atNs, "publish %#x reported failed after it was delivered", key)
 		}
 	case core.Unknown:
-		if c.pubs[key] == pubPending {
-			c.pubs[key] = pubUnknown
+		if p.state == pubPending {
+			p.state = pubUnknown
 		}
 	}
+	c.pubs[key] = p
 }
 
-func (c *Checker) queuesSorted() []*queueTruth {
-	out := make([]*queueTruth, 0, len(c.queues))
-	for q := core.QueueID(0); len(out) < len(c.queues); q++ {
-		if qt := c.queues[q]; qt != nil {
-			out = append(out, qt)
+// Undelivered returns how many confirmed publishes of q no live consumer
+// has received, or still need a redelivery.
+func (c *Checker) Undelivered(q core.QueueID) int {
+	qt := c.queues[q]
+	n := 0
+	for o := range qt.confirmed { //detguard:order-independent counts
+		if r := qt.received[o]; r == nil || r.lost {
+			n++
 		}
 	}
-	return out
+	return n
 }
 
-// LogReader reads the record at offset o of node's log of q, as it is now.
-type LogReader func(node core.NodeID, q core.QueueID, o uint64) (record.Record, bool)
+// Converged reports whether every replica of q durably holds exactly the
+// owner's log (by their disks), and if not, where the first difference is.
+func (c *Checker) Converged(q core.QueueID) (bool, string) {
+	qt := c.queues[q]
+	own := qt.owner.disk
+	end := own.Prefix()
+	if own.Len() != end {
+		return false, fmt.Sprintf("owner n%d's disk has no intact copy of o=%d below its end %d", qt.spec.Owner, end, own.Len())
+	}
+	for _, r := range qt.reps {
+		if r == qt.owner {
+			continue
+		}
+		for o := uint64(0); o < end; o++ {
+			if got := r.disk.At(o); got != own.At(o) {
+				return false, fmt.Sprintf("n%d holds %s at o=%d, owner n%d holds %s", r.node, got, o, qt.spec.Owner, own.At(o))
+			}
+		}
+		if r.disk.Len() > end {
+			return false, fmt.Sprintf("n%d holds records up to %d beyond the owner n%d's end %d", r.node, r.disk.Len(), qt.spec.Owner, end)
+		}
+	}
+	return true, ""
+}
 
-// KeyOf extracts the publish key from a record body.
-type KeyOf func(body []byte) uint64
-
-// Final runs the end-of-run checks over the replicas' logs. drained says
-// whether a queue's consumers had the time to drain every confirmed record.
-func (c *Checker) Final(atNs int64, read LogReader, keyOf KeyOf, drained func(core.QueueID) bool) {
-	for _, qt := range c.queuesSorted() {
+// Final runs the end-of-run checks, on the disks as they are. drained says
+// whether a queue's consumers had the time to receive every confirmed
+// record (the drain finished and the queue has consumers).
+func (c *Checker) Final(atNs int64, drained func(core.QueueID) bool) {
+	for _, qt := range c.order {
 		q := qt.spec.Queue
+		for _, r := range qt.reps {
+			r.disk.Reparse(c.disks(r.node))
+		}
 		for _, o := range sortedOffsets(qt.confirmed) {
 			key := qt.confirmed[o]
-			own, ok := read(qt.spec.Owner, q, o)
-			if !ok || own.Kind != record.KindPublish || keyOf(own.Body) != key {
-				c.fail("confirmed-lost", atNs, "q=%d o=%d: confirmed publish %#x missing from the owner's log", q, o, key)
+			var held []string
+			for _, r := range qt.reps {
+				if id := r.disk.At(o); id.Kind == record.KindPublish && id.Val == key {
+					held = append(held, fmt.Sprintf("n%d", r.node))
+				}
+			}
+			if len(held) == 0 {
+				c.fail("confirmed-lost", atNs, "q=%d o=%d: no replica holds an intact durable copy of confirmed publish %#x", q, o, key)
 				continue
 			}
-			for _, n := range qt.spec.Replicas {
-				if n == qt.spec.Owner {
-					continue
-				}
-				rec, ok := read(n, q, o)
-				if ok && (rec.Epoch != own.Epoch || rec.Kind != own.Kind || !bytes.Equal(rec.Body, own.Body)) {
-					c.fail("replicas-agree", atNs, "q=%d o=%d: n%d holds %v, owner n%d holds %v", q, o, n, rec, qt.spec.Owner, own)
-				}
+			if id := qt.owner.disk.At(o); id.Kind != record.KindPublish || id.Val != key {
+				c.fail("converged", atNs, "q=%d o=%d: the owner n%d lacks confirmed publish %#x, which %s hold", q, o, qt.spec.Owner, key, strings.Join(held, " "))
 			}
-			if drained(q) && !qt.everDelivered[o] {
-				c.fail("at-least-once", atNs, "q=%d o=%d: confirmed publish %#x never delivered", q, o, key)
+			if !drained(q) {
+				continue
 			}
+			switch r := qt.received[o]; {
+			case r == nil:
+				c.fail("at-least-once", atNs, "q=%d o=%d: no live consumer ever received confirmed publish %#x", q, o, key)
+			case r.lost:
+				c.fail("at-least-once", atNs, "q=%d o=%d: consumer c%d was lost before acking publish %#x, which was never redelivered", q, o, r.conn, key)
+			}
+		}
+		if ok, why := c.Converged(q); !ok {
+			c.fail("converged", atNs, "q=%d: replicas differ at the end: %s", q, why)
 		}
 	}
 }

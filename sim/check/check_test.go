@@ -2,6 +2,10 @@ package check
 
 import (
 	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,12 +13,99 @@ import (
 	"github.com/sluicemq/sluice/core/record"
 )
 
-// A queue of 3 replicas, owner n1, W=2.
-func newChecker() *Checker {
-	return New([]QueueSpec{{Queue: 1, Replicas: []core.NodeID{1, 2, 3}, Owner: 1, W: 2}})
+// fakeDisks is a set of durable disks holding v2 segment files, written by
+// an encoder of the specification in this test (not io/seglog).
+type fakeDisks map[core.NodeID]*fakeDisk
+
+type fakeDisk struct{ files map[string][]byte }
+
+func (d *fakeDisk) DurableList(dir string) ([]string, error) {
+	var out []string
+	for name := range d.files { //detguard:order-independent sorted below
+		if strings.HasPrefix(name, dir+"/") {
+			out = append(out, strings.TrimPrefix(name, dir+"/"))
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
-var e1 = []core.EpochStart{{Epoch: 1, Offset: 0}}
+func (d *fakeDisk) ReadDurable(name string, p []byte, off int64) (int, error) {
+	b, ok := d.files[name]
+	if !ok {
+		return 0, fmt.Errorf("no %s", name)
+	}
+	if off >= int64(len(b)) {
+		return 0, io.EOF
+	}
+	n := copy(p, b[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (fd fakeDisks) disk(n core.NodeID) Disk {
+	if fd[n] == nil {
+		fd[n] = &fakeDisk{files: map[string][]byte{}}
+	}
+	return fd[n]
+}
+
+const testSlots = 8
+
+// write makes node's log of queue 1 hold exactly recs (one segment per
+// testSlots records), as a v2 log would after a sync.
+func (fd fakeDisks) write(n core.NodeID, recs ...record.Record) {
+	d := fd.disk(n).(*fakeDisk)
+	clear(d.files)
+	for i := 0; i < len(recs) || i == 0; i += testSlots {
+		seg := recs[i:min(i+testSlots, len(recs))]
+		base := uint64(i)
+		b := make([]byte, 32+32*testSlots)
+		copy(b, "SLUICSEG")
+		binary.LittleEndian.PutUint32(b[8:], 2)
+		binary.LittleEndian.PutUint32(b[12:], testSlots)
+		binary.LittleEndian.PutUint64(b[16:], base)
+		binary.LittleEndian.PutUint32(b[24:], crc32.Checksum(b[:24], dCastagnoli))
+		for j, r := range seg {
+			fr := make([]byte, 25+len(r.Body))
+			binary.LittleEndian.PutUint32(fr[0:], uint32(17+len(r.Body)))
+			binary.LittleEndian.PutUint64(fr[8:], r.Epoch)
+			binary.LittleEndian.PutUint64(fr[16:], r.Offset)
+			fr[24] = byte(r.Kind)
+			copy(fr[25:], r.Body)
+			c := crc32.Update(0, dCastagnoli, fr[0:4])
+			c = crc32.Update(c, dCastagnoli, fr[8:])
+			binary.LittleEndian.PutUint32(fr[4:], c)
+			s := b[32+32*j : 64+32*j]
+			binary.LittleEndian.PutUint64(s[0:], r.Offset)
+			binary.LittleEndian.PutUint64(s[8:], r.Epoch)
+			binary.LittleEndian.PutUint32(s[16:], c)
+			binary.LittleEndian.PutUint32(s[20:], uint32(17+len(r.Body)))
+			s[24] = byte(r.Kind)
+			binary.LittleEndian.PutUint32(s[28:], crc32.Checksum(s[:28], dCastagnoli))
+			b = append(b, fr...)
+		}
+		d.files[fmt.Sprintf("q1/%020d.seg", base)] = b
+	}
+}
+
+func pub(e, o, key uint64) record.Record {
+	return record.Record{Epoch: e, Offset: o, Kind: record.KindPublish, Body: body(key)}
+}
+
+func body(key uint64) []byte {
+	b := make([]byte, 16)
+	binary.LittleEndian.PutUint64(b, key)
+	return b
+}
+
+// A queue of 3 replicas, owner n1, W=2, and its disks.
+func newChecker() (*Checker, fakeDisks) {
+	fd := fakeDisks{}
+	return New([]QueueSpec{{Queue: 1, Replicas: []core.NodeID{1, 2, 3}, Owner: 1, W: 2, Dir: "q1"}}, fd.disk), fd
+}
 
 func wantFailure(t *testing.T, c *Checker, checker string) {
 	t.Helper()
@@ -33,81 +124,170 @@ func wantClean(t *testing.T, c *Checker) {
 	}
 }
 
+// written makes node's log hold recs both as issued (appended) and on disk
+// (synced).
+func written(c *Checker, fd fakeDisks, n core.NodeID, recs ...record.Record) {
+	fd.write(n, recs...)
+	r := c.rep(n, 1)
+	if len(recs) > len(r.issued) {
+		c.Appended(n, 1, recs[len(r.issued):])
+	}
+	c.SyncAcked(1, n, 1, uint64(len(recs)))
+}
+
+func TestDiskLogReadsAndSkipsDamage(t *testing.T) {
+	fd := fakeDisks{}
+	var recs []record.Record
+	for o := uint64(0); o < 20; o++ {
+		recs = append(recs, pub(1, o, 100+o))
+	}
+	fd.write(1, recs...)
+	l := NewDiskLog("q1")
+	l.Reparse(fd.disk(1))
+	if l.Len() != 20 || l.Prefix() != 20 || l.At(13).Val != 113 {
+		t.Fatalf("len=%d prefix=%d at13=%v", l.Len(), l.Prefix(), l.At(13))
+	}
+	// A flipped bit in the body of offset 3 (second frame after the slot
+	// region of the first segment): that copy is gone, the rest is found
+	// through the header copy.
+	f := fd[1].files["q1/00000000000000000000.seg"]
+	f[32+32*testSlots+41*3+30] ^= 1
+	l.Reparse(fd.disk(1))
+	if l.At(3).Intact() || !l.At(4).Intact() || l.Prefix() != 3 || l.Len() != 20 {
+		t.Fatalf("after a flip: at3=%v at4=%v prefix=%d len=%d", l.At(3), l.At(4), l.Prefix(), l.Len())
+	}
+}
+
 func TestConfirmBeforeWthSyncFails(t *testing.T) {
-	c := newChecker()
-	c.PublishStarted(7)
-	c.Durable(1, 1, 1, e1) // only the owner holds offset 0
+	c, fd := newChecker()
+	c.PublishStarted(7, 16)
+	written(c, fd, 1, pub(1, 0, 7)) // only the owner holds offset 0
 	c.ConfirmEmitted(10, 1, 0)
 	wantFailure(t, c, "confirm-durable")
 }
 
 func TestConfirmAfterWthSyncPasses(t *testing.T) {
-	c := newChecker()
-	c.PublishStarted(7)
-	c.Durable(1, 1, 1, e1)
-	c.Durable(3, 1, 1, e1)
+	c, fd := newChecker()
+	c.PublishStarted(7, 16)
+	written(c, fd, 1, pub(1, 0, 7))
+	written(c, fd, 3, pub(1, 0, 7))
 	c.ConfirmEmitted(10, 1, 0)
 	wantClean(t, c)
 }
 
 func TestConfirmWithoutOwnerFails(t *testing.T) {
-	c := newChecker()
-	c.Durable(2, 1, 1, e1)
-	c.Durable(3, 1, 1, e1)
+	c, fd := newChecker()
+	c.Appended(1, 1, []record.Record{pub(1, 0, 7)})
+	written(c, fd, 2, pub(1, 0, 7))
+	written(c, fd, 3, pub(1, 0, 7))
 	c.ConfirmEmitted(10, 1, 0)
 	wantFailure(t, c, "confirm-durable")
 }
 
-func TestConfirmCountsOnlyMatchingEpochs(t *testing.T) {
-	c := newChecker()
-	c.Durable(1, 1, 1, []core.EpochStart{{Epoch: 2, Offset: 0}})
-	c.Durable(2, 1, 1, e1) // a different record at offset 0
+// A different record at the same offset is not a copy, even with the same
+// epoch (an owner that reused its epoch).
+func TestConfirmCountsOnlyTheSameRecord(t *testing.T) {
+	c, fd := newChecker()
+	written(c, fd, 1, pub(1, 0, 7))
+	written(c, fd, 2, pub(1, 0, 8))
 	c.ConfirmEmitted(10, 1, 0)
 	wantFailure(t, c, "confirm-durable")
+}
+
+// The old checker took the log's own word (its end after a sync): a log that
+// acknowledges a sync it did not make passed. The disk says otherwise.
+func TestSyncThatDidNotReachTheDiskFails(t *testing.T) {
+	c, fd := newChecker()
+	written(c, fd, 2, pub(1, 0, 7))
+	c.Appended(2, 1, []record.Record{pub(1, 1, 8)}) // appended, never synced
+	c.SyncAcked(5, 2, 1, 2)
+	wantFailure(t, c, "sync-durable")
 }
 
 func TestTruncatedCopyDoesNotCount(t *testing.T) {
-	c := newChecker()
-	c.Durable(1, 1, 1, e1)
-	c.Durable(2, 1, 1, e1)
+	c, fd := newChecker()
+	written(c, fd, 1, pub(1, 0, 7))
+	written(c, fd, 2, pub(1, 0, 7))
+	fd.write(2)
 	c.Truncated(2, 1, 0)
 	c.ConfirmEmitted(10, 1, 0)
 	wantFailure(t, c, "confirm-durable")
 }
 
+func TestRecoveredBelowAckedSyncFails(t *testing.T) {
+	// No damage injected: a shorter recovered log is a lost synced record.
+	c, fd := newChecker()
+	written(c, fd, 2, pub(1, 0, 7), pub(1, 1, 8))
+	fd.write(2, pub(1, 0, 7))
+	c.Recovered(5, 2, 1, core.LogState{Queue: 1, End: 1, Epochs: []core.EpochStart{{Epoch: 1}}})
+	wantFailure(t, c, "lost-synced")
+
+	// Damage injected and reported: fine.
+	c, fd = newChecker()
+	written(c, fd, 2, pub(1, 0, 7), pub(1, 1, 8))
+	c.Injected(2, 1)
+	fd.write(2, pub(1, 0, 7))
+	c.Recovered(5, 2, 1, core.LogState{Queue: 1, End: 1, Epochs: []core.EpochStart{{Epoch: 1}}, Damage: "crc mismatch"})
+	wantClean(t, c)
+
+	// Damage injected, recovered as a clean shorter log: unreported loss.
+	c, fd = newChecker()
+	written(c, fd, 2, pub(1, 0, 7), pub(1, 1, 8))
+	c.Injected(2, 1)
+	fd.write(2, pub(1, 0, 7))
+	c.Recovered(5, 2, 1, core.LogState{Queue: 1, End: 1, Epochs: []core.EpochStart{{Epoch: 1}}})
+	wantFailure(t, c, "loss-unreported")
+}
+
+func TestRecoveredRecordNotOnDiskFails(t *testing.T) {
+	c, fd := newChecker()
+	written(c, fd, 2, pub(1, 0, 7))
+	c.Recovered(5, 2, 1, core.LogState{Queue: 1, End: 2, Epochs: []core.EpochStart{{Epoch: 1}}})
+	wantFailure(t, c, "recovery-truth")
+}
+
 func TestDeliverUnconfirmedFails(t *testing.T) {
-	c := newChecker()
-	c.PublishStarted(7)
-	c.Durable(1, 1, 1, e1)
+	c, fd := newChecker()
+	c.PublishStarted(7, 16)
+	written(c, fd, 1, pub(1, 0, 7))
 	c.DeliverEmitted(10, 1, 0, 7, false)
 	wantFailure(t, c, "deliver-confirmed")
 }
 
 func TestDeliverUnpublishedFails(t *testing.T) {
-	c := newChecker()
-	c.Durable(1, 1, 1, e1)
-	c.Durable(2, 1, 1, e1)
+	c, fd := newChecker()
+	written(c, fd, 1, pub(1, 0, 99))
+	written(c, fd, 2, pub(1, 0, 99))
 	c.DeliverEmitted(10, 1, 0, 99, false)
 	wantFailure(t, c, "deliver-confirmed")
 }
 
+func TestDeliveredBodyMustBeThePublishedOne(t *testing.T) {
+	c, _ := newChecker()
+	c.PublishStarted(7, 16)
+	b := body(7)
+	b[12] = 1 // one bit off in the body
+	c.DeliveryReceived(10, 1, 0, 5, b)
+	wantFailure(t, c, "deliver-confirmed")
+}
+
 func TestDeliverOutOfOrderFails(t *testing.T) {
-	c := newChecker()
-	c.PublishStarted(7)
-	c.PublishStarted(8)
-	c.Durable(1, 1, 2, e1)
-	c.Durable(2, 1, 2, e1)
+	c, fd := newChecker()
+	c.PublishStarted(7, 16)
+	c.PublishStarted(8, 16)
+	written(c, fd, 1, pub(1, 0, 7), pub(1, 1, 8))
+	written(c, fd, 2, pub(1, 0, 7), pub(1, 1, 8))
 	c.DeliverEmitted(10, 1, 1, 8, false)
 	c.DeliverEmitted(11, 1, 0, 7, false)
 	wantFailure(t, c, "deliver-order")
 }
 
 func TestRedeliveryIsNotDisorder(t *testing.T) {
-	c := newChecker()
-	c.PublishStarted(7)
-	c.PublishStarted(8)
-	c.Durable(1, 1, 2, e1)
-	c.Durable(2, 1, 2, e1)
+	c, fd := newChecker()
+	c.PublishStarted(7, 16)
+	c.PublishStarted(8, 16)
+	written(c, fd, 1, pub(1, 0, 7), pub(1, 1, 8))
+	written(c, fd, 2, pub(1, 0, 7), pub(1, 1, 8))
 	c.DeliverEmitted(10, 1, 0, 7, false)
 	c.DeliverEmitted(11, 1, 1, 8, false)
 	c.DeliverEmitted(12, 1, 0, 7, true)
@@ -115,88 +295,124 @@ func TestRedeliveryIsNotDisorder(t *testing.T) {
 }
 
 func TestFailedPublishDeliveredFails(t *testing.T) {
-	c := newChecker()
-	c.PublishStarted(7)
+	c, fd := newChecker()
+	c.PublishStarted(7, 16)
 	c.PublishEnded(5, 7, core.Failed, 1, 0)
-	c.Durable(1, 1, 1, e1)
-	c.Durable(2, 1, 1, e1)
+	written(c, fd, 1, pub(1, 0, 7))
+	written(c, fd, 2, pub(1, 0, 7))
 	c.DeliverEmitted(10, 1, 0, 7, false)
 	wantFailure(t, c, "failed-delivered")
 
-	c = newChecker()
-	c.PublishStarted(7)
-	c.Durable(1, 1, 1, e1)
-	c.Durable(2, 1, 1, e1)
+	c, fd = newChecker()
+	c.PublishStarted(7, 16)
+	written(c, fd, 1, pub(1, 0, 7))
+	written(c, fd, 2, pub(1, 0, 7))
 	c.DeliverEmitted(10, 1, 0, 7, false)
 	c.PublishEnded(11, 7, core.Failed, 1, 0)
 	wantFailure(t, c, "failed-delivered")
 }
 
-func body(key uint64) []byte {
-	b := make([]byte, 16)
-	binary.LittleEndian.PutUint64(b, key)
-	return b
-}
-
-func keyOf(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
-
-type logs map[core.NodeID][]record.Record
-
-func (l logs) read(n core.NodeID, q core.QueueID, o uint64) (record.Record, bool) {
-	if o < uint64(len(l[n])) {
-		return l[n][o], true
-	}
-	return record.Record{}, false
-}
-
 func drainedAll(core.QueueID) bool { return true }
+func drainedNone(core.QueueID) bool { return false }
 
-func TestConfirmedLostFails(t *testing.T) {
-	c := newChecker()
-	c.PublishStarted(7)
+// The old checker read the owner's log only: a confirmed record missing
+// there was "lost" even when followers held it. Lost means no replica
+// holds an intact copy; an owner that lacks it has not converged.
+func TestConfirmedLostOnlyWhenNoReplicaHoldsIt(t *testing.T) {
+	c, fd := newChecker()
+	c.PublishStarted(7, 16)
 	c.PublishEnded(5, 7, core.Confirmed, 1, 0)
-	l := logs{1: nil}
-	c.Final(100, l.read, keyOf, func(core.QueueID) bool { return false })
+	c.Final(100, drainedNone)
 	wantFailure(t, c, "confirmed-lost")
+
+	c, fd = newChecker()
+	c.PublishStarted(7, 16)
+	c.PublishEnded(5, 7, core.Confirmed, 1, 0)
+	fd.write(2, pub(1, 0, 7))
+	c.Final(100, drainedNone)
+	for _, f := range c.Failures() {
+		if f.Checker == "confirmed-lost" {
+			t.Fatalf("a record n2 holds was reported lost: %v", f)
+		}
+	}
+	wantFailure(t, c, "converged")
+	if !strings.Contains(c.Failures()[0].Detail, "n2") {
+		t.Fatalf("the failure must name the replica that holds the record: %v", c.Failures()[0])
+	}
 }
 
 func TestReplicasDisagreeFails(t *testing.T) {
-	c := newChecker()
-	c.PublishStarted(7)
-	c.PublishEnded(5, 7, core.Confirmed, 1, 0)
-	l := logs{
-		1: {{Epoch: 1, Offset: 0, Kind: record.KindPublish, Body: body(7)}},
-		2: {{Epoch: 1, Offset: 0, Kind: record.KindPublish, Body: body(8)}},
+	c, fd := newChecker()
+	fd.write(1, pub(1, 0, 7))
+	fd.write(2, pub(1, 0, 8))
+	fd.write(3, pub(1, 0, 7))
+	c.Final(100, drainedNone)
+	wantFailure(t, c, "converged")
+}
+
+// Starved followers: the old checker compared only offsets both held.
+func TestFollowerShortOfOwnerFails(t *testing.T) {
+	c, fd := newChecker()
+	fd.write(1, pub(1, 0, 7), pub(1, 1, 8))
+	fd.write(2, pub(1, 0, 7), pub(1, 1, 8))
+	fd.write(3, pub(1, 0, 7))
+	for _, n := range []core.NodeID{1, 2, 3} {
+		c.DiskChanged(n)
 	}
-	c.Final(100, l.read, keyOf, func(core.QueueID) bool { return false })
-	wantFailure(t, c, "replicas-agree")
+	if ok, _ := c.Converged(1); ok {
+		t.Fatal("a follower short of the owner's end reported converged")
+	}
+	c.Final(100, drainedNone)
+	wantFailure(t, c, "converged")
 }
 
-func TestNeverDeliveredFails(t *testing.T) {
-	c := newChecker()
-	c.PublishStarted(7)
-	c.PublishEnded(5, 7, core.Confirmed, 1, 0)
-	l := logs{1: {{Epoch: 1, Offset: 0, Kind: record.KindPublish, Body: body(7)}}}
-	c.Final(100, l.read, keyOf, drainedAll)
+// Deliveries count when a live consumer receives them, and a consumer lost
+// before its ack must see the record redelivered.
+func TestAtLeastOnceByReceipt(t *testing.T) {
+	setup := func() (*Checker, fakeDisks) {
+		c, fd := newChecker()
+		c.PublishStarted(7, 16)
+		c.PublishEnded(5, 7, core.Confirmed, 1, 0)
+		for _, n := range []core.NodeID{1, 2, 3} {
+			fd.write(n, pub(1, 0, 7))
+		}
+		return c, fd
+	}
+	// Emitted to a connection that was closed: never received.
+	c, _ := setup()
+	c.DeliverEmitted(10, 1, 0, 7, false)
+	c.Final(100, drainedAll)
 	wantFailure(t, c, "at-least-once")
-}
 
-func TestCleanHistoryPasses(t *testing.T) {
-	c := newChecker()
-	c.PublishStarted(7)
-	c.Durable(1, 1, 1, e1)
-	c.Durable(2, 1, 1, e1)
-	c.ConfirmEmitted(9, 1, 0)
-	c.PublishEnded(10, 7, core.Confirmed, 1, 0)
-	c.DeliverEmitted(11, 1, 0, 7, false)
-	rec := record.Record{Epoch: 1, Offset: 0, Kind: record.KindPublish, Body: body(7)}
-	l := logs{1: {rec}, 2: {rec}}
-	c.Final(100, l.read, keyOf, drainedAll)
+	// Received, then the consumer died before acking: no redelivery.
+	c, _ = setup()
+	c.DeliveryReceived(10, 1, 0, 5, body(7))
+	c.ConsumerLost(1, 5, []uint64{0})
+	if c.Undelivered(1) != 1 {
+		t.Fatalf("a lost delivery must count as undelivered, got %d", c.Undelivered(1))
+	}
+	c.Final(100, drainedAll)
+	wantFailure(t, c, "at-least-once")
+
+	// Received again by another consumer: fine.
+	c, _ = setup()
+	c.DeliveryReceived(10, 1, 0, 5, body(7))
+	c.ConsumerLost(1, 5, []uint64{0})
+	c.DeliveryReceived(20, 1, 0, 6, body(7))
+	c.Final(100, drainedAll)
+	wantClean(t, c)
+
+	// Acked before the loss: fine.
+	c, _ = setup()
+	c.DeliveryReceived(10, 1, 0, 5, body(7))
+	c.AckSent(1, 0, 5)
+	c.ConsumerLost(1, 5, []uint64{0})
+	c.Final(100, drainedAll)
 	wantClean(t, c)
 }
 
 func TestLivenessReports(t *testing.T) {
-	c := newChecker()
+	c, _ := newChecker()
 	c.Liveness(5, "2 publishes unresolved")
 	wantFailure(t, c, "liveness")
 	if !strings.Contains(c.Failures()[0].String(), "unresolved") {
@@ -204,71 +420,67 @@ func TestLivenessReports(t *testing.T) {
 	}
 }
 
+func ack(e, o, acked uint64) record.Record {
+	b := make([]byte, 8)
+	binary.LittleEndian.PutUint64(b, acked)
+	return record.Record{Epoch: e, Offset: o, Kind: record.KindAck, Body: b}
+}
+
 func TestRedeliveryAfterConfirmedAckFails(t *testing.T) {
-	c := newChecker()
-	c.PublishStarted(7)
-	c.Durable(1, 1, 1, e1)
-	c.Durable(2, 1, 1, e1)
+	c, fd := newChecker()
+	c.PublishStarted(7, 16)
+	written(c, fd, 1, pub(1, 0, 7))
+	written(c, fd, 2, pub(1, 0, 7))
 	c.DeliverEmitted(10, 1, 0, 7, false)
-	c.AckAppended(1, 1, 1, 1, 0) // the ack of offset 0 sits at offset 1
-	c.Durable(1, 1, 2, e1)
-	c.Durable(3, 1, 2, e1)
+	a := ack(1, 1, 0) // the ack of offset 0 sits at offset 1
+	c.AckAppended(1, 1, 1, IdentOf(&a), 0)
+	written(c, fd, 1, pub(1, 0, 7), a)
+	written(c, fd, 3, pub(1, 0, 7), a)
 	c.DeliverEmitted(20, 1, 0, 7, true)
 	wantFailure(t, c, "redeliver-acked")
 }
 
 func TestRedeliveryBeforeAckConfirmedPasses(t *testing.T) {
-	c := newChecker()
-	c.PublishStarted(7)
-	c.Durable(1, 1, 1, e1)
-	c.Durable(2, 1, 1, e1)
+	c, fd := newChecker()
+	c.PublishStarted(7, 16)
+	written(c, fd, 1, pub(1, 0, 7))
+	written(c, fd, 2, pub(1, 0, 7))
 	c.DeliverEmitted(10, 1, 0, 7, false)
-	c.AckAppended(1, 1, 1, 1, 0)
-	c.Durable(1, 1, 2, e1) // only the owner holds the ack: not confirmed
+	a := ack(1, 1, 0)
+	c.AckAppended(1, 1, 1, IdentOf(&a), 0)
+	written(c, fd, 1, pub(1, 0, 7), a) // only the owner holds the ack
 	c.DeliverEmitted(20, 1, 0, 7, true)
 	wantClean(t, c)
 }
 
-func TestUndeliveredCounts(t *testing.T) {
-	c := newChecker()
-	c.PublishStarted(7)
-	c.PublishEnded(5, 7, core.Confirmed, 1, 0)
-	if c.Undelivered(1) != 1 {
-		t.Fatalf("undelivered = %d, want 1", c.Undelivered(1))
-	}
-	c.Durable(1, 1, 1, e1)
-	c.Durable(2, 1, 1, e1)
-	c.DeliverEmitted(10, 1, 0, 7, false)
-	if c.Undelivered(1) != 0 {
-		t.Fatalf("undelivered = %d, want 0", c.Undelivered(1))
-	}
-}
-
-func TestCopyRewrittenAfterFaultLossIsTheTruth(t *testing.T) {
-	c := newChecker()
-	c.Durable(2, 1, 10, e1)
-	// n2 lost its tail to corruption, then took epoch 2's records from 5 on
-	// without a truncation: its copies of epoch 1 at 5.. are gone.
-	c.Durable(2, 1, 6, []core.EpochStart{{Epoch: 1, Offset: 0}, {Epoch: 2, Offset: 5}})
-	c.Durable(1, 1, 6, []core.EpochStart{{Epoch: 1, Offset: 0}, {Epoch: 2, Offset: 5}})
-	c.ConfirmEmitted(10, 1, 5)
-	wantClean(t, c)
-	// A shorter report of the same records does not shrink the truth.
-	c.Durable(2, 1, 3, e1)
-	c.ConfirmEmitted(11, 1, 5)
+func TestCleanHistoryPasses(t *testing.T) {
+	c, fd := newChecker()
+	c.PublishStarted(7, 16)
+	written(c, fd, 1, pub(1, 0, 7))
+	written(c, fd, 2, pub(1, 0, 7))
+	c.ConfirmEmitted(9, 1, 0)
+	c.PublishEnded(10, 7, core.Confirmed, 1, 0)
+	c.DeliverEmitted(11, 1, 0, 7, false)
+	c.DeliveryReceived(12, 1, 0, 5, body(7))
+	written(c, fd, 3, pub(1, 0, 7))
+	c.Final(100, drainedAll)
 	wantClean(t, c)
 }
 
-func TestConverged(t *testing.T) {
-	c := newChecker()
-	for _, n := range []core.NodeID{1, 2, 3} {
-		c.Durable(n, 1, 4, e1)
+func TestInjectedDamageRepaired(t *testing.T) {
+	c, fd := newChecker()
+	written(c, fd, 2, pub(1, 0, 7), pub(1, 1, 8))
+	c.Injected(2, 1)
+	if d := c.Damaged(1); len(d) != 1 || d[0] != 2 {
+		t.Fatalf("damaged = %v", d)
 	}
-	if !c.Converged(1) {
-		t.Fatal("equal logs reported apart")
+	fd.write(2, pub(1, 0, 7))
+	c.Recovered(5, 2, 1, core.LogState{Queue: 1, End: 1, Epochs: []core.EpochStart{{Epoch: 1}}, Damage: "crc"})
+	if len(c.Damaged(1)) != 1 {
+		t.Fatal("a copy shorter than before is not repaired")
 	}
-	c.Durable(3, 1, 5, []core.EpochStart{{Epoch: 1, Offset: 0}, {Epoch: 2, Offset: 4}})
-	if c.Converged(1) {
-		t.Fatal("a follower with a different suffix reported converged")
+	written(c, fd, 2, pub(1, 0, 7), pub(2, 1, 9))
+	if len(c.Damaged(1)) != 0 {
+		t.Fatalf("a copy whole again is repaired, got %v", c.Damaged(1))
 	}
 }

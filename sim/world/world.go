@@ -13,7 +13,6 @@ import (
 	"github.com/sluicemq/sluice/core/wire"
 	"github.com/sluicemq/sluice/io/driver"
 	"github.com/sluicemq/sluice/io/seglog"
-	"github.com/sluicemq/sluice/io/vfs"
 	"github.com/sluicemq/sluice/sim/check"
 	"github.com/sluicemq/sluice/sim/linear"
 	"github.com/sluicemq/sluice/sim/memfs"
@@ -45,7 +44,11 @@ type Stats struct {
 	Publishes, Confirmed, FailedPubs, Unknown uint64
 	Deliveries, Redeliveries, Acks            uint64
 	ConsumerLosses                            uint64
-	Faults                                    [faultKinds]uint64 // injected, by kind
+	// Armed counts the faults put in place, by kind; Struck those that took
+	// effect (a read error or sync failure is armed until an operation meets
+	// it, and a crash may end it unmet).
+	Armed, Struck [faultKinds]uint64
+	Coverage      Coverage // protocol states reached (see Mark)
 }
 
 // storageQueue holds one log's storage effects in order; the head runs.
@@ -78,6 +81,7 @@ type broker struct {
 	tickAt      int64 // when the one tick event in the heap fires; 0: none
 	failSync    bool  // the next sync fails
 	failRead    bool  // the next log read fails
+	fetched     bool  // this process fetched records to rebuild a log (coverage)
 }
 
 type clientKind uint8
@@ -103,8 +107,9 @@ type client struct {
 	reqID    uint64
 	seq      uint64
 	inflight []inflightPub
-	probeKey uint64 // the drain phase's probe publish in flight, 0 if none
-	probed   bool   // a probe publish was confirmed after the heal
+	probeKey uint64   // the drain phase's probe publish in flight, 0 if none
+	probed   bool     // a probe publish was confirmed after the heal
+	held     []uint64 // consumer: offsets received on this connection, not yet acked
 }
 
 // World is one simulated cluster.
@@ -131,13 +136,14 @@ type World struct {
 	oneWay   [][]int64 // [from][to]
 	clogged  [][]int64 // [from][to]
 	spikeEnd int64
-	// corrupted: per queue, the brokers whose copy was corrupted (budget)
-	corrupted map[core.QueueID][]core.NodeID
 	// history: per queue, the clients' operations for the linearizability
 	// check (publishes as appends, deliveries as reads)
 	history      map[core.QueueID][]linear.Op
 	historyFull  map[core.QueueID]bool // reached linearOpsMax: not checked
 	internalKeys uint64
+
+	// lostHeld: deliveries a lost consumer held unacked (coverage only)
+	lostHeld map[lostKey]bool
 
 	rNet, rDisk, rCli, rFault *prng.Rand
 	epochBuf                  []core.EpochStart
@@ -185,9 +191,9 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 		rFault:      prng.New(prng.Derive(seed, "faults")),
 		working:     true,
 		isolated:    make([]int64, p.Brokers),
-		corrupted:   map[core.QueueID][]core.NodeID{},
 		history:     map[core.QueueID][]linear.Op{},
 		historyFull: map[core.QueueID]bool{},
+		lostHeld:    map[lostKey]bool{},
 	}
 	for i := 0; i < p.Brokers; i++ {
 		w.oneWay = append(w.oneWay, make([]int64, p.Brokers))
@@ -200,12 +206,12 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 	}
 	var specs []check.QueueSpec
 	for _, q := range p.Queues {
-		specs = append(specs, check.QueueSpec{Queue: q.Queue, Replicas: q.Replicas, Owner: q.Owner, W: q.Policy.WriteQuorum(len(q.Replicas))})
+		specs = append(specs, check.QueueSpec{Queue: q.Queue, Replicas: q.Replicas, Owner: q.Owner, W: q.Policy.WriteQuorum(len(q.Replicas)), Dir: logDir(q.Queue)})
 	}
-	w.checker = check.New(specs)
+	w.checker = check.New(specs, func(n core.NodeID) check.Disk { return w.brokers[n-1].fs })
 	for i := 0; i < p.Brokers; i++ {
 		b := &broker{id: core.NodeID(i + 1), fs: memfs.New()}
-		b.fs.SetInjector(memfs.InjectorFunc(b.inject))
+		b.fs.SetInjector(memfs.InjectorFunc(func(a memfs.Access) error { return w.diskAccess(b, a) }))
 		for _, q := range p.Queues {
 			for _, n := range q.Replicas {
 				if n == b.id {
@@ -227,24 +233,6 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 		c.idx = int32(i)
 	}
 	return w
-}
-
-// inject is the broker's disk's fault hook: the one-shot sync and read
-// failures and the disk-full window.
-func (b *broker) inject(a memfs.Access) error {
-	switch a.Op {
-	case memfs.OpSync:
-		if b.failSync {
-			b.failSync = false
-			return fmt.Errorf("injected sync failure on %s: %w", a.Name, vfs.ErrIO)
-		}
-	case memfs.OpRead:
-		if b.failRead && b.up {
-			b.failRead = false
-			return fmt.Errorf("injected read error on %s: %w", a.Name, vfs.ErrIO)
-		}
-	}
-	return nil
 }
 
 func (w *World) schedule1(at int64, kind evKind) *event {
@@ -373,6 +361,8 @@ func (w *World) handle(e *event) {
 		if c.conn == core.ClientID(e.inc) {
 			c.reqID++
 			w.request(c, core.Request{Kind: core.ReqAck, ID: c.reqID, Queue: c.q.Queue, Offset: e.eff.Offset})
+			w.checker.AckSent(c.q.Queue, e.eff.Offset, c.conn)
+			c.held = removeOffset(c.held, e.eff.Offset)
 			w.stats.Acks++
 		}
 	case evConnect:
@@ -420,72 +410,6 @@ func (w *World) step(b *broker, in *core.Input) {
 	b.drv.Step(in)
 }
 
-// --- faults ---
-
-func (w *World) inject(f Fault) {
-	if f.Kind == FaultSpike { // the one kind that names no broker
-		w.spikeEnd = w.now + f.DurNs
-		w.notef("fault %s", f)
-		w.stats.Faults[f.Kind]++
-		return
-	}
-	b := w.brokers[f.Node-1]
-	switch f.Kind {
-	case FaultCrash:
-		if !b.up {
-			return
-		}
-		w.notef("fault %s", f)
-		w.crash(b, f.DurNs)
-	case FaultPause:
-		if !b.up || b.paused {
-			return
-		}
-		w.notef("fault %s", f)
-		b.paused = true
-		e := w.schedule1(w.now+f.DurNs, evResume)
-		e.node, e.inc = int32(b.id-1), b.inc
-	case FaultSlowSync:
-		b.slowSyncEnd = w.now + f.DurNs
-		w.notef("fault %s", f)
-	case FaultSyncFail:
-		if !b.up {
-			return
-		}
-		b.failSync = true
-		w.notef("fault %s", f)
-	case FaultReadError:
-		if !b.up {
-			return
-		}
-		b.failRead = true
-		w.notef("fault %s", f)
-	case FaultCorrupt:
-		if !b.up || !w.corrupt(b, f) {
-			return
-		}
-		w.crash(b, f.DurNs)
-	case FaultDiskFull:
-		b.diskFullEnd = w.now + f.DurNs
-		b.fs.SetCapacity(max(b.fs.Usage(), 1))
-		w.notef("fault %s", f)
-		e := w.schedule1(b.diskFullEnd, evResume)
-		e.node, e.inc = int32(b.id-1), diskEvent
-	case FaultIsolate:
-		w.isolated[b.id-1] = w.now + f.DurNs
-		w.notef("fault %s", f)
-	case FaultOneWay:
-		w.oneWay[f.Node-1][f.Peer-1] = w.now + f.DurNs
-		w.notef("fault %s", f)
-	case FaultClog:
-		w.clogged[f.Node-1][f.Peer-1] = w.now + f.DurNs
-		w.notef("fault %s", f)
-	default:
-		panic("world: unknown scheduled fault")
-	}
-	w.stats.Faults[f.Kind]++
-}
-
 // linearOutcome maps a reply's outcome to the history's.
 var linearOutcome = [...]linear.Outcome{core.Confirmed: linear.Confirmed, core.Failed: linear.Failed, core.Unknown: linear.Unknown}
 
@@ -499,50 +423,22 @@ var noFaults FaultRates
 // the process it struck.
 const diskEvent = math.MaxUint64
 
-// corrupt flips one bit of a durable byte in one of b's logs, when the fault
-// budget allows: for any queue, at most W-1 replicas may lose or corrupt a
-// durable record, beyond which no design could keep a confirm. An owner that
-// lost records rebuilds its log from its followers before it opens an epoch.
-func (w *World) corrupt(b *broker, f Fault) bool {
-	for _, q := range b.queues {
-		budget := q.Policy.WriteQuorum(len(q.Replicas)) - 1
-		hit := w.corrupted[q.Queue]
-		already := false
-		for _, n := range hit {
-			already = already || n == b.id
-		}
-		if !already && len(hit) >= budget {
-			continue
-		}
-		dir := logDir(q.Queue)
-		names, err := b.fs.List(dir)
-		if err != nil || len(names) == 0 {
-			continue
-		}
-		name := dir + "/" + names[w.rFault.Intn(len(names))]
-		durable, err := b.fs.DurableBytes(name)
-		if err != nil || len(durable) == 0 {
-			continue
-		}
-		off := w.rFault.Int63n(int64(len(durable)))
-		if err := b.fs.CorruptMask(name, off, byte(1)<<w.rFault.Intn(8)); err != nil {
-			continue
-		}
-		if !already {
-			w.corrupted[q.Queue] = append(hit, b.id)
-		}
-		w.notef("fault %s: %s byte %d flipped", f, name, off)
-		return true
-	}
-	return false
+// crash is a power loss of b: its process dies and its disk keeps only what
+// a power loss leaves; it restarts after restartNs.
+func (w *World) crash(b *broker, restartNs int64) {
+	b.fs.Crash(w.rFault)
+	w.checker.DiskChanged(b.id)
+	w.stopProcess(b, restartNs)
 }
 
-func (w *World) crash(b *broker, restartNs int64) {
+// stopProcess ends b's process (its memory is gone; its disk and page cache
+// stay as they are) and restarts it after restartNs.
+func (w *World) stopProcess(b *broker, restartNs int64) {
+	w.noteDown(b)
 	b.up = false
 	b.inc++
 	b.paused = false
 	b.held = b.held[:0]
-	b.fs.Crash(w.rFault)
 	b.logs = b.logs[:0]
 	b.storage = nil
 	b.drv = nil
@@ -619,7 +515,7 @@ func (w *World) drainCheck() {
 		}
 	}
 	for _, q := range w.prof.Queues {
-		if !w.checker.Converged(q.Queue) || (w.prof.ConsumersPerQueue > 0 && w.checker.Undelivered(q.Queue) > 0) {
+		if ok, _ := w.checker.Converged(q.Queue); !ok || (w.prof.ConsumersPerQueue > 0 && w.checker.Undelivered(q.Queue) > 0) {
 			w.schedule1(w.now+100e6, evDrainCheck)
 			return
 		}
@@ -633,6 +529,7 @@ func logDir(q core.QueueID) string { return "q" + strconv.FormatUint(uint64(q), 
 
 func (w *World) startBroker(b *broker) {
 	b.up = true
+	b.fetched = false
 	b.logs = b.logs[:0]
 	b.storage = make([]storageQueue, len(b.queues))
 	var logs []core.LogState
@@ -643,7 +540,10 @@ func (w *World) startBroker(b *broker) {
 		}
 		b.logs = append(b.logs, l)
 		logs = append(logs, st)
-		w.checker.Durable(b.id, q.Queue, st.End, st.Epochs)
+		w.checker.Recovered(w.now, b.id, q.Queue, st)
+		if st.Damage != "" {
+			w.mark(MarkDamageReported)
+		}
 	}
 	w.notef("start n%d inc=%d", b.id, b.inc)
 	b.drv = driver.New(core.Config{Node: b.id, Process: b.inc + 1, Queues: b.queues, Bugs: w.prof.Bugs}, (*worldEnv)(w), w.trace)
@@ -736,20 +636,23 @@ func (w *World) execStorage(b *broker, qi int) core.StorageDone {
 	}
 	switch op.Op {
 	case core.OpSync:
-		w.segEpochs = l.AppendEpochs(w.segEpochs[:0])
-		w.epochBuf = w.epochBuf[:0]
-		for _, e := range w.segEpochs {
-			w.epochBuf = append(w.epochBuf, core.EpochStart{Epoch: e.Epoch, Offset: e.Offset})
-		}
-		w.checker.Durable(b.id, op.Queue, l.End(), w.epochBuf)
+		// The completion is handed to the core right after: the disk must
+		// hold what the sync covers now.
+		w.checker.SyncAcked(w.now, b.id, op.Queue, op.Offset)
 	case core.OpTruncate:
 		w.checker.Truncated(b.id, op.Queue, op.Offset)
+		if !isOwner(b, op.Queue) {
+			w.mark(MarkFollowerTruncate)
+		}
+	case core.OpDiscard:
+		w.checker.Truncated(b.id, op.Queue, l.End())
 	case core.OpAppend:
+		w.checker.Appended(b.id, op.Queue, op.Records)
 		owner := w.ownerOf(op.Queue) == b.id
 		for i := range op.Records {
 			r := &op.Records[i]
 			if r.Kind == record.KindAck {
-				w.checker.AckAppended(op.Queue, b.id, r.Offset, r.Epoch, binary.LittleEndian.Uint64(r.Body))
+				w.checker.AckAppended(op.Queue, b.id, r.Offset, check.IdentOf(r), binary.LittleEndian.Uint64(r.Body))
 			}
 			if owner && r.Kind != record.KindPublish {
 				// Acks and epoch records take offsets too: to the log model
@@ -773,12 +676,17 @@ func (w *World) completeStorage(b *broker, qi int) {
 }
 
 func (w *World) storageDone(b *broker, done *core.StorageDone) {
+	if done.Op == core.OpRead && done.Err != "" {
+		w.mark(MarkReadMetDamage)
+	}
 	w.step(b, &core.Input{Kind: core.InStorage, NowNs: w.now, Done: *done})
 	if done.Err != "" && b.up {
 		// The broker stops using a failed log; its supervisor restarts the
-		// process, whose recovery scan then judges what the disk holds.
+		// process, whose recovery scan then judges what the disk holds. No
+		// power is lost: the page cache (whatever a failed sync left in it)
+		// is what the new process reads.
 		w.notef("n%d log of queue %d failed (%s): the process exits", b.id, done.Queue, done.Err)
-		w.crash(b, w.rFault.Range(100e6, 2e9))
+		w.stopProcess(b, w.rFault.Range(100e6, 2e9))
 	}
 }
 
@@ -815,6 +723,15 @@ func (w *World) disconnect(c *client, notify bool) {
 	}
 	c.inflight = c.inflight[:0]
 	c.probeKey = 0
+	if c.kind == consumer {
+		w.checker.ConsumerLost(c.q.Queue, c.conn, c.held)
+		for _, o := range c.held {
+			if len(w.lostHeld) < heldMax {
+				w.lostHeld[lostKey{c.q.Queue, o}] = true
+			}
+		}
+		c.held = c.held[:0]
+	}
 	delete(w.conns, c.conn)
 	if notify {
 		e := w.schedule1(w.now+w.netDelay(), evClientGone)
@@ -826,6 +743,24 @@ func (w *World) disconnect(c *client, notify bool) {
 func (w *World) request(c *client, req core.Request) {
 	e := w.schedule1(w.now+w.netDelay(), evRequest)
 	e.node, e.inc, e.from, e.req = c.owner, c.connInc, core.NodeID(c.conn), req
+}
+
+type lostKey struct {
+	q core.QueueID
+	o uint64
+}
+
+// heldMax bounds the deliveries a simulated consumer tracks as unacked;
+// the core's prefetch limit keeps it far below.
+const heldMax = 1 << 16
+
+func removeOffset(s []uint64, o uint64) []uint64 {
+	for i, v := range s {
+		if v == o {
+			return append(s[:i], s[i+1:]...)
+		}
+	}
+	return s
 }
 
 func publishKey(c *client, seq uint64) uint64 { return uint64(c.idx+1)<<40 | seq }
@@ -865,7 +800,7 @@ func (w *World) publish(c *client) {
 	if !w.working {
 		c.probeKey = key
 	}
-	w.checker.PublishStarted(key)
+	w.checker.PublishStarted(key, n)
 	w.stats.Publishes++
 	w.request(c, core.Request{Kind: core.ReqPublish, ID: c.reqID, Queue: c.q.Queue, Body: body})
 }
@@ -916,9 +851,16 @@ func (w *World) clientReceive(e *event) {
 		// the broker sent it to the instant the consumer had it.
 		w.record(c.q.Queue, linear.Op{Kind: linear.Read, Client: int(c.idx),
 			CallNs: e.t0, ReturnNs: w.now, Key: KeyOf(e.eff.Body), Offset: e.eff.Offset})
+		w.checker.DeliveryReceived(w.now, c.q.Queue, e.eff.Offset, c.conn, e.eff.Body)
+		if len(c.held) < heldMax {
+			c.held = append(c.held, e.eff.Offset)
+		}
 		w.stats.Deliveries++
 		if e.eff.Redelivered {
 			w.stats.Redeliveries++
+			if w.lostHeld[lostKey{c.q.Queue, e.eff.Offset}] {
+				w.mark(MarkRedeliveryAfterLoss)
+			}
 		}
 		a := w.schedule1(w.now+w.rCli.Int63n(w.prof.AckDelayUsMax*1000+1), evAck)
 		a.cli, a.inc = c.idx, uint64(c.conn)
@@ -934,6 +876,15 @@ type worldEnv World
 func (env *worldEnv) Send(from, to core.NodeID, m *core.Message) {
 	w := (*World)(env)
 	f, t := from-1, to-1
+	switch m.Kind {
+	case core.MsgFetch:
+		w.brokers[f].fetched = true
+		w.mark(MarkOwnerRebuild)
+	case core.MsgLogQuery:
+		if w.brokers[f].fetched {
+			w.mark(MarkRecoveryRestart)
+		}
+	}
 	if w.now < w.isolated[f] || w.now < w.isolated[t] || w.now < w.oneWay[f][t] {
 		return // partitioned
 	}
@@ -942,18 +893,21 @@ func (env *worldEnv) Send(from, to core.NodeID, m *core.Message) {
 		rates = &noFaults // healed
 	}
 	if rates.DropPer1000 > 0 && w.rNet.Intn(1000) < rates.DropPer1000 {
-		w.stats.Faults[FaultDrop]++
+		w.stats.Armed[FaultDrop]++
+		w.stats.Struck[FaultDrop]++
 		return
 	}
 	data := wire.Append(nil, m)
 	if rates.CorruptPer1000 > 0 && w.rNet.Intn(1000) < rates.CorruptPer1000 {
 		data[w.rNet.Intn(len(data))] ^= byte(1) << w.rNet.Intn(8)
-		w.stats.Faults[FaultCorruptMsg]++
+		w.stats.Armed[FaultCorruptMsg]++
+		w.stats.Struck[FaultCorruptMsg]++
 	}
 	copies := 1
 	if rates.DupPer1000 > 0 && w.rNet.Intn(1000) < rates.DupPer1000 {
 		copies = 2
-		w.stats.Faults[FaultDuplicate]++
+		w.stats.Armed[FaultDuplicate]++
+		w.stats.Struck[FaultDuplicate]++
 	}
 	for i := 0; i < copies; i++ {
 		d := w.netDelay()
@@ -1032,39 +986,11 @@ func (w *World) finish() {
 			consumed[c.q.Queue] = true
 		}
 	}
-	drained := func(q core.QueueID) bool { return pending == 0 && consumed[q] }
-	// Each replica's log is read once, in big chunks, then looked up.
-	type logKey struct {
-		n core.NodeID
-		q core.QueueID
+	if !w.stop {
+		// The drain ran out of time: say what was still outstanding.
+		w.checker.Liveness(w.now, "the drain ran out after "+strconv.FormatInt(w.prof.DrainMs, 10)+" ms with work outstanding: "+w.outstanding())
 	}
-	loaded := map[logKey][]record.Record{}
-	read := func(n core.NodeID, q core.QueueID, o uint64) (record.Record, bool) {
-		b := w.brokers[n-1]
-		if !b.up {
-			return record.Record{}, false
-		}
-		k := logKey{n, q}
-		recs, ok := loaded[k]
-		if !ok {
-			l := b.logs[w.queueIndex(b, q)]
-			recs = make([]record.Record, 0, l.End()-l.Start())
-			for from := l.Start(); from < l.End(); {
-				chunk, err := l.Read(from, 4096, 16<<20)
-				if err != nil || len(chunk) == 0 {
-					break // a read error: what was read so far is the log
-				}
-				recs = append(recs, chunk...)
-				from += uint64(len(chunk))
-			}
-			loaded[k] = recs
-		}
-		if len(recs) == 0 || o < recs[0].Offset || o-recs[0].Offset >= uint64(len(recs)) {
-			return record.Record{}, false
-		}
-		return recs[o-recs[0].Offset], true
-	}
-	w.checker.Final(w.now, read, KeyOf, drained)
+	w.checker.Final(w.now, func(q core.QueueID) bool { return w.stop && consumed[q] })
 	for _, q := range w.prof.Queues {
 		if w.historyFull[q.Queue] {
 			w.notef("q%d: history over %d operations, linearizability not checked", q.Queue, linearOpsMax)
@@ -1080,6 +1006,42 @@ func (w *World) finish() {
 	if len(unserved) > 0 {
 		w.checker.Liveness(w.now, "no probe publish confirmed after the heal on "+strings.Join(unserved, " "))
 	}
+}
+
+// outstanding describes the drain's unfinished work: what drainCheck waits
+// for.
+func (w *World) outstanding() string {
+	var parts []string
+	for _, c := range w.clients {
+		if c.kind != publisher {
+			continue
+		}
+		if !c.probed {
+			parts = append(parts, fmt.Sprintf("q%d publisher %d has no confirmed probe", c.q.Queue, c.idx))
+		}
+		if len(c.inflight) > 0 {
+			parts = append(parts, fmt.Sprintf("q%d publisher %d has %d publishes unresolved", c.q.Queue, c.idx, len(c.inflight)))
+		}
+	}
+	for _, q := range w.prof.Queues {
+		if ok, why := w.checker.Converged(q.Queue); !ok {
+			parts = append(parts, fmt.Sprintf("q%d not converged (%s)", q.Queue, why))
+		}
+		if w.prof.ConsumersPerQueue > 0 {
+			if n := w.checker.Undelivered(q.Queue); n > 0 {
+				parts = append(parts, fmt.Sprintf("q%d has %d confirmed publishes no live consumer holds", q.Queue, n))
+			}
+		}
+	}
+	for _, b := range w.brokers {
+		if !b.up {
+			parts = append(parts, fmt.Sprintf("n%d is down", b.id))
+		}
+	}
+	if len(parts) == 0 {
+		return "none that the drain check sees"
+	}
+	return strings.Join(parts, "; ")
 }
 
 func (w *World) result() Result {

@@ -1,0 +1,144 @@
+package world
+
+import (
+	"fmt"
+
+	"github.com/sluicemq/sluice/core"
+)
+
+// Mark names a protocol state that a run reached, as the world saw it from
+// outside the core (the effects it executed, the faults that struck, what
+// clients received). A sweep counts the seeds that reached each mark: the
+// coverage table. The first time a run reaches a mark, a trace note says so
+// ("mark NAME"); a saved regression names the mark its bug's path hits, and
+// its replay fails when the mark is not reached.
+type Mark uint8
+
+// The marks.
+const (
+	MarkOwnerCrashInFlight  Mark = iota + 1 // an owner lost power or exited with publishes in flight
+	MarkFollowerTruncate                    // a follower truncated a divergent suffix
+	MarkOwnerRebuild                        // an owner fetched records from a follower to rebuild its log
+	MarkRecoveryRestart                     // a rebuilding owner started over (asked every follower again)
+	MarkWDown                               // W or more replicas of a W >= 2 queue were down at once
+	MarkAllDown                             // every replica of a queue was down at once
+	MarkRedeliveryAfterLoss                 // a consumer was lost holding a record; a consumer received it again
+	MarkSegmentRoll                         // a log started a new segment
+	MarkCorruptOwner                        // injected damage struck an owner's copy
+	MarkDamageReported                      // a log reported damage at recovery
+	MarkReadMetDamage                       // a live read of a log met damage (corrupt or unreadable)
+	MarkLostWrite                           // a synced write was lost (struck)
+	MarkSyncFailDrop                        // a sync failed and dropped the dirty pages (struck)
+	MarkUnreadable                          // an unreadable range was met by a read or a scan
+	MarkTornSector                          // a torn write damaged synced bytes of its sector
+	MarkCorruptLive                         // corruption of a running broker's log was met by a live read
+	MarkPowerCycle                          // every broker lost power at once
+	markKinds
+)
+
+var markNames = [...]string{
+	MarkOwnerCrashInFlight:  "owner-crash-inflight",
+	MarkFollowerTruncate:    "follower-truncate",
+	MarkOwnerRebuild:        "owner-rebuild",
+	MarkRecoveryRestart:     "recovery-restart",
+	MarkWDown:               "w-down",
+	MarkAllDown:             "all-down",
+	MarkRedeliveryAfterLoss: "redelivery-after-loss",
+	MarkSegmentRoll:         "segment-roll",
+	MarkCorruptOwner:        "corrupt-owner",
+	MarkDamageReported:      "damage-reported",
+	MarkReadMetDamage:       "read-met-damage",
+	MarkLostWrite:           "lost-write",
+	MarkSyncFailDrop:        "sync-fail-drop",
+	MarkUnreadable:          "unreadable",
+	MarkTornSector:          "torn-sector",
+	MarkCorruptLive:         "corrupt-live",
+	MarkPowerCycle:          "power-cycle",
+}
+
+func (m Mark) String() string {
+	if int(m) < len(markNames) && markNames[m] != "" {
+		return markNames[m]
+	}
+	return "mark?"
+}
+
+// Marks lists every mark, in order.
+func Marks() []Mark {
+	out := make([]Mark, 0, markKinds-1)
+	for m := Mark(1); m < markKinds; m++ {
+		out = append(out, m)
+	}
+	return out
+}
+
+// ParseMark reads a mark's name.
+func ParseMark(s string) (Mark, error) {
+	for _, m := range Marks() {
+		if m.String() == s {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown coverage mark %q", s)
+}
+
+// Coverage counts how often a run reached each mark.
+type Coverage [markKinds]uint64
+
+// mark records that the run reached m.
+func (w *World) mark(m Mark) {
+	if w.stats.Coverage[m] == 0 {
+		w.notef("mark %s", m)
+	}
+	w.stats.Coverage[m]++
+}
+
+// noteDown is called as b's process stops: it marks an owner lost with
+// publishes in flight and queues with W or more, or all, replicas down.
+func (w *World) noteDown(b *broker) {
+	for _, c := range w.clients {
+		if c.kind == publisher && c.owner == int32(b.id-1) && len(c.inflight) > 0 {
+			w.mark(MarkOwnerCrashInFlight)
+			break
+		}
+	}
+	for _, q := range b.queues {
+		down := 1 // b
+		for _, n := range q.Replicas {
+			if n != b.id && !w.brokers[n-1].up {
+				down++
+			}
+		}
+		if wq := q.Policy.WriteQuorum(len(q.Replicas)); wq >= 2 && down >= wq {
+			w.mark(MarkWDown)
+		}
+		if down == len(q.Replicas) {
+			w.mark(MarkAllDown)
+		}
+	}
+}
+
+// damageAllowed reports whether injected damage may strike b's copy of q:
+// the fault budget lets at most W-1 replicas of a queue lose or corrupt
+// records at once (a copy counts until it holds a whole log again), beyond
+// which no design could keep a confirm.
+func (w *World) damageAllowed(b *broker, q core.QueueConfig) bool {
+	budget := q.Policy.WriteQuorum(len(q.Replicas)) - 1
+	damaged := w.checker.Damaged(q.Queue)
+	for _, n := range damaged {
+		if n == b.id {
+			return true // already counted
+		}
+	}
+	return len(damaged) < budget
+}
+
+// isOwner reports whether b owns q.
+func isOwner(b *broker, q core.QueueID) bool {
+	for i := range b.queues {
+		if b.queues[i].Queue == q {
+			return b.queues[i].Owner == b.id
+		}
+	}
+	return false
+}
