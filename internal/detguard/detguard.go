@@ -54,6 +54,8 @@ var (
 		"syscall":      "operating system",
 		"unsafe":       "memory layout",
 		"io/ioutil":    "file system; use io/vfs",
+		"hash/maphash": "seeds are random per process, so hashes differ between runs",
+		"weak":         "a weak pointer turns nil whenever the garbage collector runs",
 	}
 	forbiddenTrees = map[string]string{
 		"net":     "network; use the simulated transport",

@@ -22,9 +22,14 @@
 //
 //   - import: no import of os, os/exec, os/signal, net and net/...,
 //     time, math/rand, math/rand/v2, crypto/rand, sync, sync/atomic,
-//     runtime and runtime/..., log, log/slog, syscall, unsafe, io/ioutil.
-//     Time, randomness, concurrency and the outside world reach guarded
-//     code only through the simulator's own interfaces.
+//     runtime and runtime/..., log, log/slog, syscall, unsafe, io/ioutil,
+//     hash/maphash, weak. Time, randomness, concurrency and the outside
+//     world reach guarded code only through the simulator's own
+//     interfaces. hash/maphash is randomness in disguise: its only seeds
+//     come from MakeSeed, which is random per process, so a key hashes
+//     differently in every run; use a fixed-seed hash such as hash/fnv or
+//     hash/crc32. weak pointers turn nil when the garbage
+//     collector runs, which no seed controls.
 //   - go: no go statement.
 //   - select: no select statement.
 //   - chan: no channel type anywhere (declarations, parameters, make).
