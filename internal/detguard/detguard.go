@@ -20,14 +20,15 @@ import (
 
 // Rule names, as they appear in reports.
 const (
-	RuleImport   = "import"
-	RuleGo       = "go"
-	RuleSelect   = "select"
-	RuleChan     = "chan"
-	RuleSend     = "send"
-	RuleRecv     = "recv"
-	RuleMapRange = "map-range"
-	RuleMarker   = "marker"
+	RuleImport     = "import"
+	RuleGo         = "go"
+	RuleSelect     = "select"
+	RuleChan       = "chan"
+	RuleSend       = "send"
+	RuleRecv       = "recv"
+	RuleMapRange   = "map-range"
+	RuleReflectMap = "reflect-map"
+	RuleMarker     = "marker"
 )
 
 // MarkerDirective is the reviewed-marker comment that excuses a map range
@@ -35,6 +36,17 @@ const (
 const MarkerDirective = "//detguard:order-independent"
 
 const directivePrefix = "//detguard:"
+
+// reflectMapMethods are the reflect methods that start an iteration over a
+// map, in the map's random order: Value.Seq and Value.Seq2 do so when the
+// value is a map, which only the run time knows, so every call counts.
+var reflectMapMethods = map[string]bool{
+	"Value.MapKeys":  true,
+	"Value.MapRange": true,
+	"Value.Seq":      true,
+	"Value.Seq2":     true,
+	"MapIter.Reset":  true,
+}
 
 // forbiddenImports are rejected exactly; forbiddenTrees also reject every
 // package below them.
@@ -498,6 +510,15 @@ func (c *Checker) checkFile(f *ast.File, info *types.Info) []Violation {
 				break
 			}
 			report(n.For, RuleMapRange, "range over %s: iteration order is random; range over a sorted* helper or add %s <reason>", types.TypeString(t, qualifier), MarkerDirective)
+		case *ast.SelectorExpr:
+			if info == nil {
+				break
+			}
+			name, ok := reflectMapMethod(n, info)
+			if !ok || excused(n.Sel.Pos()) {
+				break
+			}
+			report(n.Sel.Pos(), RuleReflectMap, "reflect.%s iterates a map in random order; sort the keys or add %s <reason>", name, MarkerDirective)
 		case *ast.CallExpr:
 			if info == nil {
 				break
@@ -516,7 +537,7 @@ func (c *Checker) checkFile(f *ast.File, info *types.Info) []Violation {
 		for _, m := range markers {
 			if !m.used {
 				vs = append(vs, Violation{File: m.pos.Filename, Line: m.pos.Line, Col: m.pos.Column, Rule: RuleMarker,
-					Detail: "marker excuses nothing: no map range on this line or the next"})
+					Detail: "marker excuses nothing: no map iteration on this line or the next"})
 			}
 		}
 	}
@@ -574,6 +595,30 @@ func mapsIterCall(call *ast.CallExpr, info *types.Info) (string, bool) {
 		return obj.Name(), true
 	}
 	return "", false
+}
+
+// reflectMapMethod reports whether sel names (in a call, a method value or
+// a method expression) one of reflectMapMethods, including through a
+// struct that embeds reflect.Value. It returns "Type.Method".
+func reflectMapMethod(sel *ast.SelectorExpr, info *types.Info) (string, bool) {
+	fn, ok := info.Uses[sel.Sel].(*types.Func)
+	if !ok || fn.Pkg() == nil || fn.Pkg().Path() != "reflect" {
+		return "", false
+	}
+	recv := fn.Signature().Recv()
+	if recv == nil {
+		return "", false
+	}
+	t := types.Unalias(recv.Type())
+	if p, ok := t.(*types.Pointer); ok {
+		t = types.Unalias(p.Elem())
+	}
+	named, ok := t.(*types.Named)
+	if !ok {
+		return "", false
+	}
+	name := named.Obj().Name() + "." + fn.Name()
+	return name, reflectMapMethods[name]
 }
 
 // isMap reports whether ranging over a value of type t iterates a map: its

@@ -40,9 +40,22 @@
 //     and no call of maps.Keys, maps.Values or maps.All, because Go's map
 //     iteration order is randomised. See "Reviewed map ranges" below for
 //     the two exemptions.
+//   - reflect-map: no use (call, method value or method expression) of
+//     reflect.Value.MapKeys, reflect.Value.MapRange,
+//     reflect.(*MapIter).Reset, reflect.Value.Seq or reflect.Value.Seq2,
+//     including through a type that embeds reflect.Value. These iterate a
+//     map in Go's random order, invisibly to the map-range rule. Seq and
+//     Seq2 are deterministic on slices, arrays, strings and integers, but
+//     whether the value is a map is known only at run time, so every use
+//     counts; the reviewed marker excuses one whose value is known not to
+//     be a map. MapIter.Reset is listed because a zero MapIter plus Reset
+//     iterates a map without MapRange. Printing a map with fmt (and
+//     encoding/json's Marshal) is not a violation: fmt sorts map keys
+//     since Go 1.12 and encoding/json sorts object keys, so their output
+//     does not depend on the iteration order.
 //   - marker: a //detguard: comment that is malformed, lacks a reason,
-//     names an unknown directive, or excuses nothing (no map range on its
-//     own line or the next). Stale markers are reported so that they do
+//     names an unknown directive, or excuses nothing (no map iteration of
+//     the map-range or reflect-map rules on its own line or the next). Stale markers are reported so that they do
 //     not silently excuse code added later.
 //
 // # Reviewed map ranges
@@ -56,6 +69,9 @@
 //   - the line of the for statement (or of the call), or the line just
 //     above it, carries the reviewed marker with a non-empty reason.
 //
+// A reflect-map use is accepted only with the marker, on its line or the
+// line above.
+//
 // The marker is
 //
 //	//detguard:order-independent <reason>
@@ -66,7 +82,7 @@
 // Rules import, go, select, chan, send and recv are syntactic and apply to
 // every non-test .go file in a guarded directory, including files excluded
 // by GOOS/GOARCH build constraints (but not files tagged "ignore"). The
-// map-range rule needs types: each package is type-checked with go/types
+// map-range and reflect-map rules need types: each package is type-checked with go/types
 // and the source importer, and a package that fails to type-check is an
 // error, never a silent pass.
 package detguard
