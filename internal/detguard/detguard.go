@@ -462,16 +462,17 @@ func (c *Checker) checkFile(f *ast.File, info *types.Info) []Violation {
 		return false
 	}
 
-	// Arguments passed directly to a sorted* helper.
+	// Sequences passed directly to the standard library's slices.Sorted,
+	// SortedFunc or SortedStableFunc, which collect them and sort.
 	sortedArgs := map[ast.Expr]bool{}
-	ast.Inspect(f, func(n ast.Node) bool {
-		if call, ok := n.(*ast.CallExpr); ok && isSortedCall(call) {
-			for _, a := range call.Args {
-				sortedArgs[ast.Unparen(a)] = true
+	if info != nil {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok && len(call.Args) > 0 && isStdSortedCall(call, info) {
+				sortedArgs[ast.Unparen(call.Args[0])] = true
 			}
-		}
-		return true
-	})
+			return true
+		})
+	}
 
 	// Rules 2 and 3.
 	ast.Inspect(f, func(n ast.Node) bool {
@@ -500,16 +501,10 @@ func (c *Checker) checkFile(f *ast.File, info *types.Info) []Violation {
 				report(n.For, RuleRecv, "range over a channel")
 				break
 			}
-			if !isMap(t) {
+			if !isMap(t) || excused(n.For) {
 				break
 			}
-			if call, ok := ast.Unparen(n.X).(*ast.CallExpr); ok && isSortedCall(call) {
-				break
-			}
-			if excused(n.For) {
-				break
-			}
-			report(n.For, RuleMapRange, "range over %s: iteration order is random; range over a sorted* helper or add %s <reason>", types.TypeString(t, qualifier), MarkerDirective)
+			report(n.For, RuleMapRange, "range over %s: iteration order is random; range over slices.Sorted(maps.Keys(m)) or add %s <reason>", types.TypeString(t, qualifier), MarkerDirective)
 		case *ast.SelectorExpr:
 			if info == nil {
 				break
@@ -527,7 +522,7 @@ func (c *Checker) checkFile(f *ast.File, info *types.Info) []Violation {
 			if !ok || sortedArgs[n] || excused(n.Pos()) {
 				break
 			}
-			report(n.Pos(), RuleMapRange, "maps.%s yields in random order; wrap it in slices.Sorted/a sorted* helper or add %s <reason>", name, MarkerDirective)
+			report(n.Pos(), RuleMapRange, "maps.%s yields in random order; pass it directly to slices.Sorted, SortedFunc or SortedStableFunc or add %s <reason>", name, MarkerDirective)
 		}
 		return true
 	})
@@ -546,55 +541,59 @@ func (c *Checker) checkFile(f *ast.File, info *types.Info) []Violation {
 
 func qualifier(p *types.Package) string { return p.Name() }
 
-// isSortedCall reports whether call invokes a function whose name starts
-// with "sorted" or "Sorted" (plain, qualified or instantiated).
-func isSortedCall(call *ast.CallExpr) bool {
-	fun := ast.Unparen(call.Fun)
-	for {
-		switch x := fun.(type) {
-		case *ast.IndexExpr:
-			fun = x.X
-			continue
-		case *ast.IndexListExpr:
-			fun = x.X
-			continue
-		}
-		break
-	}
-	var name string
-	switch x := fun.(type) {
-	case *ast.Ident:
-		name = x.Name
-	case *ast.SelectorExpr:
-		name = x.Sel.Name
-	default:
-		return false
-	}
-	return strings.HasPrefix(name, "sorted") || strings.HasPrefix(name, "Sorted")
+// stdSortedFuncs are the standard library functions that collect a
+// sequence into a slice and sort it. Only these earn a maps iterator its
+// exemption: the callee is resolved with go/types, so a project function
+// that merely has a sorting name gets none.
+var stdSortedFuncs = map[string]bool{"Sorted": true, "SortedFunc": true, "SortedStableFunc": true}
+
+// isStdSortedCall reports whether call invokes slices.Sorted,
+// slices.SortedFunc or slices.SortedStableFunc of the standard library.
+func isStdSortedCall(call *ast.CallExpr, info *types.Info) bool {
+	fn := calleeFunc(call, info)
+	return fn != nil && fn.Pkg() != nil && fn.Pkg().Path() == "slices" &&
+		fn.Signature().Recv() == nil && stdSortedFuncs[fn.Name()]
 }
 
 // mapsIterCall reports whether call is maps.Keys, maps.Values or maps.All
 // from the standard library package "maps".
 func mapsIterCall(call *ast.CallExpr, info *types.Info) (string, bool) {
-	fun := ast.Unparen(call.Fun)
-	if ix, ok := fun.(*ast.IndexExpr); ok {
-		fun = ix.X
-	} else if ix, ok := fun.(*ast.IndexListExpr); ok {
-		fun = ix.X
-	}
-	sel, ok := fun.(*ast.SelectorExpr)
-	if !ok {
+	fn := calleeFunc(call, info)
+	if fn == nil || fn.Pkg() == nil || fn.Pkg().Path() != "maps" {
 		return "", false
 	}
-	obj, ok := info.Uses[sel.Sel].(*types.Func)
-	if !ok || obj.Pkg() == nil || obj.Pkg().Path() != "maps" {
-		return "", false
-	}
-	switch obj.Name() {
+	switch fn.Name() {
 	case "Keys", "Values", "All":
-		return obj.Name(), true
+		return fn.Name(), true
 	}
 	return "", false
+}
+
+// calleeFunc resolves the function a call invokes when it is named
+// directly (plain, qualified or explicitly instantiated); it returns nil
+// for calls of function values, conversions and builtins.
+func calleeFunc(call *ast.CallExpr, info *types.Info) *types.Func {
+	fun := ast.Unparen(call.Fun)
+	switch x := fun.(type) {
+	case *ast.IndexExpr:
+		fun = ast.Unparen(x.X)
+	case *ast.IndexListExpr:
+		fun = ast.Unparen(x.X)
+	}
+	var id *ast.Ident
+	switch x := fun.(type) {
+	case *ast.Ident:
+		id = x
+	case *ast.SelectorExpr:
+		id = x.Sel
+	default:
+		return nil
+	}
+	fn, ok := info.Uses[id].(*types.Func)
+	if !ok {
+		return nil
+	}
+	return fn.Origin()
 }
 
 // reflectMapMethod reports whether sel names (in a call, a method value or

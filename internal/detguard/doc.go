@@ -62,10 +62,16 @@
 //
 // A map range (or maps.Keys/Values/All call) is accepted when
 //
-//   - the ranged expression is a call of a function whose name starts with
-//     "sorted" or "Sorted" (for _, k := range sortedKeys(m)), or the maps
-//     iterator is passed directly to such a function
-//     (slices.Sorted(maps.Keys(m))); or
+//   - the maps iterator is passed directly, as the sequence argument, to
+//     the standard library's slices.Sorted, slices.SortedFunc or
+//     slices.SortedStableFunc (slices.Sorted(maps.Keys(m))), which
+//     collect it and sort. The callee is resolved with go/types, so a
+//     project function or method merely named sorted*/Sorted* earns no
+//     exemption, and neither does ranging over the result of one: a name
+//     promises an order that only a review can confirm. A comparator
+//     passed to SortedFunc or SortedStableFunc must be a total order on
+//     the elements, since the random order survives among elements it
+//     calls equal; or
 //   - the line of the for statement (or of the call), or the line just
 //     above it, carries the reviewed marker with a non-empty reason.
 //
@@ -78,6 +84,9 @@
 //
 // and the reason must say why the order cannot matter, for example
 // "//detguard:order-independent sums the values; addition is commutative".
+// A helper that collects a map's keys and sorts them carries the marker on
+// its range ("collected, then sorted below"); better still, it is written
+// as slices.Sorted(maps.Keys(m)), which needs none.
 //
 // Rules import, go, select, chan, send and recv are syntactic and apply to
 // every non-test .go file in a guarded directory, including files excluded
