@@ -522,6 +522,10 @@ func (c *Checker) checkFile(f *ast.File, info *types.Info) []Violation {
 			if !ok || sortedArgs[n] || excused(n.Pos()) {
 				break
 			}
+			if name == "DeleteFunc" || name == "EqualFunc" {
+				report(n.Pos(), RuleMapRange, "maps.%s calls its function in random map order; add %s <reason> if the function has no effects", name, MarkerDirective)
+				break
+			}
 			report(n.Pos(), RuleMapRange, "maps.%s yields in random order; pass it directly to slices.Sorted, SortedFunc or SortedStableFunc or add %s <reason>", name, MarkerDirective)
 		}
 		return true
@@ -555,15 +559,19 @@ func isStdSortedCall(call *ast.CallExpr, info *types.Info) bool {
 		fn.Signature().Recv() == nil && stdSortedFuncs[fn.Name()]
 }
 
-// mapsIterCall reports whether call is maps.Keys, maps.Values or maps.All
-// from the standard library package "maps".
+// mapsIterCall reports whether call is one of the standard library's
+// maps functions that walk a map in its random order where the order can
+// show: the iterators Keys, Values and All, and DeleteFunc and EqualFunc,
+// which call a function per entry (EqualFunc stops at the first
+// mismatch). Clone, Copy and Equal also walk the map, but their results do
+// not depend on the order.
 func mapsIterCall(call *ast.CallExpr, info *types.Info) (string, bool) {
 	fn := calleeFunc(call, info)
 	if fn == nil || fn.Pkg() == nil || fn.Pkg().Path() != "maps" {
 		return "", false
 	}
 	switch fn.Name() {
-	case "Keys", "Values", "All":
+	case "Keys", "Values", "All", "DeleteFunc", "EqualFunc":
 		return fn.Name(), true
 	}
 	return "", false

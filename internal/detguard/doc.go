@@ -38,8 +38,12 @@
 //   - map-range: no range over a map (a value whose type's underlying
 //     type is a map, or a type parameter whose constraint admits a map),
 //     and no call of maps.Keys, maps.Values or maps.All, because Go's map
-//     iteration order is randomised. See "Reviewed map ranges" below for
-//     the two exemptions.
+//     iteration order is randomised. maps.DeleteFunc and maps.EqualFunc
+//     count too: they call their function once per entry in that order,
+//     which shows if the function has effects (EqualFunc also stops at
+//     the first mismatch). maps.Clone, Copy and Equal walk the map too,
+//     but their results do not depend on the order. See "Reviewed map
+//     ranges" below for the two exemptions.
 //   - reflect-map: no use (call, method value or method expression) of
 //     reflect.Value.MapKeys, reflect.Value.MapRange,
 //     reflect.(*MapIter).Reset, reflect.Value.Seq or reflect.Value.Seq2,
@@ -60,7 +64,8 @@
 //
 // # Reviewed map ranges
 //
-// A map range (or maps.Keys/Values/All call) is accepted when
+// A map range (or call of one of the maps functions above) is accepted
+// when
 //
 //   - the maps iterator is passed directly, as the sequence argument, to
 //     the standard library's slices.Sorted, slices.SortedFunc or

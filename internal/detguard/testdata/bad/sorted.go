@@ -57,3 +57,17 @@ func SortLater(m map[string]int) []string {
 	keys := maps.Keys(m) // want map-range
 	return slices.Sorted(keys)
 }
+
+// Callbacks hands functions to maps helpers that call them in map order.
+func Callbacks(a, b map[string]int) []string {
+	var seen []string
+	maps.DeleteFunc(a, func(k string, v int) bool { // want map-range
+		seen = append(seen, k)
+		return v < 0
+	})
+	_ = maps.EqualFunc(a, b, func(x, y int) bool { // want map-range
+		seen = append(seen, "eq")
+		return x == y
+	})
+	return seen
+}

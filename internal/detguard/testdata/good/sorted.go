@@ -34,3 +34,13 @@ func CollectThenSort(m map[int]string) []int {
 	slices.Sort(out)
 	return out
 }
+
+// Prune deletes with a pure predicate, so the order of the calls cannot
+// show; the copy and the comparison have order-free results.
+func Prune(m map[string]int) (map[string]int, bool) {
+	//detguard:order-independent the predicate has no effects
+	maps.DeleteFunc(m, func(_ string, v int) bool { return v < 0 })
+	c := maps.Clone(m)
+	maps.Copy(c, m)
+	return c, maps.Equal(c, m)
+}
