@@ -91,9 +91,6 @@ func (r *Rand) Range(lo, hi int64) int64 {
 // Chance returns true with probability num/den.
 func (r *Rand) Chance(num, den int) bool { return r.Intn(den) < num }
 
-// Float64 returns a uniform value in [0, 1).
-func (r *Rand) Float64() float64 { return float64(r.Uint64()>>11) / (1 << 53) }
-
 // ExpNs returns an exponentially distributed duration with mean meanNs,
 // rounded to the nearest nanosecond and at least 1. meanNs must be
 // positive. A result that would exceed math.MaxInt64 saturates there.
