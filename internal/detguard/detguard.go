@@ -28,6 +28,7 @@ const (
 	RuleRecv       = "recv"
 	RuleMapRange   = "map-range"
 	RuleReflectMap = "reflect-map"
+	RuleFloatTrans = "float-transcendental"
 	RuleMarker     = "marker"
 )
 
@@ -47,6 +48,24 @@ var reflectMapMethods = map[string]bool{
 	"Value.Seq2":     true,
 	"MapIter.Reset":  true,
 }
+
+// approxMathFuncs are the functions of package math whose results are
+// approximations that differ between platforms: assembly on some
+// architectures, pure Go elsewhere, where the compiler may also fuse
+// their multiply-adds into FMA instructions. doc.go gives the reason for
+// each function that is allowed.
+var approxMathFuncs = map[string]bool{
+	"Exp": true, "Exp2": true, "Expm1": true, "Log": true, "Log2": true, "Log10": true, "Log1p": true,
+	"Pow": true, "Pow10": true, "Cbrt": true, "Hypot": true,
+	"Sin": true, "Cos": true, "Tan": true, "Sincos": true, "Asin": true, "Acos": true, "Atan": true, "Atan2": true,
+	"Sinh": true, "Cosh": true, "Tanh": true, "Asinh": true, "Acosh": true, "Atanh": true,
+	"Gamma": true, "Lgamma": true, "Erf": true, "Erfc": true, "Erfinv": true, "Erfcinv": true,
+	"J0": true, "J1": true, "Jn": true, "Y0": true, "Y1": true, "Yn": true,
+}
+
+// exactCmplxFuncs are the only functions of math/cmplx that compute
+// nothing approximate; the rest are built on approxMathFuncs.
+var exactCmplxFuncs = map[string]bool{"Conj": true, "Inf": true, "IsInf": true, "IsNaN": true, "NaN": true}
 
 // forbiddenImports are rejected exactly; forbiddenTrees also reject every
 // package below them.
@@ -505,6 +524,13 @@ func (c *Checker) checkFile(f *ast.File, info *types.Info) []Violation {
 				break
 			}
 			report(n.For, RuleMapRange, "range over %s: iteration order is random; range over slices.Sorted(maps.Keys(m)) or add %s <reason>", types.TypeString(t, qualifier), MarkerDirective)
+		case *ast.Ident:
+			if info == nil {
+				break
+			}
+			if name, ok := approxFloatFunc(n, info); ok {
+				report(n.Pos(), RuleFloatTrans, "%s is an approximation whose result differs between platforms; compute in integers (see sim/prng.ExpNs)", name)
+			}
 		case *ast.SelectorExpr:
 			if info == nil {
 				break
@@ -602,6 +628,23 @@ func calleeFunc(call *ast.CallExpr, info *types.Info) *types.Func {
 		return nil
 	}
 	return fn.Origin()
+}
+
+// approxFloatFunc reports whether id refers (in a call or as a function
+// value) to one of approxMathFuncs or to a math/cmplx function other than
+// exactCmplxFuncs. It returns the qualified name.
+func approxFloatFunc(id *ast.Ident, info *types.Info) (string, bool) {
+	fn, ok := info.Uses[id].(*types.Func)
+	if !ok || fn.Pkg() == nil || fn.Signature().Recv() != nil {
+		return "", false
+	}
+	switch fn.Pkg().Path() {
+	case "math":
+		return "math." + fn.Name(), approxMathFuncs[fn.Name()]
+	case "math/cmplx":
+		return "cmplx." + fn.Name(), !exactCmplxFuncs[fn.Name()]
+	}
+	return "", false
 }
 
 // reflectMapMethod reports whether sel names (in a call, a method value or

@@ -57,6 +57,34 @@
 //     encoding/json's Marshal) is not a violation: fmt sorts map keys
 //     since Go 1.12 and encoding/json sorts object keys, so their output
 //     does not depend on the iteration order.
+//   - float-transcendental: no use (call or function value) of the
+//     approximate functions of package math: Exp, Exp2, Expm1, Log, Log2,
+//     Log10, Log1p, Pow, Pow10, Cbrt, Hypot, Sin, Cos, Tan, Sincos, Asin,
+//     Acos, Atan, Atan2, Sinh, Cosh, Tanh, Asinh, Acosh, Atanh, Gamma,
+//     Lgamma, Erf, Erfc, Erfinv, Erfcinv, J0, J1, Jn, Y0, Y1, Yn; and of
+//     every math/cmplx function except Conj, Inf, IsInf, IsNaN and NaN
+//     (the others are built on the math approximations: Abs and Sqrt on
+//     Hypot, Phase on Atan2, and so on). IEEE 754 does not fix their
+//     results, and Go computes them differently per platform: Exp, Log and
+//     Hypot are assembly on amd64 (Exp also on arm64 and loong64, most of
+//     them on s390x) and pure Go elsewhere, and pure Go code may have its
+//     x*y+z fused into one FMA instruction on arm64, ppc64le, s390x,
+//     riscv64, loong64 and amd64 built with GOAMD64=v3. So one seed could
+//     draw other values on another machine. Draw in integers instead (the
+//     simulator's exponential gaps come from sim/prng.ExpNs). The marker
+//     does not excuse this rule. Pow10 is a table lookup and one
+//     multiplication, deterministic by itself, but it is banned all the
+//     same: inlined, that product may fuse with the caller's addition,
+//     and a constant or an integer power serves every deterministic use.
+//     Allowed, because their results are exactly determined on every
+//     platform: Sqrt (IEEE 754 requires it correctly rounded, and Go's
+//     software fallback is), FMA (specified as x*y+z with a single
+//     rounding), Mod and Remainder (the remainder is exactly
+//     representable and computed exactly), Floor, Ceil, Trunc, Round,
+//     RoundToEven, Modf, Frexp, Ldexp, Logb, Ilogb, Abs, Copysign, Dim,
+//     Max, Min, Nextafter, Signbit, the bit conversions and the Inf/NaN
+//     helpers. strconv's float parsing and formatting is correctly rounded
+//     and allowed too.
 //   - marker: a //detguard: comment that is malformed, lacks a reason,
 //     names an unknown directive, or excuses nothing (no map iteration of
 //     the map-range or reflect-map rules on its own line or the next). Stale markers are reported so that they do
@@ -96,7 +124,7 @@
 // Rules import, go, select, chan, send and recv are syntactic and apply to
 // every non-test .go file in a guarded directory, including files excluded
 // by GOOS/GOARCH build constraints (but not files tagged "ignore"). The
-// map-range and reflect-map rules need types: each package is type-checked with go/types
+// map-range, reflect-map and float-transcendental rules need types: each package is type-checked with go/types
 // and the source importer, and a package that fails to type-check is an
 // error, never a silent pass.
 package detguard
