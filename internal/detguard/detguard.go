@@ -29,6 +29,7 @@ const (
 	RuleMapRange   = "map-range"
 	RuleReflectMap = "reflect-map"
 	RuleFloatTrans = "float-transcendental"
+	RuleFloatFused = "float-fused"
 	RuleMarker     = "marker"
 )
 
@@ -493,6 +494,24 @@ func (c *Checker) checkFile(f *ast.File, info *types.Info) []Violation {
 		})
 	}
 
+	// Float products that are the operand of an explicit conversion to a
+	// float type (which rounds them, so the compiler may not fuse them
+	// with a later addition) or to an integer type (no addition can
+	// consume them).
+	rounded := map[ast.Expr]bool{}
+	if info != nil {
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) != 1 {
+				return true
+			}
+			if tv, ok := info.Types[call.Fun]; ok && tv.IsType() && underlyingIs(tv.Type, isFloatOrIntBasic) {
+				rounded[ast.Unparen(call.Args[0])] = true
+			}
+			return true
+		})
+	}
+
 	// Rules 2 and 3.
 	ast.Inspect(f, func(n ast.Node) bool {
 		switch n := n.(type) {
@@ -524,6 +543,27 @@ func (c *Checker) checkFile(f *ast.File, info *types.Info) []Violation {
 				break
 			}
 			report(n.For, RuleMapRange, "range over %s: iteration order is random; range over slices.Sorted(maps.Keys(m)) or add %s <reason>", types.TypeString(t, qualifier), MarkerDirective)
+		case *ast.BinaryExpr:
+			if info == nil || n.Op != token.MUL {
+				break
+			}
+			tv, ok := info.Types[n]
+			if !ok || tv.Value != nil {
+				break // constant: computed exactly at compile time
+			}
+			switch {
+			case underlyingIs(tv.Type, isComplexBasic):
+				report(n.OpPos, RuleFloatFused, "complex multiplication: its multiply-adds may be fused into FMA on some platforms; keep complex arithmetic out of deterministic code")
+			case underlyingIs(tv.Type, isFloatBasic) && !rounded[n]:
+				report(n.OpPos, RuleFloatFused, "float multiplication may be fused with an addition into FMA on some platforms; round it explicitly, as float64(x*y), or compute in integers")
+			}
+		case *ast.AssignStmt:
+			if info == nil || n.Tok != token.MUL_ASSIGN || len(n.Lhs) != 1 {
+				break
+			}
+			if t := info.TypeOf(n.Lhs[0]); t != nil && underlyingIs(t, func(u types.Type) bool { return isFloatBasic(u) || isComplexBasic(u) }) {
+				report(n.TokPos, RuleFloatFused, "*= on a float may be fused with a later addition into FMA on some platforms; write x = float64(x * y)")
+			}
 		case *ast.Ident:
 			if info == nil {
 				break
@@ -676,6 +716,21 @@ func reflectMapMethod(sel *ast.SelectorExpr, info *types.Info) (string, bool) {
 // admits a map.
 func isMap(t types.Type) bool {
 	return underlyingIs(t, func(u types.Type) bool { _, ok := u.(*types.Map); return ok })
+}
+
+func isFloatBasic(u types.Type) bool {
+	b, ok := u.(*types.Basic)
+	return ok && b.Info()&types.IsFloat != 0
+}
+
+func isFloatOrIntBasic(u types.Type) bool {
+	b, ok := u.(*types.Basic)
+	return ok && b.Info()&(types.IsFloat|types.IsInteger) != 0
+}
+
+func isComplexBasic(u types.Type) bool {
+	b, ok := u.(*types.Basic)
+	return ok && b.Info()&types.IsComplex != 0
 }
 
 func isChan(t types.Type) bool {

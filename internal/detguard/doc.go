@@ -85,6 +85,21 @@
 //     Max, Min, Nextafter, Signbit, the bit conversions and the Inf/NaN
 //     helpers. strconv's float parsing and formatting is correctly rounded
 //     and allowed too.
+//   - float-fused: no float multiplication (x*y, and x *= y) unless its
+//     product is the direct operand of an explicit conversion to a float
+//     type, float64(x*y), or to an integer type, and no complex
+//     multiplication at all. The Go spec lets the compiler fuse x*y+z
+//     into one FMA instruction, rounding once instead of twice, "possibly
+//     across statements" (t := x*y; r = t + z), and gc does so on arm64,
+//     ppc64le, s390x, riscv64, loong64 and amd64 built with GOAMD64=v3, so
+//     the same source computes other bits on other machines. An explicit
+//     float conversion rounds the product and the spec forbids fusing
+//     past it; an integer conversion leaves no float product for an
+//     addition to consume. A complex product is itself a pair of
+//     multiply-adds (fused on arm64), which no conversion can reach.
+//     Constant expressions are exact and exempt. The rule does not reason
+//     about operands (x*0.5 is reported too) and the marker does not
+//     excuse it.
 //   - marker: a //detguard: comment that is malformed, lacks a reason,
 //     names an unknown directive, or excuses nothing (no map iteration of
 //     the map-range or reflect-map rules on its own line or the next). Stale markers are reported so that they do
@@ -124,7 +139,8 @@
 // Rules import, go, select, chan, send and recv are syntactic and apply to
 // every non-test .go file in a guarded directory, including files excluded
 // by GOOS/GOARCH build constraints (but not files tagged "ignore"). The
-// map-range, reflect-map and float-transcendental rules need types: each package is type-checked with go/types
-// and the source importer, and a package that fails to type-check is an
-// error, never a silent pass.
+// map-range, reflect-map, float-transcendental and float-fused rules need
+// types: each package is type-checked with go/types and the source
+// importer, and a package that fails to type-check is an error, never a
+// silent pass.
 package detguard

@@ -8,13 +8,13 @@ import (
 
 // ExpGap draws an exponential gap with a transcendental function.
 func ExpGap(u, perMin float64) int64 {
-	return int64(-math.Log(u) * 60e9 / perMin) // want float-transcendental
+	return int64(-math.Log(u) * 60e9 / perMin) // want float-transcendental float-fused
 }
 
 // Many uses several approximations on one line each.
 func Many(x, y float64) float64 {
 	a := math.Exp(x) + math.Pow(x, y)            // want float-transcendental float-transcendental
-	b := math.Sin(x) * math.Atan2(y, x)          // want float-transcendental float-transcendental
+	b := math.Sin(x) * math.Atan2(y, x)          // want float-transcendental float-transcendental float-fused
 	c := math.Hypot(x, y) + math.Cbrt(x)         // want float-transcendental float-transcendental
 	d := math.Pow10(3) + math.Erfinv(x)          // want float-transcendental float-transcendental
 	s, k := math.Sincos(x)                       // want float-transcendental
