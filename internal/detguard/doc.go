@@ -28,8 +28,8 @@
 //     interfaces. hash/maphash is randomness in disguise: its only seeds
 //     come from MakeSeed, which is random per process, so a key hashes
 //     differently in every run; use a fixed-seed hash such as hash/fnv or
-//     hash/crc32. weak pointers turn nil when the garbage
-//     collector runs, which no seed controls.
+//     hash/crc32. weak pointers turn nil when the garbage collector
+//     runs, which no seed controls.
 //   - go: no go statement.
 //   - select: no select statement.
 //   - chan: no channel type anywhere (declarations, parameters, make).
@@ -66,8 +66,8 @@
 //     (the others are built on the math approximations: Abs and Sqrt on
 //     Hypot, Phase on Atan2, and so on). IEEE 754 does not fix their
 //     results, and Go computes them differently per platform: Exp, Log and
-//     Hypot are assembly on amd64 (Exp also on arm64 and loong64, most of
-//     them on s390x) and pure Go elsewhere, and pure Go code may have its
+//     Hypot are assembly on amd64 (Exp also on arm64 and loong64, Hypot on
+//     386, most of them on s390x) and pure Go elsewhere, and pure Go code may have its
 //     x*y+z fused into one FMA instruction on arm64, ppc64le, s390x,
 //     riscv64, loong64 and amd64 built with GOAMD64=v3. So one seed could
 //     draw other values on another machine. Draw in integers instead (the
@@ -102,8 +102,9 @@
 //     excuse it.
 //   - marker: a //detguard: comment that is malformed, lacks a reason,
 //     names an unknown directive, or excuses nothing (no map iteration of
-//     the map-range or reflect-map rules on its own line or the next). Stale markers are reported so that they do
-//     not silently excuse code added later.
+//     the map-range or reflect-map rules on its own line or the next).
+//     Stale markers are reported so that they do not silently excuse code
+//     added later.
 //
 // # Reviewed map ranges
 //
@@ -131,7 +132,9 @@
 //	//detguard:order-independent <reason>
 //
 // and the reason must say why the order cannot matter, for example
-// "//detguard:order-independent sums the values; addition is commutative".
+// "//detguard:order-independent sums the counts; integer addition is
+// commutative" (a float sum is not a valid excuse: float addition is not
+// associative, so its result depends on the order).
 // A helper that collects a map's keys and sorts them carries the marker on
 // its range ("collected, then sorted below"); better still, it is written
 // as slices.Sorted(maps.Keys(m)), which needs none.
