@@ -3,6 +3,8 @@ package world
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/sluicemq/sluice/sim/prng"
@@ -262,12 +264,14 @@ func (r *FaultRates) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*r = FaultRates{DropPer1000: j.DropPer1000, DupPer1000: j.DupPer1000, CorruptPer1000: j.CorruptPer1000}
-	for name, v := range j.PerMin { //detguard:order-independent each entry sets its own slot
+	// In name order, so that of several bad names the same one is reported
+	// in every run.
+	for _, name := range slices.Sorted(maps.Keys(j.PerMin)) {
 		k, err := ParseFaultKind(name)
 		if err != nil || k >= FaultDrop {
 			return fmt.Errorf("fault rates: %q is not a scheduled fault kind", name)
 		}
-		r.PerMin[k] = v
+		r.PerMin[k] = j.PerMin[name]
 	}
 	return nil
 }

@@ -148,6 +148,14 @@ func TestRatesJSON(t *testing.T) {
 			t.Errorf("%s: read without an error", src)
 		}
 	}
+	// Of several bad kinds, the first by name is reported, whatever the
+	// map's order.
+	for range 20 {
+		err := json.Unmarshal([]byte(`{"per_min":{"zz":1,"drop":1,"bogus":1,"crash":2}}`), &r)
+		if err == nil || err.Error() != `fault rates: "bogus" is not a scheduled fault kind` {
+			t.Fatalf("got %v, want the error for \"bogus\"", err)
+		}
+	}
 }
 
 // TestSavedScenarioRatesRoundTrip reads the profile of every saved
