@@ -33,8 +33,9 @@ const (
 	RuleMarker     = "marker"
 )
 
-// MarkerDirective is the reviewed-marker comment that excuses a map range
-// on its own line or the line below. It must be followed by a reason.
+// MarkerDirective is the reviewed-marker comment that excuses a map
+// iteration (a map-range or reflect-map violation) on its own line or the
+// line below. It must be followed by a reason.
 const MarkerDirective = "//detguard:order-independent"
 
 const directivePrefix = "//detguard:"
@@ -512,7 +513,7 @@ func (c *Checker) checkFile(f *ast.File, info *types.Info) []Violation {
 		})
 	}
 
-	// Rules 2 and 3.
+	// The other rules.
 	ast.Inspect(f, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.GoStmt:
