@@ -20,21 +20,54 @@ import (
 
 // Rule names, as they appear in reports.
 const (
-	RuleImport   = "import"
-	RuleGo       = "go"
-	RuleSelect   = "select"
-	RuleChan     = "chan"
-	RuleSend     = "send"
-	RuleRecv     = "recv"
-	RuleMapRange = "map-range"
-	RuleMarker   = "marker"
+	RuleImport     = "import"
+	RuleGo         = "go"
+	RuleSelect     = "select"
+	RuleChan       = "chan"
+	RuleSend       = "send"
+	RuleRecv       = "recv"
+	RuleMapRange   = "map-range"
+	RuleReflectMap = "reflect-map"
+	RuleFloatTrans = "float-transcendental"
+	RuleFloatFused = "float-fused"
+	RuleMarker     = "marker"
 )
 
-// MarkerDirective is the reviewed-marker comment that excuses a map range
-// on its own line or the line below. It must be followed by a reason.
+// MarkerDirective is the reviewed-marker comment that excuses a map
+// iteration (a map-range or reflect-map violation) on its own line or the
+// line below. It must be followed by a reason.
 const MarkerDirective = "//detguard:order-independent"
 
 const directivePrefix = "//detguard:"
+
+// reflectMapMethods are the reflect methods that start an iteration over a
+// map, in the map's random order: Value.Seq and Value.Seq2 do so when the
+// value is a map, which only the run time knows, so every call counts.
+var reflectMapMethods = map[string]bool{
+	"Value.MapKeys":  true,
+	"Value.MapRange": true,
+	"Value.Seq":      true,
+	"Value.Seq2":     true,
+	"MapIter.Reset":  true,
+}
+
+// approxMathFuncs are the functions of package math whose results are
+// approximations that differ between platforms: assembly on some
+// architectures, pure Go elsewhere, where the compiler may also fuse
+// their multiply-adds into FMA instructions. doc.go gives the reason for
+// each function that is allowed.
+var approxMathFuncs = map[string]bool{
+	"Exp": true, "Exp2": true, "Expm1": true, "Log": true, "Log2": true, "Log10": true, "Log1p": true,
+	"Pow": true, "Pow10": true, "Cbrt": true, "Hypot": true,
+	"Sin": true, "Cos": true, "Tan": true, "Sincos": true, "Asin": true, "Acos": true, "Atan": true, "Atan2": true,
+	"Sinh": true, "Cosh": true, "Tanh": true, "Asinh": true, "Acosh": true, "Atanh": true,
+	"Gamma": true, "Lgamma": true, "Erf": true, "Erfc": true, "Erfinv": true, "Erfcinv": true,
+	"J0": true, "J1": true, "Jn": true, "Y0": true, "Y1": true, "Yn": true,
+}
+
+// exactCmplxFuncs are the only functions of math/cmplx that compute
+// nothing approximate; the rest are built on approxMathFuncs.
+var exactCmplxFuncs = map[string]bool{"Conj": true, "Inf": true, "IsInf": true, "IsNaN": true, "NaN": true}
 
 // forbiddenImports are rejected exactly; forbiddenTrees also reject every
 // package below them.
@@ -54,6 +87,8 @@ var (
 		"syscall":      "operating system",
 		"unsafe":       "memory layout",
 		"io/ioutil":    "file system; use io/vfs",
+		"hash/maphash": "seeds are random per process, so hashes differ between runs",
+		"weak":         "a weak pointer turns nil whenever the garbage collector runs",
 	}
 	forbiddenTrees = map[string]string{
 		"net":     "network; use the simulated transport",
@@ -448,18 +483,37 @@ func (c *Checker) checkFile(f *ast.File, info *types.Info) []Violation {
 		return false
 	}
 
-	// Arguments passed directly to a sorted* helper.
+	// Sequences passed directly to the standard library's slices.Sorted,
+	// SortedFunc or SortedStableFunc, which collect them and sort.
 	sortedArgs := map[ast.Expr]bool{}
-	ast.Inspect(f, func(n ast.Node) bool {
-		if call, ok := n.(*ast.CallExpr); ok && isSortedCall(call) {
-			for _, a := range call.Args {
-				sortedArgs[ast.Unparen(a)] = true
+	if info != nil {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok && len(call.Args) > 0 && isStdSortedCall(call, info) {
+				sortedArgs[ast.Unparen(call.Args[0])] = true
 			}
-		}
-		return true
-	})
+			return true
+		})
+	}
 
-	// Rules 2 and 3.
+	// Float products that are the operand of an explicit conversion to a
+	// float type (which rounds them, so the compiler may not fuse them
+	// with a later addition) or to an integer type (no addition can
+	// consume them).
+	rounded := map[ast.Expr]bool{}
+	if info != nil {
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) != 1 {
+				return true
+			}
+			if tv, ok := info.Types[call.Fun]; ok && tv.IsType() && underlyingIs(tv.Type, isFloatOrIntBasic) {
+				rounded[ast.Unparen(call.Args[0])] = true
+			}
+			return true
+		})
+	}
+
+	// The other rules.
 	ast.Inspect(f, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.GoStmt:
@@ -486,16 +540,47 @@ func (c *Checker) checkFile(f *ast.File, info *types.Info) []Violation {
 				report(n.For, RuleRecv, "range over a channel")
 				break
 			}
-			if !isMap(t) {
+			if !isMap(t) || excused(n.For) {
 				break
 			}
-			if call, ok := ast.Unparen(n.X).(*ast.CallExpr); ok && isSortedCall(call) {
+			report(n.For, RuleMapRange, "range over %s: iteration order is random; range over slices.Sorted(maps.Keys(m)) or add %s <reason>", types.TypeString(t, qualifier), MarkerDirective)
+		case *ast.BinaryExpr:
+			if info == nil || n.Op != token.MUL {
 				break
 			}
-			if excused(n.For) {
+			tv, ok := info.Types[n]
+			if !ok || tv.Value != nil {
+				break // constant: computed exactly at compile time
+			}
+			switch {
+			case underlyingIs(tv.Type, isComplexBasic):
+				report(n.OpPos, RuleFloatFused, "complex multiplication: its multiply-adds may be fused into FMA on some platforms; keep complex arithmetic out of deterministic code")
+			case underlyingIs(tv.Type, isFloatBasic) && !rounded[n]:
+				report(n.OpPos, RuleFloatFused, "float multiplication may be fused with an addition into FMA on some platforms; round it explicitly, as float64(x*y), or compute in integers")
+			}
+		case *ast.AssignStmt:
+			if info == nil || n.Tok != token.MUL_ASSIGN || len(n.Lhs) != 1 {
 				break
 			}
-			report(n.For, RuleMapRange, "range over %s: iteration order is random; range over a sorted* helper or add %s <reason>", types.TypeString(t, qualifier), MarkerDirective)
+			if t := info.TypeOf(n.Lhs[0]); t != nil && underlyingIs(t, func(u types.Type) bool { return isFloatBasic(u) || isComplexBasic(u) }) {
+				report(n.TokPos, RuleFloatFused, "*= on a float may be fused with a later addition into FMA on some platforms; write x = float64(x * y)")
+			}
+		case *ast.Ident:
+			if info == nil {
+				break
+			}
+			if name, ok := approxFloatFunc(n, info); ok {
+				report(n.Pos(), RuleFloatTrans, "%s is an approximation whose result differs between platforms; compute in integers (see sim/prng.ExpNs)", name)
+			}
+		case *ast.SelectorExpr:
+			if info == nil {
+				break
+			}
+			name, ok := reflectMapMethod(n, info)
+			if !ok || excused(n.Sel.Pos()) {
+				break
+			}
+			report(n.Sel.Pos(), RuleReflectMap, "reflect.%s iterates a map in random order; sort the keys or add %s <reason>", name, MarkerDirective)
 		case *ast.CallExpr:
 			if info == nil {
 				break
@@ -504,7 +589,11 @@ func (c *Checker) checkFile(f *ast.File, info *types.Info) []Violation {
 			if !ok || sortedArgs[n] || excused(n.Pos()) {
 				break
 			}
-			report(n.Pos(), RuleMapRange, "maps.%s yields in random order; wrap it in slices.Sorted/a sorted* helper or add %s <reason>", name, MarkerDirective)
+			if name == "DeleteFunc" || name == "EqualFunc" {
+				report(n.Pos(), RuleMapRange, "maps.%s calls its function in random map order; add %s <reason> if the function has no effects", name, MarkerDirective)
+				break
+			}
+			report(n.Pos(), RuleMapRange, "maps.%s yields in random order; pass it directly to slices.Sorted, SortedFunc or SortedStableFunc or add %s <reason>", name, MarkerDirective)
 		}
 		return true
 	})
@@ -514,7 +603,7 @@ func (c *Checker) checkFile(f *ast.File, info *types.Info) []Violation {
 		for _, m := range markers {
 			if !m.used {
 				vs = append(vs, Violation{File: m.pos.Filename, Line: m.pos.Line, Col: m.pos.Column, Rule: RuleMarker,
-					Detail: "marker excuses nothing: no map range on this line or the next"})
+					Detail: "marker excuses nothing: no map iteration on this line or the next"})
 			}
 		}
 	}
@@ -523,55 +612,104 @@ func (c *Checker) checkFile(f *ast.File, info *types.Info) []Violation {
 
 func qualifier(p *types.Package) string { return p.Name() }
 
-// isSortedCall reports whether call invokes a function whose name starts
-// with "sorted" or "Sorted" (plain, qualified or instantiated).
-func isSortedCall(call *ast.CallExpr) bool {
-	fun := ast.Unparen(call.Fun)
-	for {
-		switch x := fun.(type) {
-		case *ast.IndexExpr:
-			fun = x.X
-			continue
-		case *ast.IndexListExpr:
-			fun = x.X
-			continue
-		}
-		break
-	}
-	var name string
-	switch x := fun.(type) {
-	case *ast.Ident:
-		name = x.Name
-	case *ast.SelectorExpr:
-		name = x.Sel.Name
-	default:
-		return false
-	}
-	return strings.HasPrefix(name, "sorted") || strings.HasPrefix(name, "Sorted")
+// stdSortedFuncs are the standard library functions that collect a
+// sequence into a slice and sort it. Only these earn a maps iterator its
+// exemption: the callee is resolved with go/types, so a project function
+// that merely has a sorting name gets none.
+var stdSortedFuncs = map[string]bool{"Sorted": true, "SortedFunc": true, "SortedStableFunc": true}
+
+// isStdSortedCall reports whether call invokes slices.Sorted,
+// slices.SortedFunc or slices.SortedStableFunc of the standard library.
+func isStdSortedCall(call *ast.CallExpr, info *types.Info) bool {
+	fn := calleeFunc(call, info)
+	return fn != nil && fn.Pkg() != nil && fn.Pkg().Path() == "slices" &&
+		fn.Signature().Recv() == nil && stdSortedFuncs[fn.Name()]
 }
 
-// mapsIterCall reports whether call is maps.Keys, maps.Values or maps.All
-// from the standard library package "maps".
+// mapsIterCall reports whether call is one of the standard library's
+// maps functions that walk a map in its random order where the order can
+// show: the iterators Keys, Values and All, and DeleteFunc and EqualFunc,
+// which call a function per entry (EqualFunc stops at the first
+// mismatch). Clone, Copy and Equal also walk the map, but their results do
+// not depend on the order.
 func mapsIterCall(call *ast.CallExpr, info *types.Info) (string, bool) {
-	fun := ast.Unparen(call.Fun)
-	if ix, ok := fun.(*ast.IndexExpr); ok {
-		fun = ix.X
-	} else if ix, ok := fun.(*ast.IndexListExpr); ok {
-		fun = ix.X
+	fn := calleeFunc(call, info)
+	if fn == nil || fn.Pkg() == nil || fn.Pkg().Path() != "maps" {
+		return "", false
 	}
-	sel, ok := fun.(*ast.SelectorExpr)
+	switch fn.Name() {
+	case "Keys", "Values", "All", "DeleteFunc", "EqualFunc":
+		return fn.Name(), true
+	}
+	return "", false
+}
+
+// calleeFunc resolves the function a call invokes when it is named
+// directly (plain, qualified or explicitly instantiated); it returns nil
+// for calls of function values, conversions and builtins.
+func calleeFunc(call *ast.CallExpr, info *types.Info) *types.Func {
+	fun := ast.Unparen(call.Fun)
+	switch x := fun.(type) {
+	case *ast.IndexExpr:
+		fun = ast.Unparen(x.X)
+	case *ast.IndexListExpr:
+		fun = ast.Unparen(x.X)
+	}
+	var id *ast.Ident
+	switch x := fun.(type) {
+	case *ast.Ident:
+		id = x
+	case *ast.SelectorExpr:
+		id = x.Sel
+	default:
+		return nil
+	}
+	fn, ok := info.Uses[id].(*types.Func)
+	if !ok {
+		return nil
+	}
+	return fn.Origin()
+}
+
+// approxFloatFunc reports whether id refers (in a call or as a function
+// value) to one of approxMathFuncs or to a math/cmplx function other than
+// exactCmplxFuncs. It returns the qualified name.
+func approxFloatFunc(id *ast.Ident, info *types.Info) (string, bool) {
+	fn, ok := info.Uses[id].(*types.Func)
+	if !ok || fn.Pkg() == nil || fn.Signature().Recv() != nil {
+		return "", false
+	}
+	switch fn.Pkg().Path() {
+	case "math":
+		return "math." + fn.Name(), approxMathFuncs[fn.Name()]
+	case "math/cmplx":
+		return "cmplx." + fn.Name(), !exactCmplxFuncs[fn.Name()]
+	}
+	return "", false
+}
+
+// reflectMapMethod reports whether sel names (in a call, a method value or
+// a method expression) one of reflectMapMethods, including through a
+// struct that embeds reflect.Value. It returns "Type.Method".
+func reflectMapMethod(sel *ast.SelectorExpr, info *types.Info) (string, bool) {
+	fn, ok := info.Uses[sel.Sel].(*types.Func)
+	if !ok || fn.Pkg() == nil || fn.Pkg().Path() != "reflect" {
+		return "", false
+	}
+	recv := fn.Signature().Recv()
+	if recv == nil {
+		return "", false
+	}
+	t := types.Unalias(recv.Type())
+	if p, ok := t.(*types.Pointer); ok {
+		t = types.Unalias(p.Elem())
+	}
+	named, ok := t.(*types.Named)
 	if !ok {
 		return "", false
 	}
-	obj, ok := info.Uses[sel.Sel].(*types.Func)
-	if !ok || obj.Pkg() == nil || obj.Pkg().Path() != "maps" {
-		return "", false
-	}
-	switch obj.Name() {
-	case "Keys", "Values", "All":
-		return obj.Name(), true
-	}
-	return "", false
+	name := named.Obj().Name() + "." + fn.Name()
+	return name, reflectMapMethods[name]
 }
 
 // isMap reports whether ranging over a value of type t iterates a map: its
@@ -579,6 +717,21 @@ func mapsIterCall(call *ast.CallExpr, info *types.Info) (string, bool) {
 // admits a map.
 func isMap(t types.Type) bool {
 	return underlyingIs(t, func(u types.Type) bool { _, ok := u.(*types.Map); return ok })
+}
+
+func isFloatBasic(u types.Type) bool {
+	b, ok := u.(*types.Basic)
+	return ok && b.Info()&types.IsFloat != 0
+}
+
+func isFloatOrIntBasic(u types.Type) bool {
+	b, ok := u.(*types.Basic)
+	return ok && b.Info()&(types.IsFloat|types.IsInteger) != 0
+}
+
+func isComplexBasic(u types.Type) bool {
+	b, ok := u.(*types.Basic)
+	return ok && b.Info()&types.IsComplex != 0
 }
 
 func isChan(t types.Type) bool {

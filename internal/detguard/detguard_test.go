@@ -199,7 +199,7 @@ func TestBadFixture(t *testing.T) {
 		}
 	}
 	// Every rule is exercised by the fixture.
-	for _, rule := range []string{RuleImport, RuleGo, RuleSelect, RuleChan, RuleSend, RuleRecv, RuleMapRange, RuleMarker} {
+	for _, rule := range []string{RuleImport, RuleGo, RuleSelect, RuleChan, RuleSend, RuleRecv, RuleMapRange, RuleReflectMap, RuleFloatTrans, RuleFloatFused, RuleMarker} {
 		found := false
 		for _, v := range vs {
 			found = found || v.Rule == rule

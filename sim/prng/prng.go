@@ -4,7 +4,10 @@
 // reproduces a whole run. It never reads the clock or the OS.
 package prng
 
-import "math/bits"
+import (
+	"math"
+	"math/bits"
+)
 
 // splitmix64 advances *x and returns the next SplitMix64 output.
 func splitmix64(x *uint64) uint64 {
@@ -88,5 +91,67 @@ func (r *Rand) Range(lo, hi int64) int64 {
 // Chance returns true with probability num/den.
 func (r *Rand) Chance(num, den int) bool { return r.Intn(den) < num }
 
-// Float64 returns a uniform value in [0, 1).
-func (r *Rand) Float64() float64 { return float64(r.Uint64()>>11) / (1 << 53) }
+// ExpNs returns an exponentially distributed duration with mean meanNs,
+// rounded to the nearest nanosecond and at least 1. meanNs must be
+// positive. A result that would exceed math.MaxInt64 saturates there.
+//
+// It uses integer arithmetic only, so a seed draws the same durations on
+// every platform: a float -math.Log(u) would not, because math.Log is
+// assembly on some architectures and pure Go (which the compiler may fuse
+// into FMA instructions) on others.
+//
+// The method is von Neumann's (1951; see Devroye, Non-Uniform Random
+// Variate Generation, 1986, chapter IV): an Exp(1) variate is K + X, where K, its integer part, counts
+// rejected trials and X, its fraction, is the first uniform U0 of the
+// accepted trial. A trial draws uniforms U1, U2, ... while they keep
+// descending (U0 > U1 > ... ) and accepts if the first one that breaks
+// the run has an odd index. The run stays descending for n steps with
+// probability U0^n/n!, so a trial accepts U0 = x with probability
+// 1 - x + x²/2! - x³/3! + ... = e^-x: the accepted fraction has density
+// proportional to e^-x on [0, 1), and a trial accepts at all with
+// probability 1 - 1/e, so K is geometric with P(K = k) = e^-k (1 - 1/e).
+// Those are exactly the integer part and fraction of an Exp(1) variate,
+// and they are independent. Only comparisons of 64-bit uniforms are
+// needed: the method is exact up to the 2^-64 granularity of the
+// uniforms (a tie, probability 2^-64 per comparison, ends the run). It
+// takes e/(1-1/e) ≈ 4.3 draws of Uint64 on average.
+func (r *Rand) ExpNs(meanNs int64) int64 {
+	if meanNs <= 0 {
+		panic("prng: ExpNs with meanNs <= 0")
+	}
+	var k uint64 // rejected trials: the integer part
+	var u0 uint64
+	for {
+		u0 = r.Uint64()
+		prev, n := u0, 1
+		for {
+			u := r.Uint64()
+			if u >= prev {
+				break // U_n breaks the run
+			}
+			prev, n = u, n+1
+		}
+		if n%2 == 1 {
+			break
+		}
+		k++
+	}
+	return scaleExp(k, u0, uint64(meanNs))
+}
+
+// scaleExp returns (k + u0/2^64)·mean rounded to the nearest integer (a
+// half rounds up), at least 1 and at most math.MaxInt64, in 128-bit
+// integer arithmetic.
+func scaleExp(k, u0, mean uint64) int64 {
+	fracHi, fracLo := bits.Mul64(u0, mean)
+	frac := fracHi + fracLo>>63 // u0·mean/2^64 rounded; at most mean
+	intHi, intLo := bits.Mul64(k, mean)
+	sum, carry := bits.Add64(intLo, frac, 0)
+	if intHi != 0 || carry != 0 || sum > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	if sum == 0 {
+		return 1
+	}
+	return int64(sum)
+}

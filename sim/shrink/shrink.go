@@ -145,7 +145,7 @@ func Shrink(seed uint64, p world.Profile, runsMax int, progress Progress) (world
 	try("no message drops", func(c *world.Profile) bool { c.Faults.DropPer1000 = 0; return p.Faults.DropPer1000 > 0 })
 	try("no duplicates", func(c *world.Profile) bool { c.Faults.DupPer1000 = 0; return p.Faults.DupPer1000 > 0 })
 	try("no corrupt frames", func(c *world.Profile) bool { c.Faults.CorruptPer1000 = 0; return p.Faults.CorruptPer1000 > 0 })
-	try("no consumer loss", func(c *world.Profile) bool { c.ConsumerLossPerMin = 0; return p.ConsumerLossPerMin > 0 })
+	try("no consumer loss", func(c *world.Profile) bool { c.ConsumerLossPerMin = world.Rate{}; return p.ConsumerLossPerMin.On() })
 	try("one publisher", func(c *world.Profile) bool { c.PublishersPerQueue = 1; return p.PublishersPerQueue > 1 })
 	try("one consumer", func(c *world.Profile) bool { c.ConsumersPerQueue = 1; return p.ConsumersPerQueue > 1 })
 	try("no consumers", func(c *world.Profile) bool { c.ConsumersPerQueue = 0; return p.ConsumersPerQueue > 0 })

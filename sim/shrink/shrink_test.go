@@ -40,7 +40,7 @@ func TestShrinkKeepsTheFailure(t *testing.T) {
 	p := world.Standard()
 	p.DurationMs = 4000
 	p.Bugs = bugs.AckBeforeSync
-	p.Faults.PerMin[world.FaultCrash] = 30
+	p.Faults.PerMin[world.FaultCrash] = world.PerMin(30)
 	var seed uint64
 	var checker string
 	for s := uint64(1); s <= 50 && checker == ""; s++ {

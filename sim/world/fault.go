@@ -3,6 +3,8 @@ package world
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/sluicemq/sluice/sim/prng"
@@ -142,7 +144,7 @@ func ParseFault(s string) (Fault, error) {
 // per simulated minute of the workload phase, message faults per 1000
 // messages.
 type FaultRates struct {
-	PerMin         [faultKinds]float64
+	PerMin         [faultKinds]Rate
 	DropPer1000    int
 	DupPer1000     int
 	CorruptPer1000 int
@@ -151,7 +153,7 @@ type FaultRates struct {
 // On reports whether any fault is enabled.
 func (r FaultRates) On() bool {
 	for _, v := range r.PerMin {
-		if v > 0 {
+		if v.On() {
 			return true
 		}
 	}
@@ -161,8 +163,8 @@ func (r FaultRates) On() bool {
 func (r FaultRates) String() string {
 	s := ""
 	for k := FaultCrash; k < FaultDrop; k++ {
-		if r.PerMin[k] > 0 {
-			s += fmt.Sprintf(" %s/min=%g", k, r.PerMin[k])
+		if r.PerMin[k].On() {
+			s += fmt.Sprintf(" %s/min=%s", k, r.PerMin[k])
 		}
 	}
 	if r.DropPer1000 > 0 {
@@ -181,12 +183,13 @@ func (r FaultRates) String() string {
 }
 
 // drawSchedule draws the timed faults of a run from its rates: Poisson
-// arrivals per kind over the workload phase, sorted by time.
+// arrivals per kind over the workload phase (exponential gaps drawn in
+// integer nanoseconds, see expGap), sorted by time.
 func drawSchedule(r *prng.Rand, rates FaultRates, brokers int, durationNs int64) []Fault {
 	var out []Fault
 	for k := FaultCrash; k < FaultDrop; k++ {
 		rate := rates.PerMin[k]
-		if rate <= 0 {
+		if !rate.On() {
 			continue
 		}
 		for at := expGap(r, rate); at < durationNs; at += expGap(r, rate) {
@@ -237,17 +240,17 @@ func (f *Fault) UnmarshalText(b []byte) error {
 }
 
 type faultRatesJSON struct {
-	PerMin         map[string]float64 `json:"per_min,omitempty"`
-	DropPer1000    int                `json:"drop_per_1000,omitempty"`
-	DupPer1000     int                `json:"dup_per_1000,omitempty"`
-	CorruptPer1000 int                `json:"corrupt_msg_per_1000,omitempty"`
+	PerMin         map[string]Rate `json:"per_min,omitempty"`
+	DropPer1000    int             `json:"drop_per_1000,omitempty"`
+	DupPer1000     int             `json:"dup_per_1000,omitempty"`
+	CorruptPer1000 int             `json:"corrupt_msg_per_1000,omitempty"`
 }
 
 // MarshalJSON names each rate by its fault kind.
 func (r FaultRates) MarshalJSON() ([]byte, error) {
-	j := faultRatesJSON{PerMin: map[string]float64{}, DropPer1000: r.DropPer1000, DupPer1000: r.DupPer1000, CorruptPer1000: r.CorruptPer1000}
+	j := faultRatesJSON{PerMin: map[string]Rate{}, DropPer1000: r.DropPer1000, DupPer1000: r.DupPer1000, CorruptPer1000: r.CorruptPer1000}
 	for k := FaultCrash; k < FaultDrop; k++ {
-		if r.PerMin[k] > 0 {
+		if r.PerMin[k].On() {
 			j.PerMin[k.String()] = r.PerMin[k]
 		}
 	}
@@ -261,12 +264,14 @@ func (r *FaultRates) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*r = FaultRates{DropPer1000: j.DropPer1000, DupPer1000: j.DupPer1000, CorruptPer1000: j.CorruptPer1000}
-	for name, v := range j.PerMin { //detguard:order-independent each entry sets its own slot
+	// In name order, so that of several bad names the same one is reported
+	// in every run.
+	for _, name := range slices.Sorted(maps.Keys(j.PerMin)) {
 		k, err := ParseFaultKind(name)
 		if err != nil || k >= FaultDrop {
 			return fmt.Errorf("fault rates: %q is not a scheduled fault kind", name)
 		}
-		r.PerMin[k] = v
+		r.PerMin[k] = j.PerMin[name]
 	}
 	return nil
 }

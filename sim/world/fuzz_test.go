@@ -31,9 +31,9 @@ func FuzzWorld(f *testing.F) {
 		p.DurationMs = 1500
 		for k := FaultCrash; k < FaultDrop; k++ {
 			if faultMask&(1<<k) == 0 {
-				p.Faults.PerMin[k] = 0
-			} else if p.Faults.PerMin[k] == 0 {
-				p.Faults.PerMin[k] = 20
+				p.Faults.PerMin[k] = Rate{}
+			} else if !p.Faults.PerMin[k].On() {
+				p.Faults.PerMin[k] = PerMin(20)
 			}
 		}
 		p.Faults.DropPer1000 = int(dropPer1000) % 200

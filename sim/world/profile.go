@@ -26,7 +26,7 @@ type Profile struct {
 
 	// ConsumerLossPerMin: consumers drop their connection this often (mean
 	// per simulated minute) during the workload phase.
-	ConsumerLossPerMin float64
+	ConsumerLossPerMin Rate
 	// Faults: the rates the schedule is drawn from, and the per-message
 	// network faults. Schedule, when not nil, replaces the drawn schedule
 	// (a scenario or a shrunk regression).
@@ -72,7 +72,7 @@ func Standard() Profile {
 func StandardWithFaults() Profile {
 	p := Standard()
 	for k := FaultCrash; k < FaultDrop; k++ {
-		p.Faults.PerMin[k] = 2
+		p.Faults.PerMin[k] = PerMin(2)
 	}
 	p.Faults.DropPer1000, p.Faults.DupPer1000, p.Faults.CorruptPer1000 = 1, 1, 1
 	return p
@@ -115,12 +115,12 @@ func Draw(seed uint64) Profile {
 	p.ConsumersPerQueue = r.Intn(3)
 	p.Prefetch = []int{1, 8, 64}[r.Intn(3)]
 	if r.Chance(1, 2) {
-		p.ConsumerLossPerMin = []float64{3, 30}[r.Intn(2)]
+		p.ConsumerLossPerMin = []Rate{PerMin(3), PerMin(30)}[r.Intn(2)]
 	}
 	// Swarm: each fault kind is on in about half the seeds, at its own rate.
 	for k := FaultCrash; k < FaultDrop; k++ {
 		if r.Chance(1, 2) {
-			p.Faults.PerMin[k] = []float64{2, 6, 20}[r.Intn(3)]
+			p.Faults.PerMin[k] = []Rate{PerMin(2), PerMin(6), PerMin(20)}[r.Intn(3)]
 		}
 	}
 	if r.Chance(1, 2) {
@@ -156,7 +156,7 @@ func (p Profile) String() string {
 		}
 		fmt.Fprintf(&b, "q%d:%s:owner=n%d:reps=%v", q.Queue, q.Policy, q.Owner, q.Replicas)
 	}
-	fmt.Fprintf(&b, "] pubs=%dx%d/s body=%d..%d inflight=%d consumers=%d prefetch=%d closs/min=%g net=%d..%dus sync=%d..%dus dur=%dms faults=[%s]",
+	fmt.Fprintf(&b, "] pubs=%dx%d/s body=%d..%d inflight=%d consumers=%d prefetch=%d closs/min=%s net=%d..%dus sync=%d..%dus dur=%dms faults=[%s]",
 		p.PublishersPerQueue, p.PublishesPerSec, p.BodyBytesMin, p.BodyBytesMax, p.InflightMax,
 		p.ConsumersPerQueue, p.Prefetch, p.ConsumerLossPerMin,
 		p.NetLatencyUsMin, p.NetLatencyUsMax, p.SyncUsMin, p.SyncUsMax, p.DurationMs, p.Faults)

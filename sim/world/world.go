@@ -251,7 +251,7 @@ func (w *World) run() {
 		if c.kind == publisher && w.prof.PublishesPerSec > 0 {
 			w.schedule1(w.now+w.publishGap(), evPublish).cli = c.idx
 		}
-		if c.kind == consumer && w.prof.ConsumerLossPerMin > 0 {
+		if c.kind == consumer && w.prof.ConsumerLossPerMin.On() {
 			w.schedule1(w.now+expGap(w.rCli, w.prof.ConsumerLossPerMin), evConsumerLoss).cli = c.idx
 		}
 	}
@@ -276,13 +276,11 @@ func (w *World) run() {
 	w.finish()
 }
 
-// expGap draws an exponential gap for a rate of perMin events a minute.
-func expGap(r *prng.Rand, perMin float64) int64 {
-	u := r.Float64()
-	if u < 1e-12 {
-		u = 1e-12
-	}
-	return int64(-math.Log(u)*60e9/perMin) + 1
+// expGap draws the exponential gap before the next event at rate (which
+// must be on), in integer nanoseconds and at least 1: integer arithmetic
+// only, so a seed draws the same gaps on every machine.
+func expGap(r *prng.Rand, rate Rate) int64 {
+	return r.ExpNs(rate.MeanGapNs())
 }
 
 func (w *World) publishGap() int64 {
