@@ -37,6 +37,7 @@ type QueueSpec struct {
 // replicaTruth is what the checker knows of one replica of one queue.
 type replicaTruth struct {
 	node core.NodeID
+	idx  int      // its bit in seenCopy masks
 	disk *DiskLog // what its disk durably holds (the ground truth)
 	// issued: the records the replica's processes were told to write, by
 	// offset, as the simulator executed the storage effects (appends and
@@ -92,6 +93,76 @@ type queueTruth struct {
 	// ackRecs: acked offset -> the owner's ack records for it (offset and
 	// identity), to judge a redelivery.
 	ackRecs map[uint64][]ackRec
+	// seen: per offset, the durable copies made (see seenCopy)
+	seen []seenAt
+}
+
+// addSeen records that replica i durably held id at o.
+func (q *queueTruth) addSeen(o uint64, id Ident, i int) {
+	if !id.Intact() {
+		return
+	}
+	for uint64(len(q.seen)) <= o {
+		q.seen = append(q.seen, seenAt{})
+	}
+	s := &q.seen[o]
+	switch {
+	case s.first.id == id || !s.first.id.Intact():
+		s.first.id = id
+		s.first.mask |= 1 << i
+		return
+	}
+	for k := range s.more {
+		if s.more[k].id == id {
+			s.more[k].mask |= 1 << i
+			return
+		}
+	}
+	s.more = append(s.more, seenCopy{id: id, mask: 1 << i})
+}
+
+// dropSeen forgets replica i's copies from o on (a truncation).
+func (q *queueTruth) dropSeen(from uint64, i int) {
+	for o := from; o < uint64(len(q.seen)); o++ {
+		s := &q.seen[o]
+		s.first.mask &^= 1 << i
+		for k := range s.more {
+			s.more[k].mask &^= 1 << i
+		}
+	}
+}
+
+// seenMask returns the replicas seen to hold id at o.
+func (q *queueTruth) seenMask(o uint64, id Ident) uint32 {
+	if o >= uint64(len(q.seen)) || !id.Intact() {
+		return 0
+	}
+	s := &q.seen[o]
+	if s.first.id == id {
+		return s.first.mask
+	}
+	for k := range s.more {
+		if s.more[k].id == id {
+			return s.more[k].mask
+		}
+	}
+	return 0
+}
+
+// seenCopy says which replicas (bit i: reps[i]) were read to hold record id
+// durably at one offset, at a sync acknowledgement or a recovery, and did
+// not truncate it since. A copy lost later to injected damage keeps its bit:
+// it was made durable, and the fault budget answers for its loss.
+type seenCopy struct {
+	id   Ident
+	mask uint32
+}
+
+// seenAt holds the copies seen at one offset: nearly always one record, so
+// the first lives inline.
+type seenAt struct {
+	first seenCopy
+	more  []seenCopy
 }
 
 type ackRec struct {
@@ -120,7 +191,7 @@ func New(specs []QueueSpec, disks func(core.NodeID) Disk) *Checker {
 		q := &queueTruth{spec: s, confirmed: map[uint64]uint64{}, deliveredAt: map[uint64]uint64{},
 			emitted: map[uint64]bool{}, received: map[uint64]*receipt{}, ackRecs: map[uint64][]ackRec{}}
 		for _, n := range s.Replicas {
-			r := &replicaTruth{node: n, disk: NewDiskLog(s.Dir)}
+			r := &replicaTruth{node: n, idx: len(q.reps), disk: NewDiskLog(s.Dir)}
 			q.reps = append(q.reps, r)
 			if n == s.Owner {
 				q.owner = r
@@ -180,9 +251,17 @@ func (c *Checker) Appended(node core.NodeID, q core.QueueID, recs []record.Recor
 	}
 }
 
-// Truncated records that node's log of q executed a truncation (or the
-// discard of a damaged tail) to end: the truth is read again.
+// Truncated records that node's log of q executed a truncation to end: its
+// copies from end on no longer count, and the truth is read again.
 func (c *Checker) Truncated(node core.NodeID, q core.QueueID, end uint64) {
+	c.queues[q].dropSeen(end, c.rep(node, q).idx)
+	c.Discarded(node, q, end)
+}
+
+// Discarded records that node's log of q discarded a damaged tail, leaving
+// end: the records beyond were lost to damage, and their copies keep
+// counting as made durable (see seenCopy).
+func (c *Checker) Discarded(node core.NodeID, q core.QueueID, end uint64) {
 	r := c.rep(node, q)
 	if end < uint64(len(r.issued)) {
 		r.issued = r.issued[:end]
@@ -193,13 +272,14 @@ func (c *Checker) Truncated(node core.NodeID, q core.QueueID, end uint64) {
 }
 
 // DiskChanged reads node's logs again in full: a crash or an injected fault
-// may have changed bytes that were read before.
+// may have changed bytes that were read before. What was verified durable
+// stays verified: a copy lost to injected damage still counts as made
+// durable (the fault budget's business), and a crash loses nothing durable.
 func (c *Checker) DiskChanged(node core.NodeID) {
 	d := c.disks(node)
 	for _, qt := range c.order {
 		if r := qt.replica(node); r != nil {
 			r.disk.Reparse(d)
-			r.verified = 0
 		}
 	}
 }
@@ -214,12 +294,15 @@ func (c *Checker) SyncAcked(atNs int64, node core.NodeID, q core.QueueID, offset
 		c.fail("sync-durable", atNs, "n%d q=%d: a sync acknowledged up to o=%d, but only %d records were written", node, q, offset, len(r.issued))
 		offset = uint64(len(r.issued))
 	}
+	qt := c.queues[q]
 	for o := min(r.verified, offset); o < offset; o++ {
 		if got := r.disk.At(o); got != r.issued[o] {
 			c.fail("sync-durable", atNs, "n%d q=%d: a sync acknowledged up to o=%d, but the disk durably holds %s at o=%d, not the record written (%s)%s",
 				node, q, offset, got, o, r.issued[o], noteOf(r.disk))
+			offset = o
 			break
 		}
+		qt.addSeen(o, r.issued[o], r.idx)
 	}
 	r.verified = max(r.verified, offset)
 	r.acked = max(r.acked, offset)
@@ -288,8 +371,13 @@ func (c *Checker) Recovered(atNs int64, node core.NodeID, q core.QueueID, st cor
 		}
 	}
 	r.issued = r.issued[:0]
+	qt := c.queues[q]
 	for o := uint64(0); o < st.End; o++ {
-		r.issued = append(r.issued, r.disk.At(o))
+		id := r.disk.At(o)
+		r.issued = append(r.issued, id)
+		if o >= r.verified {
+			qt.addSeen(o, id, r.idx) // records Open made durable
+		}
 	}
 	r.acked, r.verified = st.End, st.End
 	c.noteRepair(c.queues[q], r)
@@ -304,12 +392,16 @@ func epochAt(h []core.EpochStart, o uint64) uint64 {
 	return 0
 }
 
-// holders lists the replicas whose disk holds id at o, and says whether
-// the owner is one.
+// holders lists the replicas that hold id at o durably, and says whether
+// the owner is one. A replica holds it when the checker read it from its
+// disk at a sync acknowledgement (or at its recovery) and no truncation
+// removed it since; a copy lost later to injected damage still counts,
+// since the fault budget, not the protocol, answers for it.
 func (q *queueTruth) holders(o uint64, id Ident) (n int, ownerHas bool, names string) {
 	var b strings.Builder
+	mask := q.seenMask(o, id)
 	for _, r := range q.reps {
-		if id.Intact() && r.disk.At(o) == id {
+		if mask&(1<<r.idx) != 0 {
 			n++
 			ownerHas = ownerHas || r == q.owner
 			fmt.Fprintf(&b, " n%d", r.node)

@@ -312,7 +312,7 @@ func TestFailedPublishDeliveredFails(t *testing.T) {
 	wantFailure(t, c, "failed-delivered")
 }
 
-func drainedAll(core.QueueID) bool { return true }
+func drainedAll(core.QueueID) bool  { return true }
 func drainedNone(core.QueueID) bool { return false }
 
 // The old checker read the owner's log only: a confirmed record missing

@@ -110,6 +110,9 @@ type client struct {
 	probeKey uint64   // the drain phase's probe publish in flight, 0 if none
 	probed   bool     // a probe publish was confirmed after the heal
 	held     []uint64 // consumer: offsets received on this connection, not yet acked
+	// reqAt, replyAt: when the last request and reply of the connection
+	// arrive; later ones may not overtake them.
+	reqAt, replyAt int64
 }
 
 // World is one simulated cluster.
@@ -630,6 +633,14 @@ func (w *World) execStorage(b *broker, qi int) core.StorageDone {
 	l := b.logs[qi]
 	done := driver.Exec(l, &op)
 	if done.Err != "" {
+		// A failed truncation or discard may still have cut the log: what
+		// it removed no longer counts as acknowledged.
+		switch op.Op {
+		case core.OpTruncate:
+			w.checker.Truncated(b.id, op.Queue, op.Offset)
+		case core.OpDiscard:
+			w.checker.Discarded(b.id, op.Queue, l.End())
+		}
 		return done
 	}
 	switch op.Op {
@@ -643,7 +654,7 @@ func (w *World) execStorage(b *broker, qi int) core.StorageDone {
 			w.mark(MarkFollowerTruncate)
 		}
 	case core.OpDiscard:
-		w.checker.Truncated(b.id, op.Queue, l.End())
+		w.checker.Discarded(b.id, op.Queue, l.End())
 	case core.OpAppend:
 		w.checker.Appended(b.id, op.Queue, op.Records)
 		owner := w.ownerOf(op.Queue) == b.id
@@ -701,6 +712,7 @@ func (w *World) connect(c *client) {
 	}
 	w.nextCID++
 	c.conn, c.connInc = w.nextCID, b.inc
+	c.reqAt, c.replyAt = 0, 0
 	w.conns[c.conn] = c.idx
 	w.connKind[c.conn] = c.kind
 	if c.kind == consumer {
@@ -732,14 +744,18 @@ func (w *World) disconnect(c *client, notify bool) {
 	}
 	delete(w.conns, c.conn)
 	if notify {
-		e := w.schedule1(w.now+w.netDelay(), evClientGone)
+		e := w.schedule1(max(w.now+w.netDelay(), c.reqAt), evClientGone)
 		e.node, e.inc, e.from = c.owner, c.connInc, core.NodeID(c.conn)
 	}
 	c.conn = 0
 }
 
+// request sends req on c's connection. A connection is a TCP stream: what
+// the client sends reaches the broker in order, and its close comes last.
 func (w *World) request(c *client, req core.Request) {
-	e := w.schedule1(w.now+w.netDelay(), evRequest)
+	at := max(w.now+w.netDelay(), c.reqAt)
+	c.reqAt = at
+	e := w.schedule1(at, evRequest)
 	e.node, e.inc, e.from, e.req = c.owner, c.connInc, core.NodeID(c.conn), req
 }
 
@@ -929,10 +945,15 @@ func (env *worldEnv) Client(from core.NodeID, eff *core.Effect) {
 	case core.EfDeliver:
 		w.checker.DeliverEmitted(w.now, eff.Queue, eff.Offset, KeyOf(eff.Body), eff.Redelivered)
 	}
-	if _, ok := w.conns[eff.Client]; !ok {
+	ci, ok := w.conns[eff.Client]
+	if !ok {
 		return
 	}
-	e := w.schedule1(w.now+w.netDelay(), evReply)
+	// The connection delivers in order, as a TCP stream does.
+	c := w.clients[ci]
+	at := max(w.now+w.netDelay(), c.replyAt)
+	c.replyAt = at
+	e := w.schedule1(at, evReply)
 	e.inc, e.eff, e.t0 = uint64(eff.Client), *eff, w.now
 }
 
