@@ -23,7 +23,12 @@ type Broker struct {
 
 	effects    []Effect
 	deadlineNs int64 // the last deadline emitted
+	refused    uint64
 }
+
+// Refused counts the peer messages refused as impossible (a report beyond
+// what the owner ever wrote, say): a buggy or hostile peer, never a panic.
+func (b *Broker) Refused() uint64 { return b.refused }
 
 // New returns a broker for cfg. It panics on an invalid configuration, which
 // is a programmer error: the driver validates what users write.

@@ -16,6 +16,7 @@ const (
 	readDeliver  uint64 = 2 << 32
 	readPeer     uint64 = 3 << 32
 	readFetch    uint64 = 4 << 32
+	readScrub    uint64 = 5 << 32
 	readKindMask        = ^uint64(math.MaxUint32)
 )
 
@@ -76,6 +77,12 @@ type replica struct {
 	sourceEnd    uint64
 	fetching     bool
 	reportEpochs uint64 // the highest epoch any report named
+
+	// Scrub: the next offset to verify by reading it, whether a read is out,
+	// and when the next may go.
+	scrubNext    uint64
+	scrubReading bool
+	scrubAtNs    int64
 
 	// Follower.
 	ownerProcess uint64 // the newest owner process heard from
@@ -142,6 +149,7 @@ func (r *replica) restore(l *LogState) {
 		panic("core: recovered epoch history exceeds EpochsMax")
 	}
 	r.start, r.end, r.synced = l.Start, l.End, l.End
+	r.scrubNext, r.scrubAtNs = l.Start, r.b.nowNs+r.b.lim.ScrubIntervalMs*1e6
 	r.epochs = append(r.epochs[:0], l.Epochs...)
 	r.cacheStart = l.End
 	r.applied = l.Start
@@ -482,6 +490,15 @@ func (r *replica) onRead(d *StorageDone) {
 			e = max(e, d.Records[i].Epoch)
 		}
 		r.b.send(owner, Message{Kind: MsgFetchReply, Queue: r.cfg.Queue, Epoch: e, Prev: d.Offset, PrevEpoch: r.prevEpoch(d.Offset), End: r.end, Records: d.Records})
+	case readScrub:
+		// The records read back whole (a damaged one fails the read, and
+		// with it the log). Go on from there, from the start at the end.
+		r.scrubReading = false
+		r.scrubNext = d.Offset + uint64(len(d.Records))
+		if r.scrubNext >= r.synced || len(d.Records) == 0 {
+			r.scrubNext = r.start
+		}
+		r.scrubAtNs = r.b.nowNs + r.b.lim.ScrubIntervalMs*1e6
 	case readPeer:
 		node := NodeID(d.Tag &^ readKindMask)
 		for i := range r.peers {
@@ -501,6 +518,7 @@ func (r *replica) onRead(d *StorageDone) {
 }
 
 func (r *replica) onTick() {
+	r.scrub()
 	if r.recovering && r.b.nowNs-r.queriedNs >= r.b.lim.ResendMs*1e6 {
 		if r.fetching {
 			r.fetch()
@@ -530,6 +548,22 @@ func (r *replica) onTick() {
 	}
 }
 
+// scrub issues the next scrub read when it is due.
+func (r *replica) scrub() {
+	if r.failed || r.recovering || r.scrubReading || r.b.nowNs < r.scrubAtNs {
+		return
+	}
+	if r.scrubNext < r.start || r.scrubNext >= r.synced {
+		r.scrubNext = r.start
+	}
+	if r.scrubNext >= r.synced {
+		r.scrubAtNs = r.b.nowNs + r.b.lim.ScrubIntervalMs*1e6
+		return // nothing durable to read yet
+	}
+	r.scrubReading = true
+	r.b.storage(Effect{Op: OpRead, Queue: r.cfg.Queue, Offset: r.scrubNext, Count: r.b.lim.ReadRecordsMax, Tag: readScrub})
+}
+
 // peerWaiting reports whether the owner expects a reply from p.
 func (r *replica) peerWaiting(p *peer) bool {
 	return !p.matched || p.durable < r.end
@@ -539,10 +573,16 @@ func (r *replica) deadlineNs() int64 {
 	if r.recovering && !r.failed {
 		return r.queriedNs + r.b.lim.ResendMs*1e6
 	}
-	if !r.isOwner || !r.ready || r.failed {
+	if r.failed {
 		return math.MaxInt64
 	}
 	at := int64(math.MaxInt64)
+	if !r.scrubReading {
+		at = r.scrubAtNs
+	}
+	if !r.isOwner || !r.ready {
+		return at
+	}
 	resendNs := r.b.lim.ResendMs * 1e6
 	for i := range r.peers {
 		p := &r.peers[i]
@@ -646,7 +686,11 @@ func (r *replica) probe(p *peer) {
 }
 
 func (r *replica) onAppendReply(from NodeID, m *Message) {
-	if m.Epoch != r.epoch || !r.ready {
+	stale := m.Epoch != r.epoch
+	if stale && m.Epoch < r.epoch && m.Ok && r.b.bugs.Has(bugs.StaleEpochReport) {
+		stale = false // planted: an older epoch's report counts
+	}
+	if stale || !r.ready {
 		return // a reply to an older epoch says nothing about this one
 	}
 	var p *peer
@@ -657,9 +701,6 @@ func (r *replica) onAppendReply(from NodeID, m *Message) {
 	}
 	if p == nil || m.Process < p.process {
 		return // unknown, or an older process whose reports may not hold
-	}
-	if m.Process > p.process && r.b.bugs.Has(bugs.StaleProcessReport) {
-		p.process = m.Process // planted: the old process's report still counts
 	}
 	if m.Process > p.process {
 		// The follower restarted: what its old process reported durable may
@@ -672,7 +713,9 @@ func (r *replica) onAppendReply(from NodeID, m *Message) {
 	}
 	if m.Ok {
 		if m.End > r.end {
-			panic(fmt.Sprintf("core: follower n%d reports matching end %d beyond owner end %d", from, m.End, r.end))
+			// A peer's word is input, never an assertion: refuse it.
+			r.b.refused++
+			return
 		}
 		p.matched, p.slow = true, false
 		p.durable = max(p.durable, m.End)

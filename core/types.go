@@ -123,6 +123,11 @@ type Limits struct {
 	ReadRecordsMax      int   // records asked for in one storage read
 	EpochsMax           int   // epoch history entries per log
 	ResendMs            int64 // resend to a follower that made no progress for this long
+	// ScrubIntervalMs: every replica reads its durable log, ReadRecordsMax
+	// records at a time, one read per interval, round and round, so that
+	// damage that no other read meets (bit rot, a lost write, an unreadable
+	// sector) is found and repaired while the other copies still exist.
+	ScrubIntervalMs int64
 }
 
 // DefaultLimits are the limits used where a field is zero.
@@ -138,6 +143,7 @@ var DefaultLimits = Limits{
 	ReadRecordsMax:      256,
 	EpochsMax:           1 << 16,
 	ResendMs:            100,
+	ScrubIntervalMs:     100,
 }
 
 func (l Limits) withDefaults() Limits {
@@ -154,6 +160,7 @@ func (l Limits) withDefaults() Limits {
 		ReadRecordsMax:      orDefault(l.ReadRecordsMax, d.ReadRecordsMax),
 		EpochsMax:           orDefault(l.EpochsMax, d.EpochsMax),
 		ResendMs:            orDefault(l.ResendMs, d.ResendMs),
+		ScrubIntervalMs:     orDefault(l.ScrubIntervalMs, d.ScrubIntervalMs),
 	}
 }
 

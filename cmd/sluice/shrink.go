@@ -25,6 +25,7 @@ func runShrink(args []string, stdout, stderr io.Writer) int {
 	note := fs.String("note", "", "what the regression guards")
 	dir := fs.String("dir", filepath.Join("scenarios", "regressions"), "where to write the scenario")
 	runsMax := fs.Int("runs-max", 2000, "bound on the worlds run while shrinking")
+	mark := fs.String("mark", "", "the coverage mark the bug's path hits (default: the most specific one the shrunk run reaches)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -57,7 +58,14 @@ func runShrink(args []string, stdout, stderr io.Writer) int {
 			*name = p.Bugs.String() + "-" + *name
 		}
 	}
-	s := shrink.Scenario{Name: *name, Note: *note, Seed: *seed, Expect: expect, Profile: small}
+	if *mark == "" {
+		*mark = shrink.MarkOf(*seed, small)
+	}
+	if _, err := world.ParseMark(*mark); err != nil {
+		fmt.Fprintln(stderr, "sluice sim shrink: the shrunk run reaches no coverage mark to name; give --mark:", err)
+		return 1
+	}
+	s := shrink.Scenario{Name: *name, Note: *note, Seed: *seed, Expect: expect, Mark: *mark, Profile: small}
 	path := filepath.Join(*dir, *name+".json")
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		fmt.Fprintln(stderr, "sluice sim shrink:", err)

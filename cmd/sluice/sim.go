@@ -81,6 +81,8 @@ func runSim(args []string, stdout, stderr io.Writer) int {
 			return runShrink(args[1:], stdout, stderr)
 		case "replay":
 			return runReplay(args[1:], stdout, stderr)
+		case "mutants":
+			return runMutants(args[1:], stdout, stderr)
 		}
 	}
 	var f simFlags

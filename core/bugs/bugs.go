@@ -30,9 +30,9 @@ const (
 	// ConfirmWithoutOwner: the owner confirms on its followers' reports
 	// alone, without waiting for its own sync.
 	ConfirmWithoutOwner
-	// StaleProcessReport: the owner keeps a restarted follower's durable
-	// report from its old process.
-	StaleProcessReport
+	// StaleEpochReport: the owner counts a follower's durable report made
+	// in an older epoch, about records that may since have been replaced.
+	StaleEpochReport
 	// NoFencing: a follower accepts appends from an older epoch or an older
 	// owner process.
 	NoFencing
@@ -82,7 +82,7 @@ var Registry = []Bug{
 	{AckBeforeSync, "ack-before-sync", "follower reports", "a follower reports records durable before its sync completes"},
 	{ConfirmShort, "confirm-short", "confirms", "the owner confirms with one durable copy fewer than W"},
 	{ConfirmWithoutOwner, "confirm-without-owner", "confirms", "the owner confirms on followers' reports without its own sync"},
-	{StaleProcessReport, "stale-process-report", "follower reports", "the owner keeps a restarted follower's report from its old process"},
+	{StaleEpochReport, "stale-epoch-report", "follower reports", "the owner counts a follower's durable report of an older epoch"},
 	{NoFencing, "no-fencing", "epochs and fencing", "a follower accepts appends from an older epoch or owner process"},
 	{SameEpochOnRestart, "same-epoch-on-restart", "epochs and fencing", "a restarted owner reopens its old epoch"},
 	{SkipTruncate, "skip-truncate", "truncation", "a follower keeps a divergent suffix and reports it as matching"},

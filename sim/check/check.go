@@ -268,6 +268,7 @@ func (c *Checker) Discarded(node core.NodeID, q core.QueueID, end uint64) {
 	}
 	r.acked = min(r.acked, end)
 	r.verified = min(r.verified, end)
+	r.disk.Cut(end)
 	r.disk.Reparse(c.disks(node))
 }
 

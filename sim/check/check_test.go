@@ -476,6 +476,7 @@ func TestInjectedDamageRepaired(t *testing.T) {
 	}
 	fd.write(2, pub(1, 0, 7))
 	c.Recovered(5, 2, 1, core.LogState{Queue: 1, End: 1, Epochs: []core.EpochStart{{Epoch: 1}}, Damage: "crc"})
+	c.Discarded(2, 1, 1)
 	if len(c.Damaged(1)) != 1 {
 		t.Fatal("a copy shorter than before is not repaired")
 	}

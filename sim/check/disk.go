@@ -79,18 +79,29 @@ var dCastagnoli = crc32.MakeTable(crc32.Castagnoli)
 type diskSeg struct {
 	name  string
 	base  uint64
-	slots int    // from the header; 0 until the header was read
-	pos   int64  // where the next frame is looked for
-	next  uint64 // the offset the next frame must carry
-	done  bool   // nothing more can be found in it (full, or lost track)
+	slots int        // from the header; 0 until the header was read
+	locs  []frameLoc // where each frame seen intact lies, by index
+	pos   int64      // where the next new frame is looked for
+	done  bool       // nothing more can be found in it (full, or lost track)
 }
+
+// frameLoc is where a frame was seen: the checker remembers it, so that
+// damage to a frame, its header copy or the segment header later does not
+// hide the frames after it.
+type frameLoc struct {
+	pos int64
+	n   uint32 // the frame's length field
+}
+
+func (seg *diskSeg) next() uint64 { return seg.base + uint64(len(seg.locs)) }
 
 // DiskLog is what one replica's disk durably holds of one queue's log: for
 // each offset, the identity of an intact copy (CRC-valid frame carrying that
-// offset), or none. It is built by Reparse and kept up by Resume, which
-// reads only what was appended since: the cost is linear in what was
-// written, plus a full read after each event that may change old bytes (a
-// crash, a truncation, an injected fault).
+// offset), or none. It is built by Resume, which reads only what was made
+// durable since the last read, and Reparse, which reads again every frame
+// seen so far (after a crash or an injected fault may have changed them) at
+// the place it was seen: the cost is linear in what was written, plus a
+// full read after each such event.
 type DiskLog struct {
 	dir  string
 	recs []Ident // recs[o] for o in [0, len(recs))
@@ -111,7 +122,13 @@ func (l *DiskLog) At(o uint64) Ident {
 }
 
 // Len returns one past the highest offset with an intact copy.
-func (l *DiskLog) Len() uint64 { return uint64(len(l.recs)) }
+func (l *DiskLog) Len() uint64 {
+	n := len(l.recs)
+	for n > 0 && !l.recs[n-1].Intact() {
+		n--
+	}
+	return uint64(n)
+}
 
 // Prefix returns the end of the longest run of intact copies from offset 0.
 func (l *DiskLog) Prefix() uint64 {
@@ -126,10 +143,61 @@ func (l *DiskLog) Prefix() uint64 {
 // Note says why parts of the files could not be read ("" if none).
 func (l *DiskLog) Note() string { return l.note }
 
-// Reparse forgets everything and reads every durable segment again.
+// Cut forgets the frames from offset end on: the log truncated them (the
+// segments after are removed, the one holding end is cut).
+func (l *DiskLog) Cut(end uint64) {
+	k := 0
+	for i := range l.segs {
+		seg := &l.segs[i]
+		if seg.base >= end && !(seg.base == 0 && end == 0) {
+			continue // removed by the truncation
+		}
+		if keep := end - seg.base; uint64(len(seg.locs)) > keep {
+			seg.locs = seg.locs[:keep]
+			seg.done = false
+			seg.pos = seg.frameStart()
+			if keep > 0 {
+				last := seg.locs[keep-1]
+				seg.pos = last.pos + dFrameHeader + int64(last.n)
+			}
+		}
+		l.segs[k] = *seg
+		k++
+	}
+	clear(l.segs[k:])
+	l.segs = l.segs[:k]
+	if uint64(len(l.recs)) > end {
+		clear(l.recs[end:])
+		l.recs = l.recs[:end]
+	}
+}
+
+func (seg *diskSeg) frameStart() int64 {
+	return dSegHeaderBytes + dSlotBytes*int64(seg.slots)
+}
+
+// Reparse reads every frame seen so far again, where it was seen, then
+// whatever is new.
 func (l *DiskLog) Reparse(d Disk) {
 	clear(l.recs)
-	l.recs, l.segs, l.note = l.recs[:0], l.segs[:0], ""
+	l.recs, l.note = l.recs[:0], ""
+	for i := range l.segs {
+		seg := &l.segs[i]
+		for j, loc := range seg.locs {
+			o := seg.base + uint64(j)
+			fr, err := l.read(d, seg, loc.pos, dFrameHeader+int(loc.n))
+			if err != nil || len(fr) < dFrameHeader+int(loc.n) {
+				l.setNote(seg.name + ": frame of offset " + strconv.FormatUint(o, 10) + " unreadable or gone")
+				continue
+			}
+			if id, ok := frameIdent(fr, o); ok {
+				l.put(o, id)
+			} else {
+				l.setNote(seg.name + ": frame of offset " + strconv.FormatUint(o, 10) + " damaged")
+			}
+		}
+		seg.done = uint64(len(seg.locs)) >= uint64(seg.slots) && seg.slots > 0
+	}
 	l.Resume(d)
 }
 
@@ -155,7 +223,7 @@ func (l *DiskLog) Resume(d Disk) {
 			known = known || l.segs[i].name == name
 		}
 		if !known {
-			l.segs = append(l.segs, diskSeg{name: name, base: base, next: base})
+			l.segs = append(l.segs, diskSeg{name: name, base: base})
 		}
 	}
 	for i := range l.segs {
@@ -171,8 +239,8 @@ func (l *DiskLog) setNote(s string) {
 	}
 }
 
-// read fills the buffer with the durable bytes of the segment from pos on,
-// at most max bytes; it returns them (possibly fewer at the end of the file).
+// read returns n durable bytes of the segment from pos on (fewer at the end
+// of the file). The slice is valid until the next read.
 func (l *DiskLog) read(d Disk, seg *diskSeg, pos int64, n int) ([]byte, error) {
 	if cap(l.buf) < n {
 		l.buf = make([]byte, n)
@@ -185,21 +253,30 @@ func (l *DiskLog) read(d Disk, seg *diskSeg, pos int64, n int) ([]byte, error) {
 	return p[:k], nil
 }
 
-// parseSeg reads frames of seg from where the last parse stopped.
+// frameIdent validates a whole frame carrying offset o and returns its
+// record's identity.
+func frameIdent(fr []byte, o uint64) (Ident, bool) {
+	if len(fr) < dFrameHeader+dPayloadMin {
+		return Ident{}, false
+	}
+	n := binary.LittleEndian.Uint32(fr[0:4])
+	if int(n) != len(fr)-dFrameHeader {
+		return Ident{}, false
+	}
+	c := crc32.Update(0, dCastagnoli, fr[0:4])
+	c = crc32.Update(c, dCastagnoli, fr[dFrameHeader:])
+	if c != binary.LittleEndian.Uint32(fr[4:8]) || binary.LittleEndian.Uint64(fr[16:24]) != o {
+		return Ident{}, false
+	}
+	return identOf(binary.LittleEndian.Uint64(fr[8:16]), record.Kind(fr[24]), fr[25:]), true
+}
+
+// parseSeg reads new frames of seg from where the last parse stopped.
 func (l *DiskLog) parseSeg(d Disk, seg *diskSeg) {
 	if seg.slots == 0 {
 		h, err := l.read(d, seg, 0, dSegHeaderBytes)
 		if err != nil || len(h) < dSegHeaderBytes {
-			if err != nil {
-				l.setNote(seg.name + ": header unreadable")
-				seg.done = true
-			}
-			return // a header not yet durable
-		}
-		if binary.LittleEndian.Uint32(h[8:12]) == 1 { // TEMPORARY: v1 until the v2 format lands
-			seg.slots = dSlotsMax
-			seg.pos = dSegHeaderBytes
-			goto frames
+			return // a header not (yet) durable or readable
 		}
 		if string(h[0:8]) != dSegMagic ||
 			binary.LittleEndian.Uint32(h[24:28]) != crc32.Checksum(h[0:24], dCastagnoli) ||
@@ -216,64 +293,46 @@ func (l *DiskLog) parseSeg(d Disk, seg *diskSeg) {
 			return
 		}
 		seg.slots = int(slots)
-		seg.pos = dSegHeaderBytes + dSlotBytes*int64(slots)
+		seg.pos = seg.frameStart()
 	}
-frames:
 	for !seg.done {
-		if seg.next-seg.base >= uint64(seg.slots) {
+		if len(seg.locs) >= seg.slots {
 			seg.done = true // full: the format allows no more frames
 			return
 		}
+		o := seg.next()
 		h, err := l.read(d, seg, seg.pos, dFrameHeader)
-		if err != nil {
-			if !l.skip(d, seg) {
-				return
+		if err != nil || len(h) < dFrameHeader {
+			if err == nil || !l.skip(d, seg) {
+				return // nothing (more) durable here yet, or unreadable
 			}
 			continue
-		}
-		if len(h) < dFrameHeader {
-			return // nothing (more) durable here yet
 		}
 		n := binary.LittleEndian.Uint32(h[0:4])
-		if n == 0 {
-			// No frame here, or a lost one: the slot copy tells.
-			if !l.skip(d, seg) {
-				return
-			}
-			continue
-		}
 		if n < dPayloadMin || n > dPayloadMax {
+			// No frame here (zeros), or a damaged one: the slot copy tells.
 			if !l.skip(d, seg) {
-				l.setNote(seg.name + ": frame length out of bounds")
-				seg.done = true
 				return
 			}
 			continue
 		}
 		fr, err := l.read(d, seg, seg.pos, dFrameHeader+int(n))
-		if err != nil {
+		if err != nil || len(fr) < dFrameHeader+int(n) {
+			if err == nil || !l.skip(d, seg) {
+				return // not whole yet, or unreadable
+			}
+			continue
+		}
+		id, ok := frameIdent(fr, o)
+		if !ok {
 			if !l.skip(d, seg) {
 				return
 			}
 			continue
 		}
-		if len(fr) < dFrameHeader+int(n) {
-			return // not whole yet
-		}
-		c := crc32.Update(0, dCastagnoli, fr[0:4])
-		c = crc32.Update(c, dCastagnoli, fr[dFrameHeader:])
-		off := binary.LittleEndian.Uint64(fr[16:24])
-		if c != binary.LittleEndian.Uint32(fr[4:8]) || off != seg.next {
-			if !l.skip(d, seg) {
-				l.setNote(seg.name + ": unreadable frame at offset " + strconv.FormatUint(seg.next, 10))
-				seg.done = true
-				return
-			}
-			continue
-		}
-		l.put(seg.next, identOf(binary.LittleEndian.Uint64(fr[8:16]), record.Kind(fr[24]), fr[25:]))
+		l.put(o, id)
+		seg.locs = append(seg.locs, frameLoc{pos: seg.pos, n: n})
 		seg.pos += int64(dFrameHeader + n)
-		seg.next++
 	}
 }
 
@@ -281,21 +340,23 @@ frames:
 // to find where the next frame starts. It reports false when the slot is
 // absent or unreadable: then the segment cannot be followed further now.
 func (l *DiskLog) skip(d Disk, seg *diskSeg) bool {
-	i := seg.next - seg.base
+	i := len(seg.locs)
 	s, err := l.read(d, seg, dSegHeaderBytes+dSlotBytes*int64(i), dSlotBytes)
 	if err != nil || len(s) < dSlotBytes {
 		return false
 	}
 	if binary.LittleEndian.Uint32(s[28:32]) != crc32.Checksum(s[0:28], dCastagnoli) ||
-		binary.LittleEndian.Uint64(s[0:8]) != seg.next {
+		binary.LittleEndian.Uint64(s[0:8]) != seg.next() {
 		return false // absent (all zero) or not a valid copy of this frame
 	}
 	n := binary.LittleEndian.Uint32(s[20:24])
 	if n < dPayloadMin || n > dPayloadMax {
 		return false
 	}
+	o := seg.next()
+	l.setNote(seg.name + ": frame of offset " + strconv.FormatUint(o, 10) + " damaged, found past by its header copy")
+	seg.locs = append(seg.locs, frameLoc{pos: seg.pos, n: n})
 	seg.pos += int64(dFrameHeader + n)
-	seg.next++
 	return true
 }
 

@@ -40,3 +40,15 @@ func (fs *FS) ReadDurable(name string, p []byte, off int64) (int, error) {
 	}
 	return n, nil
 }
+
+// LoseSyncedWrite is a TEMPORARY stub.
+func (fs *FS) LoseSyncedWrite(name string, r Rand) (off, n int64, ok bool) { return 0, 0, false }
+
+// SetUnreadable is a TEMPORARY stub.
+func (fs *FS) SetUnreadable(name string, off, n int64) error { return notExist("unreadable", name) }
+
+// CrashTearSynced is a TEMPORARY stub.
+func (fs *FS) CrashTearSynced(r Rand) int64 { fs.Crash(r); return 0 }
+
+// SetSyncFailureDropsPages is a TEMPORARY stub.
+func (fs *FS) SetSyncFailureDropsPages(r Rand) {}

@@ -15,12 +15,16 @@ import (
 // Scenario is a saved run: a seed and the exact profile (schedule included)
 // that reproduce it. Expect says what replaying it must give: "pass" for a
 // regression whose bug is fixed, "fail:<checker>" for a planted bug that the
-// checkers must keep catching (the canary's).
+// checkers must keep catching (the canary's). Mark names the coverage mark
+// (world.Mark) that its bug's path hits: once messages or timing change, a
+// seed and fault times may no longer lead there, and a regression that
+// passes without reaching its mark proves nothing, so replay fails then.
 type Scenario struct {
 	Name    string        `json:"name"`
 	Note    string        `json:"note,omitempty"`
 	Seed    uint64        `json:"seed"`
 	Expect  string        `json:"expect"`
+	Mark    string        `json:"mark"`
 	Profile world.Profile `json:"profile"`
 }
 
@@ -42,6 +46,9 @@ func Parse(b []byte) (Scenario, error) {
 	if s.Expect != "pass" && (len(s.Expect) < 6 || s.Expect[:5] != "fail:") {
 		return s, fmt.Errorf("scenario %q: expect %q, want pass or fail:<checker>", s.Name, s.Expect)
 	}
+	if _, err := world.ParseMark(s.Mark); err != nil {
+		return s, fmt.Errorf("scenario %q: mark: %w (every scenario names the coverage mark its bug's path hits)", s.Name, err)
+	}
 	return s, s.Profile.Validate()
 }
 
@@ -50,6 +57,9 @@ func (s *Scenario) Verdict() (ok bool, detail string) {
 	r, err := world.Run(s.Seed, s.Profile, world.Options{})
 	if err != nil {
 		return false, err.Error()
+	}
+	if m, _ := world.ParseMark(s.Mark); r.Stats.Coverage[m] == 0 {
+		return false, fmt.Sprintf("the run no longer reaches mark %s, so it no longer tests its bug's path: shrink a new seed", s.Mark)
 	}
 	if s.Expect == "pass" {
 		if r.Failed == 0 {
@@ -206,4 +216,29 @@ func ddmin[T any](items []T, fails func([]T) bool) []T {
 		}
 	}
 	return items
+}
+
+// markPreference orders the marks from the most to the least specific: a
+// shrunk scenario names the first one its run reaches.
+var markPreference = []world.Mark{
+	world.MarkRecoveryRestart, world.MarkCorruptLive, world.MarkTornSector, world.MarkLostWrite,
+	world.MarkUnreadable, world.MarkPowerCycle, world.MarkOwnerRebuild, world.MarkCorruptOwner,
+	world.MarkSyncFailDrop, world.MarkRedeliveryAfterLoss, world.MarkAllDown, world.MarkWDown,
+	world.MarkFollowerTruncate, world.MarkDamageReported, world.MarkReadMetDamage, world.MarkSegmentRoll,
+	world.MarkOwnerCrashInFlight, world.MarkProcessDown, world.MarkQueueW2,
+}
+
+// MarkOf returns the most specific mark the run of seed under p reaches, or
+// "" if it reaches none.
+func MarkOf(seed uint64, p world.Profile) string {
+	r, err := world.Run(seed, p, world.Options{})
+	if err != nil {
+		return ""
+	}
+	for _, m := range markPreference {
+		if r.Stats.Coverage[m] > 0 {
+			return m.String()
+		}
+	}
+	return ""
 }

@@ -1,6 +1,7 @@
 package shrink
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/sluicemq/sluice/core/bugs"
@@ -71,7 +72,7 @@ func TestShrinkKeepsTheFailure(t *testing.T) {
 func TestScenarioRoundTrip(t *testing.T) {
 	p := world.Standard()
 	p.Schedule = []world.Fault{{AtNs: 5, Kind: world.FaultCrash, Node: 2, DurNs: 9}}
-	s := Scenario{Name: "x", Seed: 3, Expect: "pass", Profile: p}
+	s := Scenario{Name: "x", Seed: 3, Expect: "pass", Mark: "process-down", Profile: p}
 	back, err := Parse(s.Marshal())
 	if err != nil {
 		t.Fatal(err)
@@ -81,5 +82,25 @@ func TestScenarioRoundTrip(t *testing.T) {
 	}
 	if _, err := Parse([]byte(`{"name":"y","expect":"maybe"}`)); err == nil {
 		t.Fatal("a scenario with a bad expectation parsed")
+	}
+	s.Mark = ""
+	if _, err := Parse(s.Marshal()); err == nil {
+		t.Fatal("a scenario without a coverage mark parsed")
+	}
+}
+
+// A regression whose run no longer reaches its mark fails, even when the
+// run passes: it no longer tests anything.
+func TestScenarioFailsWithoutItsMark(t *testing.T) {
+	p := world.Standard()
+	p.DurationMs = 500
+	p.Schedule = []world.Fault{}
+	s := Scenario{Name: "x", Seed: 3, Expect: "pass", Mark: "process-down", Profile: p}
+	if ok, detail := s.Verdict(); ok || !strings.Contains(detail, "no longer reaches mark process-down") {
+		t.Fatalf("a run without its mark passed: %v %q", ok, detail)
+	}
+	s.Profile.Schedule = []world.Fault{{AtNs: 100e6, Kind: world.FaultCrash, Node: 2, DurNs: 50e6}}
+	if ok, detail := s.Verdict(); !ok {
+		t.Fatalf("a run that reaches its mark failed: %s", detail)
 	}
 }

@@ -33,6 +33,8 @@ const (
 	MarkTornSector                          // a torn write damaged synced bytes of its sector
 	MarkCorruptLive                         // corruption of a running broker's log was met by a live read
 	MarkPowerCycle                          // every broker lost power at once
+	MarkQueueW2                             // the run has a queue with W >= 2
+	MarkProcessDown                         // a broker process stopped (power loss or exit)
 	markKinds
 )
 
@@ -54,6 +56,8 @@ var markNames = [...]string{
 	MarkTornSector:          "torn-sector",
 	MarkCorruptLive:         "corrupt-live",
 	MarkPowerCycle:          "power-cycle",
+	MarkQueueW2:             "queue-w2",
+	MarkProcessDown:         "process-down",
 }
 
 func (m Mark) String() string {
@@ -96,6 +100,7 @@ func (w *World) mark(m Mark) {
 // noteDown is called as b's process stops: it marks an owner lost with
 // publishes in flight and queues with W or more, or all, replicas down.
 func (w *World) noteDown(b *broker) {
+	w.mark(MarkProcessDown)
 	for _, c := range w.clients {
 		if c.kind == publisher && c.owner == int32(b.id-1) && len(c.inflight) > 0 {
 			w.mark(MarkOwnerCrashInFlight)

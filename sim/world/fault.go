@@ -22,8 +22,11 @@ const (
 	FaultPause
 	// FaultSlowSync: a broker's syncs take SlowSyncFactor times longer for Dur.
 	FaultSlowSync
-	// FaultSyncFail: a broker's next sync fails; the broker treats the log as
-	// failed, exits and is restarted by its supervisor.
+	// FaultSyncFail: a broker's next sync fails as Linux reports it: the
+	// file's dirty pages are dropped (each sector of an unsynced write kept,
+	// lost or torn, as on the media), the error is reported once (a later
+	// sync of the file succeeds), the broker treats the log as failed, exits
+	// and is restarted by its supervisor without a power loss.
 	FaultSyncFail
 	// FaultReadError: a broker's next log read fails.
 	FaultReadError
@@ -40,6 +43,25 @@ const (
 	FaultClog
 	// FaultSpike: every peer message takes SpikeFactor times longer for Dur.
 	FaultSpike
+	// FaultLostWrite: a write of a broker's log that the device acknowledged
+	// (synced) never reached the media: it reads back as zeros or as the old
+	// contents, in the page cache too. Within the fault budget.
+	FaultLostWrite
+	// FaultUnreadable: a sector of a broker's log becomes unreadable: every
+	// read of it fails until it is rewritten. Within the fault budget.
+	FaultUnreadable
+	// FaultTornSector: a broker loses power (and restarts after Dur) while a
+	// write shares a 4 KiB sector with synced bytes; the torn sector's synced
+	// bytes read back as garbage. Within the fault budget (else a plain
+	// power loss).
+	FaultTornSector
+	// FaultCorruptLive: a bit flips in a durable byte of a running broker's
+	// log; its live reads (scrub, delivery, catch-up) meet it. Within the
+	// fault budget.
+	FaultCorruptLive
+	// FaultPowerCycle: every broker loses power at once; each restarts
+	// within Dur.
+	FaultPowerCycle
 	// Per-message network faults, counted when they strike.
 	FaultDrop
 	FaultDuplicate
@@ -51,6 +73,8 @@ var faultNames = [...]string{
 	FaultCrash: "crash", FaultPause: "pause", FaultSlowSync: "slow-sync", FaultSyncFail: "sync-fail",
 	FaultReadError: "read-error", FaultCorrupt: "corrupt", FaultDiskFull: "disk-full",
 	FaultIsolate: "isolate", FaultOneWay: "one-way", FaultClog: "clog", FaultSpike: "delay-spike",
+	FaultLostWrite: "lost-write", FaultUnreadable: "unreadable", FaultTornSector: "torn-sector",
+	FaultCorruptLive: "corrupt-live", FaultPowerCycle: "power-cycle",
 	FaultDrop: "drop", FaultDuplicate: "duplicate", FaultCorruptMsg: "corrupt-msg",
 }
 
@@ -100,9 +124,9 @@ func (f Fault) String() string {
 	switch f.Kind {
 	case FaultOneWay, FaultClog:
 		return fmt.Sprintf("at=%d %s n%d->n%d dur=%d", f.AtNs, f.Kind, f.Node, f.Peer, f.DurNs)
-	case FaultSpike:
+	case FaultSpike, FaultPowerCycle:
 		return fmt.Sprintf("at=%d %s dur=%d", f.AtNs, f.Kind, f.DurNs)
-	case FaultSyncFail, FaultReadError:
+	case FaultSyncFail, FaultReadError, FaultLostWrite, FaultUnreadable, FaultCorruptLive:
 		return fmt.Sprintf("at=%d %s n%d", f.AtNs, f.Kind, f.Node)
 	}
 	return fmt.Sprintf("at=%d %s n%d dur=%d", f.AtNs, f.Kind, f.Node, f.DurNs)
@@ -124,9 +148,9 @@ func ParseFault(s string) (Fault, error) {
 	switch f.Kind {
 	case FaultOneWay, FaultClog:
 		_, err = fmt.Sscanf(rest, " n%d->n%d dur=%d", &f.Node, &f.Peer, &f.DurNs)
-	case FaultSpike:
+	case FaultSpike, FaultPowerCycle:
 		_, err = fmt.Sscanf(rest, " dur=%d", &f.DurNs)
-	case FaultSyncFail, FaultReadError:
+	case FaultSyncFail, FaultReadError, FaultLostWrite, FaultUnreadable, FaultCorruptLive:
 		_, err = fmt.Sscanf(rest, " n%d", &f.Node)
 	default:
 		_, err = fmt.Sscanf(rest, " n%d dur=%d", &f.Node, &f.DurNs)
@@ -201,8 +225,11 @@ func drawSchedule(r *prng.Rand, rates FaultRates, brokers int, durationNs int64)
 				f.DurNs = r.Range(100e6, 5e9)
 			case FaultSlowSync, FaultDiskFull:
 				f.DurNs = r.Range(100e6, 3e9)
-			case FaultCorrupt:
+			case FaultCorrupt, FaultTornSector:
 				f.DurNs = r.Range(1e6, 2e9) // until the restart
+			case FaultPowerCycle:
+				f.DurNs = r.Range(1e6, 3e9)
+				f.Node = 0
 			case FaultIsolate:
 				f.DurNs = r.Range(100e6, 5e9)
 			case FaultOneWay, FaultClog:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/io/vfs"
 	"github.com/sluicemq/sluice/sim/memfs"
 )
@@ -17,6 +18,7 @@ func (w *World) diskAccess(b *broker, a memfs.Access) error {
 		if b.failSync {
 			b.failSync = false
 			w.stats.Struck[FaultSyncFail]++
+			w.mark(MarkSyncFailDrop)
 			return fmt.Errorf("injected sync failure on %s: %w", a.Name, vfs.ErrIO)
 		}
 	case memfs.OpRead:
@@ -37,9 +39,21 @@ func (w *World) diskAccess(b *broker, a memfs.Access) error {
 // down, the budget is spent) is skipped; Stats counts the armed and struck
 // ones.
 func (w *World) inject(f Fault) {
-	if f.Kind == FaultSpike { // the one kind that names no broker
+	switch f.Kind { // the kinds that name no broker
+	case FaultSpike:
 		w.spikeEnd = w.now + f.DurNs
 		w.notef("fault %s", f)
+		w.stats.Armed[f.Kind]++
+		w.stats.Struck[f.Kind]++
+		return
+	case FaultPowerCycle:
+		w.notef("fault %s", f)
+		for _, b := range w.brokers {
+			if b.up {
+				w.crash(b, w.rFault.Range(1e6, max(f.DurNs, 2e6)))
+			}
+		}
+		w.mark(MarkPowerCycle)
 		w.stats.Armed[f.Kind]++
 		w.stats.Struck[f.Kind]++
 		return
@@ -51,6 +65,7 @@ func (w *World) inject(f Fault) {
 		if !b.up {
 			return
 		}
+
 		w.notef("fault %s", f)
 		w.crash(b, f.DurNs)
 	case FaultPause:
@@ -83,6 +98,30 @@ func (w *World) inject(f Fault) {
 			return
 		}
 		w.crash(b, f.DurNs)
+	case FaultCorruptLive:
+		if !b.up || !w.corrupt(b, f) {
+			return
+		}
+		b.armed |= armCorrupt
+		struck = false // when a live read (or a scan) meets it
+	case FaultLostWrite:
+		if !b.up || !w.loseWrite(b, f) {
+			return
+		}
+		w.mark(MarkLostWrite)
+	case FaultUnreadable:
+		if !b.up || !w.unreadable(b, f) {
+			return
+		}
+		b.armed |= armUnreadable
+		struck = false // when a read (or a scan) meets it
+	case FaultTornSector:
+		if !b.up {
+			return
+		}
+		w.notef("fault %s", f)
+		w.tearSector(b, f.DurNs)
+		struck = false // counted by tearSector when a sector tore
 	case FaultDiskFull:
 		b.diskFullEnd = w.now + f.DurNs
 		b.fs.SetCapacity(max(b.fs.Usage(), 1))
@@ -107,6 +146,130 @@ func (w *World) inject(f Fault) {
 	}
 }
 
+// armed damage of a running broker's log, waiting for a read to meet it
+const (
+	armCorrupt uint8 = 1 << iota
+	armUnreadable
+)
+
+// damageMet is called when a read of b's log failed, or a scan reported
+// damage: it counts the armed damage as struck.
+func (w *World) damageMet(b *broker, text string) {
+	if b.armed&armCorrupt != 0 && !strings.Contains(text, "i/o error") && !strings.HasPrefix(text, "unreadable") {
+		b.armed &^= armCorrupt
+		w.stats.Struck[FaultCorruptLive]++
+		w.mark(MarkCorruptLive)
+	}
+	if b.armed&armUnreadable != 0 && (strings.Contains(text, "i/o error") || strings.Contains(text, "unreadable")) {
+		b.armed &^= armUnreadable
+		w.stats.Struck[FaultUnreadable]++
+		w.mark(MarkUnreadable)
+	}
+}
+
+// pickLog returns one of b's segment files whose copy the fault budget lets
+// a fault damage, with its durable size, or ok false.
+func (w *World) pickLog(b *broker) (q core.QueueConfig, name string, size int64, ok bool) {
+	for _, q := range b.queues {
+		if !w.damageAllowed(b, q) {
+			continue
+		}
+		dir := logDir(q.Queue)
+		names, err := b.fs.DurableList(dir)
+		if err != nil {
+			continue
+		}
+		var segs []string
+		for _, n := range names {
+			if strings.HasSuffix(n, ".seg") {
+				segs = append(segs, n)
+			}
+		}
+		if len(segs) == 0 {
+			continue
+		}
+		name := dir + "/" + segs[w.rFault.Intn(len(segs))]
+		durable, err := b.fs.DurableBytes(name)
+		if err != nil || len(durable) == 0 {
+			continue
+		}
+		return q, name, int64(len(durable)), true
+	}
+	return core.QueueConfig{}, "", 0, false
+}
+
+// injected accounts for damage struck on b's copy of q.
+func (w *World) injected(b *broker, q core.QueueConfig) {
+	w.checker.Injected(b.id, q.Queue)
+	w.checker.DiskChanged(b.id)
+	if q.Owner == b.id {
+		w.mark(MarkCorruptOwner)
+	}
+}
+
+// loseWrite makes one recently synced write of one of b's logs revert.
+func (w *World) loseWrite(b *broker, f Fault) bool {
+	for _, q := range b.queues {
+		if !w.damageAllowed(b, q) {
+			continue
+		}
+		dir := logDir(q.Queue)
+		names, err := b.fs.DurableList(dir)
+		if err != nil {
+			continue
+		}
+		for i := len(names) - 1; i >= 0; i-- { // the newest segment first
+			if !strings.HasSuffix(names[i], ".seg") {
+				continue
+			}
+			name := dir + "/" + names[i]
+			if off, n, ok := b.fs.LoseSyncedWrite(name, w.rFault); ok {
+				w.injected(b, q)
+				w.notef("fault %s: %s bytes [%d,%d) lost", f, name, off, off+n)
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// unreadable makes one sector of one of b's logs unreadable.
+func (w *World) unreadable(b *broker, f Fault) bool {
+	q, name, size, ok := w.pickLog(b)
+	if !ok {
+		return false
+	}
+	off := w.rFault.Int63n(size) &^ (memfs.SectorBytes - 1)
+	if err := b.fs.SetUnreadable(name, off, memfs.SectorBytes); err != nil {
+		return false
+	}
+	w.injected(b, q)
+	w.notef("fault %s: %s bytes [%d,%d) unreadable", f, name, off, off+memfs.SectorBytes)
+	return true
+}
+
+// tearSector is a power loss of b that tears a sector holding synced bytes,
+// when the budget allows for every queue b holds (the torn write may be any
+// log's); otherwise an ordinary power loss.
+func (w *World) tearSector(b *broker, restartNs int64) {
+	for _, q := range b.queues {
+		if !w.damageAllowed(b, q) {
+			w.crash(b, restartNs)
+			return
+		}
+	}
+	if n := b.fs.CrashTearSynced(w.rFault); n > 0 {
+		for _, q := range b.queues {
+			w.checker.Injected(b.id, q.Queue)
+		}
+		w.notef("n%d: a torn write damaged %d synced bytes", b.id, n)
+		w.stats.Struck[FaultTornSector]++
+		w.mark(MarkTornSector)
+	}
+	w.checker.DiskChanged(b.id)
+	w.stopProcess(b, restartNs)
+}
+
 // corrupt flips one bit of a durable byte in one of b's logs, when the fault
 // budget allows (damageAllowed).
 func (w *World) corrupt(b *broker, f Fault) bool {
@@ -128,11 +291,7 @@ func (w *World) corrupt(b *broker, f Fault) bool {
 		if err := b.fs.CorruptMask(name, off, byte(1)<<w.rFault.Intn(8)); err != nil {
 			continue
 		}
-		w.checker.Injected(b.id, q.Queue)
-		w.checker.DiskChanged(b.id)
-		if q.Owner == b.id {
-			w.mark(MarkCorruptOwner)
-		}
+		w.injected(b, q)
 		w.notef("fault %s: %s byte %d flipped", f, name, off)
 		return true
 	}

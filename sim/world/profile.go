@@ -88,7 +88,17 @@ func Draw(seed uint64) Profile {
 	queues := 1 + r.Intn(2)
 	p.Queues = nil
 	for q := 1; q <= queues; q++ {
-		n := 1 + r.Intn(p.Brokers)
+		// Weighted so that most seeds replicate with W >= 2, where the
+		// protocol's hard cases live: one replica in 8 queues, leader_durable
+		// in 1 of 5 (together, 3 of 4 seeds or more have a W >= 2 queue).
+		n := 1
+		if !r.Chance(1, 8) {
+			n = 2 + r.Intn(p.Brokers-1)
+		}
+		policy := core.LeaderDurable
+		if !r.Chance(1, 5) {
+			policy = []core.Policy{core.MajorityDurable, core.AllDurable}[r.Intn(2)]
+		}
 		first := r.Intn(p.Brokers)
 		var reps []core.NodeID
 		for i := 0; i < n; i++ {
@@ -98,7 +108,7 @@ func Draw(seed uint64) Profile {
 			Queue:    core.QueueID(q),
 			Replicas: reps,
 			Owner:    reps[r.Intn(n)],
-			Policy:   core.Policy(1 + r.Intn(3)),
+			Policy:   policy,
 		})
 	}
 	p.PublishersPerQueue = 1 + r.Intn(2)
@@ -117,8 +127,16 @@ func Draw(seed uint64) Profile {
 	if r.Chance(1, 2) {
 		p.ConsumerLossPerMin = []Rate{PerMin(3), PerMin(30)}[r.Intn(2)]
 	}
-	// Swarm: each fault kind is on in about half the seeds, at its own rate.
+	// Swarm: each fault kind is on in about half the seeds, at its own
+	// rate; power losses in 3 of 4, often enough that 7 seeds in 10 or more
+	// lose a process.
 	for k := FaultCrash; k < FaultDrop; k++ {
+		if k == FaultCrash {
+			if r.Chance(3, 4) {
+				p.Faults.PerMin[k] = []Rate{PerMin(6), PerMin(12), PerMin(20)}[r.Intn(3)]
+			}
+			continue
+		}
 		if r.Chance(1, 2) {
 			p.Faults.PerMin[k] = []Rate{PerMin(2), PerMin(6), PerMin(20)}[r.Intn(3)]
 		}

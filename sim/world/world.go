@@ -82,6 +82,7 @@ type broker struct {
 	failSync    bool  // the next sync fails
 	failRead    bool  // the next log read fails
 	fetched     bool  // this process fetched records to rebuild a log (coverage)
+	armed       uint8 // damage injected into a running log, not yet met (armCorrupt, ...)
 }
 
 type clientKind uint8
@@ -215,6 +216,7 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 	for i := 0; i < p.Brokers; i++ {
 		b := &broker{id: core.NodeID(i + 1), fs: memfs.New()}
 		b.fs.SetInjector(memfs.InjectorFunc(func(a memfs.Access) error { return w.diskAccess(b, a) }))
+		b.fs.SetSyncFailureDropsPages(w.rFault)
 		for _, q := range p.Queues {
 			for _, n := range q.Replicas {
 				if n == b.id {
@@ -246,6 +248,12 @@ func (w *World) schedule1(at int64, kind evKind) *event {
 }
 
 func (w *World) run() {
+	for _, q := range w.prof.Queues {
+		if q.Policy.WriteQuorum(len(q.Replicas)) >= 2 {
+			w.mark(MarkQueueW2)
+			break
+		}
+	}
 	for _, b := range w.brokers {
 		w.startBroker(b)
 	}
@@ -544,6 +552,7 @@ func (w *World) startBroker(b *broker) {
 		w.checker.Recovered(w.now, b.id, q.Queue, st)
 		if st.Damage != "" {
 			w.mark(MarkDamageReported)
+			w.damageMet(b, st.Damage)
 		}
 	}
 	w.notef("start n%d inc=%d", b.id, b.inc)
@@ -687,6 +696,7 @@ func (w *World) completeStorage(b *broker, qi int) {
 func (w *World) storageDone(b *broker, done *core.StorageDone) {
 	if done.Op == core.OpRead && done.Err != "" {
 		w.mark(MarkReadMetDamage)
+		w.damageMet(b, done.Err)
 	}
 	w.step(b, &core.Input{Kind: core.InStorage, NowNs: w.now, Done: *done})
 	if done.Err != "" && b.up {

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicemq/sluice/core/bugs"
+	"github.com/sluicemq/sluice/sim/sweep"
+	"github.com/sluicemq/sluice/sim/world"
+)
+
+// mutantMedianMax is the acceptance bound on the median seeds a planted bug
+// needs to be caught.
+const mutantMedianMax = 100
+
+// runMutants: sluice sim mutants plants each bug in turn and reports the
+// first seed that catches it.
+func runMutants(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("sim mutants", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	first := fs.Uint64("first", 1, "first seed")
+	seedsMax := fs.Uint64("seeds-max", 2000, "seeds a bug may take to be caught (without --budgets)")
+	budgets := fs.String("budgets", "", "file of 'bug seeds' lines: each bug's own budget (every bug must be listed)")
+	only := fs.String("bugs", "", "only these bugs, comma-separated (default all)")
+	parallel := fs.Int("parallel", runtime.NumCPU(), "worlds run at once")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "sluice sim mutants: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	list := bugs.Registry
+	if *only != "" {
+		set, err := bugs.Parse(*only)
+		if err != nil {
+			fmt.Fprintln(stderr, "sluice sim mutants:", err)
+			return 2
+		}
+		list = nil
+		for _, b := range bugs.Registry {
+			if set.Has(b.Bit) {
+				list = append(list, b)
+			}
+		}
+	}
+	budget := func(bugs.Bug) uint64 { return *seedsMax }
+	if *budgets != "" {
+		m, err := readBudgets(*budgets)
+		if err != nil {
+			fmt.Fprintln(stderr, "sluice sim mutants:", err)
+			return 2
+		}
+		for _, b := range list {
+			if _, ok := m[b.Name]; !ok {
+				fmt.Fprintf(stderr, "sluice sim mutants: %s: no budget for planted bug %s\n", *budgets, b.Name)
+				return 2
+			}
+		}
+		budget = func(b bugs.Bug) uint64 { return m[b.Name] }
+	}
+	start := time.Now()
+	rs := sweep.Mutants(list, *first, budget, *parallel, world.Draw, func(m sweep.MutantResult) {
+		if m.Caught {
+			fmt.Fprintf(stderr, "%-24s caught at seed %d by %s\n", m.Bug.Name, m.Seed, m.Checker)
+		} else {
+			fmt.Fprintf(stderr, "%-24s NOT caught within %d seeds\n", m.Bug.Name, m.Budget)
+		}
+	})
+	fmt.Fprint(stdout, sweep.MutantTable(rs, *first))
+	fmt.Fprintf(stdout, "wall %.1fs\n", time.Since(start).Seconds())
+	code := 0
+	var ranks []uint64
+	for _, r := range rs {
+		if !r.Caught {
+			fmt.Fprintf(stdout, "FAIL %s was not caught within its %d seeds: reproduce: go run ./cmd/sluice sim mutants --bugs %s --seeds-max %d\n",
+				r.Bug.Name, r.Budget, r.Bug.Name, r.Budget)
+			code = 1
+			ranks = append(ranks, r.Budget)
+			continue
+		}
+		ranks = append(ranks, r.Seed-*first+1)
+	}
+	if *only == "" && sweep.Median(ranks) > mutantMedianMax {
+		fmt.Fprintf(stdout, "FAIL the median seeds to catch a planted bug is %d, over %d\n", sweep.Median(ranks), mutantMedianMax)
+		code = 1
+	}
+	return code
+}
+
+// readBudgets reads 'bug seeds' lines (# comments).
+func readBudgets(path string) (map[string]uint64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]uint64{}
+	for i, line := range strings.Split(string(b), "\n") {
+		if j := strings.IndexByte(line, '#'); j >= 0 {
+			line = line[:j]
+		}
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) != 2 {
+			return nil, fmt.Errorf("%s:%d: want 'bug seeds', got %q", path, i+1, line)
+		}
+		if _, ok := bugs.Lookup(f[0]); !ok {
+			return nil, fmt.Errorf("%s:%d: unknown planted bug %q", path, i+1, f[0])
+		}
+		n, err := strconv.ParseUint(f[1], 10, 64)
+		if err != nil || n < 1 || n > 2000 {
+			return nil, fmt.Errorf("%s:%d: budget %q: want 1..2000 seeds", path, i+1, f[1])
+		}
+		m[f[0]] = n
+	}
+	return m, nil
+}
