@@ -296,7 +296,7 @@ func driveLog(t *testing.T, g *syncLedger, fsys *FS) []string {
 		}
 	}
 	lfs := ledgerFS{fs: fsys, g: g}
-	opts := seglog.Options{SegmentBytesMax: 8 << 10, PreallocateBytes: 8 << 10}
+	opts := seglog.Options{SegmentBytesMax: 8 << 10, PreallocateBytes: 8 << 10, SlotsPerSegment: 16}
 	const dir = "q/log"
 	l, _, err := seglog.Open(lfs, dir, opts)
 	must("open a new log", err)

@@ -39,8 +39,9 @@ const (
 )
 
 // opts makes segments small so that a child crosses segment boundaries
-// (create, preallocate, directory sync) often.
-var opts = seglog.Options{SegmentBytesMax: 256 << 10, PreallocateBytes: 256 << 10}
+// (create, preallocate, directory sync) often, some full by size, some by
+// their header-copy slots.
+var opts = seglog.Options{SegmentBytesMax: 256 << 10, PreallocateBytes: 256 << 10, SlotsPerSegment: 128}
 
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(envChild); dir != "" {
@@ -446,41 +447,77 @@ func verify(t crashT, dir string, b bounds, what string) seglog.Recovery {
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // independentScan reads the segment files of a log directly, following the
-// format in io/seglog/doc.go, and returns how many records from the first
-// segment on are whole, CRC-valid and in sequence, and whether non-zero
-// bytes follow the last of them (a torn or corrupt tail that must be
-// reported). It shares no code with seglog on purpose.
+// format (version 2) in io/seglog/doc.go, and returns how many records from
+// the first segment on are whole, CRC-valid and in sequence with a header
+// copy that matches them, and whether the files hold anything but a clean
+// end after the last of them (a torn, corrupt or lost record, or a stray
+// header copy, which Open must report). It shares no code with seglog on
+// purpose.
 func independentScan(t crashT, dir string) (valid uint64, garbage bool) {
 	t.Helper()
 	names, err := filepath.Glob(filepath.Join(dir, "*.seg"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	le := binary.LittleEndian
 	// The names are zero-padded offsets: lexical order is log order.
 	for i, name := range names {
 		data, err := os.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		const segHeader, frameHeader, payloadMin = 32, 8, 17
+		const segHeader, slotSize, frameHeader, payloadMin, slotsMax = 32, 32, 8, 17, 1 << 20
 		if len(data) < segHeader || string(data[:8]) != "SLUICSEG" ||
-			binary.LittleEndian.Uint32(data[24:28]) != crc32.Checksum(data[:24], castagnoli) ||
-			binary.LittleEndian.Uint64(data[16:24]) != valid {
+			le.Uint32(data[24:28]) != crc32.Checksum(data[:24], castagnoli) ||
+			le.Uint32(data[8:12]) != 2 || le.Uint32(data[12:16]) == 0 || le.Uint32(data[12:16]) > slotsMax ||
+			le.Uint64(data[16:24]) != valid {
 			return valid, nonZero(data) || i < len(names)-1
 		}
-		pos := segHeader
-		for pos < len(data) {
-			if len(data)-pos < frameHeader {
-				return valid, nonZero(data[pos:])
+		slots := int(le.Uint32(data[12:16]))
+		slot := func(j int) []byte { // slot j; zeros past the end of the file
+			s := make([]byte, slotSize)
+			if p := segHeader + slotSize*j; p < len(data) {
+				copy(s, data[p:])
 			}
-			n := int(binary.LittleEndian.Uint32(data[pos:]))
-			if n < payloadMin || n > payloadMin+record.BodyBytesMax || pos+frameHeader+n > len(data) {
-				return valid, nonZero(data[pos:])
+			return s
+		}
+		pos := segHeader + slotSize*slots
+		for j := 0; ; j++ {
+			rest := data[min(pos, len(data)):]
+			if j == slots { // full: nothing may follow
+				if nonZero(rest) {
+					return valid, true
+				}
+				break
 			}
-			fr := data[pos : pos+frameHeader+n]
+			if !nonZero(rest) { // the frames end: so must the copies
+				for k := j; k < slots; k++ {
+					if nonZero(slot(k)) {
+						return valid, true
+					}
+				}
+				break
+			}
+			if len(rest) < frameHeader {
+				return valid, true
+			}
+			n := int(le.Uint32(rest))
+			if n < payloadMin || n > payloadMin+record.BodyBytesMax || frameHeader+n > len(rest) {
+				return valid, true
+			}
+			fr := rest[:frameHeader+n]
 			c := crc32.Update(0, castagnoli, fr[0:4])
 			c = crc32.Update(c, castagnoli, fr[frameHeader:])
-			if c != binary.LittleEndian.Uint32(fr[4:8]) || binary.LittleEndian.Uint64(fr[16:24]) != valid {
+			if c != le.Uint32(fr[4:8]) || le.Uint64(fr[16:24]) != valid {
+				return valid, true
+			}
+			// Its copy: offset, epoch, frame CRC, length, kind, 3 zero
+			// bytes, CRC of the 28 bytes before.
+			s := slot(j)
+			if le.Uint32(s[28:32]) != crc32.Checksum(s[:28], castagnoli) ||
+				!bytes.Equal(s[0:8], fr[16:24]) || !bytes.Equal(s[8:16], fr[8:16]) ||
+				!bytes.Equal(s[16:20], fr[4:8]) || !bytes.Equal(s[20:24], fr[0:4]) ||
+				s[24] != fr[24] || nonZero(s[25:28]) {
 				return valid, true
 			}
 			valid++
