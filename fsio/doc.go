@@ -49,6 +49,11 @@
 // "enospc:N". It is how a torn record is made on a real file.
 //
 // A SIGKILL is not a power loss: the page cache survives the process, so
-// unsynced writes usually survive a kill. Power loss is simulated by
-// sim/memfs (its Crash methods), not here; see docs/storage.md.
+// unsynced writes usually survive a kill, and a kill test cannot tell a real
+// fdatasync from a missing one. The fdatasync and directory-fsync system
+// calls go through two unexported package variables so that this package's
+// sync-count test (synccount_test.go) can count them per path behind every
+// acknowledged sync of a segment log, and plant the removal of one; nothing
+// else assigns them. Power loss is simulated by sim/memfs (its Crash
+// methods), not here; see docs/storage.md.
 package fsio

@@ -20,6 +20,16 @@ import (
 // fallocFlKeepSize is FALLOC_FL_KEEP_SIZE from <linux/falloc.h>.
 const fallocFlKeepSize = 0x1
 
+// The system calls that make data durable: fdatasync behind File.Sync,
+// fsyncDir (fsync of a directory) behind FS.SyncDir. They are variables
+// only so that a test of this package (synccount_test.go) can count them
+// per path and plant the removal of one; nothing else assigns them, and
+// they are read, never written, outside tests.
+var (
+	fdatasync = syscall.Fdatasync
+	fsyncDir  = syscall.Fsync
+)
+
 // FS is a vfs.FS over the directory tree under a root directory. It holds no
 // state besides the root and is safe for concurrent use.
 type FS struct {
@@ -190,7 +200,7 @@ func (fs *FS) SyncDir(dir string) error {
 	if err != nil {
 		return mapErr("syncdir", p, err)
 	}
-	err = ignoringEINTR(func() error { return syscall.Fsync(fd) })
+	err = ignoringEINTR(func() error { return fsyncDir(fd) })
 	cerr := syscall.Close(fd)
 	if err != nil {
 		return syncErr("syncdir", p, err)
@@ -266,7 +276,7 @@ func (f *File) Sync() error {
 		}
 	})
 	if err := f.control("sync", func(fd int) error {
-		return ignoringEINTR(func() error { return syscall.Fdatasync(fd) })
+		return ignoringEINTR(func() error { return fdatasync(fd) })
 	}); err != nil {
 		return err
 	}

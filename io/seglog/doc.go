@@ -3,38 +3,89 @@
 // simulator's memfs and the daemon's real files run the same format code.
 // It is deterministic: no goroutines, locks, clock or randomness.
 //
-// # On-disk format
+// # On-disk format (version 2)
 //
 // A log is a directory of segment files named by the offset of their first
 // record, "%020d.seg" (so names sort like offsets). Other names are ignored.
-// A segment holds a 32-byte header followed by frames, back to back:
+// A segment holds a 32-byte header, a region of header copies (one 32-byte
+// slot per frame the segment may hold), then frames, back to back:
 //
-//	header: magic "SLUICSEG" | version u32 (1) | flags u32 (0) |
+//	header [0, 32):
+//	        magic "SLUICSEG" | version u32 (2) | slots u32 |
 //	        base offset u64 | CRC32C of the 24 bytes before u32 | zero u32
-//	frame:  length u32 | CRC32C u32 | epoch u64 | offset u64 | kind u8 | body
+//	slot i [32+32i, 32+32(i+1)), for i in [0, slots):
+//	        offset u64 | epoch u64 | frame CRC u32 | frame length u32 |
+//	        kind u8 | 3 zero bytes | CRC32C of the 28 bytes before u32
+//	frames from byte 32+32*slots:
+//	        length u32 | CRC32C u32 | epoch u64 | offset u64 | kind u8 | body
 //
-// Integers are little-endian. length counts the bytes after the 8-byte frame
-// header (17 + body length) and must lie in [17, 17+record.BodyBytesMax]; it
-// is checked before anything else is trusted, so an oversized or malformed
-// length is refused from the header alone. The CRC32C (Castagnoli) covers the
-// length field and every byte after the CRC. A segment's frames carry
-// consecutive offsets from its base; segments are contiguous (each starts at
-// the offset after its predecessor's last record); epochs never decrease.
-// A segment is closed for appends once it reaches Options.SegmentBytesMax.
+// Integers are little-endian; CRC32C is Castagnoli. slots lies in
+// [1, SlotsPerSegmentMax]. length counts the bytes after the 8-byte frame
+// header (17 + body length) and must lie in [17, 17+record.BodyBytesMax];
+// it is checked before anything else is trusted, so an oversized or
+// malformed length is refused from the header alone. The frame CRC covers
+// the length field and every byte after the CRC. A segment's frames carry
+// consecutive offsets from its base; segments are contiguous (each starts
+// at the offset after its predecessor's last record); epochs never
+// decrease.
+//
+// Slot i is the header copy of the segment's i-th frame (offset base+i):
+// its offset, epoch, kind, and the length and CRC fields exactly as in the
+// frame. An all-zero slot means "no frame". The copies are what tells a
+// lost synced tail from a clean end: a frame area that reads as empty where
+// a valid copy names a frame is a lost frame, not the end of the log (the
+// design follows TigerBeetle's redundant WAL headers). A segment is closed
+// for appends once it reaches Options.SegmentBytesMax bytes (header and
+// copies included) or holds slots frames; slots comes from
+// Options.SlotsPerSegment when the segment is created (each segment's
+// header keeps its own). Version 1 segments (no copies; flags u32 = 0 where
+// slots now is) are not readable: the scan reports them as damage,
+// "unsupported segment version 1 (this build reads version 2 only)".
 //
 // # Durability
 //
-// Append only encodes records into a bounded write buffer (written to the
-// active segment when full); Read sees appended records at once. Sync is the
-// group commit: it writes the buffer, syncs each segment file written since
-// the previous Sync (one, unless a segment was started), and syncs the
-// directory when segments were created or removed. Records appended before a
-// successful Sync survive any crash. TruncateFrom cuts the segment holding
-// the truncation point and removes the later ones (the last first), then
-// syncs before returning, so that records appended after it are never mixed
-// with removed ones by a crash (stronger than "durable after the next Sync").
-// DiscardDamage is durable when it returns. A new log is durable when Open
-// returns.
+// Append only encodes records: frames into a bounded write buffer and their
+// header copies into a bounded copy buffer, both written when full; Read
+// sees appended records at once. Sync is the group commit: it writes the
+// buffered frames, then, with a separate write to the same file, their
+// copies (a new segment's header goes in the write of its first copies; a
+// frame and its copy never share a write), syncs each segment file written
+// since the previous Sync (one, unless a segment was started), and syncs
+// the directory when segments were created or removed. A commit therefore
+// costs one fdatasync, as in version 1, plus the directory's fsync on a
+// roll. Records appended before a successful Sync survive any crash.
+//
+// Lost synced writes. A device may acknowledge a write (fdatasync returned)
+// and still lose it: the bytes revert to zeros or to what they held
+// before. The guarantee: the loss of any ONE acknowledged write of a
+// commit, reverting to zeros or to the old contents, is reported as
+// Recovery.Damage at or before the first record it held, never as a clean
+// end. A lost frames write leaves copies naming frames that are gone
+// ("frame lost: ...", or a zero gap before later frames) or old frames
+// under new copies ("header copy disagrees ..."); a lost copies write
+// leaves frames without copies ("header copy missing ...") or under stale
+// ones; a lost new-segment header leaves a bad header. Losing both writes
+// of the same records, or the copies of several commits and their frames,
+// can look like a clean end; that is beyond the guarantee.
+//
+// Unsynced writes. A power loss loses, keeps or tears unsynced frames and
+// unsynced copies independently, so where version 1 saw a clean end (the
+// unsynced frames gone) version 2 sometimes finds copies without frames or
+// frames without copies and reports damage. This is conservative: the
+// damage lies at or after the synced end (no synced record is lost), and a
+// replica that reports damage is treated as possibly incomplete and
+// repaired from the others.
+//
+// TruncateFrom removes the segments after the truncation point (the last
+// first), cuts the segment holding it and then zeroes the copies of the cut
+// frames (one write), and syncs before returning, so that records appended after
+// it are never mixed with removed ones by a crash (stronger than "durable
+// after the next Sync"). DiscardDamage is durable when it returns; it too
+// zeroes the copies from the damage on. A crash in the middle of either
+// may leave stale copies of removed frames (a process kill between the
+// truncation and the zeroing always does): the next scan reports them as
+// damage, which is conservative in the same way. A new log is durable when
+// Open returns.
 //
 // Any failed write, truncation, removal or sync puts the log in the failed
 // state: every later call returns ErrFailed (wrapping the cause). The log
@@ -43,24 +94,52 @@
 //
 // # Recovery
 //
-// Open scans every segment in order with large sequential reads, validating
-// each segment header (magic, CRC, version, base equal to its name and to
-// where the log continues) and each frame (length bounds, whole frame within
-// the file, CRC, offset contiguity, epoch nondecreasing, known kind). The scan
-// ends cleanly at the end of the last segment, or at a run of zero bytes that
-// reaches the end of a segment file (a preallocated or zero-filled tail). It
-// stops at the first bad header or frame and reports it in Recovery.Damage
-// (segment, byte position, the offset the frame would have held, reason); the
-// valid records are those before it, and Recovery.Epochs is their epoch
-// history. Nothing is repaired silently: until DiscardDamage removes the
-// damaged tail (cutting the damaged segment at the damage, removing every
-// later segment, and syncing), Append and TruncateFrom return ErrDamaged,
-// while Read serves the valid prefix.
+// Open scans every segment in order. It validates the header (magic, CRC,
+// version 2, slots in range, base equal to its name and to where the log
+// continues), then walks frame i = 0, 1, ... together with slot i:
+//
+//   - the frame area from frame i's position on is empty (end of file, or
+//     zero bytes up to the end of the file) and slot i and every later slot
+//     are all zero: the clean end of the segment;
+//   - the frame area is empty but slot i is not: "frame lost: header copy
+//     names offset X" when the copy is valid (the lost synced tail), else
+//     "header copy corrupt at slot i";
+//   - the frame area is empty, slot i is zero, a later slot j is not:
+//     "stray header copy at slot j beyond the last frame";
+//   - a frame that fails validation: length bounds, the whole frame within
+//     the file, CRC, offset contiguity, epoch nondecreasing, known kind
+//     ("torn frame header", "frame length N out of bounds", "torn frame: N
+//     bytes past the end of the segment", "crc mismatch", "offset N out of
+//     sequence", "epoch N below M", "unknown record kind N");
+//   - a valid frame whose slot is zero: "header copy missing for offset X";
+//     whose slot fails its CRC: "header copy corrupt at slot i"; whose slot
+//     differs in any field: "header copy disagrees with frame at offset X";
+//   - a segment holding slots frames with a non-empty frame area after
+//     them: "frame beyond the segment's N header-copy slots";
+//   - a read failing with vfs.ErrIO (an unreadable sector): damage where it
+//     happened, "unreadable: segment header: ...", "unreadable: frame at
+//     byte P: ...", "unreadable: header copy at slot i: ...". It is damage to
+//     report and discard like a corrupt record, not an Open failure; Open
+//     fails only for errors that are not about the contents (List failing,
+//     say).
+//
+// The scan stops at the first damage and reports it in Recovery.Damage: the
+// segment, the byte position where its valid frames end (0 for a bad
+// header), the offset the bad record would have held (Recovery.End), and
+// the reason. The valid records are those before it, and Recovery.Epochs is
+// their epoch history. Nothing is repaired silently: until DiscardDamage
+// removes the damaged tail (cutting the damaged segment at the damage,
+// zeroing its copies from there on, removing every later segment, and
+// syncing), Append and TruncateFrom return ErrDamaged, while Read serves the
+// valid prefix. The scan is linear in the bytes of the log.
 //
 // # Memory
 //
 // Each segment keeps a sparse index of one (offset, position) entry per
 // Options.IndexIntervalBytes of frames (4 KiB by default). At most a few
-// inactive segment files are kept open; the write buffer and the read window
-// are bounded (the read window grows to the largest frame read).
+// inactive segment files are kept open; the write buffer, the copy buffer
+// (at most 4096 copies), and the read window are bounded (the read window
+// grows to the largest frame read). The scan reads a segment's copies in
+// one read of up to 32768 slots (1 MiB; more reads of that size for larger
+// segments), one slot at a time after a read error.
 package seglog

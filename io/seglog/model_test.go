@@ -116,6 +116,7 @@ func TestLogModel(t *testing.T) {
 			SegmentBytesMax:    rapid.SampledFrom([]int64{300, 4096, 20000, 1 << 20}).Draw(t, "segmentBytesMax"),
 			WriteBufferBytes:   rapid.SampledFrom([]int{64, 5000, 1 << 16}).Draw(t, "writeBufferBytes"),
 			IndexIntervalBytes: rapid.SampledFrom([]int64{1, 512, 4096}).Draw(t, "indexIntervalBytes"),
+			SlotsPerSegment:    rapid.SampledFrom([]int{1, 3, 16, 4096}).Draw(t, "slotsPerSegment"),
 		}
 		if rapid.Bool().Draw(t, "preallocate") {
 			m.opts.PreallocateBytes = m.opts.SegmentBytesMax + 1000

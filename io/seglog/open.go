@@ -1,6 +1,7 @@
 package seglog
 
 import (
+	"errors"
 	"path"
 	"strconv"
 
@@ -16,10 +17,15 @@ import (
 // existing log: damage is reported in Recovery.Damage and stays until
 // DiscardDamage. It does sync what it scanned (each segment file and the
 // directory), so that every record Recovery reports is durable even if an
-// earlier instance closed without syncing. Open fails only when the file system does (or a segment
-// file name is malformed).
+// earlier instance closed without syncing. Open fails when the options are
+// out of range, a segment file name is malformed, or the file system fails
+// other than by an unreadable range of a segment (vfs.ErrIO on a read of
+// its contents is reported as damage there).
 func Open(fs vfs.FS, dir string, opts Options) (*Log, Recovery, error) {
 	opts.setDefaults()
+	if err := opts.check(); err != nil {
+		return nil, Recovery{}, err
+	}
 	l := &Log{fs: fs, dir: dir, opts: opts, winChunk: scanChunkBytes}
 	if err := fs.MkdirAll(dir); err != nil {
 		return nil, Recovery{}, err
@@ -52,7 +58,8 @@ func Open(fs vfs.FS, dir string, opts Options) (*Log, Recovery, error) {
 		return l, Recovery{}, nil
 	}
 	rec, err := l.scan(bases, segNames)
-	l.win, l.winSeg, l.winChunk = nil, nil, readChunkBytes
+	l.win, l.winSeg, l.winChunk, l.noAhead = nil, nil, readChunkBytes, false
+	l.slotWin, l.slotWinSeg = nil, nil
 	if err != nil {
 		l.closeFiles()
 		return nil, Recovery{}, err
@@ -133,6 +140,9 @@ func (l *Log) scan(bases []uint64, names []string) (Recovery, error) {
 				l.repair.seg, l.repair.pos = seg, d.Pos
 				l.repair.rewriteHeader = d.Pos == 0
 				l.repair.remove = append(l.repair.remove, names[i+1:]...)
+				if !l.repair.rewriteHeader {
+					l.repair.slotsHi = l.slotsInUse(seg, fileSize)
+				}
 			}
 		}
 		if d != nil {
@@ -147,7 +157,7 @@ func (l *Log) scan(bases []uint64, names []string) (Recovery, error) {
 			return rec, err
 		}
 	}
-	l.bufPos = act.size
+	l.resetBufs()
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return rec, err
 	}
@@ -157,94 +167,176 @@ func (l *Log) scan(bases []uint64, names []string) (Recovery, error) {
 	return rec, nil
 }
 
-// scanSegment validates seg's header and frames up to fileSize, building its
-// index. It returns the first damage (nil at a clean end) and the bytes of
-// valid frames.
+// scanSegment validates seg's header, frames and header copies up to
+// fileSize, building its index. It returns the first damage (nil at a clean
+// end) and the bytes of valid frames. An unreadable range (vfs.ErrIO) is
+// damage where the scan met it; any other error is returned.
 func (l *Log) scanSegment(seg *segment, fileSize int64, first bool, expect uint64) (*Damage, int64, error) {
 	damage := func(pos int64, off uint64, reason string) *Damage {
 		return &Damage{Segment: seg.name, Pos: pos, Offset: off, Reason: reason}
 	}
+	var bytes int64
+	// unreadable turns a read error into damage at (pos, off), or returns
+	// it when it is not about the contents.
+	unreadable := func(pos int64, off uint64, what string, err error) (*Damage, int64, error) {
+		if errors.Is(err, vfs.ErrIO) {
+			return damage(pos, off, "unreadable: "+what+": "+err.Error()), bytes, nil
+		}
+		return nil, bytes, err
+	}
+	l.noAhead, l.slotExact, l.slotWinSeg = false, false, nil
+	// Until the header is read the segment has the slots a rewritten
+	// header would get (DiscardDamage of a bad first segment).
+	seg.slots = l.opts.SlotsPerSegment
+	seg.size = seg.start()
 	if fileSize < segHeaderBytes {
 		return damage(0, expect, "torn segment header"), 0, nil
 	}
-	h, err := l.view(seg, 0, segHeaderBytes, fileSize)
+	h, err := l.scanView(seg, 0, segHeaderBytes, fileSize)
 	if err != nil {
-		return nil, 0, err
+		return unreadable(0, expect, "segment header", err)
 	}
-	if reason := checkSegHeader(h, seg.base); reason != "" {
+	slots, reason := checkSegHeader(h, seg.base)
+	if reason != "" {
 		return damage(0, expect, reason), 0, nil
 	}
 	if !first && seg.base != expect {
 		return damage(0, expect, "segment starts at offset "+strconv.FormatUint(seg.base, 10)+
 			", the log continues at "+strconv.FormatUint(expect, 10)), 0, nil
 	}
-	pos, off := int64(segHeaderBytes), seg.base
+	seg.slots = slots
+	pos, off := seg.start(), seg.base
 	seg.size = pos
 	epoch := l.lastEpoch()
-	var bytes int64
-	for pos < fileSize {
-		if fileSize-pos < frameHeaderBytes {
-			zero, err := l.allZero(seg, pos, fileSize)
+	for i := 0; ; i++ {
+		assert(off == seg.base+uint64(i) && pos == seg.size, "scan out of step")
+		if i == slots {
+			// Full: no frame may follow.
+			empty, err := l.frameAreaEmpty(seg, pos, fileSize)
 			if err != nil {
-				return nil, bytes, err
+				return unreadable(pos, off, "frame at byte "+strconv.FormatInt(pos, 10), err)
 			}
-			if zero {
-				break
+			if !empty {
+				return damage(pos, off, "frame beyond the segment's "+strconv.Itoa(slots)+" header-copy slots"), bytes, nil
 			}
-			return damage(pos, off, "torn frame header"), bytes, nil
+			return nil, bytes, nil
 		}
-		fh, err := l.view(seg, pos, frameHeaderBytes, fileSize)
+		// Frame i, or an empty frame area (end of file or zeros to it).
+		var fr []byte
+		empty := pos >= fileSize
+		if !empty && fileSize-pos < frameHeaderBytes {
+			if empty, err = l.allZero(seg, pos, fileSize); err != nil {
+				return unreadable(pos, off, "frame at byte "+strconv.FormatInt(pos, 10), err)
+			}
+			if !empty {
+				return damage(pos, off, "torn frame header"), bytes, nil
+			}
+		} else if !empty {
+			fh, err := l.scanView(seg, pos, frameHeaderBytes, fileSize)
+			if err != nil {
+				return unreadable(pos, off, "frame at byte "+strconv.FormatInt(pos, 10), err)
+			}
+			n, ok := frameLen(fh)
+			if !ok && n == 0 {
+				if empty, err = l.allZero(seg, pos, fileSize); err != nil {
+					return unreadable(pos, off, "frame at byte "+strconv.FormatInt(pos, 10), err)
+				}
+			}
+			if !ok && !empty {
+				return damage(pos, off, "frame length "+strconv.Itoa(n)+" out of bounds"), bytes, nil
+			}
+			if !empty {
+				fl := int64(frameHeaderBytes + n)
+				if pos+fl > fileSize {
+					return damage(pos, off, "torn frame: "+strconv.FormatInt(pos+fl-fileSize, 10)+
+						" bytes past the end of the segment"), bytes, nil
+				}
+				if fr, err = l.scanView(seg, pos, int(fl), fileSize); err != nil {
+					return unreadable(pos, off, "frame at byte "+strconv.FormatInt(pos, 10), err)
+				}
+				if !frameCRCOK(fr) {
+					return damage(pos, off, "crc mismatch"), bytes, nil
+				}
+				e, o, kind, _ := frameFields(fr)
+				switch {
+				case o != off:
+					return damage(pos, off, "offset "+strconv.FormatUint(o, 10)+" out of sequence"), bytes, nil
+				case e < epoch:
+					return damage(pos, off, "epoch "+strconv.FormatUint(e, 10)+" below "+strconv.FormatUint(epoch, 10)), bytes, nil
+				case !kind.Valid():
+					return damage(pos, off, "unknown record kind "+strconv.Itoa(int(kind))), bytes, nil
+				}
+			}
+		}
+		// Its header copy. (fr stays valid: slots have their own window.)
+		s, err := l.slotAt(seg, i, fileSize)
 		if err != nil {
-			return nil, bytes, err
+			return unreadable(pos, off, "header copy at slot "+strconv.Itoa(i), err)
 		}
-		n, ok := frameLen(fh)
-		if !ok {
-			if n == 0 {
-				zero, err := l.allZero(seg, pos, fileSize)
+		if empty {
+			// A clean end only if no copy names a frame here or later: a
+			// valid copy here is a synced frame whose write was lost.
+			if !slotZero(s) {
+				if slotCRCOK(s) {
+					return damage(pos, off, "frame lost: header copy names offset "+strconv.FormatUint(slotOffset(s), 10)), bytes, nil
+				}
+				return damage(pos, off, "header copy corrupt at slot "+strconv.Itoa(i)), bytes, nil
+			}
+			for j := i + 1; j < slots; j++ {
+				s, err := l.slotAt(seg, j, fileSize)
 				if err != nil {
-					return nil, bytes, err
+					return unreadable(pos, off, "header copy at slot "+strconv.Itoa(j), err)
 				}
-				if zero {
-					break // preallocated or zero-filled tail: a clean end
+				if !slotZero(s) {
+					return damage(pos, off, "stray header copy at slot "+strconv.Itoa(j)+" beyond the last frame"), bytes, nil
 				}
 			}
-			return damage(pos, off, "frame length "+strconv.Itoa(n)+" out of bounds"), bytes, nil
+			return nil, bytes, nil
 		}
-		fl := int64(frameHeaderBytes + n)
-		if pos+fl > fileSize {
-			return damage(pos, off, "torn frame: "+strconv.FormatInt(pos+fl-fileSize, 10)+
-				" bytes past the end of the segment"), bytes, nil
-		}
-		fr, err := l.view(seg, pos, int(fl), fileSize)
-		if err != nil {
-			return nil, bytes, err
-		}
-		if !frameCRCOK(fr) {
-			return damage(pos, off, "crc mismatch"), bytes, nil
-		}
-		e, o, kind, _ := frameFields(fr)
 		switch {
-		case o != off:
-			return damage(pos, off, "offset "+strconv.FormatUint(o, 10)+" out of sequence"), bytes, nil
-		case e < epoch:
-			return damage(pos, off, "epoch "+strconv.FormatUint(e, 10)+" below "+strconv.FormatUint(epoch, 10)), bytes, nil
-		case !kind.Valid():
-			return damage(pos, off, "unknown record kind "+strconv.Itoa(int(kind))), bytes, nil
+		case slotZero(s):
+			return damage(pos, off, "header copy missing for offset "+strconv.FormatUint(off, 10)), bytes, nil
+		case !slotCRCOK(s):
+			return damage(pos, off, "header copy corrupt at slot "+strconv.Itoa(i)), bytes, nil
+		case !slotMatches(s, fr):
+			return damage(pos, off, "header copy disagrees with frame at offset "+strconv.FormatUint(off, 10)), bytes, nil
 		}
+		e, o, _, _ := frameFields(fr)
+		fl := int64(len(fr))
 		l.noteFrame(seg, o, e, pos, fl)
 		epoch = e
 		bytes += fl
 		pos += fl
 		off++
 	}
-	return nil, bytes, nil
+}
+
+// scanView is view for the scan: when a read ahead fails with vfs.ErrIO, the
+// unreadable range may lie past the bytes wanted, so it reads exactly them,
+// and reads no further ahead in this segment.
+func (l *Log) scanView(seg *segment, pos int64, n int, limit int64) ([]byte, error) {
+	p, err := l.view(seg, pos, n, limit)
+	if err != nil && !l.noAhead && errors.Is(err, vfs.ErrIO) {
+		l.noAhead = true
+		p, err = l.view(seg, pos, n, limit)
+	}
+	return p, err
+}
+
+// frameAreaEmpty reports whether bytes [pos, fileSize) of seg are absent or
+// all zero.
+func (l *Log) frameAreaEmpty(seg *segment, pos, fileSize int64) (bool, error) {
+	if pos >= fileSize {
+		return true, nil
+	}
+	return l.allZero(seg, pos, fileSize)
 }
 
 // allZero reports whether bytes [from, to) of seg are all zero.
 func (l *Log) allZero(seg *segment, from, to int64) (bool, error) {
 	for from < to {
 		n := int(min(to-from, int64(l.winChunk)))
-		p, err := l.view(seg, from, n, to)
+		p, err := l.scanView(seg, from, n, to)
 		if err != nil {
 			return false, err
 		}
@@ -256,4 +348,60 @@ func (l *Log) allZero(seg *segment, from, to int64) (bool, error) {
 		from += int64(n)
 	}
 	return true, nil
+}
+
+// slotAt returns slot i of seg as read from the file (zeros past its end),
+// through a window on the header-copy region: one read of up to
+// scanSlotChunk slots, so that a segment's region is usually read at once.
+// After a failed read it reads one slot at a time, so that an unreadable
+// range is met at the slot it covers. The slice is valid until the next
+// slotAt.
+func (l *Log) slotAt(seg *segment, i int, fileSize int64) ([]byte, error) {
+	assert(i >= 0 && i < seg.slots, "slot index out of range")
+	if l.slotWinSeg == seg && i >= l.slotWinLo && i < l.slotWinLo+len(l.slotWin)/slotBytes {
+		k := (i - l.slotWinLo) * slotBytes
+		return l.slotWin[k : k+slotBytes], nil
+	}
+	for {
+		n := min(seg.slots-i, scanSlotChunk)
+		if l.slotExact {
+			n = 1
+		}
+		if cap(l.slotWin) < n*slotBytes {
+			l.slotWin = make([]byte, n*slotBytes)
+		}
+		l.slotWin = l.slotWin[:n*slotBytes]
+		l.slotWinSeg = nil
+		pos := slotPos(i)
+		k := int(max(min(fileSize-pos, int64(len(l.slotWin))), 0)) // bytes in the file
+		clear(l.slotWin[k:])
+		if k > 0 {
+			if err := l.readSeg(seg, l.slotWin[:k], pos); err != nil {
+				if !l.slotExact && n > 1 && errors.Is(err, vfs.ErrIO) {
+					l.slotExact = true
+					continue
+				}
+				return nil, err
+			}
+		}
+		l.slotWinSeg, l.slotWinLo = seg, i
+		return l.slotWin[:slotBytes], nil
+	}
+}
+
+// slotsInUse returns the index after the last non-zero slot of seg from its
+// valid frames on (all of its slots when they cannot be read): the range
+// DiscardDamage zeroes.
+func (l *Log) slotsInUse(seg *segment, fileSize int64) int {
+	hi := seg.frames()
+	for j := seg.frames(); j < seg.slots; j++ {
+		s, err := l.slotAt(seg, j, fileSize)
+		if err != nil {
+			return seg.slots
+		}
+		if !slotZero(s) {
+			hi = j + 1
+		}
+	}
+	return hi
 }

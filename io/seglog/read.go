@@ -45,6 +45,9 @@ func (l *Log) view(seg *segment, pos int64, n int, limit int64) ([]byte, error) 
 		return l.win[k : k+int64(n)], nil
 	}
 	want := int64(max(n, l.winChunk))
+	if l.noAhead {
+		want = int64(n)
+	}
 	if pos+want > limit {
 		want = max(limit-pos, int64(n))
 	}
@@ -64,7 +67,7 @@ func (l *Log) view(seg *segment, pos int64, n int, limit int64) ([]byte, error) 
 // (seg.base <= off <= seg.end): the nearest index entry, then a walk over
 // frame headers.
 func (l *Log) locate(seg *segment, off uint64) (int64, error) {
-	pos, at := int64(segHeaderBytes), seg.base
+	pos, at := seg.start(), seg.base
 	lo, hi := 0, len(seg.index)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
@@ -126,7 +129,7 @@ func (l *Log) Read(from uint64, recordsMax int, bytesMax int) ([]record.Record, 
 		if pos >= seg.size {
 			i++
 			seg = l.segs[i]
-			pos = segHeaderBytes
+			pos = seg.start()
 		}
 		h, err := l.view(seg, pos, frameHeaderBytes, seg.size)
 		if err != nil {

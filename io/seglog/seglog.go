@@ -40,16 +40,31 @@ const (
 	SegmentBytesMaxDefault    = 64 << 20
 	WriteBufferBytesDefault   = 1 << 20
 	IndexIntervalBytesDefault = 4 << 10
+	SlotsPerSegmentDefault    = 4096
 	openFilesMax              = 8 // open handles on inactive, synced segments
 	readChunkBytes            = 64 << 10
 	scanChunkBytes            = 2 << 20
+	// slotBufSlotsMax bounds the header copies buffered before a write
+	// (the buffer is written when full, like the frame buffer).
+	slotBufSlotsMax = 4096
+	// scanSlotChunk bounds one read of a segment's header-copy region
+	// during the recovery scan: one read for every segment of up to this
+	// many slots (1 MiB), more reads of this size beyond.
+	scanSlotChunk = 32768
 )
 
 // Options tune a log. Zero values take defaults.
 type Options struct {
 	// SegmentBytesMax: a new segment starts once the current one reaches
-	// this size. Default 64 MiB.
+	// this size (its header and header-copy region included). Default 64
+	// MiB.
 	SegmentBytesMax int64
+	// SlotsPerSegment: the number of header-copy slots of a new segment,
+	// which is also the most frames it holds (a new segment starts when
+	// the current one is full). Each slot takes 32 bytes at the start of
+	// the segment file. Default 4096; at most SlotsPerSegmentMax (Open
+	// refuses more).
+	SlotsPerSegment int
 	// PreallocateBytes: reserve this much space when a segment is created
 	// (vfs.File.Preallocate). Default 0 (no preallocation).
 	PreallocateBytes int64
@@ -76,6 +91,17 @@ func (o *Options) setDefaults() {
 	if o.IndexIntervalBytes <= 0 {
 		o.IndexIntervalBytes = IndexIntervalBytesDefault
 	}
+	if o.SlotsPerSegment <= 0 {
+		o.SlotsPerSegment = SlotsPerSegmentDefault
+	}
+}
+
+// check refuses options that the format cannot hold.
+func (o *Options) check() error {
+	if o.SlotsPerSegment > SlotsPerSegmentMax {
+		return fmt.Errorf("seglog: Options.SlotsPerSegment %d above the format's limit %d", o.SlotsPerSegment, SlotsPerSegmentMax)
+	}
+	return nil
 }
 
 // EpochStart says that records from Offset on carry Epoch (until the next
@@ -85,12 +111,18 @@ type EpochStart struct {
 	Offset uint64
 }
 
-// Damage describes the first torn or corrupt record the recovery scan met.
+// Damage describes the first torn, corrupt, lost or unreadable record the
+// recovery scan met (see the package documentation for the reasons).
 type Damage struct {
 	Segment string // file name of the segment
-	Pos     int64  // byte position of the bad frame in that segment
-	Offset  uint64 // the log offset the bad frame would have held
-	Reason  string // e.g. "torn frame header", "crc mismatch", "short body"
+	// Pos is the byte position in that segment where its valid frames
+	// end: the bad frame's position, or where the missing frame belongs
+	// (0 when the segment header is bad). DiscardDamage cuts there.
+	Pos int64
+	// Offset is the log offset the bad frame would have held: the end of
+	// the valid records.
+	Offset uint64
+	Reason string // e.g. "crc mismatch", "frame lost: header copy names offset 7"
 }
 
 func (d *Damage) String() string {
@@ -113,13 +145,20 @@ type segment struct {
 	base       uint64
 	end        uint64 // offset after the segment's last valid record
 	name       string
-	size       int64 // header plus valid frames, buffered ones included
+	slots      int   // header-copy slots (from its header): the most frames it holds
+	size       int64 // header, header copies and valid frames, buffered ones included
 	index      []indexEntry
 	indexedPos int64 // position of the last index entry; -1: none
 	f          vfs.File
 	dirty      bool // written or truncated since the last successful sync
 	open       bool // listed in Log.openSegs
 }
+
+// frames is the number of valid frames of the segment; frame i has slot i.
+func (s *segment) frames() int { return int(s.end - s.base) }
+
+// start is the position of the segment's first frame.
+func (s *segment) start() int64 { return framesStart(s.slots) }
 
 // indexEntry locates a frame: the record at off starts at pos.
 type indexEntry struct {
@@ -131,6 +170,7 @@ type indexEntry struct {
 type repair struct {
 	seg           *segment // segment to cut at pos (nil: none)
 	pos           int64
+	slotsHi       int      // slots [seg.frames(), slotsHi) of seg may be non-zero: zero them
 	rewriteHeader bool     // the first segment's header is bad: write it anew
 	remove        []string // segment names after the damage, ascending
 }
@@ -148,8 +188,14 @@ type Log struct {
 	segs   []*segment // ascending; the last one is active
 	epochs []EpochStart
 
-	buf    []byte // appended bytes of the active segment not yet written
+	buf    []byte // appended frames of the active segment not yet written
 	bufPos int64  // their position in the active segment
+	// slotBuf holds the header copies of the active segment not yet
+	// written (after a new segment's header), written at slotBufPos after
+	// the frames: slotBufPos+len(slotBuf) is always the position of the
+	// slot of the next frame.
+	slotBuf    []byte
+	slotBufPos int64
 
 	dirtySegs []*segment // segments to sync at the next Sync
 	dirDirty  bool       // segments were created or removed since the last SyncDir
@@ -165,6 +211,14 @@ type Log struct {
 	winSeg   *segment
 	winPos   int64
 	winChunk int
+	noAhead  bool // the scan met an unreadable range: read exactly what is wanted
+
+	// The recovery scan's window on a segment's header-copy region: slots
+	// [slotWinLo, slotWinLo+len(slotWin)/slotBytes) of slotWinSeg.
+	slotWin    []byte
+	slotWinSeg *segment
+	slotWinLo  int
+	slotExact  bool // a slot read failed: read one slot at a time
 
 	scratch [frameBytesMin]byte
 }
@@ -269,7 +323,7 @@ func (l *Log) Append(recs []record.Record) error {
 
 func (l *Log) appendOne(r *record.Record) error {
 	seg := l.active()
-	if seg.size >= l.opts.SegmentBytesMax && seg.end > seg.base {
+	if seg.frames() >= seg.slots || (seg.size >= l.opts.SegmentBytesMax && seg.end > seg.base) {
 		if err := l.roll(); err != nil {
 			return err
 		}
@@ -277,15 +331,17 @@ func (l *Log) appendOne(r *record.Record) error {
 	}
 	n := frameBytes(len(r.Body))
 	pos := seg.size
-	if len(l.buf)+n > cap(l.buf) {
+	if len(l.buf)+n > cap(l.buf) || len(l.slotBuf)+slotBytes > cap(l.slotBuf) {
 		if err := l.flush(); err != nil {
 			return err
 		}
 	}
+	var fr []byte // the frame's fixed part, for its header copy
 	if n <= cap(l.buf) {
 		k := len(l.buf)
 		l.buf = l.buf[:k+n]
 		putFrame(l.buf[k:], r)
+		fr = l.buf[k:]
 	} else {
 		// Larger than the buffer (which is empty now): write directly.
 		c := putFrameHeader(l.scratch[:], r)
@@ -301,7 +357,13 @@ func (l *Log) appendOne(r *record.Record) error {
 		}
 		l.bufPos = pos + int64(n)
 		l.markDirty(seg)
+		fr = l.scratch[:]
 	}
+	// The header copy goes to the slot buffer, written after the frames.
+	assert(l.slotBufPos+int64(len(l.slotBuf)) == slotPos(seg.frames()), "slot buffer out of step with the frames")
+	k := len(l.slotBuf)
+	l.slotBuf = l.slotBuf[:k+slotBytes]
+	putSlot(l.slotBuf[k:], fr)
 	l.noteFrame(seg, r.Offset, r.Epoch, pos, int64(n))
 	return nil
 }
@@ -326,18 +388,27 @@ func (l *Log) markDirty(seg *segment) {
 	}
 }
 
-// flush writes the buffer to the active segment.
+// flush writes the buffered frames to the active segment and then, with a
+// separate write, their header copies (a frame and its copy never share a
+// write, so that one lost write cannot take both).
 func (l *Log) flush() error {
-	if len(l.buf) == 0 {
-		return nil
-	}
 	seg := l.active()
-	if _, err := seg.f.WriteAt(l.buf, l.bufPos); err != nil {
-		return err
+	if len(l.buf) > 0 {
+		if _, err := seg.f.WriteAt(l.buf, l.bufPos); err != nil {
+			return err
+		}
+		l.markDirty(seg)
+		l.bufPos += int64(len(l.buf))
+		l.buf = l.buf[:0]
 	}
-	l.markDirty(seg)
-	l.bufPos += int64(len(l.buf))
-	l.buf = l.buf[:0]
+	if len(l.slotBuf) > 0 {
+		if _, err := seg.f.WriteAt(l.slotBuf, l.slotBufPos); err != nil {
+			return err
+		}
+		l.markDirty(seg)
+		l.slotBufPos += int64(len(l.slotBuf))
+		l.slotBuf = l.slotBuf[:0]
+	}
 	return nil
 }
 
@@ -357,8 +428,10 @@ func (l *Log) roll() error {
 }
 
 // createSegment creates the file of a new segment at base and buffers its
-// header; the segment becomes the target of the buffer.
+// header (written with its first header copies); the segment becomes the
+// target of the buffers, which must be empty.
 func (l *Log) createSegment(base uint64) (*segment, error) {
+	assert(len(l.buf) == 0 && len(l.slotBuf) == 0, "new segment with buffered bytes")
 	name := segName(base)
 	f, err := l.fs.Create(l.segPath(name))
 	if err != nil {
@@ -371,12 +444,14 @@ func (l *Log) createSegment(base uint64) (*segment, error) {
 			return nil, err
 		}
 	}
-	seg := &segment{base: base, end: base, name: name, size: segHeaderBytes, indexedPos: -1, f: f}
+	slots := l.opts.SlotsPerSegment
+	seg := &segment{base: base, end: base, name: name, slots: slots, size: framesStart(slots), indexedPos: -1, f: f}
 	l.markDirty(seg)
 	l.ensureBuf()
-	l.buf = l.buf[:segHeaderBytes]
-	putSegHeader(l.buf, base)
-	l.bufPos = 0
+	l.bufPos = seg.size
+	l.slotBuf = l.slotBuf[:segHeaderBytes]
+	putSegHeader(l.slotBuf, base, slots)
+	l.slotBufPos = 0
 	return seg, nil
 }
 
@@ -384,6 +459,17 @@ func (l *Log) ensureBuf() {
 	if l.buf == nil {
 		l.buf = make([]byte, 0, l.opts.WriteBufferBytes)
 	}
+	if l.slotBuf == nil {
+		l.slotBuf = make([]byte, 0, segHeaderBytes+slotBytes*min(l.opts.SlotsPerSegment, slotBufSlotsMax))
+	}
+}
+
+// resetBufs points the (empty) buffers at the end of the active segment.
+func (l *Log) resetBufs() {
+	assert(len(l.buf) == 0 && len(l.slotBuf) == 0, "buffers not written")
+	act := l.active()
+	l.bufPos = act.size
+	l.slotBufPos = slotPos(act.frames())
 }
 
 // retire moves a segment that stopped being active to the open-handle list,
@@ -394,7 +480,10 @@ func (l *Log) retire(seg *segment) {
 	}
 	seg.open = true
 	l.openSegs = append(l.openSegs, seg)
-	for i := 0; len(l.openSegs) > openFilesMax && i < len(l.openSegs); {
+	// Never seg itself (the last): its handle is wanted now (ensureOpen).
+	// Dirty ones stay open until synced, so the list may exceed the limit
+	// while more than openFilesMax segments await a sync.
+	for i := 0; len(l.openSegs) > openFilesMax && i < len(l.openSegs)-1; {
 		s := l.openSegs[i]
 		if s.dirty {
 			i++
@@ -531,7 +620,7 @@ func (l *Log) truncate(from uint64) error {
 	}
 	l.segs = l.segs[:cut]
 	if cut == i+1 {
-		if err := l.cutSegment(seg, pos, from); err != nil {
+		if err := l.cutSegment(seg, pos, from, seg.frames()); err != nil {
 			return err
 		}
 	}
@@ -543,15 +632,21 @@ func (l *Log) truncate(from uint64) error {
 	if err := l.ensureOpen(act); err != nil {
 		return err
 	}
-	l.bufPos = act.size
+	l.resetBufs()
 	for len(l.epochs) > 0 && l.epochs[len(l.epochs)-1].Offset >= from {
 		l.epochs = l.epochs[:len(l.epochs)-1]
 	}
 	return l.syncAll()
 }
 
-// cutSegment truncates seg so that its last record is from-1.
-func (l *Log) cutSegment(seg *segment, pos int64, from uint64) error {
+// cutSegment truncates seg at pos so that its last record is from-1, then
+// zeroes the header copies [from-base, slotsHi) with one write, so that a
+// later scan finds no stale copy of a removed frame. The frames go first:
+// a crash between the two leaves copies of frames that are gone, and a torn
+// zeroing write leaves a half-zeroed copy (its CRC fails) or an untouched
+// one after a zeroed one; the next scan reports each of these as damage,
+// never as records (conservative, see the package documentation).
+func (l *Log) cutSegment(seg *segment, pos int64, from uint64, slotsHi int) error {
 	if err := l.ensureOpen(seg); err != nil {
 		return err
 	}
@@ -559,6 +654,12 @@ func (l *Log) cutSegment(seg *segment, pos int64, from uint64) error {
 		return err
 	}
 	l.markDirty(seg)
+	lo := int(from - seg.base)
+	if hi := min(slotsHi, seg.slots); hi > lo {
+		if _, err := seg.f.WriteAt(make([]byte, (hi-lo)*slotBytes), slotPos(lo)); err != nil {
+			return err
+		}
+	}
 	if l.winSeg == seg {
 		l.winSeg = nil
 	}
@@ -655,19 +756,24 @@ func (l *Log) discard() error {
 		l.dirDirty = true
 	}
 	if seg := rp.seg; seg != nil {
-		if err := l.cutSegment(seg, rp.pos, seg.end); err != nil {
-			return err
-		}
 		if rp.rewriteHeader {
+			// The first segment's header is bad: it starts anew, empty,
+			// with the slots of the options (the scan set them).
+			assert(seg.end == seg.base && seg.slots == l.opts.SlotsPerSegment, "bad header with frames")
+			if err := l.cutSegment(seg, 0, seg.base, 0); err != nil {
+				return err
+			}
 			var h [segHeaderBytes]byte
-			putSegHeader(h[:], seg.base)
+			putSegHeader(h[:], seg.base, seg.slots)
 			if _, err := seg.f.WriteAt(h[:], 0); err != nil {
 				return err
 			}
-			seg.size = segHeaderBytes
+			seg.size = seg.start()
+		} else if err := l.cutSegment(seg, rp.pos, seg.end, rp.slotsHi); err != nil {
+			return err
 		}
 	}
-	l.bufPos = l.active().size
+	l.resetBufs()
 	return l.syncAll()
 }
 
@@ -690,7 +796,7 @@ func (l *Log) Close() error {
 		}
 	}
 	l.closed = true
-	l.win, l.winSeg, l.buf = nil, nil, nil
+	l.win, l.winSeg, l.buf, l.slotBuf = nil, nil, nil, nil
 	return err
 }
 
