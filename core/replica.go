@@ -530,8 +530,15 @@ func (r *replica) onTick() {
 		return
 	}
 	resendNs := r.b.lim.ResendMs * 1e6
+	heartbeatNs := r.b.lim.HeartbeatMs * 1e6
 	for i := range r.peers {
 		p := &r.peers[i]
+		if !r.peerWaiting(p) && r.b.nowNs-p.lastSendNs >= heartbeatNs {
+			// All is well as far as the owner knows: ask anyway, since a
+			// follower that restarted says nothing until asked.
+			r.probe(p)
+			continue
+		}
 		if r.peerWaiting(p) && r.b.nowNs-p.lastSendNs >= resendNs {
 			// No progress for a while: the messages may be lost. Go back to
 			// what the follower reported durable and send again.
@@ -584,10 +591,13 @@ func (r *replica) deadlineNs() int64 {
 		return at
 	}
 	resendNs := r.b.lim.ResendMs * 1e6
+	heartbeatNs := r.b.lim.HeartbeatMs * 1e6
 	for i := range r.peers {
 		p := &r.peers[i]
 		if r.peerWaiting(p) {
 			at = min(at, p.lastSendNs+resendNs)
+		} else {
+			at = min(at, p.lastSendNs+heartbeatNs)
 		}
 	}
 	return at

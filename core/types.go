@@ -128,6 +128,10 @@ type Limits struct {
 	// damage that no other read meets (bit rot, a lost write, an unreadable
 	// sector) is found and repaired while the other copies still exist.
 	ScrubIntervalMs int64
+	// HeartbeatMs: an owner probes a follower it has heard all it needs
+	// from this often, so that a follower that restarted and lost records
+	// while the queue is idle is found and repaired.
+	HeartbeatMs int64
 }
 
 // DefaultLimits are the limits used where a field is zero.
@@ -144,6 +148,7 @@ var DefaultLimits = Limits{
 	EpochsMax:           1 << 16,
 	ResendMs:            100,
 	ScrubIntervalMs:     100,
+	HeartbeatMs:         500,
 }
 
 func (l Limits) withDefaults() Limits {
@@ -161,6 +166,7 @@ func (l Limits) withDefaults() Limits {
 		EpochsMax:           orDefault(l.EpochsMax, d.EpochsMax),
 		ResendMs:            orDefault(l.ResendMs, d.ResendMs),
 		ScrubIntervalMs:     orDefault(l.ScrubIntervalMs, d.ScrubIntervalMs),
+		HeartbeatMs:         orDefault(l.HeartbeatMs, d.HeartbeatMs),
 	}
 }
 

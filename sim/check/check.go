@@ -329,7 +329,7 @@ func (c *Checker) Injected(node core.NodeID, q core.QueueID) {
 // noteRepair clears a replica's injected mark once its disk again holds an
 // unbroken log at least as long as the one that was damaged.
 func (c *Checker) noteRepair(qt *queueTruth, r *replicaTruth) {
-	if r.injected && r.disk.Prefix() >= r.damageEnd && r.disk.Prefix() == r.disk.Len() {
+	if r.injected && !r.disk.Damaged() && r.disk.Prefix() >= r.damageEnd && r.disk.Prefix() == r.disk.Len() {
 		r.injected = false
 	}
 }
@@ -352,6 +352,10 @@ func (c *Checker) Damaged(q core.QueueID) []core.NodeID {
 // sync must have lost records to injected damage and say so.
 func (c *Checker) Recovered(atNs int64, node core.NodeID, q core.QueueID, st core.LogState) {
 	r := c.rep(node, q)
+	// Open may have made durable what the old process left in the page
+	// cache (a truncation, say): what the checker remembers of the files
+	// past the recovered end is read afresh.
+	r.disk.Cut(st.End)
 	r.disk.Reparse(c.disks(node))
 	for o := st.Start; o < st.End; o++ {
 		id := r.disk.At(o)

@@ -107,8 +107,16 @@ type DiskLog struct {
 	recs []Ident // recs[o] for o in [0, len(recs))
 	segs []diskSeg
 	note string // why a part of the files could not be read
-	buf  []byte
+	// damaged: at the last Reparse, a frame or a header copy below the end
+	// did not hold what the format says: the log will find damage there.
+	damaged bool
+	buf     []byte
 }
+
+// Damaged reports whether the last full read found a damaged frame or
+// header copy: a log that holds one is not a whole copy, even when every
+// record is intact (a damaged header copy makes the log discard from it).
+func (l *DiskLog) Damaged() bool { return l.damaged }
 
 // NewDiskLog returns the (empty) truth of the log in dir.
 func NewDiskLog(dir string) *DiskLog { return &DiskLog{dir: dir} }
@@ -180,7 +188,7 @@ func (seg *diskSeg) frameStart() int64 {
 // whatever is new.
 func (l *DiskLog) Reparse(d Disk) {
 	clear(l.recs)
-	l.recs, l.note = l.recs[:0], ""
+	l.recs, l.note, l.damaged = l.recs[:0], "", false
 	for i := range l.segs {
 		seg := &l.segs[i]
 		for j, loc := range seg.locs {
@@ -188,17 +196,57 @@ func (l *DiskLog) Reparse(d Disk) {
 			fr, err := l.read(d, seg, loc.pos, dFrameHeader+int(loc.n))
 			if err != nil || len(fr) < dFrameHeader+int(loc.n) {
 				l.setNote(seg.name + ": frame of offset " + strconv.FormatUint(o, 10) + " unreadable or gone")
+				l.damaged = true
 				continue
 			}
 			if id, ok := frameIdent(fr, o); ok {
 				l.put(o, id)
 			} else {
 				l.setNote(seg.name + ": frame of offset " + strconv.FormatUint(o, 10) + " damaged")
+				l.damaged = true
 			}
 		}
 		seg.done = uint64(len(seg.locs)) >= uint64(seg.slots) && seg.slots > 0
+		l.checkSlots(d, seg)
 	}
 	l.Resume(d)
+}
+
+// checkSlots reads seg's header copies: each frame seen must have its copy,
+// and no copy may stand beyond them. A mismatch is damage the log will find
+// (it marks the log damaged, not the records).
+func (l *DiskLog) checkSlots(d Disk, seg *diskSeg) {
+	if seg.slots == 0 {
+		return
+	}
+	region, err := l.read(d, seg, dSegHeaderBytes, dSlotBytes*seg.slots)
+	if err != nil {
+		l.setNote(seg.name + ": header copies unreadable")
+		l.damaged = true
+		return
+	}
+	for i := 0; i < seg.slots; i++ {
+		var s []byte
+		if (i+1)*dSlotBytes <= len(region) {
+			s = region[i*dSlotBytes : (i+1)*dSlotBytes]
+		}
+		zero := true
+		for _, b := range s {
+			zero = zero && b == 0
+		}
+		if i >= len(seg.locs) {
+			if !zero {
+				l.setNote(seg.name + ": stray header copy at slot " + strconv.Itoa(i))
+				l.damaged = true
+			}
+			continue
+		}
+		if len(s) < dSlotBytes || binary.LittleEndian.Uint32(s[28:32]) != crc32.Checksum(s[0:28], dCastagnoli) ||
+			binary.LittleEndian.Uint64(s[0:8]) != seg.base+uint64(i) || binary.LittleEndian.Uint32(s[20:24]) != seg.locs[i].n {
+			l.setNote(seg.name + ": header copy of offset " + strconv.FormatUint(seg.base+uint64(i), 10) + " missing or damaged")
+			l.damaged = true
+		}
+	}
 }
 
 // Resume reads what was made durable since the last read, assuming bytes

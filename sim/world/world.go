@@ -543,7 +543,7 @@ func (w *World) startBroker(b *broker) {
 	b.storage = make([]storageQueue, len(b.queues))
 	var logs []core.LogState
 	for _, q := range b.queues {
-		l, st, err := driver.OpenLog(b.fs, logDir(q.Queue), q.Queue, seglog.Options{SegmentBytesMax: 8 << 20})
+		l, st, err := driver.OpenLog(b.fs, logDir(q.Queue), q.Queue, seglog.Options{SegmentBytesMax: 8 << 20, SlotsPerSegment: segmentSlots})
 		if err != nil {
 			panic(fmt.Sprintf("world: n%d cannot open log of queue %d: %v", b.id, q.Queue, err))
 		}
@@ -1087,3 +1087,7 @@ func (w *World) result() Result {
 		Stats:     w.stats,
 	}
 }
+
+// segmentSlots is the simulated logs' records per segment: small, so that
+// runs roll segments often (the real default is larger).
+const segmentSlots = 512
