@@ -422,8 +422,12 @@ func (r *replica) fail(reason string) {
 	r.failReason = reason
 	r.ready = false
 	// Records of pending publishes may or may not have reached storage.
+	outcome := Unknown
+	if r.b.bugs.Has(bugs.FailNotUnknown) {
+		outcome = Failed // planted
+	}
 	for _, p := range r.pending {
-		r.b.reply(p.client, p.reqID, Unknown, r.cfg.Queue, 0, "log failed: "+reason)
+		r.b.reply(p.client, p.reqID, outcome, r.cfg.Queue, 0, "log failed: "+reason)
 	}
 	r.pending = r.pending[:0]
 }
@@ -696,11 +700,7 @@ func (r *replica) probe(p *peer) {
 }
 
 func (r *replica) onAppendReply(from NodeID, m *Message) {
-	stale := m.Epoch != r.epoch
-	if stale && m.Epoch < r.epoch && m.Ok && r.b.bugs.Has(bugs.StaleEpochReport) {
-		stale = false // planted: an older epoch's report counts
-	}
-	if stale || !r.ready {
+	if m.Epoch != r.epoch || !r.ready {
 		return // a reply to an older epoch says nothing about this one
 	}
 	var p *peer
@@ -800,11 +800,7 @@ func (r *replica) advanceCommit() {
 // --- follower ---
 
 func (r *replica) onAppend(from NodeID, m *Message) {
-	fenced := m.Epoch < r.epoch || m.Process < r.ownerProcess
-	if r.b.bugs.Has(bugs.NoFencing) {
-		fenced = false // planted
-	}
-	if from != r.cfg.Owner || r.failed || fenced {
+	if from != r.cfg.Owner || r.failed || m.Epoch < r.epoch || m.Process < r.ownerProcess {
 		return // fenced: an older epoch's or older process's owner may not write
 	}
 	r.ownerProcess = max(r.ownerProcess, m.Process)
@@ -814,6 +810,10 @@ func (r *replica) onAppend(from NodeID, m *Message) {
 		r.replyEnd = 0
 	}
 	if m.Prev > r.end || m.Prev < r.start || (m.Prev > r.start && epochAt(r.epochs, m.Prev-1) != m.PrevEpoch) {
+		if r.b.bugs.Has(bugs.RejectAsOK) { // planted: claims a match it lacks
+			r.b.send(from, Message{Kind: MsgAppendReply, Queue: r.cfg.Queue, Epoch: r.epoch, Ok: true, End: min(r.synced, m.Prev)})
+			return
+		}
 		hist := make([]EpochStart, len(r.epochs))
 		copy(hist, r.epochs)
 		r.b.send(from, Message{Kind: MsgAppendReply, Queue: r.cfg.Queue, Epoch: r.epoch, End: r.end, Epochs: hist})

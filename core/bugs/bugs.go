@@ -30,12 +30,12 @@ const (
 	// ConfirmWithoutOwner: the owner confirms on its followers' reports
 	// alone, without waiting for its own sync.
 	ConfirmWithoutOwner
-	// StaleEpochReport: the owner counts a follower's durable report made
-	// in an older epoch, about records that may since have been replaced.
-	StaleEpochReport
-	// NoFencing: a follower accepts appends from an older epoch or an older
-	// owner process.
-	NoFencing
+	// RejectAsOK: a follower whose log does not match an append (a gap or
+	// a different epoch before it) answers that it matches up to its end.
+	RejectAsOK
+	// FailNotUnknown: when its log fails, the owner answers the publishes in
+	// flight as failed, though they may be durable on followers already.
+	FailNotUnknown
 	// SameEpochOnRestart: a restarted owner reopens its old epoch instead of
 	// a new one.
 	SameEpochOnRestart
@@ -82,8 +82,8 @@ var Registry = []Bug{
 	{AckBeforeSync, "ack-before-sync", "follower reports", "a follower reports records durable before its sync completes"},
 	{ConfirmShort, "confirm-short", "confirms", "the owner confirms with one durable copy fewer than W"},
 	{ConfirmWithoutOwner, "confirm-without-owner", "confirms", "the owner confirms on followers' reports without its own sync"},
-	{StaleEpochReport, "stale-epoch-report", "follower reports", "the owner counts a follower's durable report of an older epoch"},
-	{NoFencing, "no-fencing", "epochs and fencing", "a follower accepts appends from an older epoch or owner process"},
+	{RejectAsOK, "reject-as-ok", "follower reports", "a follower that does not match an append reports that it matches"},
+	{FailNotUnknown, "fail-not-unknown", "publish outcomes", "publishes in flight on a failed log are answered failed, not unknown"},
 	{SameEpochOnRestart, "same-epoch-on-restart", "epochs and fencing", "a restarted owner reopens its old epoch"},
 	{SkipTruncate, "skip-truncate", "truncation", "a follower keeps a divergent suffix and reports it as matching"},
 	{NoRedeliver, "no-redeliver", "acks and redelivery", "a lost consumer's unacked deliveries are dropped, not returned"},

@@ -134,6 +134,14 @@ func slotMatches(s, fr []byte) bool {
 		le.Uint32(s[16:20]) == le.Uint32(fr[4:8]) && le.Uint32(s[20:24]) == le.Uint32(fr[0:4]) && s[24] == fr[24]
 }
 
+// slotMatchesButCRC is slotMatches without the frame checksum (the planted
+// bug bugs.NoCRCCheck).
+func slotMatchesButCRC(s, fr []byte) bool {
+	le := binary.LittleEndian
+	return le.Uint64(s[0:8]) == le.Uint64(fr[16:24]) && le.Uint64(s[8:16]) == le.Uint64(fr[8:16]) &&
+		le.Uint32(s[20:24]) == le.Uint32(fr[0:4]) && s[24] == fr[24]
+}
+
 // assert panics with msg when cond is false: a programmer error, never bad
 // input (bad input gets an error or a Damage).
 func assert(cond bool, msg string) {

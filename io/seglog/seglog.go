@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 
+	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/core/record"
 	"github.com/sluicemq/sluice/io/vfs"
 )
@@ -65,6 +66,9 @@ type Options struct {
 	// the segment file. Default 4096; at most SlotsPerSegmentMax (Open
 	// refuses more).
 	SlotsPerSegment int
+	// Bugs plants storage bugs (bugs.SyncSkip, NoDirSyncOnRoll, NoCRCCheck)
+	// for the simulator's mutation suite. Nothing else sets it.
+	Bugs bugs.Set
 	// PreallocateBytes: reserve this much space when a segment is created
 	// (vfs.File.Preallocate). Default 0 (no preallocation).
 	PreallocateBytes int64
@@ -182,6 +186,9 @@ type Log struct {
 	fs   vfs.FS
 	dir  string
 	opts Options
+
+	syncs  uint64 // Sync calls (the planted bug bugs.SyncSkip skips every other)
+	rolled bool   // a segment was started since the last directory sync
 
 	unrepaired bool // the UNREPAIRED mark is on disk
 
@@ -424,6 +431,7 @@ func (l *Log) roll() error {
 	}
 	l.segs = append(l.segs, seg)
 	l.retire(old)
+	l.rolled = true
 	return nil
 }
 
@@ -553,19 +561,25 @@ func (l *Log) syncAll() error {
 	if err := l.flush(); err != nil {
 		return err
 	}
+	l.syncs++
+	skip := l.opts.Bugs.Has(bugs.SyncSkip) && l.syncs%2 == 0 // planted
 	for _, seg := range l.dirtySegs {
-		if err := seg.f.Sync(); err != nil {
-			return err
+		if !skip {
+			if err := seg.f.Sync(); err != nil {
+				return err
+			}
 		}
 		seg.dirty = false
 	}
 	clear(l.dirtySegs)
 	l.dirtySegs = l.dirtySegs[:0]
 	if l.dirDirty {
-		if err := l.fs.SyncDir(l.dir); err != nil {
-			return err
+		if !(l.rolled && l.opts.Bugs.Has(bugs.NoDirSyncOnRoll)) { // planted
+			if err := l.fs.SyncDir(l.dir); err != nil {
+				return err
+			}
 		}
-		l.dirDirty = false
+		l.dirDirty, l.rolled = false, false
 	}
 	return nil
 }

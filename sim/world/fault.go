@@ -104,10 +104,14 @@ func ParseFaultKind(s string) (FaultKind, error) {
 	return 0, fmt.Errorf("unknown fault kind %q", s)
 }
 
+// Fault magnitudes.
 const (
-	SlowSyncFactor = 50
-	SpikeFactor    = 20
-	ClogDelayNs    = 500e6
+	// LateDuplicateNsMax bounds how late a duplicated message's late copy
+	// (one duplicate in four) may arrive.
+	LateDuplicateNsMax = 3e9
+	SlowSyncFactor     = 50
+	SpikeFactor        = 20
+	ClogDelayNs        = 500e6
 )
 
 // Fault is one scheduled fault. Node and Peer are broker numbers (1-based).

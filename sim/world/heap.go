@@ -21,6 +21,7 @@ const (
 	evResume                          // a paused broker continues; a full disk frees
 	evPhase                           // the workload phase ends
 	evDrainCheck                      // is the drain's work done?
+	evClose                           // a dead process's connection closes, after its last reply
 )
 
 // event is one scheduled happening. Events live in a slab; the heap orders

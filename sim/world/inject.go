@@ -267,7 +267,7 @@ func (w *World) tearSector(b *broker, restartNs int64) {
 		w.mark(MarkTornSector)
 	}
 	w.checker.DiskChanged(b.id)
-	w.stopProcess(b, restartNs)
+	w.stopProcess(b, restartNs, false)
 }
 
 // corrupt flips one bit of a durable byte in one of b's logs, when the fault

@@ -410,6 +410,10 @@ func (w *World) handle(e *event) {
 		w.heal()
 	case evDrainCheck:
 		w.drainCheck()
+	case evClose:
+		if c := w.clients[e.cli]; c.conn == core.ClientID(e.inc) {
+			w.closeConn(c)
+		}
 	default:
 		panic("world: unknown event")
 	}
@@ -437,12 +441,14 @@ const diskEvent = math.MaxUint64
 func (w *World) crash(b *broker, restartNs int64) {
 	b.fs.Crash(w.rFault)
 	w.checker.DiskChanged(b.id)
-	w.stopProcess(b, restartNs)
+	w.stopProcess(b, restartNs, false)
 }
 
 // stopProcess ends b's process (its memory is gone; its disk and page cache
-// stay as they are) and restarts it after restartNs.
-func (w *World) stopProcess(b *broker, restartNs int64) {
+// stay as they are) and restarts it after restartNs. After a power loss its
+// connections die at once; after an exit, the replies it already sent (in
+// the kernel's socket buffers) still arrive, then the connections close.
+func (w *World) stopProcess(b *broker, restartNs int64, exited bool) {
 	w.noteDown(b)
 	b.up = false
 	b.inc++
@@ -455,12 +461,22 @@ func (w *World) stopProcess(b *broker, restartNs int64) {
 	b.deadline, b.tickAt = 0, 0
 	for _, c := range w.clients {
 		if c.conn != 0 && c.owner == int32(b.id-1) {
-			w.disconnect(c, false)
-			w.schedule1(w.now+w.rCli.Range(10e6, 200e6), evConnect).cli = c.idx
+			if exited && c.replyAt > w.now {
+				e := w.schedule1(c.replyAt, evClose)
+				e.cli, e.inc = c.idx, uint64(c.conn)
+				continue
+			}
+			w.closeConn(c)
 		}
 	}
 	b.restarting = true
 	w.schedule1(w.now+restartNs, evRestart).node = int32(b.id - 1)
+}
+
+// closeConn closes c's connection to a dead process; c reconnects later.
+func (w *World) closeConn(c *client) {
+	w.disconnect(c, false)
+	w.schedule1(w.now+w.rCli.Range(10e6, 200e6), evConnect).cli = c.idx
 }
 
 func (w *World) resume(b *broker) {
@@ -543,7 +559,7 @@ func (w *World) startBroker(b *broker) {
 	b.storage = make([]storageQueue, len(b.queues))
 	var logs []core.LogState
 	for _, q := range b.queues {
-		l, st, err := driver.OpenLog(b.fs, logDir(q.Queue), q.Queue, seglog.Options{SegmentBytesMax: 8 << 20, SlotsPerSegment: segmentSlots})
+		l, st, err := driver.OpenLog(b.fs, logDir(q.Queue), q.Queue, seglog.Options{SegmentBytesMax: 8 << 20, SlotsPerSegment: segmentSlots, Bugs: w.prof.Bugs})
 		if err != nil {
 			panic(fmt.Sprintf("world: n%d cannot open log of queue %d: %v", b.id, q.Queue, err))
 		}
@@ -705,7 +721,7 @@ func (w *World) storageDone(b *broker, done *core.StorageDone) {
 		// power is lost: the page cache (whatever a failed sync left in it)
 		// is what the new process reads.
 		w.notef("n%d log of queue %d failed (%s): the process exits", b.id, done.Queue, done.Err)
-		w.stopProcess(b, w.rFault.Range(100e6, 2e9))
+		w.stopProcess(b, w.rFault.Range(100e6, 2e9), true)
 	}
 }
 
@@ -937,6 +953,12 @@ func (env *worldEnv) Send(from, to core.NodeID, m *core.Message) {
 		d := w.netDelay()
 		if w.now < w.clogged[f][t] {
 			d += ClogDelayNs
+		}
+		if i == 1 && w.rNet.Chance(1, 4) {
+			// A late duplicate (a retransmission stuck in a queue): it
+			// arrives long after, often in a later epoch, and fencing
+			// must refuse it.
+			d += w.rNet.Range(100e6, LateDuplicateNsMax)
 		}
 		e := w.schedule1(w.now+d, evMsg)
 		e.node, e.from, e.data = int32(t), from, data
