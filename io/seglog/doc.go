@@ -138,7 +138,7 @@
 // Each segment keeps a sparse index of one (offset, position) entry per
 // Options.IndexIntervalBytes of frames (4 KiB by default). At most a few
 // inactive segment files are kept open; the write buffer, the copy buffer
-// (at most 4096 copies), and the read window are bounded (the read window
+// (at most 1024 copies), and the read window are bounded (the read window
 // grows to the largest frame read). The scan reads a segment's copies in
 // one read of up to 32768 slots (1 MiB; more reads of that size for larger
 // segments), one slot at a time after a read error.

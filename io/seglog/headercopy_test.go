@@ -6,6 +6,7 @@ package seglog
 // stale copies by TruncateFrom and DiscardDamage.
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -531,4 +532,69 @@ func TestSlotsOption(t *testing.T) {
 		t.Fatalf("segments %v", names)
 	}
 	sameRecords(t, readAll(t, l), want)
+}
+
+// TestMemfsLostSyncedWriteIsDamage: whatever write of the last synced batch
+// of a segment file memfs makes the media lose (LoseSyncedWrite, to zeros
+// or to the old contents), the next Open reports damage, never a clean
+// end, and never serves a record that was not appended.
+func TestMemfsLostSyncedWriteIsDamage(t *testing.T) {
+	seeds := 300
+	if testing.Short() {
+		seeds = 50
+	}
+	lost := 0
+	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+		r := prng.New(seed)
+		fs := memfs.New()
+		opts := Options{SlotsPerSegment: 1 + r.Intn(10), SegmentBytesMax: 1024 + int64(r.Intn(6000))}
+		l, _, err := Open(fs, logDir, opts)
+		must(t, err)
+		var want []record.Record
+		for c := 0; c < 1+r.Intn(12); c++ {
+			want = append(want, appendN(t, l, 1, 1+r.Intn(4), r.Intn(700))...)
+			if r.Intn(5) == 0 && len(want) > 0 {
+				from := uint64(r.Intn(len(want)))
+				must(t, l.TruncateFrom(from))
+				want = want[:from]
+			}
+			must(t, l.Sync())
+		}
+		names, err := fs.List(logDir)
+		must(t, err)
+		ok := false
+		for i := len(names) - 1; i >= 0 && !ok; i-- {
+			if strings.HasSuffix(names[i], ".seg") {
+				name := logDir + "/" + names[i]
+				before, err := fs.DurableBytes(name)
+				must(t, err)
+				_, _, ok = fs.LoseSyncedWrite(name, r)
+				if after, _ := fs.DurableBytes(name); ok && bytes.Equal(before, after) {
+					// A write of zeros (TruncateFrom's zeroing of
+					// copies) lost as zeros: nothing was lost.
+					ok = false
+					break
+				}
+			}
+		}
+		if !ok {
+			continue
+		}
+		lost++
+		fs.CrashClean()
+		l, rec, err := Open(fs, logDir, opts)
+		if err != nil {
+			t.Fatalf("seed %d: Open: %v", seed, err)
+		}
+		if rec.Damage == nil {
+			t.Fatalf("seed %d: a lost synced write left a clean log of %d records (%d synced)", seed, rec.End, len(want))
+		}
+		if rec.End > uint64(len(want)) || rec.Damage.Offset != rec.End {
+			t.Fatalf("seed %d: End %d of %d, damage %v", seed, rec.End, len(want), rec.Damage)
+		}
+		sameRecords(t, readAll(t, l), want[:rec.End])
+	}
+	if lost < seeds/2 {
+		t.Fatalf("only %d of %d seeds lost a write", lost, seeds)
+	}
 }

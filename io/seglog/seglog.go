@@ -47,7 +47,7 @@ const (
 	scanChunkBytes            = 2 << 20
 	// slotBufSlotsMax bounds the header copies buffered before a write
 	// (the buffer is written when full, like the frame buffer).
-	slotBufSlotsMax = 4096
+	slotBufSlotsMax = 1024
 	// scanSlotChunk bounds one read of a segment's header-copy region
 	// during the recovery scan: one read for every segment of up to this
 	// many slots (1 MiB), more reads of this size beyond.

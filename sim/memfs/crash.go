@@ -20,15 +20,42 @@ func (fs *FS) Crash(r Rand) {
 	if r == nil {
 		panic("memfs: Crash with a nil Rand")
 	}
-	fs.crash(r)
+	fs.crash(r, false)
 }
 
 // CrashClean simulates a power loss that keeps exactly the durable state:
 // every synced write and truncation and every directory change made durable
 // by SyncDir, nothing else.
-func (fs *FS) CrashClean() { fs.crash(nil) }
+func (fs *FS) CrashClean() { fs.crash(nil, false) }
 
-func (fs *FS) crash(r Rand) {
+// CrashTearSynced simulates a power loss like Crash, except that one
+// pending write that shares a 4 KiB sector with already-synced bytes (bytes
+// below the file's durable size that the write does not cover) is torn in
+// that sector, and those synced bytes are overwritten with random non-zero
+// garbage: a torn sector reads back as garbage, never as a clean run of
+// zeros. The write's own bytes in the sector are split at a random point:
+// one side holds what the crash left there, the other garbage. r picks the
+// write and sector (among the candidates, in the order of the durable
+// names, then of the writes, first sector before last), then the crash
+// proceeds as Crash, then the garbage is drawn. It returns how many synced
+// bytes it damaged; 0 when no pending write shares a sector with synced
+// bytes, and then it is an ordinary Crash.
+func (fs *FS) CrashTearSynced(r Rand) (damagedBytes int64) {
+	if r == nil {
+		panic("memfs: CrashTearSynced with a nil Rand")
+	}
+	return fs.crash(r, true)
+}
+
+// tearVictim is the write and sector CrashTearSynced damages.
+type tearVictim struct {
+	n       *node
+	w       undoOp // the pending write
+	sector  int64
+	durSize int64 // the file's durable size before the crash
+}
+
+func (fs *FS) crash(r Rand, tear bool) (damagedBytes int64) {
 	fs.stats.Crashes++
 	// Directory journal: a prefix survives.
 	keep := 0
@@ -40,31 +67,109 @@ func (fs *FS) crash(r Rand) {
 	}
 	fs.journal = nil
 
-	// File contents, in name order so that r's draws are deterministic.
-	dirs := slices.Sorted(maps.Keys(fs.dur))
+	// The files that survive, in name order so that r's draws are
+	// deterministic; a file with several names once.
+	var files []*node
 	seen := map[*node]bool{}
+	dirs := slices.Sorted(maps.Keys(fs.dur))
+	for _, d := range dirs {
+		ents := fs.dur[d]
+		for _, name := range slices.Sorted(maps.Keys(ents)) {
+			if n := ents[name]; !n.isDir && !seen[n] {
+				seen[n] = true
+				files = append(files, n)
+			}
+		}
+	}
+	var victim *tearVictim
+	if tear {
+		victim = pickTearVictim(files, r)
+	}
 	fs.usage = 0
+	for _, n := range files {
+		if r != nil {
+			n.forgetSyncedTouchedByPending()
+		}
+		n.crash(r, fs.crashSector)
+		if victim != nil && victim.n == n {
+			damagedBytes = n.tearSector(victim, r)
+		}
+		n.links = 0
+		fs.usage += n.footprint()
+	}
 	cur := make(map[string]map[string]*node, len(fs.dur))
 	for _, d := range dirs {
 		ents := fs.dur[d]
-		names := slices.Sorted(maps.Keys(ents))
-		for _, name := range names {
-			n := ents[name]
-			if n.isDir {
-				continue
+		for _, name := range slices.Sorted(maps.Keys(ents)) {
+			if n := ents[name]; !n.isDir {
+				n.links++
 			}
-			if !seen[n] {
-				seen[n] = true
-				n.crash(r, fs.crashSector)
-				n.links = 0
-				fs.usage += n.footprint()
-			}
-			n.links++
 		}
 		cur[d] = maps.Clone(ents)
 	}
 	fs.cur = cur
 	fs.gen++
+	return damagedBytes
+}
+
+// pickTearVictim lists the (pending write, sector) pairs where the sector
+// holds synced bytes outside the write, and picks one with r (nil if none).
+func pickTearVictim(files []*node, r Rand) *tearVictim {
+	var cands []tearVictim
+	for _, n := range files {
+		durSize := n.durableSize()
+		for _, u := range n.undo {
+			if u.trunc || u.n == 0 {
+				continue
+			}
+			first, last := u.off/SectorBytes, (u.off+u.n-1)/SectorBytes
+			if min(u.off, durSize) > first*SectorBytes { // synced bytes before the write
+				cands = append(cands, tearVictim{n: n, w: u, sector: first, durSize: durSize})
+			}
+			if min((last+1)*SectorBytes, durSize) > u.off+u.n && (last != first || min(u.off, durSize) <= first*SectorBytes) {
+				cands = append(cands, tearVictim{n: n, w: u, sector: last, durSize: durSize})
+			}
+		}
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	v := cands[r.Intn(len(cands))]
+	return &v
+}
+
+// tearSector overwrites, after the file's crash, the synced bytes of the
+// victim's sector outside its write with non-zero garbage, and one side of
+// a random split of the write's own bytes there; it returns the synced
+// bytes damaged.
+func (n *node) tearSector(v *tearVictim, r Rand) (damaged int64) {
+	size := int64(len(n.data))
+	lo, hi := v.sector*SectorBytes, min((v.sector+1)*SectorBytes, size)
+	wLo, wHi := max(v.w.off, lo), min(v.w.off+v.w.n, hi)
+	garbage := func(a, b int64) {
+		for i := a; i < b; i++ {
+			n.data[i] = byte(1 + r.Intn(255))
+		}
+	}
+	// Synced bytes outside the write (the durable size never exceeds the
+	// size a crash leaves).
+	syncedHi := min(hi, v.durSize)
+	garbage(lo, min(wLo, syncedHi))
+	if wHi < syncedHi {
+		garbage(max(wHi, lo), syncedHi)
+	}
+	damaged = max(min(wLo, syncedHi)-lo, 0) + max(syncedHi-max(wHi, lo), 0)
+	// The write's bytes: torn at t, garbage on one side.
+	if wLo < wHi {
+		t := wLo + int64(r.Intn(int(wHi-wLo)+1))
+		if r.Intn(2) == 0 {
+			garbage(wLo, t)
+		} else {
+			garbage(t, wHi)
+		}
+	}
+	n.forgetSyncedTouching(func(a, b int64) bool { return a < hi && lo < b })
+	return damaged
 }
 
 // crash undoes the pending operations of the file as a power loss might:

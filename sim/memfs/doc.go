@@ -7,9 +7,10 @@
 // # Determinism
 //
 // The package is single-threaded and deterministic: no goroutines, no locks,
-// no clock, no randomness of its own (Crash draws from the Rand it is given),
-// and no map iteration whose order can reach a result. An FS must be used
-// from one goroutine; the simulator owns it.
+// no clock, no randomness of its own (Crash, CrashTearSynced,
+// LoseSyncedWrite and a failed Sync under SetSyncFailureDropsPages draw only
+// from the Rand they are given), and no map iteration whose order can reach
+// a result. An FS must be used from one goroutine; the simulator owns it.
 //
 // # What survives a crash
 //
@@ -47,6 +48,16 @@
 // every synced write and truncation, every directory change made durable by
 // SyncDir, and nothing else.
 //
+// # The durable state, for checkers
+//
+// The simulator's checkers judge from the disk's own durable bytes, not
+// from what the broker says. DurableList(dir) lists the names durable in a
+// directory, DurableSize(name) and ReadDurable(name, p, off) give the size
+// and the bytes that CrashClean would leave under a durable name (ReadAt
+// semantics, copying only the bytes asked for; a sticky unreadable range
+// makes ReadDurable fail with vfs.ErrIO), and DurableBytes copies a whole
+// file. None of them consults the Injector.
+//
 // # Faults
 //
 // An Injector (SetInjector) is consulted before every operation with an
@@ -55,7 +66,49 @@
 // pending operations pending (unknown state: a later crash may still lose
 // them), as io/vfs rule 4 requires callers to assume. Corrupt flips a bit of
 // durable content (bit rot); SetCapacity makes writes fail with
-// vfs.ErrNoSpace past a total size.
+// vfs.ErrNoSpace past a total size. Faults that real disks have besides:
+//
+//   - Failed sync as Linux reports it (SetSyncFailureDropsPages(r)): when
+//     the Injector fails a Sync, the file's pending writes and truncations
+//     are settled as a power loss would settle that one file (each sector
+//     of each pending write lost, kept or torn, from r), the file's contents
+//     then show what the media holds (the dirty pages were dropped), and
+//     nothing stays pending, so the next Sync succeeds: the error is
+//     reported once. Handles stay usable.
+//   - Lost write (LoseSyncedWrite(name, r)): the device acknowledged a
+//     write and never stored it. Every successful Sync that makes something
+//     durable remembers the newest operations of its batch (at most 64
+//     writes whose overwritten bytes total at most 1 MiB, and at most 128
+//     operations; older ones are forgotten; consecutive writes that
+//     extended the file contiguously are one write); a Sync with nothing
+//     pending keeps the previous batch. LoseSyncedWrite picks one of those
+//     writes with r and reverts it on the media, by r either to what it
+//     overwrote (bytes it wrote past the file's size at the time read as
+//     zeros) or to zeros; the size stays, and the durable and the current
+//     contents both change. It refuses (ok false, nothing changes) when no
+//     write is remembered or when a later operation touches the write's
+//     range: a later write or truncation of the same batch, or a pending
+//     one. The memory is the undo log's, swapped at each Sync: nothing is
+//     copied or allocated in the steady state. A crash (and a failed Sync
+//     that settles the pages) forgets the remembered writes that a pending
+//     operation touched; CrashClean keeps them all.
+//   - Unreadable range (SetUnreadable(name, off, n)): a medium error. Every
+//     ReadAt and ReadDurable whose bytes overlap the range fails with an
+//     error wrapping vfs.ErrIO until the bytes are rewritten: a WriteAt
+//     makes the bytes it covers readable again, a Truncate below the range
+//     drops what lies past the new size. It survives crashes (it is the
+//     media). At most 16 ranges per file (touching ones merge); a write
+//     that would split a range beyond that makes the smaller piece
+//     readable.
+//   - Torn write over synced bytes (CrashTearSynced(r)): a power loss like
+//     Crash, except that one pending write that shares a 4 KiB sector with
+//     synced bytes (below the durable size, outside the write) is torn
+//     there, and those synced bytes read back as random non-zero garbage,
+//     as a torn sector does, never as a clean run of zeros; the write's own
+//     bytes in the sector are split at a random point, garbage on one side.
+//     It returns the number of synced bytes damaged, 0 (an ordinary Crash,
+//     draw for draw) when no pending write shares a sector with synced
+//     bytes.
 //
 // # Names
 //

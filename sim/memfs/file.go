@@ -3,6 +3,7 @@ package memfs
 import (
 	"fmt"
 	"io"
+	"math"
 	"slices"
 
 	"github.com/sluicemq/sluice/io/vfs"
@@ -65,6 +66,9 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	if off >= int64(len(data)) {
 		return 0, io.EOF
 	}
+	if len(f.n.unreadable) > 0 && f.n.unreadableIn(off, min(off+int64(len(p)), int64(len(data)))) {
+		return 0, unreadableErr("read", f.name, off)
+	}
 	k := copy(p, data[off:])
 	if k < len(p) {
 		return k, io.EOF
@@ -92,6 +96,9 @@ func (f *File) WriteAt(p []byte, off int64) (int, error) {
 	n := f.n
 	size := int64(len(n.data))
 	end := off + int64(len(p))
+	if len(n.unreadable) > 0 {
+		n.rewritten(off, end) // new bytes on the media read fine
+	}
 	if end > size {
 		old := n.footprint()
 		if err := fs.reserve(n, max(end, n.prealloc)); err != nil {
@@ -112,7 +119,8 @@ func (f *File) WriteAt(p []byte, off int64) (int, error) {
 	return len(p), nil
 }
 
-// Sync implements vfs.File. It is O(1): it forgets the undo log.
+// Sync implements vfs.File. It is O(1) (see syncDone): the undo log
+// becomes the batch LoseSyncedWrite chooses from.
 func (f *File) Sync() error {
 	if !f.live() {
 		return errClosed
@@ -120,10 +128,17 @@ func (f *File) Sync() error {
 	fs := f.fs
 	if fs.inj != nil {
 		if err := fs.inj.Inject(Access{Op: OpSync, Name: f.name}); err != nil {
-			return err // the pending operations stay pending: unknown state
+			if fs.syncFailRand != nil {
+				// As Linux does: the dirty pages are dropped, the error
+				// is reported once, and the file holds whatever reached
+				// the media.
+				fs.settle(f.n, fs.syncFailRand)
+			}
+			// Else the pending operations stay pending: unknown state.
+			return err
 		}
 	}
-	f.n.forgetUndo()
+	f.n.syncDone()
 	fs.stats.Syncs++
 	return nil
 }
@@ -260,17 +275,10 @@ func (n *node) truncate(fs *FS, size int64) {
 		n.undoBuf = append(n.undoBuf, n.data[size:cur]...)
 	}
 	n.setSize(size)
-	fs.account(n, old)
-}
-
-// forgetUndo makes every pending operation durable.
-func (n *node) forgetUndo() {
-	n.undo = n.undo[:0]
-	if cap(n.undoBuf) > undoBufRetainMax {
-		n.undoBuf = nil
-	} else {
-		n.undoBuf = n.undoBuf[:0]
+	if size < cur && len(n.unreadable) > 0 {
+		n.rewritten(size, math.MaxInt64) // the bytes past the new size are gone
 	}
+	fs.account(n, old)
 }
 
 // durableByte returns the location holding the durable byte at off, or nil

@@ -47,7 +47,8 @@ type Access struct {
 // non-nil error is returned by the operation as is (wrap vfs.ErrIO,
 // vfs.ErrNoSpace, ... so that callers can classify it), and the operation
 // has no effect. An injected Sync failure leaves the file's unsynced
-// operations pending, so a later crash may still lose them.
+// operations pending, so a later crash may still lose them, unless
+// SetSyncFailureDropsPages is set: then it settles them at once.
 type Injector interface {
 	Inject(a Access) error
 }

@@ -36,6 +36,9 @@ type FS struct {
 	capacity    int64 // 0: unlimited
 	stats       Stats
 	crashSector map[int64]bool // scratch for Crash
+	// syncFailRand, when set, settles a file's pending operations when the
+	// injector fails its Sync (SetSyncFailureDropsPages).
+	syncFailRand Rand
 }
 
 // Stats counts the operations an FS has served (successful ones).
@@ -61,6 +64,17 @@ type node struct {
 	undoBuf  []byte   // bytes saved by the pending operations
 	prealloc int64    // bytes reserved by Preallocate
 	links    int      // names in cur referring to this file
+
+	// synced holds the operations made durable by the most recent
+	// successful Sync that had any (a suffix of that batch, within the
+	// bounds of syncDone), oldest first, for LoseSyncedWrite; the bytes its
+	// writes overwrote are in syncedBuf. They trade places with undo and
+	// undoBuf at every Sync, so both are reused.
+	synced    []undoOp
+	syncedBuf []byte
+	// unreadable holds the sticky unreadable ranges (the media), sorted
+	// and disjoint, at most unreadableRangesMax.
+	unreadable []span
 }
 
 // footprint is the space a file occupies.
