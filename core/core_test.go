@@ -293,3 +293,22 @@ func TestRecoveringOwnerStartsOverWhenSourceChanged(t *testing.T) {
 		})
 	}
 }
+
+// A follower may have seen a higher epoch than its log holds; a rebuilding
+// owner's new epoch must be above it too, or the follower fences it out
+// forever (seed 431).
+func TestRebuiltOwnerEpochAboveEveryEpochSeen(t *testing.T) {
+	b := New(Config{Node: 1, Process: 2, Queues: []QueueConfig{queue3(MajorityDurable)}})
+	b.Step(&Input{Kind: InStart, NowNs: 1, Logs: []LogState{{Queue: 1, End: 3, Epochs: []EpochStart{{2, 0}}, Unrepaired: true}}})
+	b.Step(&Input{Kind: InMessage, NowNs: 2, From: 2, Msg: Message{Kind: MsgLogReport, Queue: 1, Epoch: 4, Process: 1, End: 3, Epochs: []EpochStart{{2, 0}}}})
+	eff := b.Step(&Input{Kind: InMessage, NowNs: 3, From: 3, Msg: Message{Kind: MsgLogReport, Queue: 1, Epoch: 2, Process: 1, End: 3, Epochs: []EpochStart{{2, 0}}}})
+	for _, e := range eff {
+		if e.Kind == EfStorage && e.Op == OpAppend {
+			if r := e.Records[0]; r.Kind != record.KindEpoch || r.Epoch != 5 {
+				t.Fatalf("want epoch 5 opened (above the follower's 4), got %v", r)
+			}
+			return
+		}
+	}
+	t.Fatalf("no epoch opened:\n%s", texts(eff))
+}

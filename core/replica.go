@@ -220,6 +220,11 @@ func (r *replica) onLogReport(from NodeID, m *Message) {
 			p.process = m.Process
 			p.reported, p.repEnd = true, m.End
 			p.repEpochs = append(p.repEpochs[:0], m.Epochs...)
+			// The follower may have seen a higher epoch than its log holds
+			// (a probe of an epoch whose records it never kept): the new
+			// epoch must be above that too, or the follower fences it out
+			// forever (seed 431: epoch 3 opened over a follower at 4).
+			r.reportEpochs = max(r.reportEpochs, m.Epoch)
 		}
 	}
 	for i := range r.peers {

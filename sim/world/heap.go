@@ -22,6 +22,7 @@ const (
 	evPhase                           // the workload phase ends
 	evDrainCheck                      // is the drain's work done?
 	evClose                           // a dead process's connection closes, after its last reply
+	evTear                            // an armed torn-sector power loss strikes during a sync
 )
 
 // event is one scheduled happening. Events live in a slab; the heap orders

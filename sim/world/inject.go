@@ -120,7 +120,8 @@ func (w *World) inject(f Fault) {
 			return
 		}
 		w.notef("fault %s", f)
-		w.tearSector(b, f.DurNs)
+		b.armed |= armTorn
+		b.tornDurNs = f.DurNs
 		struck = false // counted by tearSector when a sector tore
 	case FaultDiskFull:
 		b.diskFullEnd = w.now + f.DurNs
@@ -150,6 +151,7 @@ func (w *World) inject(f Fault) {
 const (
 	armCorrupt uint8 = 1 << iota
 	armUnreadable
+	armTorn // a torn-sector power loss waits for a sync in flight
 )
 
 // damageMet is called when a read of b's log failed, or a scan reported
@@ -236,10 +238,12 @@ func (w *World) loseWrite(b *broker, f Fault) bool {
 // unreadable makes one sector of one of b's logs unreadable.
 func (w *World) unreadable(b *broker, f Fault) bool {
 	q, name, size, ok := w.pickLog(b)
-	if !ok {
+	if !ok || size < memfs.SectorBytes {
 		return false
 	}
-	off := w.rFault.Int63n(size) &^ (memfs.SectorBytes - 1)
+	// A whole sector of durable bytes: the sector the durable end falls in
+	// may hold writes still under way, which rewrite (and so cure) it.
+	off := w.rFault.Int63n(size/memfs.SectorBytes) * memfs.SectorBytes
 	if err := b.fs.SetUnreadable(name, off, memfs.SectorBytes); err != nil {
 		return false
 	}

@@ -83,6 +83,8 @@ type broker struct {
 	failRead    bool  // the next log read fails
 	fetched     bool  // this process fetched records to rebuild a log (coverage)
 	armed       uint8 // damage injected into a running log, not yet met (armCorrupt, ...)
+	tornDurNs   int64 // armTorn: the restart delay of the power loss
+	damageMetNs int64 // when a read of its logs last met damage
 }
 
 type clientKind uint8
@@ -132,6 +134,7 @@ type World struct {
 	stats    Stats
 	nEvents  uint64
 	working  bool // workload phase
+	healNs   int64 // when the drain began
 	stop     bool // the drain finished early
 	schedule []Fault
 
@@ -410,6 +413,10 @@ func (w *World) handle(e *event) {
 		w.heal()
 	case evDrainCheck:
 		w.drainCheck()
+	case evTear:
+		if b := w.brokers[e.node]; b.up && b.inc == e.inc {
+			w.tearSector(b, b.tornDurNs)
+		}
 	case evClose:
 		if c := w.clients[e.cli]; c.conn == core.ClientID(e.inc) {
 			w.closeConn(c)
@@ -503,6 +510,7 @@ func (w *World) resume(b *broker) {
 // runs, publishers stop after one probe each.
 func (w *World) heal() {
 	w.working = false
+	w.healNs = w.now
 	w.notef("drain: faults off, network healed, every broker up, publishers probe then stop")
 	for i := range w.isolated {
 		w.isolated[i] = 0
@@ -629,6 +637,20 @@ func (w *World) kickStorage(b *broker, qi int) {
 	for !s.busy && s.head < len(s.ops) {
 		op := &s.ops[s.head]
 		if op.Op == core.OpSync || op.Op == core.OpRead {
+			if op.Op == core.OpSync {
+				// The writes reach the page cache as the sync starts; the
+				// device takes its time to make them durable, and a power
+				// loss meanwhile finds them unsynced. A failed write fails
+				// the log, and the sync completes with that failure.
+				_ = b.logs[qi].Flush()
+				if b.armed&armTorn != 0 {
+					// The armed torn write strikes now, while this sync's
+					// writes share sectors with synced bytes.
+					b.armed &^= armTorn
+					e := w.schedule1(w.now, evTear)
+					e.node, e.inc = int32(b.id-1), b.inc
+				}
+			}
 			s.busy = true
 			e := w.schedule1(w.now+w.storageDelay(b, op.Op), evStorage)
 			e.node, e.q, e.inc = int32(b.id-1), int32(qi), b.inc
@@ -711,6 +733,7 @@ func (w *World) completeStorage(b *broker, qi int) {
 
 func (w *World) storageDone(b *broker, done *core.StorageDone) {
 	if done.Op == core.OpRead && done.Err != "" {
+		b.damageMetNs = w.now
 		w.mark(MarkReadMetDamage)
 		w.damageMet(b, done.Err)
 	}
@@ -874,9 +897,11 @@ func (w *World) clientReceive(e *event) {
 				w.stats.FailedPubs++
 			default:
 				w.stats.Unknown++
-				if !w.working {
+				if !w.working && w.brokers[c.owner].damageMetNs < w.healNs {
 					// After the heal an outcome may be unknown only where
-					// the client's own connection died.
+					// the client's own connection died, or where damage
+					// injected before the heal (latent until read) made
+					// the owner's log fail.
 					w.checker.Liveness(w.now, fmt.Sprintf("publish %#x ended unknown on a live connection after the heal: %s", p.key, e.eff.Reason))
 				}
 			}
