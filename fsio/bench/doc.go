@@ -1,7 +1,9 @@
 // Package bench holds the real-disk benchmarks of the storage path: raw
-// pwrite+fdatasync, a minimal hand-rolled group commit over raw files, and
-// the segment log (io/seglog) on fsio, all in one run so that the baselines
-// and the log are measured on the same disk at the same time. It has no
+// pwrite+fdatasync, raw with a second write of header copies in the same
+// fdatasync (the floor of seglog's format v2), a minimal hand-rolled group
+// commit over raw files, and the segment log (io/seglog) on fsio, all in
+// one run so that the baselines and the log are measured on the same disk
+// at the same time. It has no
 // exported API; see bench_test.go and docs/storage.md.
 //
 //	go test ./fsio/bench -run '^$' -bench . -benchtime 2s

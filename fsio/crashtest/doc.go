@@ -25,10 +25,10 @@
 //     invented;
 //   - a torn tail is reported as Recovery.Damage at offset End, never
 //     silently dropped; a kill in the middle of a segment write (the
-//     midWrite failpoint, 5 bytes) must produce one, and a kill in the
-//     middle of the meta.tmp write must leave meta.tmp torn, meta whole
-//     and the log without damage (the failpoint counts every write of the
-//     process, so the announcement says which file was torn);
+//     midWrite failpoint, 5 bytes or half the buffer) must produce one, and
+//     a kill in the middle of the meta.tmp write must leave meta.tmp torn,
+//     meta whole and the log without damage (the failpoint counts every
+//     write of the process, so the announcement says which file was torn);
 //   - the next child can discard the damage and go on appending.
 //
 // Seeds never come from the clock: both tests run the fixed seedBases by
