@@ -572,7 +572,6 @@ func (l *Log) Flush() error {
 	return nil
 }
 
-
 func (l *Log) syncAll() error {
 	if err := l.flush(); err != nil {
 		return err

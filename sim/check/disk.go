@@ -191,6 +191,15 @@ func (l *DiskLog) Reparse(d Disk) {
 	l.recs, l.note, l.damaged = l.recs[:0], "", false
 	for i := range l.segs {
 		seg := &l.segs[i]
+		if seg.slots > 0 {
+			h, err := l.read(d, seg, 0, dSegHeaderBytes)
+			if err != nil || !headerOK(h, seg.base, seg.slots) {
+				// The frames are still found where they were seen, but the
+				// log will not read past this header.
+				l.setNote(seg.name + ": segment header damaged")
+				l.damaged = true
+			}
+		}
 		for j, loc := range seg.locs {
 			o := seg.base + uint64(j)
 			fr, err := l.read(d, seg, loc.pos, dFrameHeader+int(loc.n))
@@ -207,9 +216,11 @@ func (l *DiskLog) Reparse(d Disk) {
 			}
 		}
 		seg.done = uint64(len(seg.locs)) >= uint64(seg.slots) && seg.slots > 0
-		l.checkSlots(d, seg)
 	}
 	l.Resume(d)
+	for i := range l.segs {
+		l.checkSlots(d, &l.segs[i]) // against every frame now known
+	}
 }
 
 // checkSlots reads seg's header copies: each frame seen must have its copy,
@@ -299,6 +310,15 @@ func (l *DiskLog) read(d Disk, seg *diskSeg, pos int64, n int) ([]byte, error) {
 		return p[:k], err
 	}
 	return p[:k], nil
+}
+
+// headerOK reports whether h is the valid header of a segment at base with
+// the given slot count.
+func headerOK(h []byte, base uint64, slots int) bool {
+	return len(h) == dSegHeaderBytes && string(h[0:8]) == dSegMagic &&
+		binary.LittleEndian.Uint32(h[24:28]) == crc32.Checksum(h[0:24], dCastagnoli) &&
+		binary.LittleEndian.Uint32(h[8:12]) == dSegVersion && binary.LittleEndian.Uint64(h[16:24]) == base &&
+		binary.LittleEndian.Uint32(h[12:16]) == uint32(slots) && binary.LittleEndian.Uint32(h[28:32]) == 0
 }
 
 // frameIdent validates a whole frame carrying offset o and returns its

@@ -126,13 +126,16 @@ func (w *World) noteDown(b *broker) {
 // damageAllowed reports whether injected damage may strike b's copy of q:
 // the fault budget lets at most W-1 replicas of a queue lose or corrupt
 // records at once (a copy counts until it holds a whole log again), beyond
-// which no design could keep a confirm.
+// which no design could keep a confirm. A damaged copy is not damaged again
+// before it is repaired: the log format detects the loss of any one write
+// of a commit, and two independent faults on one commit of one copy are
+// outside the model (the repaired copy can be damaged again).
 func (w *World) damageAllowed(b *broker, q core.QueueConfig) bool {
 	budget := q.Policy.WriteQuorum(len(q.Replicas)) - 1
 	damaged := w.checker.Damaged(q.Queue)
 	for _, n := range damaged {
 		if n == b.id {
-			return true // already counted
+			return false
 		}
 	}
 	return len(damaged) < budget

@@ -133,9 +133,9 @@ type World struct {
 	trace    *driver.Trace
 	stats    Stats
 	nEvents  uint64
-	working  bool // workload phase
+	working  bool  // workload phase
 	healNs   int64 // when the drain began
-	stop     bool // the drain finished early
+	stop     bool  // the drain finished early
 	schedule []Fault
 
 	// network faults in force: until when
@@ -897,7 +897,7 @@ func (w *World) clientReceive(e *event) {
 				w.stats.FailedPubs++
 			default:
 				w.stats.Unknown++
-				if !w.working && w.brokers[c.owner].damageMetNs < w.healNs {
+				if !w.working && e.t0 >= w.healNs && w.brokers[c.owner].damageMetNs < w.healNs {
 					// After the heal an outcome may be unknown only where
 					// the client's own connection died, or where damage
 					// injected before the heal (latent until read) made
