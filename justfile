@@ -8,6 +8,10 @@ test:
 sim seeds="1000":
     go run ./cmd/sluice sim --seeds {{seeds}}
 
+# the mutation suite: each planted bug and the first seed that catches it
+mutants:
+    go run ./cmd/sluice sim mutants
+
 # replay one seed with its trace: just replay 42
 replay seed:
     go run ./cmd/sluice sim --seed {{seed}} --trace

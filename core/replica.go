@@ -224,7 +224,9 @@ func (r *replica) onLogReport(from NodeID, m *Message) {
 			// (a probe of an epoch whose records it never kept): the new
 			// epoch must be above that too, or the follower fences it out
 			// forever (seed 431: epoch 3 opened over a follower at 4).
-			r.reportEpochs = max(r.reportEpochs, m.Epoch)
+			if !r.b.bugs.Has(bugs.EpochBelowSeen) {
+				r.reportEpochs = max(r.reportEpochs, m.Epoch)
+			}
 		}
 	}
 	for i := range r.peers {
@@ -279,7 +281,12 @@ func (r *replica) onFetchReply(from NodeID, m *Message) {
 	if m.Process < src.process {
 		return // a reply of an older process of the source
 	}
-	if m.Process > src.process || m.End < r.sourceEnd ||
+	if r.b.bugs.Has(bugs.RecoveryTrustsChangedSource) {
+		// planted: whatever the source answers, keep fetching from it
+		if m.Prev > r.start && epochAt(r.epochs, m.Prev-1) != m.PrevEpoch {
+			return
+		}
+	} else if m.Process > src.process || m.End < r.sourceEnd ||
 		(m.Prev > r.start && epochAt(r.epochs, m.Prev-1) != m.PrevEpoch) {
 		// The source is no longer the log it reported: it restarted, or
 		// lost records since (a fault), or no longer continues ours. Its
@@ -299,6 +306,10 @@ func (r *replica) onFetchReply(from NodeID, m *Message) {
 	}
 	if r.end >= r.sourceEnd {
 		r.fetching = false
+		if r.b.bugs.Has(bugs.RepairedMarkEarly) && r.unrepaired {
+			r.b.storage(Effect{Op: OpRepaired, Queue: r.cfg.Queue}) // planted: not durable yet
+			r.unrepaired = false
+		}
 		r.openEpoch()
 		return
 	}
@@ -542,7 +553,7 @@ func (r *replica) onTick() {
 	heartbeatNs := r.b.lim.HeartbeatMs * 1e6
 	for i := range r.peers {
 		p := &r.peers[i]
-		if !r.peerWaiting(p) && r.b.nowNs-p.lastSendNs >= heartbeatNs {
+		if !r.peerWaiting(p) && r.b.nowNs-p.lastSendNs >= heartbeatNs && !r.b.bugs.Has(bugs.NoHeartbeat) {
 			// All is well as far as the owner knows: ask anyway, since a
 			// follower that restarted says nothing until asked.
 			r.probe(p)

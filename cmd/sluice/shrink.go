@@ -26,6 +26,7 @@ func runShrink(args []string, stdout, stderr io.Writer) int {
 	dir := fs.String("dir", filepath.Join("scenarios", "regressions"), "where to write the scenario")
 	runsMax := fs.Int("runs-max", 2000, "bound on the worlds run while shrinking")
 	mark := fs.String("mark", "", "the coverage mark the bug's path hits (default: the most specific one the shrunk run reaches)")
+	fixed := fs.Bool("fixed", false, "with --bugs: the planted bug brings back a fixed one; write a regression that must pass, and fail with the bug planted")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -49,12 +50,19 @@ func runShrink(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sluice sim shrink:", err)
 		return 1
 	}
-	if p.Bugs != 0 {
+	var bug string
+	switch {
+	case *fixed && p.Bugs == 0:
+		fmt.Fprintln(stderr, "sluice sim shrink: --fixed needs --bugs, the planted bug that brings the fixed one back")
+		return 2
+	case *fixed:
+		bug, small.Bugs = p.Bugs.String(), 0
+	case p.Bugs != 0:
 		expect = "fail:" + checker
 	}
 	if *name == "" {
 		*name = fmt.Sprintf("seed-%d-%s", *seed, checker)
-		if p.Bugs != 0 {
+		if p.Bugs != 0 && !*fixed {
 			*name = p.Bugs.String() + "-" + *name
 		}
 	}
@@ -65,7 +73,11 @@ func runShrink(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sluice sim shrink: the shrunk run reaches no coverage mark to name; give --mark:", err)
 		return 1
 	}
-	s := shrink.Scenario{Name: *name, Note: *note, Seed: *seed, Expect: expect, Mark: *mark, Profile: small}
+	s := shrink.Scenario{Name: *name, Note: *note, Seed: *seed, Expect: expect, Mark: *mark, Bug: bug, Profile: small}
+	if ok, detail := s.Verdict(); !ok {
+		fmt.Fprintf(stderr, "sluice sim shrink: the shrunk scenario does not hold as a regression: %s\n", detail)
+		return 1
+	}
 	path := filepath.Join(*dir, *name+".json")
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		fmt.Fprintln(stderr, "sluice sim shrink:", err)

@@ -66,6 +66,21 @@ const (
 	// NoCRCCheck: the segment log's recovery scan accepts frames whose
 	// checksum does not match.
 	NoCRCCheck
+	// RecoveryTrustsChangedSource: a rebuilding owner keeps fetching from a
+	// source that restarted, shrank or no longer continues its log, instead
+	// of starting over (the bug seed 1001943 found).
+	RecoveryTrustsChangedSource
+	// NoHeartbeat: an owner sends nothing to followers it has heard all it
+	// needs from, so one that restarted and lost records while the queue is
+	// idle is never repaired (seed 262 of the new swarm).
+	NoHeartbeat
+	// EpochBelowSeen: a rebuilding owner's new epoch is above the epochs in
+	// its followers' logs only, not above the epochs they have seen, which
+	// then fence it out (seed 431 of the new swarm).
+	EpochBelowSeen
+	// RepairedMarkEarly: a rebuilding owner clears its log's unrepaired
+	// mark as soon as it fetched, before what it fetched is durable.
+	RepairedMarkEarly
 	end
 )
 
@@ -94,6 +109,10 @@ var Registry = []Bug{
 	{SyncSkip, "sync-skip", "storage syncs", "the segment log skips every other fdatasync"},
 	{NoDirSyncOnRoll, "no-dir-sync-on-roll", "storage syncs", "the segment log does not sync the directory after a segment roll"},
 	{NoCRCCheck, "no-crc-check", "storage checksums", "the recovery scan accepts frames with a wrong checksum"},
+	{RecoveryTrustsChangedSource, "recovery-trusts-changed-source", "recovery source choice", "a rebuilding owner keeps fetching from a source that changed since its report"},
+	{NoHeartbeat, "no-heartbeat", "replication", "an owner never probes followers it thinks caught up"},
+	{EpochBelowSeen, "epoch-below-seen", "epochs and fencing", "a rebuilt owner's epoch is not above the epochs its followers saw"},
+	{RepairedMarkEarly, "repaired-mark-early", "recovery", "a rebuilding owner clears its unrepaired mark before its fetch is durable"},
 }
 
 // Has reports whether every bug of b is in s.

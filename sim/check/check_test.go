@@ -485,3 +485,45 @@ func TestInjectedDamageRepaired(t *testing.T) {
 		t.Fatalf("a copy whole again is repaired, got %v", c.Damaged(1))
 	}
 }
+
+// What the checker's parser makes of damage: records behind a damaged
+// frame, a damaged header copy or a damaged segment header stay visible,
+// and the disk is not called whole until the damage is rewritten.
+func TestDiskLogDamage(t *testing.T) {
+	var recs []record.Record
+	for o := uint64(0); o < 6; o++ {
+		recs = append(recs, pub(1, o, 100+o))
+	}
+	name := "q1/00000000000000000000.seg"
+	frameAt := func(i int) int { return 32 + 32*testSlots + 41*i } // 16-byte bodies: 41-byte frames
+	for _, tc := range []struct {
+		what    string
+		flip    func(f []byte)
+		missing int // offset with no intact copy, or -1
+	}{
+		{"frame length", func(f []byte) { f[frameAt(2)+1] ^= 0x40 }, 2},
+		{"frame body", func(f []byte) { f[frameAt(4)+30] ^= 1 }, 4},
+		{"header copy", func(f []byte) { f[32+32*3+5] ^= 1 }, -1},
+		{"segment header", func(f []byte) { f[3] ^= 1 }, -1},
+	} {
+		t.Run(tc.what, func(t *testing.T) {
+			fd := fakeDisks{}
+			fd.write(1, recs...)
+			l := NewDiskLog("q1")
+			l.Reparse(fd.disk(1)) // seen whole once
+			if l.Damaged() || l.Len() != 6 {
+				t.Fatalf("a whole log: damaged=%v len=%d", l.Damaged(), l.Len())
+			}
+			tc.flip(fd[1].files[name])
+			l.Reparse(fd.disk(1))
+			if !l.Damaged() {
+				t.Fatalf("damage to the %s went unseen (%s)", tc.what, l.Note())
+			}
+			for o := uint64(0); o < 6; o++ {
+				if got := l.At(o).Intact(); got != (int(o) != tc.missing) {
+					t.Fatalf("after damage to the %s: offset %d intact=%v (%s)", tc.what, o, got, l.Note())
+				}
+			}
+		})
+	}
+}

@@ -1,27 +1,49 @@
-// Package check holds the simulator's safety checkers. They judge a run from
-// outside the core: from the history the simulated clients record and from
-// the simulator's own ground truth of what each fake disk holds durably.
-// None of them trusts the core's own bookkeeping.
+// Package check holds the simulator's safety and liveness checkers. They
+// judge a run from the world's own ground truth, never from the code under
+// test: durability from each fake disk's durable bytes (Disk), read by this
+// package's own parser of the segment format (DiskLog: an independent
+// reading of io/seglog's documented format, never its code), incrementally
+// at each sync acknowledged to a core and in full after a crash or an
+// injected fault; deliveries from what live consumers received.
 //
 // Checkers, by name (the name appears in failure reports and summaries):
 //
+//   - sync-durable: when a sync completion is handed to the core, the disk
+//     durably holds every record written to that log below the end the sync
+//     covers.
+//   - lost-synced: a log whose disk suffered no injected damage never
+//     recovers below the end of its last acknowledged sync.
+//   - loss-unreported: a log that lost acknowledged records to injected
+//     damage reports damage at recovery, never a clean shorter log.
+//   - recovery-truth: every record a recovered log claims is intact on its
+//     disk with the epoch it claims.
 //   - confirm-durable: a publish is confirmed only while W replicas, the
-//     owner among them, hold its record durably (checked at the instant the
-//     confirm leaves the broker).
-//   - deliver-confirmed: a consumer is handed only records that are durable
-//     on W replicas (confirmed), whose publish was not reported failed, and
-//     whose body is the one confirmed at that offset.
+//     owner among them, were read to hold its record durably (a copy lost
+//     later to injected damage still counts, the fault budget answering for
+//     it; a copy the protocol truncated does not).
+//   - deliver-confirmed: a consumer is handed only confirmed records, whose
+//     publish was not reported failed, with the confirmed body byte for
+//     byte.
 //   - deliver-order: per queue, records reach consumers for the first time in
 //     increasing offset order.
-//   - confirmed-lost: at the end, every confirmed publish is in the owner's
-//     log at its offset with its body.
-//   - replicas-agree: at the end, every replica holding a confirmed offset
-//     holds the same record there.
-//   - at-least-once: at the end, after the drain, every confirmed publish was
-//     delivered at least once.
+//   - redeliver-acked: a record is delivered again only while no ack of it
+//     is confirmed.
 //   - failed-delivered: a publish reported as definitely failed never reaches
 //     a consumer.
+//   - confirmed-lost: at the end, some replica's disk holds an intact copy
+//     of every confirmed publish.
+//   - converged: at the end, the owner holds every confirmed publish and
+//     every replica holds exactly the owner's records up to its end.
+//   - at-least-once: at the end of a finished drain, every confirmed publish
+//     reached a live consumer, and every one whose consumer was lost before
+//     acking it was received again.
+//   - linearizable, liveness: reported by the world (sim/linear; the drain).
+//
+// The fault budget's bookkeeping lives here too: Injected marks a copy
+// damaged, and the copy counts as damaged until its disk again holds an
+// unbroken, undamaged log at least as long as the damaged one (Damaged).
 //
 // Every checker is shown to fail by a unit test that feeds it a violating
-// history.
+// history; sim/sweep's tests and `sluice sim mutants` show them catching
+// planted bugs in whole runs.
 package check

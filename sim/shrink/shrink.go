@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/sim/world"
 )
 
@@ -20,11 +21,15 @@ import (
 // seed and fault times may no longer lead there, and a regression that
 // passes without reaching its mark proves nothing, so replay fails then.
 type Scenario struct {
-	Name    string        `json:"name"`
-	Note    string        `json:"note,omitempty"`
-	Seed    uint64        `json:"seed"`
-	Expect  string        `json:"expect"`
-	Mark    string        `json:"mark"`
+	Name   string `json:"name"`
+	Note   string `json:"note,omitempty"`
+	Seed   uint64 `json:"seed"`
+	Expect string `json:"expect"`
+	Mark   string `json:"mark"`
+	// Bug, for a fixed bug's scenario, names the planted bug (core/bugs)
+	// that brings it back: replay then also runs with it planted and
+	// demands a failure, proving the scenario still reaches the bug.
+	Bug     string        `json:"bug,omitempty"`
 	Profile world.Profile `json:"profile"`
 }
 
@@ -46,6 +51,11 @@ func Parse(b []byte) (Scenario, error) {
 	if s.Expect != "pass" && (len(s.Expect) < 6 || s.Expect[:5] != "fail:") {
 		return s, fmt.Errorf("scenario %q: expect %q, want pass or fail:<checker>", s.Name, s.Expect)
 	}
+	if s.Bug != "" {
+		if _, err := bugs.Parse(s.Bug); err != nil || s.Expect != "pass" {
+			return s, fmt.Errorf("scenario %q: bug %q: want a planted bug's name on a scenario that expects pass (%v)", s.Name, s.Bug, err)
+		}
+	}
 	if _, err := world.ParseMark(s.Mark); err != nil {
 		return s, fmt.Errorf("scenario %q: mark: %w (every scenario names the coverage mark its bug's path hits)", s.Name, err)
 	}
@@ -62,10 +72,18 @@ func (s *Scenario) Verdict() (ok bool, detail string) {
 		return false, fmt.Sprintf("the run no longer reaches mark %s, so it no longer tests its bug's path: shrink a new seed", s.Mark)
 	}
 	if s.Expect == "pass" {
-		if r.Failed == 0 {
+		if r.Failed != 0 {
+			return false, fmt.Sprintf("failed: %v", r.Failures)
+		}
+		if s.Bug == "" {
 			return true, ""
 		}
-		return false, fmt.Sprintf("failed: %v", r.Failures)
+		p := s.Profile
+		p.Bugs, _ = bugs.Parse(s.Bug)
+		if rb, err := world.Run(s.Seed, p, world.Options{}); err != nil || rb.Failed == 0 {
+			return false, fmt.Sprintf("with %s planted the run passes: it no longer reaches the bug it guards", s.Bug)
+		}
+		return true, ""
 	}
 	if FailsWith(r, s.Expect[5:]) {
 		return true, ""

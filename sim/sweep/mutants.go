@@ -92,7 +92,7 @@ func Mutants(list []bugs.Bug, first uint64, budget func(bugs.Bug) uint64, parall
 // catching seed (a bug not caught counts as its budget).
 func MutantTable(rs []MutantResult, first uint64) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-24s %-22s %10s  %s\n", "bug", "area", "first seed", "checker")
+	fmt.Fprintf(&b, "%-32s %-22s %10s  %s\n", "bug", "area", "first seed", "checker")
 	var ranks []uint64
 	for _, r := range rs {
 		seed, rank := "not caught", r.Budget
@@ -100,7 +100,7 @@ func MutantTable(rs []MutantResult, first uint64) string {
 			seed, rank = fmt.Sprint(r.Seed), r.Seed-first+1
 		}
 		ranks = append(ranks, rank)
-		fmt.Fprintf(&b, "%-24s %-22s %10s  %s\n", r.Bug.Name, r.Bug.Area, seed, r.Checker)
+		fmt.Fprintf(&b, "%-32s %-22s %10s  %s\n", r.Bug.Name, r.Bug.Area, seed, r.Checker)
 	}
 	fmt.Fprintf(&b, "median seeds to catch: %d\n", Median(ranks))
 	return b.String()

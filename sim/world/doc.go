@@ -8,14 +8,21 @@
 //
 // A run has two phases. Workload (safety): clients publish and consume while
 // the profile's faults strike, per a schedule drawn from the seed up front
-// (or given by a scenario): power-loss crashes, pauses, slow and failed
-// syncs, read errors, corruption within the W-1 budget, full disks,
-// partitions, clogged links, delay spikes, and per-message drops, duplicates
-// and corrupt frames. Drain (liveness): faults stop, the network heals,
-// every broker runs, each publisher needs one probe publish confirmed, and
-// the cluster gets a bounded simulated time to resolve every publish, let
-// consumers drain every confirmed record and bring every replica to its
-// owner's log. Then the checkers judge the run.
+// (or given by a scenario): power losses (one broker, or every broker at
+// once), pauses, slow syncs, failed syncs that drop dirty pages, read
+// errors, lost writes, unreadable sectors, torn sectors, corruption met at a
+// restart or by live reads, full disks, partitions, clogged links, delay
+// spikes, and per-message drops, duplicates (some late) and corrupt frames;
+// disk damage stays within the fault budget (see damageAllowed). Drain
+// (liveness): faults stop, the network heals, every broker runs, each
+// publisher needs one probe publish confirmed, and the cluster gets a
+// bounded simulated time to resolve every publish, let consumers receive
+// every confirmed record and bring every replica to its owner's log; running
+// out of it is a failure. Then the checkers judge the run from the disks'
+// durable bytes and what live consumers received.
+//
+// A run also counts the protocol states it reached (Mark, Coverage), judged
+// from outside the core, and a sweep tabulates them.
 //
 // Everything that varies comes from the seed through sim/prng, one derived
 // stream per component, so adding draws to one component never shifts
