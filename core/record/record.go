@@ -3,7 +3,10 @@
 // record read back from disk is the same value the core appended.
 package record
 
-import "strconv"
+import (
+	"encoding/binary"
+	"strconv"
+)
 
 // Kind says what a record means to the queue state rebuilt from the log.
 type Kind uint8
@@ -62,3 +65,23 @@ func (r Record) AppendText(dst []byte) []byte {
 }
 
 func (r Record) String() string { return string(r.AppendText(nil)) }
+
+// AckBodyBytes is the size of an ack record's body.
+const AckBodyBytes = 8
+
+// AckBody returns the body of the ack record of the delivery at offset o:
+// o as 8 little-endian bytes.
+func AckBody(o uint64) []byte {
+	b := make([]byte, AckBodyBytes)
+	binary.LittleEndian.PutUint64(b, o)
+	return b
+}
+
+// AckedOffset returns the offset an ack record's body settles; ok is false
+// when the body is not an ack's.
+func AckedOffset(body []byte) (o uint64, ok bool) {
+	if len(body) != AckBodyBytes {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint64(body), true
+}

@@ -6,9 +6,9 @@ import (
 
 // Env is the world a driver executes effects in.
 type Env interface {
-	// Send starts sending m from node to peer to. m's record slices are
-	// immutable and may be retained.
-	Send(from, to core.NodeID, m *core.Message)
+	// Send starts sending msg, a message of group g, from node to peer to.
+	// msg is valid only during the call: copy what must outlive it.
+	Send(from, to core.NodeID, g core.GroupID, msg []byte)
 	// Client passes a reply or delivery effect to the client it names.
 	Client(from core.NodeID, e *core.Effect)
 	// Storage starts a storage effect on the node's log; its completion
@@ -21,7 +21,7 @@ type Env interface {
 // Driver runs one broker process.
 type Driver struct {
 	node   core.NodeID
-	broker *core.Broker
+	broker *core.Node
 	env    Env
 	trace  *Trace
 }
@@ -37,17 +37,17 @@ func (d *Driver) Node() core.NodeID { return d.node }
 // Step passes one input to the core and executes the effects it returns.
 func (d *Driver) Step(in *core.Input) {
 	if d.trace != nil {
-		d.trace.end(in.AppendText(d.trace.begin(in.NowNs, d.node, '<')))
+		d.trace.end(in.AppendText(d.trace.begin(in.NowNs, d.node, '<'), core.MsgTexts))
 	}
 	effects := d.broker.Step(in)
 	for i := range effects {
 		e := &effects[i]
 		if d.trace != nil {
-			d.trace.end(e.AppendText(d.trace.begin(in.NowNs, d.node, '>')))
+			d.trace.end(e.AppendText(d.trace.begin(in.NowNs, d.node, '>'), core.MsgTexts))
 		}
 		switch e.Kind {
 		case core.EfSend:
-			d.env.Send(d.node, e.To, &e.Msg)
+			d.env.Send(d.node, e.To, e.Group, e.Data)
 		case core.EfStorage:
 			d.env.Storage(d.node, e)
 		case core.EfReply, core.EfDeliver:

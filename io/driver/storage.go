@@ -9,14 +9,14 @@ import (
 	"github.com/sluicemq/sluice/io/vfs"
 )
 
-// OpenLog opens queue q's log in dir and reports what it recovered in the
-// core's terms.
-func OpenLog(fs vfs.FS, dir string, q core.QueueID, opts seglog.Options) (*seglog.Log, core.LogState, error) {
+// OpenLog opens the log of group g in dir and reports what it recovered in
+// the core's terms.
+func OpenLog(fs vfs.FS, dir string, g core.GroupID, opts seglog.Options) (*seglog.Log, core.LogState, error) {
 	l, rec, err := seglog.Open(fs, dir, opts)
 	if err != nil {
 		return nil, core.LogState{}, err
 	}
-	st := core.LogState{Queue: q, Start: rec.Start, End: rec.End}
+	st := core.LogState{Group: g, Start: rec.Start, End: rec.End}
 	for _, e := range rec.Epochs {
 		st.Epochs = append(st.Epochs, core.EpochStart{Epoch: e.Epoch, Offset: e.Offset})
 	}
@@ -30,7 +30,7 @@ func OpenLog(fs vfs.FS, dir string, q core.QueueID, opts seglog.Options) (*seglo
 // Exec performs storage effect e on log l and returns its completion. A nil
 // log stands for a log that could not be opened: every operation fails.
 func Exec(l *seglog.Log, e *core.Effect) core.StorageDone {
-	d := core.StorageDone{Op: e.Op, Queue: e.Queue, Offset: e.Offset, Tag: e.Tag}
+	d := core.StorageDone{Op: e.Op, Group: e.Group, Log: e.Log, Offset: e.Offset, Tag: e.Tag}
 	if l == nil {
 		d.Err = "log unavailable"
 		return d

@@ -219,7 +219,7 @@ func TestRecoveredBelowAckedSyncFails(t *testing.T) {
 	c, fd := newChecker()
 	written(c, fd, 2, pub(1, 0, 7), pub(1, 1, 8))
 	fd.write(2, pub(1, 0, 7))
-	c.Recovered(5, 2, 1, core.LogState{Queue: 1, End: 1, Epochs: []core.EpochStart{{Epoch: 1}}})
+	c.Recovered(5, 2, 1, core.LogState{Group: 1, End: 1, Epochs: []core.EpochStart{{Epoch: 1}}})
 	wantFailure(t, c, "lost-synced")
 
 	// Damage injected and reported: fine.
@@ -227,7 +227,7 @@ func TestRecoveredBelowAckedSyncFails(t *testing.T) {
 	written(c, fd, 2, pub(1, 0, 7), pub(1, 1, 8))
 	c.Injected(2, 1)
 	fd.write(2, pub(1, 0, 7))
-	c.Recovered(5, 2, 1, core.LogState{Queue: 1, End: 1, Epochs: []core.EpochStart{{Epoch: 1}}, Damage: "crc mismatch"})
+	c.Recovered(5, 2, 1, core.LogState{Group: 1, End: 1, Epochs: []core.EpochStart{{Epoch: 1}}, Damage: "crc mismatch"})
 	wantClean(t, c)
 
 	// Damage injected, recovered as a clean shorter log: unreported loss.
@@ -235,14 +235,14 @@ func TestRecoveredBelowAckedSyncFails(t *testing.T) {
 	written(c, fd, 2, pub(1, 0, 7), pub(1, 1, 8))
 	c.Injected(2, 1)
 	fd.write(2, pub(1, 0, 7))
-	c.Recovered(5, 2, 1, core.LogState{Queue: 1, End: 1, Epochs: []core.EpochStart{{Epoch: 1}}})
+	c.Recovered(5, 2, 1, core.LogState{Group: 1, End: 1, Epochs: []core.EpochStart{{Epoch: 1}}})
 	wantFailure(t, c, "loss-unreported")
 }
 
 func TestRecoveredRecordNotOnDiskFails(t *testing.T) {
 	c, fd := newChecker()
 	written(c, fd, 2, pub(1, 0, 7))
-	c.Recovered(5, 2, 1, core.LogState{Queue: 1, End: 2, Epochs: []core.EpochStart{{Epoch: 1}}})
+	c.Recovered(5, 2, 1, core.LogState{Group: 1, End: 2, Epochs: []core.EpochStart{{Epoch: 1}}})
 	wantFailure(t, c, "recovery-truth")
 }
 
@@ -475,7 +475,7 @@ func TestInjectedDamageRepaired(t *testing.T) {
 		t.Fatalf("damaged = %v", d)
 	}
 	fd.write(2, pub(1, 0, 7))
-	c.Recovered(5, 2, 1, core.LogState{Queue: 1, End: 1, Epochs: []core.EpochStart{{Epoch: 1}}, Damage: "crc"})
+	c.Recovered(5, 2, 1, core.LogState{Group: 1, End: 1, Epochs: []core.EpochStart{{Epoch: 1}}, Damage: "crc"})
 	c.Discarded(2, 1, 1)
 	if len(c.Damaged(1)) != 1 {
 		t.Fatal("a copy shorter than before is not repaired")

@@ -9,7 +9,9 @@ import (
 	"strings"
 
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/queue"
 	"github.com/sluicemq/sluice/core/record"
+	"github.com/sluicemq/sluice/core/seam"
 	"github.com/sluicemq/sluice/core/wire"
 	"github.com/sluicemq/sluice/io/driver"
 	"github.com/sluicemq/sluice/io/seglog"
@@ -339,12 +341,12 @@ func (w *World) handle(e *event) {
 	switch e.kind {
 	case evMsg:
 		b := w.brokers[e.node]
-		m, _, err := wire.Decode(e.data)
+		g, msg, _, err := wire.Decode(e.data)
 		if err != nil {
 			w.notef("n%d refuses a frame from n%d: %v", b.id, e.from, err)
 			return
 		}
-		w.step(b, &core.Input{Kind: core.InMessage, NowNs: w.now, From: e.from, Msg: m})
+		w.step(b, &core.Input{Kind: core.InMessage, NowNs: w.now, From: e.from, Group: g, Data: msg})
 	case evStorage:
 		w.completeStorage(w.brokers[e.node], int(e.q))
 	case evStorageFailed:
@@ -567,7 +569,7 @@ func (w *World) startBroker(b *broker) {
 	b.storage = make([]storageQueue, len(b.queues))
 	var logs []core.LogState
 	for _, q := range b.queues {
-		l, st, err := driver.OpenLog(b.fs, logDir(q.Queue), q.Queue, seglog.Options{SegmentBytesMax: 8 << 20, SlotsPerSegment: segmentSlots, Bugs: w.prof.Bugs})
+		l, st, err := driver.OpenLog(b.fs, logDir(q.Queue), core.QueueGroup(q.Queue), seglog.Options{SegmentBytesMax: 8 << 20, SlotsPerSegment: segmentSlots, Bugs: w.prof.Bugs})
 		if err != nil {
 			panic(fmt.Sprintf("world: n%d cannot open log of queue %d: %v", b.id, q.Queue, err))
 		}
@@ -684,9 +686,9 @@ func (w *World) execStorage(b *broker, qi int) core.StorageDone {
 		// it removed no longer counts as acknowledged.
 		switch op.Op {
 		case core.OpTruncate:
-			w.checker.Truncated(b.id, op.Queue, op.Offset)
+			w.checker.Truncated(b.id, queueOf(op.Group), op.Offset)
 		case core.OpDiscard:
-			w.checker.Discarded(b.id, op.Queue, l.End())
+			w.checker.Discarded(b.id, queueOf(op.Group), l.End())
 		}
 		return done
 	}
@@ -694,27 +696,27 @@ func (w *World) execStorage(b *broker, qi int) core.StorageDone {
 	case core.OpSync:
 		// The completion is handed to the core right after: the disk must
 		// hold what the sync covers now.
-		w.checker.SyncAcked(w.now, b.id, op.Queue, op.Offset)
+		w.checker.SyncAcked(w.now, b.id, queueOf(op.Group), op.Offset)
 	case core.OpTruncate:
-		w.checker.Truncated(b.id, op.Queue, op.Offset)
-		if !isOwner(b, op.Queue) {
+		w.checker.Truncated(b.id, queueOf(op.Group), op.Offset)
+		if !isOwner(b, queueOf(op.Group)) {
 			w.mark(MarkFollowerTruncate)
 		}
 	case core.OpDiscard:
-		w.checker.Discarded(b.id, op.Queue, l.End())
+		w.checker.Discarded(b.id, queueOf(op.Group), l.End())
 	case core.OpAppend:
-		w.checker.Appended(b.id, op.Queue, op.Records)
-		owner := w.ownerOf(op.Queue) == b.id
+		w.checker.Appended(b.id, queueOf(op.Group), op.Records)
+		owner := w.ownerOf(queueOf(op.Group)) == b.id
 		for i := range op.Records {
 			r := &op.Records[i]
 			if r.Kind == record.KindAck {
-				w.checker.AckAppended(op.Queue, b.id, r.Offset, check.IdentOf(r), binary.LittleEndian.Uint64(r.Body))
+				w.checker.AckAppended(queueOf(op.Group), b.id, r.Offset, check.IdentOf(r), binary.LittleEndian.Uint64(r.Body))
 			}
 			if owner && r.Kind != record.KindPublish {
 				// Acks and epoch records take offsets too: to the log model
 				// they are appends whose outcome no client learns.
 				w.internalKeys++
-				w.record(op.Queue, linear.Op{Kind: linear.Append, Client: -1,
+				w.record(queueOf(op.Group), linear.Op{Kind: linear.Append, Client: -1,
 					CallNs: w.now, Key: 1<<63 | w.internalKeys, Outcome: linear.Unknown})
 			}
 		}
@@ -743,7 +745,7 @@ func (w *World) storageDone(b *broker, done *core.StorageDone) {
 		// process, whose recovery scan then judges what the disk holds. No
 		// power is lost: the page cache (whatever a failed sync left in it)
 		// is what the new process reads.
-		w.notef("n%d log of queue %d failed (%s): the process exits", b.id, done.Queue, done.Err)
+		w.notef("n%d log of queue %d failed (%s): the process exits", b.id, queueOf(done.Group), done.Err)
 		w.stopProcess(b, w.rFault.Range(100e6, 2e9), true)
 	}
 }
@@ -937,17 +939,21 @@ func (w *World) clientReceive(e *event) {
 
 type worldEnv World
 
-// Send carries m as the codec's bytes, through the network's faults.
-func (env *worldEnv) Send(from, to core.NodeID, m *core.Message) {
+// Send carries a group's message as a wire frame, through the network's
+// faults.
+func (env *worldEnv) Send(from, to core.NodeID, g core.GroupID, msg []byte) {
 	w := (*World)(env)
 	f, t := from-1, to-1
-	switch m.Kind {
-	case core.MsgFetch:
-		w.brokers[f].fetched = true
-		w.mark(MarkOwnerRebuild)
-	case core.MsgLogQuery:
-		if w.brokers[f].fetched {
-			w.mark(MarkRecoveryRestart)
+	if len(msg) > 0 && g < seam.GroupReservedMin {
+		// The network may look at what it carries: coverage marks.
+		switch queue.MsgKind(msg[0]) {
+		case queue.MsgFetch:
+			w.brokers[f].fetched = true
+			w.mark(MarkOwnerRebuild)
+		case queue.MsgLogQuery:
+			if w.brokers[f].fetched {
+				w.mark(MarkRecoveryRestart)
+			}
 		}
 	}
 	if w.now < w.isolated[f] || w.now < w.isolated[t] || w.now < w.oneWay[f][t] {
@@ -962,7 +968,7 @@ func (env *worldEnv) Send(from, to core.NodeID, m *core.Message) {
 		w.stats.Struck[FaultDrop]++
 		return
 	}
-	data := wire.Append(nil, m)
+	data := wire.Append(nil, g, msg)
 	if rates.CorruptPer1000 > 0 && w.rNet.Intn(1000) < rates.CorruptPer1000 {
 		data[w.rNet.Intn(len(data))] ^= byte(1) << w.rNet.Intn(8)
 		w.stats.Armed[FaultCorruptMsg]++
@@ -1017,7 +1023,7 @@ func (env *worldEnv) Client(from core.NodeID, eff *core.Effect) {
 func (env *worldEnv) Storage(node core.NodeID, eff *core.Effect) {
 	w := (*World)(env)
 	b := w.brokers[node-1]
-	qi := w.queueIndex(b, eff.Queue)
+	qi := w.queueIndex(b, queueOf(eff.Group))
 	s := &b.storage[qi]
 	if len(s.ops)-s.head >= storageOpsMax {
 		panic("world: storage queue over its limit")
@@ -1138,3 +1144,11 @@ func (w *World) result() Result {
 // segmentSlots is the simulated logs' records per segment: small, so that
 // runs roll segments often (the real default is larger).
 const segmentSlots = 512
+
+// queueOf returns the queue whose replica group g is.
+func queueOf(g core.GroupID) core.QueueID {
+	if g >= seam.GroupReservedMin {
+		panic(fmt.Sprintf("world: group %d is not a queue's", g))
+	}
+	return core.QueueID(g)
+}

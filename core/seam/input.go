@@ -1,4 +1,4 @@
-package core
+package seam
 
 import "github.com/sluicemq/sluice/core/record"
 
@@ -21,9 +21,10 @@ const (
 	InTick InputKind = 6
 )
 
-// LogState is what the driver found when it opened a queue's log.
+// LogState is what the driver found when it opened one log of a group.
 type LogState struct {
-	Queue      QueueID
+	Group      GroupID
+	Log        LogID
 	Start, End uint64
 	Epochs     []EpochStart
 	Damage     string // non-empty: a torn or corrupt tail starts at End
@@ -87,7 +88,8 @@ func (o StorageOp) String() string {
 // StorageDone is the completion of a storage effect.
 type StorageDone struct {
 	Op      StorageOp
-	Queue   QueueID
+	Group   GroupID
+	Log     LogID
 	Offset  uint64          // sync: the end it made durable; read: from
 	Tag     uint64          // read: the effect's tag
 	Records []record.Record // read
@@ -99,25 +101,33 @@ type Input struct {
 	Kind   InputKind
 	NowNs  int64
 	From   NodeID      // InMessage
-	Msg    Message     // InMessage
+	Group  GroupID     // InMessage: the group the message is for
+	Data   []byte      // InMessage: the group's message, as its codec writes it
 	Client ClientID    // InClient, InClientGone
 	Req    Request     // InClient
 	Done   StorageDone // InStorage
 	Logs   []LogState  // InStart
 }
 
-// AppendText appends the input's stable one-line text form.
-func (in *Input) AppendText(dst []byte) []byte {
+// MsgText renders a group's peer message as text; the node knows how each
+// kind of group writes its messages.
+type MsgText interface {
+	AppendMsgText(dst []byte, g GroupID, data []byte) []byte
+}
+
+// AppendText appends the input's stable one-line text form; msgs renders
+// peer messages.
+func (in *Input) AppendText(dst []byte, msgs MsgText) []byte {
 	switch in.Kind {
 	case InStart:
 		dst = append(dst, "start"...)
 		for _, l := range in.Logs {
-			dst = appendKV(dst, "q", uint64(l.Queue))
-			dst = appendKV(dst, "start", l.Start)
-			dst = appendKV(dst, "end", l.End)
-			dst = appendEpochs(dst, l.Epochs)
+			dst = AppendKV(dst, "q", uint64(l.Group))
+			dst = AppendKV(dst, "start", l.Start)
+			dst = AppendKV(dst, "end", l.End)
+			dst = AppendEpochs(dst, l.Epochs)
 			if l.Damage != "" {
-				dst = appendKVStr(dst, "damage", l.Damage)
+				dst = AppendKVStr(dst, "damage", l.Damage)
 			}
 			if l.Unrepaired {
 				dst = append(dst, " unrepaired"...)
@@ -125,52 +135,62 @@ func (in *Input) AppendText(dst []byte) []byte {
 		}
 		return dst
 	case InMessage:
-		dst = appendKV(append(dst, "recv"...), "from", uint64(in.From))
+		dst = AppendKV(append(dst, "recv"...), "from", uint64(in.From))
 		dst = append(dst, ' ')
-		return in.Msg.AppendText(dst)
+		return msgs.AppendMsgText(dst, in.Group, in.Data)
 	case InClient:
-		dst = appendKV(append(dst, "client"...), "c", uint64(in.Client))
+		dst = AppendKV(append(dst, "client"...), "c", uint64(in.Client))
 		r := &in.Req
 		switch r.Kind {
 		case ReqPublish:
 			dst = append(dst, " publish"...)
-			dst = appendKV(dst, "q", uint64(r.Queue))
-			dst = appendKV(dst, "id", r.ID)
-			dst = appendKV(dst, "len", uint64(len(r.Body)))
+			dst = AppendKV(dst, "q", uint64(r.Queue))
+			dst = AppendKV(dst, "id", r.ID)
+			dst = AppendKV(dst, "len", uint64(len(r.Body)))
 		case ReqSubscribe:
 			dst = append(dst, " subscribe"...)
-			dst = appendKV(dst, "q", uint64(r.Queue))
-			dst = appendKV(dst, "id", r.ID)
-			dst = appendKVInt(dst, "prefetch", int64(r.Prefetch))
+			dst = AppendKV(dst, "q", uint64(r.Queue))
+			dst = AppendKV(dst, "id", r.ID)
+			dst = AppendKVInt(dst, "prefetch", int64(r.Prefetch))
 		case ReqAck:
 			dst = append(dst, " ack"...)
-			dst = appendKV(dst, "q", uint64(r.Queue))
-			dst = appendKV(dst, "id", r.ID)
-			dst = appendKV(dst, "o", r.Offset)
+			dst = AppendKV(dst, "q", uint64(r.Queue))
+			dst = AppendKV(dst, "id", r.ID)
+			dst = AppendKV(dst, "o", r.Offset)
 		default:
-			dst = appendKV(append(dst, " req?"...), "kind", uint64(r.Kind))
+			dst = AppendKV(append(dst, " req?"...), "kind", uint64(r.Kind))
 		}
 		return dst
 	case InClientGone:
-		return appendKV(append(dst, "client-gone"...), "c", uint64(in.Client))
+		return AppendKV(append(dst, "client-gone"...), "c", uint64(in.Client))
 	case InStorage:
 		d := &in.Done
 		dst = append(dst, "done "...)
 		dst = append(dst, d.Op.String()...)
-		dst = appendKV(dst, "q", uint64(d.Queue))
-		dst = appendKV(dst, "o", d.Offset)
+		dst = AppendKV(dst, "q", uint64(d.Group))
+		dst = AppendKV(dst, "o", d.Offset)
 		if d.Op == OpRead {
-			dst = appendKV(dst, "tag", d.Tag)
-			dst = appendRecords(dst, d.Records)
+			dst = AppendKV(dst, "tag", d.Tag)
+			dst = AppendRecords(dst, d.Records)
 		}
 		if d.Err != "" {
-			dst = appendKVStr(dst, "err", d.Err)
+			dst = AppendKVStr(dst, "err", d.Err)
 		}
 		return dst
 	case InTick:
 		return append(dst, "tick"...)
 	}
-	return appendKV(append(dst, "input?"...), "kind", uint64(in.Kind))
+	return AppendKV(append(dst, "input?"...), "kind", uint64(in.Kind))
 }
 
-func (in *Input) String() string { return string(in.AppendText(nil)) }
+// String renders the input without a message decoder (messages print as
+// their size).
+func (in *Input) String() string { return string(in.AppendText(nil, rawMsgs{})) }
+
+// rawMsgs renders a message it cannot decode as its group and size.
+type rawMsgs struct{}
+
+func (rawMsgs) AppendMsgText(dst []byte, g GroupID, data []byte) []byte {
+	dst = AppendKV(append(dst, "msg"...), "g", uint64(g))
+	return AppendKV(dst, "bytes", uint64(len(data)))
+}

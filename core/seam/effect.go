@@ -1,4 +1,4 @@
-package core
+package seam
 
 import "github.com/sluicemq/sluice/core/record"
 
@@ -6,10 +6,11 @@ import "github.com/sluicemq/sluice/core/record"
 type EffectKind uint8
 
 const (
-	// EfSend: send Msg to peer To. May be lost, duplicated or reordered.
+	// EfSend: send Data, a message of Group, to peer To. May be lost,
+	// duplicated or reordered.
 	EfSend EffectKind = 1
-	// EfStorage: perform Op on Queue's log (see StorageOp), then return an
-	// InStorage completion. Append: write Records. Sync: make everything
+	// EfStorage: perform Op on log Log of Group (see StorageOp), then
+	// return an InStorage completion. Append: write Records. Sync: make everything
 	// written so far durable; Offset is the log end it covers. Read: read up
 	// to Count records from Offset, echoing Tag. Truncate: remove records
 	// from Offset on. Discard: remove the damaged tail found at start.
@@ -53,11 +54,13 @@ func (o Outcome) String() string {
 type Effect struct {
 	Kind EffectKind
 
-	To  NodeID  // send
-	Msg Message // send
+	To    NodeID  // send
+	Group GroupID // send, storage
+	Data  []byte  // send: the message, as the group's codec writes it; valid until the next Step
 
 	Op      StorageOp       // storage
-	Queue   QueueID         // storage, reply, deliver
+	Log     LogID           // storage
+	Queue   QueueID         // reply, deliver
 	Records []record.Record // storage append
 	Offset  uint64          // storage, reply (confirmed publish), deliver
 	Count   int             // storage read
@@ -73,53 +76,55 @@ type Effect struct {
 	AtNs int64 // deadline
 }
 
-// AppendText appends the effect's stable one-line text form.
-func (e *Effect) AppendText(dst []byte) []byte {
+// AppendText appends the effect's stable one-line text form; msgs renders
+// peer messages.
+func (e *Effect) AppendText(dst []byte, msgs MsgText) []byte {
 	switch e.Kind {
 	case EfSend:
-		dst = appendKV(append(dst, "send"...), "to", uint64(e.To))
+		dst = AppendKV(append(dst, "send"...), "to", uint64(e.To))
 		dst = append(dst, ' ')
-		return e.Msg.AppendText(dst)
+		return msgs.AppendMsgText(dst, e.Group, e.Data)
 	case EfStorage:
 		dst = append(dst, "storage "...)
 		dst = append(dst, e.Op.String()...)
-		dst = appendKV(dst, "q", uint64(e.Queue))
+		dst = AppendKV(dst, "q", uint64(e.Group))
 		switch e.Op {
 		case OpAppend:
-			dst = appendRecords(dst, e.Records)
+			dst = AppendRecords(dst, e.Records)
 		case OpRead:
-			dst = appendKV(dst, "o", e.Offset)
-			dst = appendKVInt(dst, "count", int64(e.Count))
-			dst = appendKV(dst, "tag", e.Tag)
+			dst = AppendKV(dst, "o", e.Offset)
+			dst = AppendKVInt(dst, "count", int64(e.Count))
+			dst = AppendKV(dst, "tag", e.Tag)
 		default:
-			dst = appendKV(dst, "o", e.Offset)
+			dst = AppendKV(dst, "o", e.Offset)
 		}
 		return dst
 	case EfReply:
-		dst = appendKV(append(dst, "reply"...), "c", uint64(e.Client))
-		dst = appendKV(dst, "id", e.ReqID)
+		dst = AppendKV(append(dst, "reply"...), "c", uint64(e.Client))
+		dst = AppendKV(dst, "id", e.ReqID)
 		dst = append(dst, ' ')
 		dst = append(dst, e.Outcome.String()...)
 		if e.Outcome == Confirmed {
-			dst = appendKV(dst, "q", uint64(e.Queue))
-			dst = appendKV(dst, "o", e.Offset)
+			dst = AppendKV(dst, "q", uint64(e.Queue))
+			dst = AppendKV(dst, "o", e.Offset)
 		} else {
-			dst = appendKVStr(dst, "reason", e.Reason)
+			dst = AppendKVStr(dst, "reason", e.Reason)
 		}
 		return dst
 	case EfDeliver:
-		dst = appendKV(append(dst, "deliver"...), "c", uint64(e.Client))
-		dst = appendKV(dst, "q", uint64(e.Queue))
-		dst = appendKV(dst, "o", e.Offset)
-		dst = appendKV(dst, "len", uint64(len(e.Body)))
+		dst = AppendKV(append(dst, "deliver"...), "c", uint64(e.Client))
+		dst = AppendKV(dst, "q", uint64(e.Queue))
+		dst = AppendKV(dst, "o", e.Offset)
+		dst = AppendKV(dst, "len", uint64(len(e.Body)))
 		if e.Redelivered {
 			dst = append(dst, " redelivered"...)
 		}
 		return dst
 	case EfDeadline:
-		return appendKVInt(append(dst, "deadline"...), "at", e.AtNs)
+		return AppendKVInt(append(dst, "deadline"...), "at", e.AtNs)
 	}
-	return appendKV(append(dst, "effect?"...), "kind", uint64(e.Kind))
+	return AppendKV(append(dst, "effect?"...), "kind", uint64(e.Kind))
 }
 
-func (e *Effect) String() string { return string(e.AppendText(nil)) }
+// String renders the effect without a message decoder.
+func (e *Effect) String() string { return string(e.AppendText(nil, rawMsgs{})) }

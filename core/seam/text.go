@@ -1,4 +1,4 @@
-package core
+package seam
 
 import (
 	"strconv"
@@ -9,18 +9,19 @@ import (
 // The stable text forms below are part of the contract: traces, golden files
 // and trace hashes are made of them. Change them only on purpose.
 
-func appendKV(dst []byte, key string, v uint64) []byte {
+// AppendKV appends " key=v".
+func AppendKV(dst []byte, key string, v uint64) []byte {
 	dst = append(dst, ' ')
 	dst = append(dst, key...)
 	dst = append(dst, '=')
-	return appendUint(dst, v)
+	return AppendUint(dst, v)
 }
 
 const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
 
-// appendUint is strconv.AppendUint(dst, v, 10), two digits a step: traces
+// AppendUint is strconv.AppendUint(dst, v, 10), two digits a step: traces
 // print a dozen numbers per line and millions of lines per run.
-func appendUint(dst []byte, v uint64) []byte {
+func AppendUint(dst []byte, v uint64) []byte {
 	if v < 10 {
 		return append(dst, byte('0'+v)) // most ids, epochs and counts
 	}
@@ -43,34 +44,39 @@ func appendUint(dst []byte, v uint64) []byte {
 	return append(dst, buf[i:]...)
 }
 
-func appendKVInt(dst []byte, key string, v int64) []byte {
+// AppendKVInt appends " key=v" for a signed v.
+func AppendKVInt(dst []byte, key string, v int64) []byte {
 	dst = append(dst, ' ')
 	dst = append(dst, key...)
 	dst = append(dst, '=')
 	return strconv.AppendInt(dst, v, 10)
 }
 
-func appendKVStr(dst []byte, key, v string) []byte {
+// AppendKVStr appends " key=" and v quoted.
+func AppendKVStr(dst []byte, key, v string) []byte {
 	dst = append(dst, ' ')
 	dst = append(dst, key...)
 	dst = append(dst, '=')
 	return strconv.AppendQuote(dst, v)
 }
 
-func appendRecords(dst []byte, recs []record.Record) []byte {
+// AppendRecords appends how many records, the first offset and the body
+// bytes: the records themselves are too long for a trace line.
+func AppendRecords(dst []byte, recs []record.Record) []byte {
 	if len(recs) == 0 {
 		return append(dst, " recs=0"...)
 	}
-	dst = appendKV(dst, "recs", uint64(len(recs)))
-	dst = appendKV(dst, "first", recs[0].Offset)
+	dst = AppendKV(dst, "recs", uint64(len(recs)))
+	dst = AppendKV(dst, "first", recs[0].Offset)
 	var bytes int
 	for i := range recs {
 		bytes += len(recs[i].Body)
 	}
-	return appendKV(dst, "bytes", uint64(bytes))
+	return AppendKV(dst, "bytes", uint64(bytes))
 }
 
-func appendEpochs(dst []byte, h []EpochStart) []byte {
+// AppendEpochs appends an epoch history as " epochs=[e@o ...]".
+func AppendEpochs(dst []byte, h []EpochStart) []byte {
 	dst = append(dst, " epochs=["...)
 	for i, e := range h {
 		if i > 0 {

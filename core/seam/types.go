@@ -1,10 +1,8 @@
-package core
+package seam
 
 import (
 	"fmt"
 	"strconv"
-
-	"github.com/sluicemq/sluice/core/bugs"
 )
 
 // NodeID is a broker's stable identity.
@@ -12,6 +10,21 @@ type NodeID uint32
 
 // QueueID names a queue.
 type QueueID uint32
+
+// GroupID names one state machine of a node: the replica group of a queue
+// (its id is the queue's id) or, later, the controller (ids from
+// GroupReservedMin on). Inputs, effects, peer messages and storage operations
+// name the group they belong to; the node routes by it.
+type GroupID uint64
+
+// GroupReservedMin is the first group id that is not a queue's.
+const GroupReservedMin GroupID = 1 << 32
+
+// QueueGroup returns the group id of queue q's replicas.
+func QueueGroup(q QueueID) GroupID { return GroupID(q) }
+
+// LogID names one log of a group (a queue replica has one, log 0).
+type LogID uint32
 
 // ClientID names one client connection; a reconnect gets a new one.
 type ClientID uint64
@@ -151,7 +164,8 @@ var DefaultLimits = Limits{
 	HeartbeatMs:         500,
 }
 
-func (l Limits) withDefaults() Limits {
+// WithDefaults returns l with every zero field set to its default.
+func (l Limits) WithDefaults() Limits {
 	d := DefaultLimits
 	return Limits{
 		PendingPublishesMax: orDefault(l.PendingPublishesMax, d.PendingPublishesMax),
@@ -177,18 +191,6 @@ func orDefault[T int | int64](v, d T) T {
 	return d
 }
 
-// Config is one broker's configuration.
-type Config struct {
-	Node NodeID
-	// Process is this start's sequence number: strictly greater than any
-	// earlier start's of the same node (the daemon keeps a durable counter;
-	// the simulator counts incarnations).
-	Process uint64
-	Queues  []QueueConfig // the queues this broker holds a replica of
-	Limits  Limits
-	Bugs    bugs.Set // tests and the simulator only: planted bugs
-}
-
 // EpochStart says that records from Offset on carry Epoch, up to the next
 // EpochStart.
 type EpochStart struct {
@@ -196,9 +198,9 @@ type EpochStart struct {
 	Offset uint64
 }
 
-// epochAt returns the epoch of the record at offset o in a log with the
+// EpochAt returns the epoch of the record at offset o in a log with the
 // given history, or 0 when o precedes the history.
-func epochAt(h []EpochStart, o uint64) uint64 {
+func EpochAt(h []EpochStart, o uint64) uint64 {
 	// Histories are short and the newest entry is the usual answer.
 	for i := len(h) - 1; i >= 0; i-- {
 		if h[i].Offset <= o {
@@ -208,16 +210,16 @@ func epochAt(h []EpochStart, o uint64) uint64 {
 	return 0
 }
 
-// divergence returns the first offset at which two logs (histories and
+// Divergence returns the first offset at which two logs (histories and
 // ends) may differ: records below it have equal epochs in both, so they are
 // the same records, since one owner writes each offset once per epoch.
-func divergence(a []EpochStart, aEnd uint64, b []EpochStart, bEnd uint64) uint64 {
+func Divergence(a []EpochStart, aEnd uint64, b []EpochStart, bEnd uint64) uint64 {
 	end := min(aEnd, bEnd)
 	// Walk both step functions over the offsets where either changes.
 	i, j := 0, 0
 	var o uint64
 	for o < end {
-		if epochAt(a, o) != epochAt(b, o) {
+		if EpochAt(a, o) != EpochAt(b, o) {
 			return o
 		}
 		// next change point after o in either history
@@ -237,4 +239,12 @@ func divergence(a []EpochStart, aEnd uint64, b []EpochStart, bEnd uint64) uint64
 		o = next
 	}
 	return end
+}
+
+// LastEpoch returns the epoch of the last entry of h, 0 for none.
+func LastEpoch(h []EpochStart) uint64 {
+	if len(h) == 0 {
+		return 0
+	}
+	return h[len(h)-1].Epoch
 }

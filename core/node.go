@@ -1,0 +1,225 @@
+package core
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/sluicemq/sluice/core/bugs"
+	"github.com/sluicemq/sluice/core/queue"
+	"github.com/sluicemq/sluice/core/seam"
+)
+
+// Config is one node's configuration.
+type Config struct {
+	Node NodeID
+	// Process is this start's sequence number: strictly greater than any
+	// earlier start's of the same node (the daemon keeps a durable counter;
+	// the simulator counts incarnations).
+	Process uint64
+	Queues  []QueueConfig // the queues this node holds a replica of
+	Limits  Limits
+	Bugs    bugs.Set // tests and the simulator only: planted bugs
+}
+
+// Node is one broker's logic as a state machine: it routes each input to
+// the group it names (today, the replica group of each queue it holds) and
+// collects the groups' effects. It is not safe for concurrent use; the
+// driver calls Step from one place.
+type Node struct {
+	x       queue.Ctx
+	out     seam.Out
+	started bool
+	// queues holds the replica groups, ascending by group id: the order in
+	// which a tick visits them, and so the order of their effects.
+	queues     []*queue.Replica
+	deadlineNs int64 // the last deadline emitted
+}
+
+// New returns a node for cfg. It panics on an invalid configuration, which
+// is a programmer error: the driver validates what users write.
+func New(cfg Config) *Node {
+	n := &Node{}
+	n.x = queue.Ctx{Node: cfg.Node, Process: cfg.Process, Lim: cfg.Limits.WithDefaults(), Bugs: cfg.Bugs, Out: &n.out}
+	for _, qc := range cfg.Queues {
+		if err := qc.Validate(); err != nil {
+			panic("core: " + err.Error())
+		}
+		if !slices.Contains(qc.Replicas, cfg.Node) {
+			panic(fmt.Sprintf("core: node n%d holds no replica of queue %d", cfg.Node, qc.Queue))
+		}
+		if n.queue(seam.QueueGroup(qc.Queue)) != nil {
+			panic(fmt.Sprintf("core: queue %d configured twice", qc.Queue))
+		}
+		n.queues = append(n.queues, queue.New(&n.x, qc))
+	}
+	slices.SortFunc(n.queues, func(a, b *queue.Replica) int {
+		switch {
+		case a.Group() < b.Group():
+			return -1
+		case a.Group() > b.Group():
+			return 1
+		}
+		return 0
+	})
+	return n
+}
+
+// queue returns the replica group g, or nil.
+func (n *Node) queue(g GroupID) *queue.Replica {
+	i, ok := slices.BinarySearchFunc(n.queues, g, func(r *queue.Replica, g GroupID) int {
+		switch {
+		case r.Group() < g:
+			return -1
+		case r.Group() > g:
+			return 1
+		}
+		return 0
+	})
+	if !ok {
+		for _, r := range n.queues { // before New sorted them
+			if r.Group() == g {
+				return r
+			}
+		}
+		return nil
+	}
+	return n.queues[i]
+}
+
+// Refused counts the peer messages refused as malformed or impossible (a
+// report beyond what the owner ever wrote, say): a buggy or hostile peer,
+// never a panic.
+func (n *Node) Refused() uint64 { return n.x.Refused }
+
+// Step consumes one input and returns the effects it causes, in the order
+// the driver must start them. The returned slice, and the bytes its effects
+// point into, are valid until the next call to Step.
+func (n *Node) Step(in *Input) []Effect {
+	n.out.Reset()
+	if in.NowNs < n.x.NowNs {
+		panic(fmt.Sprintf("core: time went backwards: %d after %d", in.NowNs, n.x.NowNs))
+	}
+	n.x.NowNs = in.NowNs
+	if !n.started && in.Kind != InStart {
+		panic("core: first input must be start, got " + in.String())
+	}
+	switch in.Kind {
+	case InStart:
+		if n.started {
+			panic("core: second start input")
+		}
+		n.started = true
+		n.start(in.Logs)
+	case InMessage:
+		if r := n.queue(in.Group); r != nil {
+			r.OnMessage(in.From, in.Data)
+		} else {
+			n.x.Refused++ // a group this node does not hold
+		}
+	case InClient:
+		n.onClient(in.Client, &in.Req)
+	case InClientGone:
+		for _, r := range n.queues {
+			r.OnClientGone(in.Client)
+		}
+	case InStorage:
+		r := n.queue(in.Done.Group)
+		if r == nil {
+			panic(fmt.Sprintf("core: storage completion for unknown group %d", in.Done.Group))
+		}
+		r.OnStorage(&in.Done)
+	case InTick:
+		for _, r := range n.queues {
+			r.OnTick()
+		}
+	default:
+		panic("core: unknown input kind")
+	}
+	n.emitDeadline()
+	return n.out.Effects
+}
+
+func (n *Node) start(logs []LogState) {
+	for i := range logs {
+		r := n.queue(logs[i].Group)
+		if r == nil {
+			panic(fmt.Sprintf("core: start names unknown group %d", logs[i].Group))
+		}
+		r.Restore(&logs[i])
+	}
+	for _, r := range n.queues {
+		r.Begin()
+	}
+}
+
+func (n *Node) onClient(c ClientID, req *Request) {
+	r := n.queue(seam.QueueGroup(req.Queue))
+	if r == nil {
+		n.out.Reply(c, req.ID, Failed, 0, 0, "no such queue")
+		return
+	}
+	switch req.Kind {
+	case ReqPublish:
+		r.OnPublish(c, req)
+	case ReqSubscribe:
+		r.OnSubscribe(c, req)
+	case ReqAck:
+		r.OnAck(c, req)
+	default:
+		n.out.Reply(c, req.ID, Failed, req.Queue, 0, "unknown request kind")
+	}
+}
+
+// emitDeadline asks for the earliest tick any group needs.
+func (n *Node) emitDeadline() {
+	at := int64(math.MaxInt64)
+	for _, r := range n.queues {
+		if d := r.DeadlineNs(); d < at {
+			at = d
+		}
+	}
+	if at == math.MaxInt64 || at == n.deadlineNs {
+		return
+	}
+	if n.deadlineNs > n.x.NowNs && at > n.deadlineNs {
+		// An earlier tick is already asked for; when it comes, the later
+		// deadline is asked for then. Deadlines move on every send, and
+		// most of them need not reach the driver.
+		return
+	}
+	n.deadlineNs = at
+	n.out.Deadline(at)
+}
+
+// Invariants checks every group's invariants; it panics with what broke.
+// The simulator calls it after every Step.
+func (n *Node) Invariants() {
+	for _, r := range n.queues {
+		r.Invariants()
+	}
+}
+
+// AppendMsgText renders a peer message of group g (seam.MsgText).
+func (n *Node) AppendMsgText(dst []byte, g GroupID, data []byte) []byte {
+	return AppendMsgText(dst, g, data)
+}
+
+// AppendMsgText renders a peer message of group g: the group's kind of
+// state machine knows its messages.
+func AppendMsgText(dst []byte, g GroupID, data []byte) []byte {
+	if g < seam.GroupReservedMin {
+		return queue.AppendMsgText(dst, g, data)
+	}
+	return seam.AppendKV(append(dst, "msg"...), "g", uint64(g))
+}
+
+// MsgTexts renders every group's messages; drivers pass it to the text
+// forms of inputs and effects.
+var MsgTexts seam.MsgText = msgTexts{}
+
+type msgTexts struct{}
+
+func (msgTexts) AppendMsgText(dst []byte, g GroupID, data []byte) []byte {
+	return AppendMsgText(dst, g, data)
+}

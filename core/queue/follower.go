@@ -1,0 +1,124 @@
+package queue
+
+import (
+	"fmt"
+
+	"github.com/sluicemq/sluice/core/bugs"
+	"github.com/sluicemq/sluice/core/seam"
+)
+
+// follower is the role of a replica that copies its owner's log: it matches
+// the owner's log by (offset, epoch), truncates a suffix the owner lacks,
+// and reports only what a completed sync made durable.
+type follower struct {
+	ownerProcess uint64 // the newest owner process heard from
+	matchEnd     uint64 // the log below matchEnd matches the owner's in this epoch
+	replyWanted  bool
+	replyEnd     uint64 // the last End reported
+}
+
+func (f *follower) onMessage(r *Replica, from seam.NodeID, m *Msg) {
+	switch m.Kind {
+	case MsgAppend:
+		f.onAppend(r, from, m)
+	case MsgLogQuery:
+		if from == r.cfg.Owner && !r.failed {
+			hist := make([]seam.EpochStart, len(r.log.epochs))
+			copy(hist, r.log.epochs)
+			r.send(from, Msg{Kind: MsgLogReport, Epoch: r.epoch, End: r.log.end, Epochs: hist})
+		}
+	case MsgFetch:
+		f.onFetch(r, from, m)
+	}
+}
+
+func (f *follower) onAppend(r *Replica, from seam.NodeID, m *Msg) {
+	if from != r.cfg.Owner || r.failed || m.Epoch < r.epoch || m.Process < f.ownerProcess {
+		return // fenced: an older epoch's or older process's owner may not write
+	}
+	f.ownerProcess = max(f.ownerProcess, m.Process)
+	if m.Epoch > r.epoch {
+		r.epoch = m.Epoch
+		f.matchEnd = 0
+		f.replyEnd = 0
+	}
+	l := &r.log
+	if m.Prev > l.end || m.Prev < l.start || (m.Prev > l.start && seam.EpochAt(l.epochs, m.Prev-1) != m.PrevEpoch) {
+		if r.x.Bugs.Has(bugs.RejectAsOK) { // planted: claims a match it lacks
+			r.send(from, Msg{Kind: MsgAppendReply, Epoch: r.epoch, Ok: true, End: min(l.syncedEnd, m.Prev)})
+			return
+		}
+		hist := make([]seam.EpochStart, len(l.epochs))
+		copy(hist, l.epochs)
+		r.send(from, Msg{Kind: MsgAppendReply, Epoch: r.epoch, End: l.end, Epochs: hist})
+		return
+	}
+	recs := m.Records
+	for len(recs) > 0 && recs[0].Offset < l.end {
+		if seam.EpochAt(l.epochs, recs[0].Offset) != recs[0].Epoch && !r.x.Bugs.Has(bugs.SkipTruncate) {
+			r.truncate(recs[0].Offset)
+			break
+		}
+		recs = recs[1:]
+	}
+	if len(recs) > 0 {
+		for i := range recs {
+			if recs[i].Offset != l.end+uint64(i) {
+				panic("queue: append message with a gap")
+			}
+			r.noteEpoch(recs[i].Epoch, recs[i].Offset)
+		}
+		l.appendUncached(len(recs))
+		r.storage(seam.Effect{Op: seam.OpAppend, Records: recs})
+		r.ensureSync()
+	}
+	f.matchEnd = max(f.matchEnd, m.Prev+uint64(len(m.Records)))
+	f.replyWanted = true
+	f.maybeReply(r)
+}
+
+// maybeReply reports the durable, matching end once it covers what the
+// owner sent: never more than a completed sync made durable.
+func (f *follower) maybeReply(r *Replica) {
+	if !f.replyWanted {
+		return
+	}
+	end := min(r.log.syncedEnd, f.matchEnd)
+	if r.x.Bugs.Has(bugs.AckBeforeSync) {
+		end = min(r.log.end, f.matchEnd) // planted: appended is not durable
+	}
+	if end <= f.replyEnd && r.log.syncInFlight {
+		return // nothing new yet; the sync in flight will tell more
+	}
+	f.replyEnd = end
+	f.replyWanted = end < f.matchEnd
+	r.send(r.cfg.Owner, Msg{Kind: MsgAppendReply, Epoch: r.epoch, Ok: true, End: end})
+}
+
+// onFetch serves an owner that rebuilds its log: records from storage.
+func (f *follower) onFetch(r *Replica, from seam.NodeID, m *Msg) {
+	if from != r.cfg.Owner || r.failed {
+		return
+	}
+	if m.Prev >= r.log.end || m.Prev < r.log.start {
+		r.send(from, Msg{Kind: MsgFetchReply, Epoch: r.epoch, Prev: m.Prev, PrevEpoch: r.prevEpoch(m.Prev), End: r.log.end})
+		return
+	}
+	r.storage(seam.Effect{Op: seam.OpRead, Offset: m.Prev, Count: r.x.Lim.BatchRecordsMax, Tag: readFetch | uint64(from)})
+}
+
+// onFetchRead sends the records read for a rebuilding owner.
+func (f *follower) onFetchRead(r *Replica, d *seam.StorageDone) {
+	owner := seam.NodeID(d.Tag &^ readKindMask)
+	e := r.epoch
+	for i := range d.Records {
+		e = max(e, d.Records[i].Epoch)
+	}
+	r.send(owner, Msg{Kind: MsgFetchReply, Epoch: e, Prev: d.Offset, PrevEpoch: r.prevEpoch(d.Offset), End: r.log.end, Records: d.Records})
+}
+
+func (f *follower) invariants(r *Replica) {
+	if f.matchEnd > r.log.end {
+		panic(fmt.Sprintf("queue %d: follower matched up to %d beyond its log end %d", r.cfg.Queue, f.matchEnd, r.log.end))
+	}
+}

@@ -1,0 +1,130 @@
+package queue
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/sluicemq/sluice/core/record"
+	"github.com/sluicemq/sluice/core/seam"
+)
+
+// noTrunc marks "no truncation since the sync in flight was issued".
+const noTrunc = math.MaxUint64
+
+// replicaLog is the log as the replica issued it to storage: [start, end),
+// durable below syncedEnd, with its epoch history, the sync in flight, and
+// the most recent records kept in memory for followers and consumers.
+type replicaLog struct {
+	start, end   uint64
+	syncedEnd    uint64
+	epochs       []seam.EpochStart
+	syncInFlight bool
+	syncTarget   uint64
+	truncLow     uint64 // lowest truncation since the sync in flight was issued
+
+	cache      []record.Record // records [cacheStart, end) kept in memory
+	cacheStart uint64
+	cacheBytes int64
+}
+
+func (l *replicaLog) restore(st *seam.LogState) {
+	l.start, l.end, l.syncedEnd = st.Start, st.End, st.End
+	l.epochs = append(l.epochs[:0], st.Epochs...)
+	l.cacheStart = st.End
+}
+
+// noteEpoch records that rec of epoch e sits at offset; it reports whether
+// the epoch is new to the history.
+func (l *replicaLog) noteEpoch(e, offset uint64) bool {
+	n := len(l.epochs)
+	if n > 0 && l.epochs[n-1].Epoch == e {
+		return false
+	}
+	if n > 0 && l.epochs[n-1].Epoch > e {
+		panic(fmt.Sprintf("queue: epoch %d after epoch %d in log", e, l.epochs[n-1].Epoch))
+	}
+	l.epochs = append(l.epochs, seam.EpochStart{Epoch: e, Offset: offset})
+	return true
+}
+
+// appendCached appends rec at the end, keeps it in memory within
+// cacheBytesMax, and returns it as a one-record slice for the append effect.
+func (l *replicaLog) appendCached(rec record.Record, cacheBytesMax int64) []record.Record {
+	if rec.Offset != l.end {
+		panic(fmt.Sprintf("queue: append at %d, log end %d", rec.Offset, l.end))
+	}
+	l.end++
+	l.cache = append(l.cache, rec)
+	l.cacheBytes += int64(len(rec.Body))
+	for l.cacheBytes > cacheBytesMax && len(l.cache) > 1 {
+		l.cacheBytes -= int64(len(l.cache[0].Body))
+		l.cache[0] = record.Record{}
+		l.cache = l.cache[1:]
+		l.cacheStart++
+	}
+	return l.cache[len(l.cache)-1 : len(l.cache) : len(l.cache)]
+}
+
+// appendUncached extends the log by records a follower got from its owner
+// (they stay in the message; the follower keeps no cache).
+func (l *replicaLog) appendUncached(n int) { l.end += uint64(n) }
+
+// cached returns the record at offset o if it is in memory.
+func (l *replicaLog) cached(o uint64) *record.Record {
+	if o < l.cacheStart || o >= l.cacheStart+uint64(len(l.cache)) {
+		return nil
+	}
+	return &l.cache[o-l.cacheStart]
+}
+
+// truncate removes the records from o on; it reports false when there is
+// nothing to remove.
+func (l *replicaLog) truncate(o uint64) bool {
+	if o >= l.end {
+		return false
+	}
+	l.end = o
+	l.syncedEnd = min(l.syncedEnd, o)
+	l.truncLow = min(l.truncLow, o)
+	for len(l.epochs) > 0 && l.epochs[len(l.epochs)-1].Offset >= o {
+		l.epochs = l.epochs[:len(l.epochs)-1]
+	}
+	if o < l.cacheStart+uint64(len(l.cache)) {
+		keep := int(max(o, l.cacheStart) - l.cacheStart)
+		for i := keep; i < len(l.cache); i++ {
+			l.cacheBytes -= int64(len(l.cache[i].Body))
+			l.cache[i] = record.Record{}
+		}
+		l.cache = l.cache[:keep]
+		if len(l.cache) == 0 {
+			l.cacheStart = o
+		}
+	}
+	return true
+}
+
+// needSync reports whether a sync should be issued now: unsynced records
+// or a truncation exist and none is in flight.
+func (l *replicaLog) needSync() bool {
+	return !l.syncInFlight && (l.syncedEnd < l.end || l.truncLow != noTrunc)
+}
+
+// startSync marks a sync in flight and returns the end it covers.
+func (l *replicaLog) startSync() uint64 {
+	l.syncInFlight = true
+	l.syncTarget = l.end
+	l.truncLow = noTrunc
+	return l.end
+}
+
+// synced takes a sync completion covering the end off.
+func (l *replicaLog) synced(off uint64) {
+	if !l.syncInFlight || off != l.syncTarget {
+		panic(fmt.Sprintf("queue: sync completion for %d, in flight %v target %d", off, l.syncInFlight, l.syncTarget))
+	}
+	l.syncInFlight = false
+	l.syncedEnd = max(l.syncedEnd, min(l.syncTarget, l.truncLow))
+	if l.syncedEnd > l.end {
+		panic("queue: synced beyond log end")
+	}
+}

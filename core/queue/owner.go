@@ -1,0 +1,401 @@
+package queue
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/sluicemq/sluice/core/bugs"
+	"github.com/sluicemq/sluice/core/quorum"
+	"github.com/sluicemq/sluice/core/record"
+	"github.com/sluicemq/sluice/core/seam"
+)
+
+// owner is the role of the replica that admits publishes. It opens a new
+// epoch on every start with an epoch record, made durable before any record
+// of the epoch leaves it; replicates to its followers within a window per
+// follower; confirms once W replicas, itself among them, report a record
+// durable; and keeps the queue state (deliveries and acks). If its log lost
+// records to damage, it first rebuilds it from its followers (rebuild).
+type owner struct {
+	r       *Replica
+	ready   bool   // the epoch record is durable: replication may start
+	marker  uint64 // offset of this epoch's record
+	peers   []progress
+	commit  uint64 // confirmed end: W replicas hold [0, commit) durably
+	pending []pendingPublish
+	rebuild *rebuilding // non-nil while the log is being rebuilt
+	state   queueState
+	scratch [seam.ReplicasMax]uint64
+}
+
+type pendingPublish struct {
+	offset uint64
+	client seam.ClientID
+	reqID  uint64
+}
+
+func newOwner(r *Replica) *owner {
+	o := &owner{r: r}
+	for _, n := range r.cfg.Replicas {
+		if n != r.x.Node {
+			o.peers = append(o.peers, progress{node: n})
+		}
+	}
+	o.state.init(o)
+	return o
+}
+
+// begin runs once at start. An owner whose log lost records rebuilds it;
+// otherwise it opens a new epoch.
+func (o *owner) begin() {
+	if o.r.unrepaired && len(o.peers) > 0 {
+		// A confirmed record may be among what the log lost. Every
+		// confirmed record is on W replicas and at most W-1 lose it, so
+		// some replica still has it, and the most complete log (highest
+		// last epoch, then longest) holds every confirmed record. Ask every
+		// follower: one that lost records itself cannot yet prove which.
+		o.rebuild = &rebuilding{}
+		o.rebuild.queryLogs(o)
+		return
+	}
+	o.openEpoch(0)
+}
+
+// openEpoch starts the owner's new epoch with its epoch record, above its
+// own log's epochs and above seen (the highest epoch any follower reported).
+func (o *owner) openEpoch(seen uint64) {
+	r := o.r
+	o.rebuild = nil
+	r.epoch = max(r.epoch, seen) + 1
+	if r.x.Bugs.Has(bugs.SameEpochOnRestart) && r.epoch > 1 {
+		r.epoch-- // planted: reopen the old epoch
+	}
+	o.marker = r.log.end
+	r.appendLocal(record.Record{Epoch: r.epoch, Offset: r.log.end, Kind: record.KindEpoch})
+}
+
+func (o *owner) onMessage(from seam.NodeID, m *Msg) {
+	switch m.Kind {
+	case MsgAppendReply:
+		o.onAppendReply(from, m)
+	case MsgLogReport:
+		if o.rebuild != nil {
+			o.rebuild.onLogReport(o, from, m)
+		}
+	case MsgFetchReply:
+		if o.rebuild != nil {
+			o.rebuild.onFetchReply(o, from, m)
+		}
+	}
+}
+
+// onSynced runs after a sync completed: the epoch may become ready, and
+// the confirmed end may move.
+func (o *owner) onSynced() {
+	r := o.r
+	if !o.ready && !r.failed && o.rebuild == nil && r.log.syncedEnd > o.marker {
+		o.ready = true
+		if r.unrepaired {
+			// What the rebuild restored is durable now: the mark may go.
+			r.storage(seam.Effect{Op: seam.OpRepaired})
+			r.unrepaired = false
+		}
+		for i := range o.peers {
+			o.sendTo(&o.peers[i])
+		}
+	}
+	o.advanceCommit()
+}
+
+func (o *owner) onFail(reason string) {
+	o.ready = false
+	// Records of pending publishes may or may not have reached storage.
+	outcome := seam.Unknown
+	if o.r.x.Bugs.Has(bugs.FailNotUnknown) {
+		outcome = seam.Failed // planted
+	}
+	for _, p := range o.pending {
+		o.r.x.Out.Reply(p.client, p.reqID, outcome, o.r.cfg.Queue, 0, "log failed: "+reason)
+	}
+	o.pending = o.pending[:0]
+}
+
+func (o *owner) onRead(d *seam.StorageDone) {
+	switch d.Tag & readKindMask {
+	case readApply, readDeliver:
+		o.state.onRead(d)
+	case readPeer:
+		node := seam.NodeID(d.Tag &^ readKindMask)
+		for i := range o.peers {
+			p := &o.peers[i]
+			if p.node != node {
+				continue
+			}
+			p.reading = false
+			if len(d.Records) > 0 && d.Records[0].Offset == p.next && o.ready {
+				o.sendRecords(p, d.Records)
+			}
+			o.sendTo(p)
+		}
+	}
+}
+
+func (o *owner) onTick() {
+	r := o.r
+	if o.rebuild != nil {
+		o.rebuild.onTick(o)
+	}
+	if !o.ready {
+		return
+	}
+	resendNs := r.x.Lim.ResendMs * 1e6
+	heartbeatNs := r.x.Lim.HeartbeatMs * 1e6
+	for i := range o.peers {
+		p := &o.peers[i]
+		if !o.waiting(p) && r.x.NowNs-p.lastSendNs >= heartbeatNs && !r.x.Bugs.Has(bugs.NoHeartbeat) {
+			// All is well as far as the owner knows: ask anyway, since a
+			// follower that restarted says nothing until asked.
+			o.probe(p)
+			continue
+		}
+		if o.waiting(p) && r.x.NowNs-p.lastSendNs >= resendNs {
+			// No progress for a while: the messages may be lost. Go back to
+			// what the follower reported durable and send again.
+			if p.matched {
+				p.next = p.durable
+			}
+			p.batches, p.slow = p.batches[:0], true
+			before := len(r.x.Out.Effects)
+			o.sendTo(p)
+			if len(r.x.Out.Effects) == before && !p.reading {
+				o.probe(p)
+			}
+		}
+	}
+}
+
+// waiting reports whether the owner expects a reply from p.
+func (o *owner) waiting(p *progress) bool {
+	return !p.matched || p.durable < o.r.log.end
+}
+
+func (o *owner) deadlineNs() int64 {
+	if !o.ready {
+		return math.MaxInt64
+	}
+	at := int64(math.MaxInt64)
+	resendNs := o.r.x.Lim.ResendMs * 1e6
+	heartbeatNs := o.r.x.Lim.HeartbeatMs * 1e6
+	for i := range o.peers {
+		p := &o.peers[i]
+		if o.waiting(p) {
+			at = min(at, p.lastSendNs+resendNs)
+		} else {
+			at = min(at, p.lastSendNs+heartbeatNs)
+		}
+	}
+	return at
+}
+
+// sendTo sends p what it lacks, within its window.
+func (o *owner) sendTo(p *progress) {
+	r := o.r
+	if !o.ready || p.reading {
+		return
+	}
+	if r.w == 1 && r.x.Bugs.Has(bugs.StarveFollowers) {
+		return // planted: followers of a W=1 queue get nothing
+	}
+	lim := &r.x.Lim
+	l := &r.log
+	for p.next < l.end {
+		window := lim.WindowBatchesMax
+		if !p.matched || p.slow {
+			// Until the follower matches or answers, one batch is enough.
+			window = 1
+		}
+		if len(p.batches) >= window {
+			return
+		}
+		if p.next < l.cacheStart {
+			p.reading = true
+			r.storage(seam.Effect{Op: seam.OpRead, Offset: p.next, Count: lim.BatchRecordsMax, Tag: readPeer | uint64(p.node)})
+			return
+		}
+		i := int(p.next - l.cacheStart)
+		j, bytes := i, 0
+		for j < len(l.cache) && j-i < lim.BatchRecordsMax && (j == i || bytes+len(l.cache[j].Body) <= lim.BatchBytesMax) {
+			bytes += len(l.cache[j].Body)
+			j++
+		}
+		o.sendRecords(p, l.cache[i:j:j])
+	}
+}
+
+func (o *owner) sendRecords(p *progress, recs []record.Record) {
+	r := o.r
+	prev := recs[0].Offset
+	r.send(p.node, Msg{Kind: MsgAppend, Epoch: r.epoch, Prev: prev, PrevEpoch: r.prevEpoch(prev), Commit: o.commit, Records: recs})
+	p.next = prev + uint64(len(recs))
+	p.lastSendNs = r.x.NowNs
+	if len(p.batches) >= r.x.Lim.WindowBatchesMax {
+		panic("queue: more batches in flight than the window")
+	}
+	p.batches = append(p.batches, p.next)
+}
+
+// probe sends an append without records: a heartbeat that asks the
+// follower where its log stands.
+func (o *owner) probe(p *progress) {
+	r := o.r
+	r.send(p.node, Msg{Kind: MsgAppend, Epoch: r.epoch, Prev: p.next, PrevEpoch: r.prevEpoch(p.next), Commit: o.commit})
+	p.lastSendNs = r.x.NowNs
+}
+
+func (o *owner) onAppendReply(from seam.NodeID, m *Msg) {
+	r := o.r
+	if m.Epoch != r.epoch || !o.ready {
+		return // a reply to an older epoch says nothing about this one
+	}
+	p := o.peer(from)
+	if p == nil || m.Process < p.process {
+		return // unknown, or an older process whose reports may not hold
+	}
+	if m.Process > p.process {
+		// The follower restarted: what its old process reported durable may
+		// have been lost since (a corrupt record and what follows). Count
+		// only what the new process reports.
+		p.restarted(m.Process)
+	}
+	if m.Ok {
+		if m.End > r.log.end {
+			r.x.Refused++ // a report of records the owner never wrote
+			return
+		}
+		p.acked(m.End)
+		o.advanceCommit()
+	} else {
+		if len(m.Epochs) > r.x.Lim.EpochsMax {
+			r.x.Refused++ // a follower never holds more
+			return
+		}
+		p.rejected(seam.Divergence(r.log.epochs, r.log.end, m.Epochs, m.End))
+	}
+	o.sendTo(p)
+}
+
+func (o *owner) peer(n seam.NodeID) *progress {
+	for i := range o.peers {
+		if o.peers[i].node == n {
+			return &o.peers[i]
+		}
+	}
+	return nil
+}
+
+// advanceCommit moves the confirmed end to the highest offset that the
+// owner and W-1 matching followers hold durably, then confirms and applies.
+func (o *owner) advanceCommit() {
+	r := o.r
+	c := r.log.syncedEnd
+	need := r.w - 1
+	if need > 0 && r.x.Bugs.Has(bugs.ConfirmWithoutOwner) {
+		c = math.MaxUint64 // planted: the owner's own sync is not waited for
+	}
+	if need > 0 && r.x.Bugs.Has(bugs.ConfirmShort) {
+		need-- // planted: one durable copy fewer than W
+		c = min(c, r.log.syncedEnd)
+	}
+	var durables [seam.ReplicasMax]uint64
+	n := 0
+	for i := range o.peers {
+		if o.peers[i].matched {
+			durables[n] = o.peers[i].durable
+			n++
+		}
+	}
+	c, ok := quorum.ConfirmedEnd(c, durables[:n], need, o.scratch[:0])
+	if !ok {
+		return
+	}
+	c = min(c, r.log.end)
+	if c <= o.commit {
+		return
+	}
+	o.commit = c
+	k := 0
+	for k < len(o.pending) && o.pending[k].offset < c {
+		p := o.pending[k]
+		r.x.Out.Reply(p.client, p.reqID, seam.Confirmed, r.cfg.Queue, p.offset, "")
+		k++
+	}
+	o.pending = o.pending[:copy(o.pending, o.pending[k:])]
+	o.state.apply()
+}
+
+// --- clients ---
+
+func (o *owner) onPublish(c seam.ClientID, req *seam.Request) {
+	r := o.r
+	q := r.cfg.Queue
+	s := &o.state
+	switch {
+	case r.failed:
+		r.x.Out.Reply(c, req.ID, seam.Failed, q, 0, "log failed: "+r.failReason)
+	case !o.ready:
+		r.x.Out.Reply(c, req.ID, seam.Failed, q, 0, "epoch not ready")
+	case len(req.Body) > record.BodyBytesMax:
+		r.x.Out.Reply(c, req.ID, seam.Failed, q, 0, "body too large")
+	case len(o.pending) >= r.x.Lim.PendingPublishesMax:
+		r.x.Out.Reply(c, req.ID, seam.Failed, q, 0, "too many publishes in flight")
+	case s.backlog()+len(o.pending) >= r.x.Lim.ReadyMax:
+		r.x.Out.Reply(c, req.ID, seam.Failed, q, 0, "queue full")
+	default:
+		o.pending = append(o.pending, pendingPublish{offset: r.log.end, client: c, reqID: req.ID})
+		r.appendLocal(record.Record{Epoch: r.epoch, Offset: r.log.end, Kind: record.KindPublish, Body: req.Body})
+		for i := range o.peers {
+			o.sendTo(&o.peers[i])
+		}
+		if r.x.Bugs.Has(bugs.DeliverUncommitted) {
+			s.apply()
+		}
+	}
+}
+
+func (o *owner) onAck(c seam.ClientID, req *seam.Request) {
+	r := o.r
+	if !o.state.settle(c, req.Offset) {
+		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, req.Offset, "no such delivery")
+		return
+	}
+	r.appendLocal(record.Record{Epoch: r.epoch, Offset: r.log.end, Kind: record.KindAck, Body: record.AckBody(req.Offset)})
+	for i := range o.peers {
+		o.sendTo(&o.peers[i])
+	}
+	o.state.dispatch()
+}
+
+func (o *owner) invariants() {
+	r := o.r
+	if o.commit > r.log.syncedEnd && !r.x.Bugs.Has(bugs.ConfirmWithoutOwner) {
+		panic(fmt.Sprintf("queue %d: confirmed end %d above the owner's durable end %d", r.cfg.Queue, o.commit, r.log.syncedEnd))
+	}
+	for i := 1; i < len(o.pending); i++ {
+		if o.pending[i].offset <= o.pending[i-1].offset {
+			panic(fmt.Sprintf("queue %d: pending publishes out of offset order", r.cfg.Queue))
+		}
+	}
+	if len(o.pending) > 0 && o.pending[0].offset < o.commit {
+		panic(fmt.Sprintf("queue %d: a publish at %d below the confirmed end %d still pending", r.cfg.Queue, o.pending[0].offset, o.commit))
+	}
+	for i := range o.peers {
+		p := &o.peers[i]
+		if len(p.batches) > r.x.Lim.WindowBatchesMax {
+			panic(fmt.Sprintf("queue %d: %d batches in flight to n%d", r.cfg.Queue, len(p.batches), p.node))
+		}
+		if p.matched && p.durable > r.log.end {
+			panic(fmt.Sprintf("queue %d: n%d durable %d beyond the log end %d", r.cfg.Queue, p.node, p.durable, r.log.end))
+		}
+	}
+	o.state.invariants()
+}

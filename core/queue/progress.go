@@ -1,0 +1,56 @@
+package queue
+
+import "github.com/sluicemq/sluice/core/seam"
+
+// progress is what the owner knows of one follower: how far its log
+// matches and is durable (in this epoch), what to send it next, the
+// batches in flight, and, while the owner rebuilds its log, the follower's
+// report of its log.
+type progress struct {
+	node       seam.NodeID
+	process    uint64 // the newest process of the peer heard from
+	matched    bool   // an Ok reply of this epoch arrived
+	next       uint64 // next offset to send
+	durable    uint64 // durable, matching end reported in this epoch
+	lastSendNs int64
+	reading    bool
+	// batches: the end offsets of the append messages in flight beyond
+	// durable, ascending; at most WindowBatchesMax (one while slow).
+	batches []uint64
+	// slow: a resend timed out; send one batch at a time until it answers,
+	// so a lost or stalled follower costs one message per resend interval.
+	slow bool
+
+	// The log the peer reported to a rebuilding owner.
+	reported  bool
+	repEnd    uint64
+	repEpochs []seam.EpochStart
+}
+
+// restarted forgets what an older process of the peer reported.
+func (p *progress) restarted(process uint64) {
+	p.process = process
+	p.matched = false
+	p.durable = 0
+	p.batches = p.batches[:0]
+}
+
+// acked takes an Ok reply: the peer's log matches and is durable below end.
+func (p *progress) acked(end uint64) {
+	p.matched, p.slow = true, false
+	p.durable = max(p.durable, end)
+	p.next = max(p.next, p.durable)
+	k := 0
+	for k < len(p.batches) && p.batches[k] <= p.durable {
+		k++
+	}
+	p.batches = p.batches[:copy(p.batches, p.batches[k:])]
+}
+
+// rejected takes a reply that did not match: the logs agree below d.
+func (p *progress) rejected(d uint64) {
+	p.matched = false
+	p.durable = min(p.durable, d)
+	p.next = d
+	p.batches = p.batches[:0]
+}

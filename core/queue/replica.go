@@ -1,0 +1,328 @@
+package queue
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/sluicemq/sluice/core/bugs"
+	"github.com/sluicemq/sluice/core/record"
+	"github.com/sluicemq/sluice/core/seam"
+)
+
+// Ctx is what a replica needs of the node it runs in: identity, limits,
+// planted bugs, the instant of the input being handled, and where effects
+// go. The node owns it and sets NowNs before every step.
+type Ctx struct {
+	Node    seam.NodeID
+	Process uint64
+	Lim     seam.Limits
+	Bugs    bugs.Set
+	NowNs   int64
+	Out     *seam.Out
+	// Refused counts peer messages refused as impossible or malformed: a
+	// peer's word is input, never an assertion.
+	Refused uint64
+}
+
+// Read tags say who asked for a storage read: the kind in the high bits, a
+// node id in the low ones.
+const (
+	readApply    uint64 = 1 << 32
+	readDeliver  uint64 = 2 << 32
+	readPeer     uint64 = 3 << 32
+	readFetch    uint64 = 4 << 32
+	readScrub    uint64 = 5 << 32
+	readKindMask        = ^uint64(math.MaxUint32)
+)
+
+// Replica is this node's replica of one queue: its log as the replica knows
+// it, and a role. The role is a value with its own step functions: the
+// owner (who admits publishes, replicates, confirms and keeps the queue
+// state; while its log is being rebuilt from followers it is in its
+// rebuilding phase) or a follower (who copies the owner's log and reports
+// what it holds durably).
+type Replica struct {
+	x   *Ctx
+	cfg seam.QueueConfig
+	g   seam.GroupID
+	w   int // W: durable copies a confirm needs
+
+	log   replicaLog
+	epoch uint64 // owner: its epoch; follower: the highest seen
+
+	failed     bool
+	failReason string
+	// unrepaired: the log lost records to damage (now or at an earlier
+	// start) and the loss is not yet repaired from other replicas.
+	unrepaired bool
+
+	scrub scrubState
+
+	owner    *owner    // nil unless this replica owns the queue
+	follower *follower // nil unless it follows
+}
+
+// New returns the replica of queue qc on the node of x.
+func New(x *Ctx, qc seam.QueueConfig) *Replica {
+	r := &Replica{x: x, cfg: qc, g: seam.QueueGroup(qc.Queue), w: qc.Policy.WriteQuorum(len(qc.Replicas))}
+	r.log.truncLow = noTrunc
+	if qc.Owner == x.Node {
+		r.owner = newOwner(r)
+	} else {
+		r.follower = &follower{}
+	}
+	return r
+}
+
+// Group returns the replica's group id.
+func (r *Replica) Group() seam.GroupID { return r.g }
+
+// Queue returns the queue's id.
+func (r *Replica) Queue() seam.QueueID { return r.cfg.Queue }
+
+// Restore takes what the driver recovered of the log; it runs once, before
+// Begin.
+func (r *Replica) Restore(l *seam.LogState) {
+	if len(l.Epochs) > r.x.Lim.EpochsMax {
+		panic("queue: recovered epoch history exceeds EpochsMax")
+	}
+	r.log.restore(l)
+	r.scrub.next, r.scrub.atNs = l.Start, r.x.NowNs+r.x.Lim.ScrubIntervalMs*1e6
+	if r.owner != nil {
+		r.owner.state.applied = l.Start
+	}
+	r.epoch = seam.LastEpoch(r.log.epochs)
+	if l.Damage != "" {
+		// The tail past End is torn or corrupt. Discarding it is a decision
+		// made here, in the open, and traced, never a silent repair; the log
+		// stays marked unrepaired until what it lost is restored.
+		r.storage(seam.Effect{Op: seam.OpDiscard, Offset: l.End})
+	}
+	r.unrepaired = l.Unrepaired
+	if r.unrepaired && r.follower != nil {
+		// A follower's loss is repaired by the owner's resending, which
+		// matching drives anyway.
+		r.storage(seam.Effect{Op: seam.OpRepaired})
+		r.unrepaired = false
+	}
+}
+
+// Begin runs once at start, after Restore: an owner opens its epoch (or
+// first rebuilds its log).
+func (r *Replica) Begin() {
+	if r.owner != nil {
+		r.owner.begin()
+	}
+}
+
+// OnMessage handles a peer message of this queue. A message that does not
+// decode is refused and counted.
+func (r *Replica) OnMessage(from seam.NodeID, data []byte) {
+	m, err := DecodeMsg(data)
+	if err != nil {
+		r.x.Refused++
+		return
+	}
+	switch {
+	case r.owner != nil:
+		r.owner.onMessage(from, &m)
+	default:
+		r.follower.onMessage(r, from, &m)
+	}
+}
+
+// OnStorage handles the completion of one of this replica's storage
+// effects.
+func (r *Replica) OnStorage(d *seam.StorageDone) {
+	if d.Err != "" {
+		r.fail(d.Op.String() + ": " + d.Err)
+		return
+	}
+	switch d.Op {
+	case seam.OpSync:
+		r.log.synced(d.Offset)
+		if r.owner != nil {
+			r.owner.onSynced()
+		} else {
+			r.follower.maybeReply(r)
+		}
+		r.ensureSync()
+	case seam.OpRead:
+		r.onRead(d)
+	case seam.OpAppend, seam.OpTruncate, seam.OpDiscard, seam.OpRepaired:
+		// Ordering is the driver's duty; nothing to learn from success.
+	default:
+		panic("queue: unknown storage completion")
+	}
+}
+
+func (r *Replica) onRead(d *seam.StorageDone) {
+	switch d.Tag & readKindMask {
+	case readApply, readDeliver, readPeer:
+		if r.owner == nil {
+			panic("queue: an owner's read completed on a follower")
+		}
+		r.owner.onRead(d)
+	case readFetch:
+		r.follower.onFetchRead(r, d)
+	case readScrub:
+		r.scrub.onRead(r, d)
+	default:
+		panic("queue: read completion with unknown tag")
+	}
+}
+
+// OnTick handles the passage of time.
+func (r *Replica) OnTick() {
+	r.scrub.tick(r)
+	if r.owner != nil {
+		r.owner.onTick()
+	}
+}
+
+// DeadlineNs returns when the replica next needs a tick (MaxInt64: never).
+func (r *Replica) DeadlineNs() int64 {
+	if r.owner != nil && r.owner.rebuild != nil && !r.failed {
+		return r.owner.rebuild.deadlineNs(r)
+	}
+	if r.failed {
+		return math.MaxInt64
+	}
+	at := r.scrub.deadlineNs()
+	if r.owner != nil {
+		at = min(at, r.owner.deadlineNs())
+	}
+	return at
+}
+
+// OnPublish, OnSubscribe, OnAck and OnClientGone handle clients.
+func (r *Replica) OnPublish(c seam.ClientID, req *seam.Request) {
+	if r.owner == nil {
+		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, 0, "not the owner")
+		return
+	}
+	r.owner.onPublish(c, req)
+}
+
+// OnSubscribe starts a consumer.
+func (r *Replica) OnSubscribe(c seam.ClientID, req *seam.Request) {
+	if r.owner == nil {
+		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, 0, "not the owner")
+		return
+	}
+	r.owner.state.onSubscribe(c, req)
+}
+
+// OnAck settles a delivery.
+func (r *Replica) OnAck(c seam.ClientID, req *seam.Request) {
+	if r.owner == nil || !r.owner.ready {
+		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, 0, "not the owner")
+		return
+	}
+	r.owner.onAck(c, req)
+}
+
+// OnClientGone returns a lost connection's deliveries.
+func (r *Replica) OnClientGone(c seam.ClientID) {
+	if r.owner != nil {
+		r.owner.state.onClientGone(c)
+	}
+}
+
+// storage emits a storage effect on this replica's log.
+func (r *Replica) storage(e seam.Effect) {
+	e.Group = r.g
+	r.x.Out.Storage(e)
+}
+
+// send encodes m (with this process's number) and sends it to a peer.
+func (r *Replica) send(to seam.NodeID, m Msg) {
+	m.Process = r.x.Process
+	buf := AppendMsg(r.x.Out.Grow(MsgSize(&m)), &m)
+	r.x.Out.Send(r.g, to, buf)
+}
+
+// appendLocal appends one record the owner writes (or fetched).
+func (r *Replica) appendLocal(rec record.Record) {
+	r.noteEpoch(rec.Epoch, rec.Offset)
+	recs := r.log.appendCached(rec, r.x.Lim.CacheBytesMax)
+	r.storage(seam.Effect{Op: seam.OpAppend, Records: recs})
+	r.ensureSync()
+}
+
+func (r *Replica) noteEpoch(e, offset uint64) {
+	if !r.log.noteEpoch(e, offset) {
+		return
+	}
+	if len(r.log.epochs) > r.x.Lim.EpochsMax {
+		panic("queue: epoch history full")
+	}
+}
+
+// truncate removes the records from o on.
+func (r *Replica) truncate(o uint64) {
+	if r.owner != nil && r.owner.rebuild == nil {
+		panic("queue: the owner truncates its log only while rebuilding it")
+	}
+	if !r.log.truncate(o) {
+		return
+	}
+	if r.follower != nil {
+		r.follower.matchEnd = min(r.follower.matchEnd, o)
+	}
+	r.storage(seam.Effect{Op: seam.OpTruncate, Offset: o})
+}
+
+// ensureSync issues a sync when unsynced records exist and none is in
+// flight: one sync covers every append since the last (group commit).
+func (r *Replica) ensureSync() {
+	if r.failed || !r.log.needSync() {
+		return
+	}
+	r.storage(seam.Effect{Op: seam.OpSync, Offset: r.log.startSync()})
+}
+
+// fail puts the log in the failed state: the replica stops using it.
+func (r *Replica) fail(reason string) {
+	if r.failed {
+		return
+	}
+	r.failed = true
+	r.failReason = reason
+	if r.owner != nil {
+		r.owner.onFail(reason)
+	}
+}
+
+// prevEpoch returns the epoch of the record before offset o.
+func (r *Replica) prevEpoch(o uint64) uint64 {
+	if o == 0 {
+		return 0
+	}
+	return seam.EpochAt(r.log.epochs, o-1)
+}
+
+// Invariants checks what must hold between steps; it panics with what broke
+// (a programmer error). The simulator calls it after every step.
+func (r *Replica) Invariants() {
+	l := &r.log
+	if l.start > l.end || l.syncedEnd > l.end {
+		panic(fmt.Sprintf("queue %d: log [%d,%d) synced %d", r.cfg.Queue, l.start, l.end, l.syncedEnd))
+	}
+	if l.cacheStart+uint64(len(l.cache)) != l.end && len(l.cache) > 0 {
+		panic(fmt.Sprintf("queue %d: cache [%d,+%d) does not end at the log end %d", r.cfg.Queue, l.cacheStart, len(l.cache), l.end))
+	}
+	for i := 1; i < len(l.epochs); i++ {
+		if l.epochs[i].Epoch <= l.epochs[i-1].Epoch || l.epochs[i].Offset < l.epochs[i-1].Offset {
+			panic(fmt.Sprintf("queue %d: epoch history out of order: %v", r.cfg.Queue, l.epochs))
+		}
+	}
+	if n := len(l.epochs); n > 0 && (l.epochs[n-1].Offset >= l.end || r.epoch < l.epochs[n-1].Epoch) {
+		panic(fmt.Sprintf("queue %d: last epoch %v beyond the log end %d or above the epoch %d", r.cfg.Queue, l.epochs[n-1], l.end, r.epoch))
+	}
+	if r.owner != nil {
+		r.owner.invariants()
+	} else {
+		r.follower.invariants(r)
+	}
+}

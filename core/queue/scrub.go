@@ -1,0 +1,51 @@
+package queue
+
+import (
+	"math"
+
+	"github.com/sluicemq/sluice/core/seam"
+)
+
+// scrubState walks the durable log, one read of ReadRecordsMax records per
+// ScrubIntervalMs, round and round, so that damage no other read meets (bit
+// rot, a lost write, an unreadable sector) is found while the other copies
+// still exist: a damaged record fails the read, and with it the log.
+type scrubState struct {
+	next    uint64 // the next offset to read
+	reading bool
+	atNs    int64 // when the next read may go
+}
+
+// tick issues the next read when it is due.
+func (s *scrubState) tick(r *Replica) {
+	rebuilding := r.owner != nil && r.owner.rebuild != nil
+	if r.failed || rebuilding || s.reading || r.x.NowNs < s.atNs {
+		return
+	}
+	if s.next < r.log.start || s.next >= r.log.syncedEnd {
+		s.next = r.log.start
+	}
+	if s.next >= r.log.syncedEnd {
+		s.atNs = r.x.NowNs + r.x.Lim.ScrubIntervalMs*1e6
+		return // nothing durable to read yet
+	}
+	s.reading = true
+	r.storage(seam.Effect{Op: seam.OpRead, Offset: s.next, Count: r.x.Lim.ReadRecordsMax, Tag: readScrub})
+}
+
+// onRead takes a scrub read's completion: the records read back whole.
+func (s *scrubState) onRead(r *Replica, d *seam.StorageDone) {
+	s.reading = false
+	s.next = d.Offset + uint64(len(d.Records))
+	if s.next >= r.log.syncedEnd || len(d.Records) == 0 {
+		s.next = r.log.start
+	}
+	s.atNs = r.x.NowNs + r.x.Lim.ScrubIntervalMs*1e6
+}
+
+func (s *scrubState) deadlineNs() int64 {
+	if s.reading {
+		return math.MaxInt64
+	}
+	return s.atNs
+}

@@ -1,0 +1,61 @@
+package seam
+
+import "github.com/sluicemq/sluice/core/record"
+
+// Out collects the effects of one Step, in the order the driver must start
+// them. Groups add to it; the node hands it to the driver. Message bytes
+// are carved out of one buffer reused from Step to Step, so a send costs no
+// allocation once the buffer has grown; effects and their bytes are valid
+// until the next Step.
+type Out struct {
+	Effects []Effect
+	buf     []byte
+}
+
+// Reset empties the buffer for the next Step.
+func (o *Out) Reset() {
+	clear(o.Effects)
+	o.Effects = o.Effects[:0]
+	o.buf = o.buf[:0]
+}
+
+// Grow returns the buffer with room for at least n more bytes, to append a
+// message to; Send takes what was appended.
+func (o *Out) Grow(n int) []byte {
+	if cap(o.buf)-len(o.buf) < n {
+		// Effects already emitted keep the old array: they stay valid.
+		nb := make([]byte, len(o.buf), max(2*cap(o.buf), len(o.buf)+n, 4096))
+		copy(nb, o.buf)
+		o.buf = nb
+	}
+	return o.buf
+}
+
+// Send emits a send of the message appended to the buffer Grow returned
+// (buf is that buffer, extended).
+func (o *Out) Send(g GroupID, to NodeID, buf []byte) {
+	start := len(o.buf)
+	o.buf = buf
+	o.Effects = append(o.Effects, Effect{Kind: EfSend, Group: g, To: to, Data: buf[start:len(buf):len(buf)]})
+}
+
+// Storage emits a storage effect.
+func (o *Out) Storage(e Effect) {
+	e.Kind = EfStorage
+	o.Effects = append(o.Effects, e)
+}
+
+// Reply emits the answer to a client request.
+func (o *Out) Reply(c ClientID, id uint64, oc Outcome, q QueueID, offset uint64, reason string) {
+	o.Effects = append(o.Effects, Effect{Kind: EfReply, Client: c, ReqID: id, Outcome: oc, Queue: q, Offset: offset, Reason: reason})
+}
+
+// Deliver emits a delivery of rec to consumer c.
+func (o *Out) Deliver(c ClientID, q QueueID, rec *record.Record, redelivered bool) {
+	o.Effects = append(o.Effects, Effect{Kind: EfDeliver, Client: c, Queue: q, Offset: rec.Offset, Body: rec.Body, Redelivered: redelivered})
+}
+
+// Deadline emits the next deadline.
+func (o *Out) Deadline(atNs int64) {
+	o.Effects = append(o.Effects, Effect{Kind: EfDeadline, AtNs: atNs})
+}
