@@ -60,7 +60,7 @@ func TestMsgRefusals(t *testing.T) {
 	bad := []Msg{
 		{Kind: MsgAppend, Epoch: 2, Prev: 3, Records: []record.Record{{Epoch: 2, Offset: 4, Kind: record.KindPublish}}}, // gap
 		{Kind: MsgAppend, Epoch: 2, Prev: 3, Records: []record.Record{{Epoch: 3, Offset: 3, Kind: record.KindPublish}}}, // epoch above the sender's
-		{Kind: MsgLogReport, Epoch: 2, Epochs: []seam.EpochStart{{Epoch: 2, Offset: 0}, {Epoch: 1, Offset: 5}}},        // history out of order
+		{Kind: MsgLogReport, Epoch: 2, Epochs: []seam.EpochStart{{Epoch: 2, Offset: 0}, {Epoch: 1, Offset: 5}}},         // history out of order
 	}
 	for _, m := range bad {
 		if _, err := DecodeMsg(AppendMsg(nil, &m)); err == nil {
