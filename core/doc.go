@@ -1,64 +1,80 @@
-// Package core is one Sluice broker's replication and queue logic as a pure,
-// deterministic state machine. Inputs go in (peer messages, client requests,
-// storage completions, the passage of time), effects come out (sends,
-// storage operations, replies, deliveries, the next deadline). The core
-// never reads the clock, draws randomness, starts goroutines, uses channels
-// or does I/O; every input carries the current instant. The same core runs in
-// the simulator and in the daemon.
+// Package core is one Sluice broker's logic as a pure, deterministic state
+// machine: a Node routes each input to the group it names and collects the
+// groups' effects. Inputs go in (peer messages, client requests, storage
+// completions, the passage of time), effects come out (sends, storage
+// operations, replies, deliveries, the next deadline). The core never reads
+// the clock, draws randomness, starts goroutines, uses channels or does I/O;
+// every input carries the current instant. The same core runs in the
+// simulator and in the daemon.
 //
-// What it implements now: queues under a static assignment (one owner, N
-// followers, an epoch), W-of-N durable confirms under the leader_durable,
-// majority_durable and all_durable policies, log matching across epochs
-// (followers truncate a suffix the owner lacks), group commit, consumers with
-// prefetch, acks that go through the log, redelivery of unacked records after
-// a consumer is lost, queue state rebuilt from the log after a restart, and
-// recovery of an owner whose log lost records to damage: it asks every
-// follower for its log, fetches from the most complete one (highest last
-// epoch, then longest), and only then opens an epoch. The controller that
-// changes assignments, sealing with E-W+1 witnesses, learners and in-sync
-// tracking come with later issues.
+// The groups today are the replica groups of queues (core/queue): queues
+// under a static assignment (one owner, N followers, an epoch), W-of-N
+// durable confirms under the leader_durable, majority_durable and
+// all_durable policies, log matching across epochs, group commit, consumers
+// with prefetch, acks through the log, redelivery after a consumer is lost,
+// queue state rebuilt from the log after a restart, the rebuild of an
+// owner's damaged log from its followers, heartbeats and scrubbing. The
+// seam's types are in core/seam; the quorum arithmetic in core/quorum. The
+// controller (a raft group), sealed recovery and learners come with later
+// issues, each as a group of its own.
 //
 // # The driver contract
 //
-// A driver (io/driver, shared by the simulator and the daemon) owns one
-// Broker and must:
+// A driver owns one Node. io/driver's Host is the one implementation, used
+// by the simulator and the daemon alike; its test (io/driver/host_test.go)
+// checks each point. A driver must:
 //
-//  1. Create the broker with New, open every configured queue's log, and pass
-//     an InStart input with what each log recovered (start, end, epoch
-//     history, damage) before any other input. A log whose recovery found a
-//     torn or corrupt tail is reported with Damage set; the driver does not
-//     repair it: the core answers with an OpDiscard effect.
+//  1. Create the node with New, open every log of every group, and pass an
+//     InStart input with what each log recovered (start, end, epoch history,
+//     damage, the unrepaired mark) before any other input. A log whose
+//     recovery found a torn or corrupt tail is reported with Damage set; the
+//     driver does not repair it: the core answers with an OpDiscard effect.
 //  2. Call Step with one input at a time, with a NowNs that never decreases,
-//     and start the returned effects in the order given before the next Step.
-//  3. Execute the storage effects of one queue's log strictly in order: each
-//     starts after the previous one completed. Return the completion of
-//     every sync and read as an InStorage input, in that same order. Appends,
-//     truncations and discards complete silently; only their failure comes
-//     back, as an InStorage input carrying the error text, and nothing
-//     queued behind a failure runs. Never retry a failed operation: after a
-//     failed storage operation the core treats the log as failed and stops
-//     using it.
-//  4. Treat an OpSync completion as a promise that every append and
+//     and start the returned effects in the order given before the next Step
+//     (their byte slices are valid until then).
+//  3. Execute the storage effects of one log strictly in order: each starts
+//     after the previous one completed. Return the completion of every sync
+//     and read as an InStorage input, in that same order. Appends,
+//     truncations, discards and OpRepaired (which durably clears the log's
+//     unrepaired mark) complete silently; only their failure comes back, as
+//     an InStorage input carrying the error text, and nothing queued behind a
+//     failure runs. Never retry a failed operation.
+//  4. The failure policy: after handing the core a failed storage completion
+//     (the core then treats the log as failed and stops using it: publishes
+//     in flight end unknown), end the process. Its supervisor restarts it,
+//     and the new process's recovery judges what the disk holds.
+//  5. Treat an OpSync completion as a promise that every append and
 //     truncation issued on that log before the sync is durable (file data and
 //     directory entries both). The core never sends a message that claims
 //     durability before it has received that completion, so sends need no
 //     ordering against storage: a send may leave as soon as it is emitted.
-//  5. Deliver sends on a best-effort basis: a message may be lost,
+//  6. Deliver sends on a best-effort basis: a message may be lost,
 //     duplicated, delayed or reordered; the core resends what matters. A
-//     message that fails to decode is dropped at the edge, never passed in.
-//  6. Pass each reply and delivery to the client connection it names, if that
-//     connection is still open; drop it otherwise. When a connection closes,
+//     frame that fails its checksum or length (core/wire) is dropped at the
+//     edge; a group refuses, and counts (Node.Refused), a message that does
+//     not decode or that no peer could truthfully send.
+//  7. Pass each reply and delivery to the client connection it names, if that
+//     connection is still open; drop it otherwise. A connection is a stream:
+//     its requests arrive in order and its close after them. When it closes,
 //     pass InClientGone so its unacked deliveries return to the queue.
-//  7. Keep the latest EfDeadline only, and pass an InTick at or after its
-//     instant. Extra ticks are harmless.
-//  8. Read records through the log engine only; a read completion carries the
+//  8. Keep the latest EfDeadline only (one timer), and pass an InTick at or
+//     after its instant. Extra ticks are harmless.
+//  9. Read records through the log engine only; a read completion carries the
 //     records from the requested offset, at least one if any exist there.
 //
-// A restarted process is a new Broker: memory is gone, the logs remain.
+// A restarted process is a new Node: memory is gone, the logs remain.
+//
+// # Messages and epochs
+//
+// A queue replica's messages (core/queue.Msg) carry the sender's epoch and
+// process: on the owner's messages the epoch it writes in, which fences
+// older owners; on a follower's, the highest epoch it has seen from an owner,
+// which may be above the last epoch its log holds. A record carries the
+// epoch that wrote it.
 //
 // # Determinism
 //
 // Given the same inputs, Step returns the same effects: effects come out in
-// queue order and peer order, never in Go map order. A test in
+// group order and peer order, never in Go map order. A test in
 // internal/detguard enforces the rules above for this package tree.
 package core

@@ -1,13 +1,16 @@
-// Package driver is the one loop that executes a core.Broker's effects, in
-// both worlds. The simulator and the daemon each supply an Env (how to send,
-// how to reach a client, how to start a storage operation, how to set a
-// timer); the driver feeds inputs to the core, traces every input and effect
-// as one stable line, and hands each effect to the Env in order.
+// Package driver is the host of a node: the one implementation of the
+// driver contract of core/doc.go, shared by the simulator and the daemon.
+// A world gives a Host a narrow Env (send bytes to a peer, reach a client,
+// let a storage operation start, set a timer, end the process) and keeps
+// only what is its own: the simulator its event loop, network, disks,
+// clients and faults; the daemon its sockets, files and clock.
 //
-// It also holds the storage code both worlds run: OpenLog turns a recovered
-// io/seglog log into the core's LogState, and Exec performs one storage
-// effect on a log and returns its completion. The simulator calls Exec when
-// its simulated disk latency has passed; the daemon calls it from the log's
-// own worker. Either way the storage effects of one log run strictly in
-// order, as core's driver contract demands.
+// The host feeds the core one input at a time; traces every input and
+// effect as one stable line; runs each log's storage effects strictly in
+// order on the segment log (Exec), returning their completions in that
+// order and running nothing queued behind a failed one; ends the process
+// after a failure (the failure policy); keeps one timer for the core's
+// latest deadline; and builds the start input from the logs it recovers
+// (OpenLog). Observer lets the simulator's checkers see every storage
+// operation as it runs.
 package driver

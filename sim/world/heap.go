@@ -5,24 +5,23 @@ import "github.com/sluicemq/sluice/core"
 type evKind uint8
 
 const (
-	evMsg           evKind = iota + 1 // a peer message reaches node
-	evStorage                         // the head storage op of (node, queue) completes
-	evStorageFailed                   // a write-class storage effect failed (done)
-	evTick                            // node's deadline
-	evRequest                         // a client request reaches node
-	evClientGone                      // a closed connection's notice reaches node
-	evReply                           // a reply or delivery reaches a client
-	evPublish                         // a publisher's next publish
-	evAck                             // a consumer acks a delivery
-	evConnect                         // a client (re)connects
-	evConsumerLoss                    // a consumer drops its connection
-	evFault                           // a scheduled fault strikes (q: its index)
-	evRestart                         // a crashed broker restarts
-	evResume                          // a paused broker continues; a full disk frees
-	evPhase                           // the workload phase ends
-	evDrainCheck                      // is the drain's work done?
-	evClose                           // a dead process's connection closes, after its last reply
-	evTear                            // an armed torn-sector power loss strikes during a sync
+	evMsg          evKind = iota + 1 // a peer message reaches node
+	evStorage                        // the host runs the head storage op of (node, log q)
+	evTick                           // node's deadline
+	evRequest                        // a client request reaches node
+	evClientGone                     // a closed connection's notice reaches node
+	evReply                          // a reply or delivery reaches a client
+	evPublish                        // a publisher's next publish
+	evAck                            // a consumer acks a delivery
+	evConnect                        // a client (re)connects
+	evConsumerLoss                   // a consumer drops its connection
+	evFault                          // a scheduled fault strikes (q: its index)
+	evRestart                        // a crashed broker restarts
+	evResume                         // a paused broker continues; a full disk frees
+	evPhase                          // the workload phase ends
+	evDrainCheck                     // is the drain's work done?
+	evClose                          // a dead process's connection closes, after its last reply
+	evTear                           // an armed torn-sector power loss strikes during a sync
 )
 
 // event is one scheduled happening. Events live in a slab; the heap orders
@@ -37,8 +36,7 @@ type event struct {
 	from core.NodeID
 	inc  uint64 // broker incarnation (or connection id) the event belongs to
 	data []byte // a peer message's encoded frame
-	done core.StorageDone
-	t0   int64 // evReply: when the broker sent it
+	t0   int64  // evReply: when the broker sent it
 	eff  core.Effect
 	req  core.Request
 }

@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"github.com/sluicemq/sluice/core"
-	"github.com/sluicemq/sluice/core/queue"
-	"github.com/sluicemq/sluice/core/record"
 	"github.com/sluicemq/sluice/core/seam"
 	"github.com/sluicemq/sluice/core/wire"
 	"github.com/sluicemq/sluice/io/driver"
@@ -53,34 +51,19 @@ type Stats struct {
 	Coverage      Coverage // protocol states reached (see Mark)
 }
 
-// storageQueue holds one log's storage effects in order; the head runs.
-type storageQueue struct {
-	ops  []core.Effect
-	head int
-	busy bool
-}
-
-// storageOpsMax bounds a log's queue of storage effects; the core's own
-// limits keep it far below.
-const storageOpsMax = 1 << 20
-
 type broker struct {
-	id      core.NodeID
-	up      bool
-	inc     uint64 // incarnation: bumps on every crash
-	fs      *memfs.FS
-	queues  []core.QueueConfig
-	logs    []*seglog.Log
-	storage []storageQueue
-	drv     *driver.Driver
+	id     core.NodeID
+	up     bool
+	inc    uint64 // incarnation: bumps on every crash
+	fs     *memfs.FS
+	queues []core.QueueConfig
+	host   *driver.Host // the running process; nil while down
 
 	restarting  bool    // a restart is scheduled
 	paused      bool    // a pause holds every event for this broker
 	held        []event // events that arrived during the pause
 	slowSyncEnd int64
 	diskFullEnd int64
-	deadline    int64 // the core's latest deadline
-	tickAt      int64 // when the one tick event in the heap fires; 0: none
 	failSync    bool  // the next sync fails
 	failRead    bool  // the next log read fails
 	fetched     bool  // this process fetched records to rebuild a log (coverage)
@@ -155,8 +138,6 @@ type World struct {
 	lostHeld map[lostKey]bool
 
 	rNet, rDisk, rCli, rFault *prng.Rand
-	epochBuf                  []core.EpochStart
-	segEpochs                 []seglog.EpochStart
 }
 
 // Run runs one world for seed with profile p.
@@ -319,7 +300,7 @@ func (w *World) notef(format string, args ...any) {
 // target returns the broker an event is for, or nil.
 func (w *World) target(e *event) *broker {
 	switch e.kind {
-	case evMsg, evStorage, evStorageFailed, evTick, evRequest, evClientGone:
+	case evMsg, evStorage, evTick, evRequest, evClientGone:
 		return w.brokers[e.node]
 	}
 	return nil
@@ -346,26 +327,15 @@ func (w *World) handle(e *event) {
 			w.notef("n%d refuses a frame from n%d: %v", b.id, e.from, err)
 			return
 		}
-		w.step(b, &core.Input{Kind: core.InMessage, NowNs: w.now, From: e.from, Group: g, Data: msg})
+		b.host.Message(w.now, e.from, g, msg)
 	case evStorage:
-		w.completeStorage(w.brokers[e.node], int(e.q))
-	case evStorageFailed:
-		w.storageDone(w.brokers[e.node], &e.done)
+		w.brokers[e.node].host.Run(w.now, int(e.q))
 	case evTick:
-		b := w.brokers[e.node]
-		if e.at != b.tickAt {
-			return // superseded by an earlier tick
-		}
-		b.tickAt = 0
-		if w.now < b.deadline {
-			w.scheduleTick(b, b.deadline)
-			return
-		}
-		w.step(b, &core.Input{Kind: core.InTick, NowNs: w.now})
+		w.brokers[e.node].host.Tick(w.now, e.at)
 	case evRequest:
-		w.step(w.brokers[e.node], &core.Input{Kind: core.InClient, NowNs: w.now, Client: core.ClientID(e.from), Req: e.req})
+		w.brokers[e.node].host.Request(w.now, core.ClientID(e.from), e.req)
 	case evClientGone:
-		w.step(w.brokers[e.node], &core.Input{Kind: core.InClientGone, NowNs: w.now, Client: core.ClientID(e.from)})
+		w.brokers[e.node].host.ClientGone(w.now, core.ClientID(e.from))
 	case evReply:
 		w.clientReceive(e)
 	case evPublish:
@@ -428,10 +398,6 @@ func (w *World) handle(e *event) {
 	}
 }
 
-func (w *World) step(b *broker, in *core.Input) {
-	b.drv.Step(in)
-}
-
 // linearOutcome maps a reply's outcome to the history's.
 var linearOutcome = [...]linear.Outcome{core.Confirmed: linear.Confirmed, core.Failed: linear.Failed, core.Unknown: linear.Unknown}
 
@@ -463,11 +429,8 @@ func (w *World) stopProcess(b *broker, restartNs int64, exited bool) {
 	b.inc++
 	b.paused = false
 	b.held = b.held[:0]
-	b.logs = b.logs[:0]
-	b.storage = nil
-	b.drv = nil
+	b.host = nil
 	b.failSync, b.failRead = false, false
-	b.deadline, b.tickAt = 0, 0
 	for _, c := range w.clients {
 		if c.conn != 0 && c.owner == int32(b.id-1) {
 			if exited && c.replyAt > w.now {
@@ -493,10 +456,7 @@ func (w *World) resume(b *broker) {
 	b.paused = false
 	held := b.held
 	b.held = nil
-	b.tickAt = 0
-	if b.deadline != 0 {
-		w.scheduleTick(b, max(b.deadline, w.now))
-	}
+	b.host.ResetTimer(w.now)
 	for i := range held {
 		if held[i].kind == evTick {
 			continue // replaced by the tick just scheduled
@@ -565,25 +525,19 @@ func logDir(q core.QueueID) string { return "q" + strconv.FormatUint(uint64(q), 
 func (w *World) startBroker(b *broker) {
 	b.up = true
 	b.fetched = false
-	b.logs = b.logs[:0]
-	b.storage = make([]storageQueue, len(b.queues))
-	var logs []core.LogState
+	var specs []driver.LogSpec
 	for _, q := range b.queues {
-		l, st, err := driver.OpenLog(b.fs, logDir(q.Queue), core.QueueGroup(q.Queue), seglog.Options{SegmentBytesMax: 8 << 20, SlotsPerSegment: segmentSlots, Bugs: w.prof.Bugs})
-		if err != nil {
-			panic(fmt.Sprintf("world: n%d cannot open log of queue %d: %v", b.id, q.Queue, err))
-		}
-		b.logs = append(b.logs, l)
-		logs = append(logs, st)
-		w.checker.Recovered(w.now, b.id, q.Queue, st)
-		if st.Damage != "" {
-			w.mark(MarkDamageReported)
-			w.damageMet(b, st.Damage)
-		}
+		specs = append(specs, driver.LogSpec{Group: core.QueueGroup(q.Queue), Dir: logDir(q.Queue),
+			Opts: seglog.Options{SegmentBytesMax: 8 << 20, SlotsPerSegment: segmentSlots, Bugs: w.prof.Bugs}})
+	}
+	env := &brokerEnv{w: w, b: b}
+	cfg := core.Config{Node: b.id, Process: b.inc + 1, Queues: b.queues, Bugs: w.prof.Bugs}
+	b.host = driver.NewHost(cfg, b.fs, specs, env, env, w.trace, driver.Options{CheckInvariants: true})
+	if err := b.host.Open(); err != nil {
+		panic(fmt.Sprintf("world: n%d: %v", b.id, err))
 	}
 	w.notef("start n%d inc=%d", b.id, b.inc)
-	b.drv = driver.New(core.Config{Node: b.id, Process: b.inc + 1, Queues: b.queues, Bugs: w.prof.Bugs}, (*worldEnv)(w), w.trace)
-	b.drv.Step(&core.Input{Kind: core.InStart, NowNs: w.now, Logs: logs})
+	b.host.Start(w.now)
 }
 
 // record adds op to q's history and returns its index, or -1 once the
@@ -607,15 +561,6 @@ func (w *World) ownerOf(q core.QueueID) core.NodeID {
 	panic("world: no such queue")
 }
 
-func (w *World) queueIndex(b *broker, q core.QueueID) int {
-	for i := range b.queues {
-		if b.queues[i].Queue == q {
-			return i
-		}
-	}
-	panic("world: broker has no such queue")
-}
-
 func (w *World) storageDelay(b *broker, op core.StorageOp) int64 {
 	switch op {
 	case core.OpSync:
@@ -628,126 +573,6 @@ func (w *World) storageDelay(b *broker, op core.StorageOp) int64 {
 		return w.rDisk.Range(10, 100) * 1000
 	}
 	return w.rDisk.Range(1, 10) * 1000
-}
-
-// kickStorage starts the log's next storage effects. Appends, truncations
-// and discards are writes into the page cache: they run at once, in order,
-// and report back only when they fail. Syncs and reads take the disk's time
-// and complete as events.
-func (w *World) kickStorage(b *broker, qi int) {
-	s := &b.storage[qi]
-	for !s.busy && s.head < len(s.ops) {
-		op := &s.ops[s.head]
-		if op.Op == core.OpSync || op.Op == core.OpRead {
-			if op.Op == core.OpSync {
-				// The writes reach the page cache as the sync starts; the
-				// device takes its time to make them durable, and a power
-				// loss meanwhile finds them unsynced. A failed write fails
-				// the log, and the sync completes with that failure.
-				_ = b.logs[qi].Flush()
-				if b.armed&armTorn != 0 {
-					// The armed torn write strikes now, while this sync's
-					// writes share sectors with synced bytes.
-					b.armed &^= armTorn
-					e := w.schedule1(w.now, evTear)
-					e.node, e.inc = int32(b.id-1), b.inc
-				}
-			}
-			s.busy = true
-			e := w.schedule1(w.now+w.storageDelay(b, op.Op), evStorage)
-			e.node, e.q, e.inc = int32(b.id-1), int32(qi), b.inc
-			return
-		}
-		done := w.execStorage(b, qi)
-		if done.Err != "" {
-			// The failure comes back as an input; nothing after it runs.
-			s.busy = true
-			e := w.schedule1(w.now, evStorageFailed)
-			e.node, e.inc, e.done = int32(b.id-1), b.inc, done
-			return
-		}
-	}
-}
-
-// execStorage runs the head storage effect of the log on its disk, and
-// records the ground truth the checkers need.
-func (w *World) execStorage(b *broker, qi int) core.StorageDone {
-	s := &b.storage[qi]
-	op := s.ops[s.head]
-	s.ops[s.head] = core.Effect{}
-	s.head++
-	if s.head == len(s.ops) {
-		s.ops, s.head = s.ops[:0], 0
-	}
-	l := b.logs[qi]
-	done := driver.Exec(l, &op)
-	if done.Err != "" {
-		// A failed truncation or discard may still have cut the log: what
-		// it removed no longer counts as acknowledged.
-		switch op.Op {
-		case core.OpTruncate:
-			w.checker.Truncated(b.id, queueOf(op.Group), op.Offset)
-		case core.OpDiscard:
-			w.checker.Discarded(b.id, queueOf(op.Group), l.End())
-		}
-		return done
-	}
-	switch op.Op {
-	case core.OpSync:
-		// The completion is handed to the core right after: the disk must
-		// hold what the sync covers now.
-		w.checker.SyncAcked(w.now, b.id, queueOf(op.Group), op.Offset)
-	case core.OpTruncate:
-		w.checker.Truncated(b.id, queueOf(op.Group), op.Offset)
-		if !isOwner(b, queueOf(op.Group)) {
-			w.mark(MarkFollowerTruncate)
-		}
-	case core.OpDiscard:
-		w.checker.Discarded(b.id, queueOf(op.Group), l.End())
-	case core.OpAppend:
-		w.checker.Appended(b.id, queueOf(op.Group), op.Records)
-		owner := w.ownerOf(queueOf(op.Group)) == b.id
-		for i := range op.Records {
-			r := &op.Records[i]
-			if r.Kind == record.KindAck {
-				w.checker.AckAppended(queueOf(op.Group), b.id, r.Offset, check.IdentOf(r), binary.LittleEndian.Uint64(r.Body))
-			}
-			if owner && r.Kind != record.KindPublish {
-				// Acks and epoch records take offsets too: to the log model
-				// they are appends whose outcome no client learns.
-				w.internalKeys++
-				w.record(queueOf(op.Group), linear.Op{Kind: linear.Append, Client: -1,
-					CallNs: w.now, Key: 1<<63 | w.internalKeys, Outcome: linear.Unknown})
-			}
-		}
-	}
-	return done
-}
-
-func (w *World) completeStorage(b *broker, qi int) {
-	b.storage[qi].busy = false
-	done := w.execStorage(b, qi)
-	w.storageDone(b, &done)
-	if b.up && b.storage != nil {
-		w.kickStorage(b, qi)
-	}
-}
-
-func (w *World) storageDone(b *broker, done *core.StorageDone) {
-	if done.Op == core.OpRead && done.Err != "" {
-		b.damageMetNs = w.now
-		w.mark(MarkReadMetDamage)
-		w.damageMet(b, done.Err)
-	}
-	w.step(b, &core.Input{Kind: core.InStorage, NowNs: w.now, Done: *done})
-	if done.Err != "" && b.up {
-		// The broker stops using a failed log; its supervisor restarts the
-		// process, whose recovery scan then judges what the disk holds. No
-		// power is lost: the page cache (whatever a failed sync left in it)
-		// is what the new process reads.
-		w.notef("n%d log of queue %d failed (%s): the process exits", b.id, queueOf(done.Group), done.Err)
-		w.stopProcess(b, w.rFault.Range(100e6, 2e9), true)
-	}
 }
 
 // --- clients ---
@@ -936,119 +761,6 @@ func (w *World) clientReceive(e *event) {
 }
 
 // --- the driver's environment ---
-
-type worldEnv World
-
-// Send carries a group's message as a wire frame, through the network's
-// faults.
-func (env *worldEnv) Send(from, to core.NodeID, g core.GroupID, msg []byte) {
-	w := (*World)(env)
-	f, t := from-1, to-1
-	if len(msg) > 0 && g < seam.GroupReservedMin {
-		// The network may look at what it carries: coverage marks.
-		switch queue.MsgKind(msg[0]) {
-		case queue.MsgFetch:
-			w.brokers[f].fetched = true
-			w.mark(MarkOwnerRebuild)
-		case queue.MsgLogQuery:
-			if w.brokers[f].fetched {
-				w.mark(MarkRecoveryRestart)
-			}
-		}
-	}
-	if w.now < w.isolated[f] || w.now < w.isolated[t] || w.now < w.oneWay[f][t] {
-		return // partitioned
-	}
-	rates := &w.prof.Faults
-	if !w.working {
-		rates = &noFaults // healed
-	}
-	if rates.DropPer1000 > 0 && w.rNet.Intn(1000) < rates.DropPer1000 {
-		w.stats.Armed[FaultDrop]++
-		w.stats.Struck[FaultDrop]++
-		return
-	}
-	data := wire.Append(nil, g, msg)
-	if rates.CorruptPer1000 > 0 && w.rNet.Intn(1000) < rates.CorruptPer1000 {
-		data[w.rNet.Intn(len(data))] ^= byte(1) << w.rNet.Intn(8)
-		w.stats.Armed[FaultCorruptMsg]++
-		w.stats.Struck[FaultCorruptMsg]++
-	}
-	copies := 1
-	if rates.DupPer1000 > 0 && w.rNet.Intn(1000) < rates.DupPer1000 {
-		copies = 2
-		w.stats.Armed[FaultDuplicate]++
-		w.stats.Struck[FaultDuplicate]++
-	}
-	for i := 0; i < copies; i++ {
-		d := w.netDelay()
-		if w.now < w.clogged[f][t] {
-			d += ClogDelayNs
-		}
-		if i == 1 && w.rNet.Chance(1, 4) {
-			// A late duplicate (a retransmission stuck in a queue): it
-			// arrives long after, often in a later epoch, and fencing
-			// must refuse it.
-			d += w.rNet.Range(100e6, LateDuplicateNsMax)
-		}
-		e := w.schedule1(w.now+d, evMsg)
-		e.node, e.from, e.data = int32(t), from, data
-	}
-}
-
-func (env *worldEnv) Client(from core.NodeID, eff *core.Effect) {
-	w := (*World)(env)
-	// Judge every reply and delivery as it leaves the broker, whether or not
-	// its connection is still open to receive it.
-	switch eff.Kind {
-	case core.EfReply:
-		if w.connKind[eff.Client] == publisher && eff.Outcome == core.Confirmed {
-			w.checker.ConfirmEmitted(w.now, eff.Queue, eff.Offset)
-		}
-	case core.EfDeliver:
-		w.checker.DeliverEmitted(w.now, eff.Queue, eff.Offset, KeyOf(eff.Body), eff.Redelivered)
-	}
-	ci, ok := w.conns[eff.Client]
-	if !ok {
-		return
-	}
-	// The connection delivers in order, as a TCP stream does.
-	c := w.clients[ci]
-	at := max(w.now+w.netDelay(), c.replyAt)
-	c.replyAt = at
-	e := w.schedule1(at, evReply)
-	e.inc, e.eff, e.t0 = uint64(eff.Client), *eff, w.now
-}
-
-func (env *worldEnv) Storage(node core.NodeID, eff *core.Effect) {
-	w := (*World)(env)
-	b := w.brokers[node-1]
-	qi := w.queueIndex(b, queueOf(eff.Group))
-	s := &b.storage[qi]
-	if len(s.ops)-s.head >= storageOpsMax {
-		panic("world: storage queue over its limit")
-	}
-	s.ops = append(s.ops, *eff)
-	w.kickStorage(b, qi)
-}
-
-// Deadline keeps one tick event per broker in the heap: the core moves its
-// deadline on almost every send, and a tick that fires early just waits
-// again for the latest deadline.
-func (env *worldEnv) Deadline(node core.NodeID, atNs int64) {
-	w := (*World)(env)
-	b := w.brokers[node-1]
-	b.deadline = max(atNs, w.now)
-	if b.tickAt == 0 || b.deadline < b.tickAt {
-		w.scheduleTick(b, b.deadline)
-	}
-}
-
-func (w *World) scheduleTick(b *broker, at int64) {
-	b.tickAt = at
-	e := w.schedule1(at, evTick)
-	e.node, e.inc = int32(b.id-1), b.inc
-}
 
 // --- the end ---
 

@@ -1,0 +1,316 @@
+package driver
+
+import (
+	"fmt"
+
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/io/seglog"
+	"github.com/sluicemq/sluice/io/vfs"
+)
+
+// Env is a world's side of a host: what only the world knows how to do
+// (move bytes, reach clients, keep time, end a process). Everything the
+// driver contract asks of a driver is the host's, so both worlds carry it
+// out with the same code.
+type Env interface {
+	// Send starts sending msg, a message of group g, to peer to. msg is
+	// valid only during the call: copy what must outlive it.
+	Send(to core.NodeID, g core.GroupID, msg []byte)
+	// Client passes a reply or delivery to the client connection it names.
+	Client(e *core.Effect)
+	// StartStorage says that op, the head of log l's queue, may start. It
+	// returns true to have the host run it now, inline (a write into the
+	// page cache); otherwise the world calls Host.Run(l) once the device's
+	// time has passed.
+	StartStorage(l int, op *core.Effect) (inline bool)
+	// RunLater asks for Host.Run(l) as a later input at this instant: an
+	// inline operation failed, and its completion goes in on its own.
+	RunLater(l int)
+	// Timer asks for Host.Tick(at) at instant at; only the latest call
+	// counts (the host ignores a tick whose instant it no longer expects).
+	Timer(at int64)
+	// Exit ends the process: storage operation d failed and the core
+	// stopped using that log (the failure policy, core/doc.go). The world's
+	// supervisor restarts it; the host is not used again.
+	Exit(d *core.StorageDone)
+}
+
+// Observer sees what the host does to storage, for the simulator's
+// checkers; the daemon passes none.
+type Observer interface {
+	// Recovered: log l was opened and recovered st.
+	Recovered(l int, st core.LogState)
+	// Executed: op ran on log l (log) with outcome done, before the core
+	// hears of it.
+	Executed(l int, op *core.Effect, done *core.StorageDone, log *seglog.Log)
+}
+
+// LogSpec says where one log of a group lives.
+type LogSpec struct {
+	Group core.GroupID
+	Log   core.LogID
+	Dir   string
+	Opts  seglog.Options
+}
+
+// Options tune a host.
+type Options struct {
+	// CheckInvariants runs the core's invariants after every step (the
+	// simulator always does).
+	CheckInvariants bool
+}
+
+// storageOpsMax bounds a log's queue of storage effects; the core's own
+// limits keep it far below.
+const storageOpsMax = 1 << 20
+
+// logQueue is one log's storage: the log and the effects queued on it, in
+// order; the head is running when busy.
+type logQueue struct {
+	spec   LogSpec
+	log    *seglog.Log
+	ops    []core.Effect
+	head   int
+	busy   bool
+	failed *core.StorageDone // an inline failure waiting for Run
+}
+
+// Host runs one node process: it carries out the driver contract of
+// core/doc.go for any world. It feeds the core one input at a time, traces
+// every input and effect, runs each log's storage effects strictly in order
+// and returns their completions in that order, runs nothing queued behind a
+// failed operation, ends the process after a failure (the failure policy),
+// keeps one timer for the latest deadline, and builds the start input from
+// the logs it recovers. It is not safe for concurrent use.
+type Host struct {
+	cfg   core.Config
+	node  *core.Node
+	env   Env
+	obs   Observer
+	trace *Trace
+	opts  Options
+	fs    vfs.FS
+	logs  []logQueue
+	start []core.LogState
+
+	deadline int64 // the core's latest deadline
+	timerAt  int64 // the instant of the one timer asked for; 0: none
+	exited   bool
+}
+
+// NewHost returns the host of a new process of cfg.Node, whose logs live
+// on fs. trace and obs may be nil.
+func NewHost(cfg core.Config, fs vfs.FS, logs []LogSpec, env Env, obs Observer, trace *Trace, opts Options) *Host {
+	h := &Host{cfg: cfg, env: env, obs: obs, trace: trace, opts: opts, fs: fs}
+	for _, s := range logs {
+		h.logs = append(h.logs, logQueue{spec: s})
+	}
+	return h
+}
+
+// Open opens and recovers every log; the first step of a process. A log
+// that cannot be opened is an error of the environment (the file system),
+// not of the logs' contents: damage is reported in the start input.
+func (h *Host) Open() error {
+	for i := range h.logs {
+		q := &h.logs[i]
+		l, st, err := OpenLog(h.fs, q.spec.Dir, q.spec.Group, q.spec.Opts)
+		if err != nil {
+			return fmt.Errorf("open log of group %d in %s: %w", q.spec.Group, q.spec.Dir, err)
+		}
+		st.Log = q.spec.Log
+		q.log = l
+		h.start = append(h.start, st)
+		if h.obs != nil {
+			h.obs.Recovered(i, st)
+		}
+	}
+	return nil
+}
+
+// Start creates the core and gives it the start input: what the logs
+// recovered.
+func (h *Host) Start(nowNs int64) {
+	h.node = core.New(h.cfg)
+	h.step(&core.Input{Kind: core.InStart, NowNs: nowNs, Logs: h.start})
+}
+
+// Node returns the running core.
+func (h *Host) Node() *core.Node { return h.node }
+
+// Log returns log l (for a world that must look at it, as the simulator's
+// disks do when a sync starts).
+func (h *Host) Log(l int) *seglog.Log { return h.logs[l].log }
+
+// Exited reports whether the host ended its process.
+func (h *Host) Exited() bool { return h.exited }
+
+// Message passes a peer message of group g from peer from.
+func (h *Host) Message(nowNs int64, from core.NodeID, g core.GroupID, msg []byte) {
+	h.step(&core.Input{Kind: core.InMessage, NowNs: nowNs, From: from, Group: g, Data: msg})
+}
+
+// Request passes a client request.
+func (h *Host) Request(nowNs int64, c core.ClientID, req core.Request) {
+	h.step(&core.Input{Kind: core.InClient, NowNs: nowNs, Client: c, Req: req})
+}
+
+// ClientGone says that connection c closed.
+func (h *Host) ClientGone(nowNs int64, c core.ClientID) {
+	h.step(&core.Input{Kind: core.InClientGone, NowNs: nowNs, Client: c})
+}
+
+// Tick is the timer asked for at instant at firing at nowNs. A tick of a
+// timer since replaced is ignored; one that fires before the deadline
+// (which moved later) asks for the deadline again.
+func (h *Host) Tick(nowNs, at int64) {
+	if at != h.timerAt {
+		return // superseded by an earlier timer
+	}
+	h.timerAt = 0
+	if nowNs < h.deadline {
+		h.setTimer(h.deadline)
+		return
+	}
+	h.step(&core.Input{Kind: core.InTick, NowNs: nowNs})
+}
+
+// ResetTimer forgets the timer (a world that held its events, as a paused
+// process does) and asks again for the latest deadline, at nowNs at the
+// earliest.
+func (h *Host) ResetTimer(nowNs int64) {
+	h.timerAt = 0
+	if h.deadline != 0 {
+		h.setTimer(max(h.deadline, nowNs))
+	}
+}
+
+func (h *Host) setTimer(at int64) {
+	h.timerAt = at
+	h.env.Timer(at)
+}
+
+// Run runs the head storage effect of log l now and hands its completion
+// to the core (or hands over the completion of an inline operation that
+// failed), then starts what follows it.
+func (h *Host) Run(nowNs int64, l int) {
+	if h.exited {
+		return
+	}
+	q := &h.logs[l]
+	if d := q.failed; d != nil {
+		q.failed = nil
+		h.complete(nowNs, d)
+		return
+	}
+	q.busy = false
+	done := h.exec(l)
+	h.complete(nowNs, &done)
+	if !h.exited {
+		h.kick(l)
+	}
+}
+
+// exec runs the head effect of log l on the log and tells the observer.
+func (h *Host) exec(l int) core.StorageDone {
+	q := &h.logs[l]
+	op := q.ops[q.head]
+	q.ops[q.head] = core.Effect{}
+	q.head++
+	if q.head == len(q.ops) {
+		q.ops, q.head = q.ops[:0], 0
+	}
+	done := Exec(q.log, &op)
+	if h.obs != nil {
+		h.obs.Executed(l, &op, &done, q.log)
+	}
+	return done
+}
+
+// complete hands a completion to the core; a failure ends the process.
+func (h *Host) complete(nowNs int64, d *core.StorageDone) {
+	h.step(&core.Input{Kind: core.InStorage, NowNs: nowNs, Done: *d})
+	if d.Err != "" && !h.exited {
+		// The core stopped using the log; the process exits and its
+		// supervisor restarts it, whose recovery then judges the disk.
+		h.exited = true
+		h.env.Exit(d)
+	}
+}
+
+// kick starts the next storage effects of log l: inline ones run at once,
+// in order, until one must wait for the world or fails (then nothing after
+// it runs).
+func (h *Host) kick(l int) {
+	q := &h.logs[l]
+	for !q.busy && q.head < len(q.ops) && q.failed == nil {
+		if !h.env.StartStorage(l, &q.ops[q.head]) {
+			q.busy = true
+			return
+		}
+		done := h.exec(l)
+		if done.Err != "" {
+			// The failure comes back as an input of its own; nothing
+			// queued after it runs.
+			q.busy = true
+			q.failed = &done
+			h.env.RunLater(l)
+			return
+		}
+	}
+}
+
+// step passes one input to the core and carries out its effects in order.
+func (h *Host) step(in *core.Input) {
+	if h.exited {
+		return
+	}
+	if h.trace != nil {
+		h.trace.end(in.AppendText(h.trace.begin(in.NowNs, h.cfg.Node, '<'), core.MsgTexts))
+	}
+	effects := h.node.Step(in)
+	if h.opts.CheckInvariants {
+		h.node.Invariants()
+	}
+	for i := range effects {
+		e := &effects[i]
+		if h.trace != nil {
+			h.trace.end(e.AppendText(h.trace.begin(in.NowNs, h.cfg.Node, '>'), core.MsgTexts))
+		}
+		switch e.Kind {
+		case core.EfSend:
+			h.env.Send(e.To, e.Group, e.Data)
+		case core.EfStorage:
+			h.storage(e)
+		case core.EfReply, core.EfDeliver:
+			h.env.Client(e)
+		case core.EfDeadline:
+			h.deadline = max(e.AtNs, in.NowNs)
+			if h.timerAt == 0 || h.deadline < h.timerAt {
+				h.setTimer(h.deadline)
+			}
+		default:
+			panic("driver: unknown effect kind")
+		}
+	}
+}
+
+// storage queues a storage effect on its log and starts it if it is next.
+func (h *Host) storage(e *core.Effect) {
+	l := h.logIndex(e.Group, e.Log)
+	q := &h.logs[l]
+	if len(q.ops)-q.head >= storageOpsMax {
+		panic("driver: storage queue over its limit")
+	}
+	q.ops = append(q.ops, *e)
+	h.kick(l)
+}
+
+func (h *Host) logIndex(g core.GroupID, id core.LogID) int {
+	for i := range h.logs {
+		if h.logs[i].spec.Group == g && h.logs[i].spec.Log == id {
+			return i
+		}
+	}
+	panic(fmt.Sprintf("driver: no log %d of group %d", id, g))
+}

@@ -1,0 +1,216 @@
+package world
+
+import (
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/queue"
+	"github.com/sluicemq/sluice/core/record"
+	"github.com/sluicemq/sluice/core/seam"
+	"github.com/sluicemq/sluice/core/wire"
+	"github.com/sluicemq/sluice/io/seglog"
+	"github.com/sluicemq/sluice/sim/check"
+	"github.com/sluicemq/sluice/sim/linear"
+)
+
+// brokerEnv is a broker process's world, as its host sees it (driver.Env),
+// and the checkers' view of its storage (driver.Observer).
+type brokerEnv struct {
+	w *World
+	b *broker
+}
+
+// Send carries a group's message as a wire frame, through the network's
+// faults.
+func (env *brokerEnv) Send(to core.NodeID, g core.GroupID, msg []byte) {
+	w, from := env.w, env.b.id
+	f, t := from-1, to-1
+	if len(msg) > 0 && g < seam.GroupReservedMin {
+		// The network may look at what it carries: coverage marks.
+		switch queue.MsgKind(msg[0]) {
+		case queue.MsgFetch:
+			w.brokers[f].fetched = true
+			w.mark(MarkOwnerRebuild)
+		case queue.MsgLogQuery:
+			if w.brokers[f].fetched {
+				w.mark(MarkRecoveryRestart)
+			}
+		}
+	}
+	if w.now < w.isolated[f] || w.now < w.isolated[t] || w.now < w.oneWay[f][t] {
+		return // partitioned
+	}
+	rates := &w.prof.Faults
+	if !w.working {
+		rates = &noFaults // healed
+	}
+	if rates.DropPer1000 > 0 && w.rNet.Intn(1000) < rates.DropPer1000 {
+		w.stats.Armed[FaultDrop]++
+		w.stats.Struck[FaultDrop]++
+		return
+	}
+	data := wire.Append(nil, g, msg)
+	if rates.CorruptPer1000 > 0 && w.rNet.Intn(1000) < rates.CorruptPer1000 {
+		data[w.rNet.Intn(len(data))] ^= byte(1) << w.rNet.Intn(8)
+		w.stats.Armed[FaultCorruptMsg]++
+		w.stats.Struck[FaultCorruptMsg]++
+	}
+	copies := 1
+	if rates.DupPer1000 > 0 && w.rNet.Intn(1000) < rates.DupPer1000 {
+		copies = 2
+		w.stats.Armed[FaultDuplicate]++
+		w.stats.Struck[FaultDuplicate]++
+	}
+	for i := 0; i < copies; i++ {
+		d := w.netDelay()
+		if w.now < w.clogged[f][t] {
+			d += ClogDelayNs
+		}
+		if i == 1 && w.rNet.Chance(1, 4) {
+			// A late duplicate (a retransmission stuck in a queue): it
+			// arrives long after, often in a later epoch, and fencing
+			// must refuse it.
+			d += w.rNet.Range(100e6, LateDuplicateNsMax)
+		}
+		e := w.schedule1(w.now+d, evMsg)
+		e.node, e.from, e.data = int32(t), from, data
+	}
+}
+
+// Client passes a reply or delivery to its client's connection.
+func (env *brokerEnv) Client(eff *core.Effect) {
+	w := env.w
+	// Judge every reply and delivery as it leaves the broker, whether or not
+	// its connection is still open to receive it.
+	switch eff.Kind {
+	case core.EfReply:
+		if w.connKind[eff.Client] == publisher && eff.Outcome == core.Confirmed {
+			w.checker.ConfirmEmitted(w.now, eff.Queue, eff.Offset)
+		}
+	case core.EfDeliver:
+		w.checker.DeliverEmitted(w.now, eff.Queue, eff.Offset, KeyOf(eff.Body), eff.Redelivered)
+	}
+	ci, ok := w.conns[eff.Client]
+	if !ok {
+		return
+	}
+	// The connection delivers in order, as a TCP stream does.
+	c := w.clients[ci]
+	at := max(w.now+w.netDelay(), c.replyAt)
+	c.replyAt = at
+	e := w.schedule1(at, evReply)
+	e.inc, e.eff, e.t0 = uint64(eff.Client), *eff, w.now
+}
+
+// StartStorage lets a storage effect start. Appends, truncations, discards
+// and the repaired mark are writes into the page cache: they run at once,
+// inline, and report back only when they fail. Syncs and reads take the
+// disk's time and complete as events.
+func (env *brokerEnv) StartStorage(l int, op *core.Effect) bool {
+	w, b := env.w, env.b
+	if op.Op != core.OpSync && op.Op != core.OpRead {
+		return true
+	}
+	if op.Op == core.OpSync {
+		// The writes reach the page cache as the sync starts; the device
+		// takes its time to make them durable, and a power loss meanwhile
+		// finds them unsynced. A failed write fails the log, and the sync
+		// completes with that failure.
+		_ = b.host.Log(l).Flush()
+		if b.armed&armTorn != 0 {
+			// The armed torn write strikes now, while this sync's writes
+			// share sectors with synced bytes.
+			b.armed &^= armTorn
+			e := w.schedule1(w.now, evTear)
+			e.node, e.inc = int32(b.id-1), b.inc
+		}
+	}
+	env.runAt(w.now+w.storageDelay(b, op.Op), l)
+	return false
+}
+
+// RunLater hands an inline operation's failure to the host as an event of
+// its own, at this instant.
+func (env *brokerEnv) RunLater(l int) { env.runAt(env.w.now, l) }
+
+func (env *brokerEnv) runAt(at int64, l int) {
+	e := env.w.schedule1(at, evStorage)
+	e.node, e.q, e.inc = int32(env.b.id-1), int32(l), env.b.inc
+}
+
+// Timer keeps one tick event per broker in the heap; the host ignores a
+// tick whose instant it no longer expects.
+func (env *brokerEnv) Timer(at int64) {
+	e := env.w.schedule1(at, evTick)
+	e.node, e.inc = int32(env.b.id-1), env.b.inc
+}
+
+// Exit: a log failed and the core stopped using it. The supervisor restarts
+// the process, whose recovery scan then judges what the disk holds. No power
+// is lost: the page cache (whatever a failed sync left in it) is what the
+// new process reads.
+func (env *brokerEnv) Exit(d *core.StorageDone) {
+	w, b := env.w, env.b
+	w.notef("n%d log of queue %d failed (%s): the process exits", b.id, queueOf(d.Group), d.Err)
+	w.stopProcess(b, w.rFault.Range(100e6, 2e9), true)
+}
+
+// Recovered records what a log's recovery found, for the checkers.
+func (env *brokerEnv) Recovered(l int, st core.LogState) {
+	w, b := env.w, env.b
+	w.checker.Recovered(w.now, b.id, queueOf(st.Group), st)
+	if st.Damage != "" {
+		w.mark(MarkDamageReported)
+		w.damageMet(b, st.Damage)
+	}
+}
+
+// Executed records the ground truth the checkers need as each storage
+// operation runs on the disk, before the core hears of it.
+func (env *brokerEnv) Executed(l int, op *core.Effect, done *core.StorageDone, log *seglog.Log) {
+	w, b := env.w, env.b
+	q := queueOf(op.Group)
+	if done.Err != "" {
+		// A failed truncation or discard may still have cut the log: what
+		// it removed no longer counts as acknowledged.
+		switch op.Op {
+		case core.OpTruncate:
+			w.checker.Truncated(b.id, q, op.Offset)
+		case core.OpDiscard:
+			w.checker.Discarded(b.id, q, log.End())
+		case core.OpRead:
+			b.damageMetNs = w.now
+			w.mark(MarkReadMetDamage)
+			w.damageMet(b, done.Err)
+		}
+		return
+	}
+	switch op.Op {
+	case core.OpSync:
+		// The completion is handed to the core right after: the disk must
+		// hold what the sync covers now.
+		w.checker.SyncAcked(w.now, b.id, q, op.Offset)
+	case core.OpTruncate:
+		w.checker.Truncated(b.id, q, op.Offset)
+		if !isOwner(b, q) {
+			w.mark(MarkFollowerTruncate)
+		}
+	case core.OpDiscard:
+		w.checker.Discarded(b.id, q, log.End())
+	case core.OpAppend:
+		w.checker.Appended(b.id, q, op.Records)
+		owner := w.ownerOf(q) == b.id
+		for i := range op.Records {
+			r := &op.Records[i]
+			if r.Kind == record.KindAck {
+				acked, _ := record.AckedOffset(r.Body)
+				w.checker.AckAppended(q, b.id, r.Offset, check.IdentOf(r), acked)
+			}
+			if owner && r.Kind != record.KindPublish {
+				// Acks and epoch records take offsets too: to the log model
+				// they are appends whose outcome no client learns.
+				w.internalKeys++
+				w.record(q, linear.Op{Kind: linear.Append, Client: -1,
+					CallNs: w.now, Key: 1<<63 | w.internalKeys, Outcome: linear.Unknown})
+			}
+		}
+	}
+}
