@@ -73,6 +73,10 @@ type logQueue struct {
 	head   int
 	busy   bool
 	failed *core.StorageDone // an inline failure waiting for Run
+	// cur and done hold the operation running and its outcome, so that
+	// passing them on by pointer costs no allocation.
+	cur  core.Effect
+	done core.StorageDone
 }
 
 // Host runs one node process: it carries out the driver contract of
@@ -205,26 +209,27 @@ func (h *Host) Run(nowNs int64, l int) {
 	}
 	q.busy = false
 	done := h.exec(l)
-	h.complete(nowNs, &done)
+	h.complete(nowNs, done)
 	if !h.exited {
 		h.kick(l)
 	}
 }
 
 // exec runs the head effect of log l on the log and tells the observer.
-func (h *Host) exec(l int) core.StorageDone {
+// The outcome it returns is valid until the log's next operation runs.
+func (h *Host) exec(l int) *core.StorageDone {
 	q := &h.logs[l]
-	op := q.ops[q.head]
+	q.cur = q.ops[q.head]
 	q.ops[q.head] = core.Effect{}
 	q.head++
 	if q.head == len(q.ops) {
 		q.ops, q.head = q.ops[:0], 0
 	}
-	done := Exec(q.log, &op)
+	q.done = Exec(q.log, &q.cur)
 	if h.obs != nil {
-		h.obs.Executed(l, &op, &done, q.log)
+		h.obs.Executed(l, &q.cur, &q.done, q.log)
 	}
-	return done
+	return &q.done
 }
 
 // complete hands a completion to the core; a failure ends the process.
@@ -253,7 +258,8 @@ func (h *Host) kick(l int) {
 			// The failure comes back as an input of its own; nothing
 			// queued after it runs.
 			q.busy = true
-			q.failed = &done
+			f := *done
+			q.failed = &f
 			h.env.RunLater(l)
 			return
 		}
@@ -266,7 +272,7 @@ func (h *Host) step(in *core.Input) {
 		return
 	}
 	if h.trace != nil {
-		h.trace.end(in.AppendText(h.trace.begin(in.NowNs, h.cfg.Node, '<'), core.MsgTexts))
+		h.trace.Input(in.NowNs, h.cfg.Node, in)
 	}
 	effects := h.node.Step(in)
 	if h.opts.CheckInvariants {
@@ -275,7 +281,7 @@ func (h *Host) step(in *core.Input) {
 	for i := range effects {
 		e := &effects[i]
 		if h.trace != nil {
-			h.trace.end(e.AppendText(h.trace.begin(in.NowNs, h.cfg.Node, '>'), core.MsgTexts))
+			h.trace.Effect(in.NowNs, h.cfg.Node, e)
 		}
 		switch e.Kind {
 		case core.EfSend:

@@ -17,7 +17,10 @@ import (
 // an encoder of the specification in this test (not io/seglog).
 type fakeDisks map[core.NodeID]*fakeDisk
 
-type fakeDisk struct{ files map[string][]byte }
+type fakeDisk struct {
+	files map[string][]byte
+	gen   uint64
+}
 
 func (d *fakeDisk) DurableList(dir string) ([]string, error) {
 	var out []string
@@ -29,6 +32,8 @@ func (d *fakeDisk) DurableList(dir string) ([]string, error) {
 	slices.Sort(out)
 	return out, nil
 }
+
+func (d *fakeDisk) DurableGen() uint64 { d.gen++; return d.gen } // always list again
 
 func (d *fakeDisk) ReadDurable(name string, p []byte, off int64) (int, error) {
 	b, ok := d.files[name]

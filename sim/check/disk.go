@@ -18,6 +18,8 @@ import (
 type Disk interface {
 	// DurableList returns the sorted names durable in dir.
 	DurableList(dir string) ([]string, error)
+	// DurableGen changes whenever the durable namespace may have changed.
+	DurableGen() uint64
 	// ReadDurable reads the durable contents of name at off (ReadAt rules).
 	ReadDurable(name string, p []byte, off int64) (int, error)
 }
@@ -78,6 +80,7 @@ var dCastagnoli = crc32.MakeTable(crc32.Castagnoli)
 // diskSeg is the parse state of one segment file.
 type diskSeg struct {
 	name  string
+	path  string // dir/name
 	base  uint64
 	slots int        // from the header; 0 until the header was read
 	locs  []frameLoc // where each frame seen intact lies, by index
@@ -106,7 +109,11 @@ type DiskLog struct {
 	dir  string
 	recs []Ident // recs[o] for o in [0, len(recs))
 	segs []diskSeg
-	note string // why a part of the files could not be read
+	// listed: the durable generation at the last listing; the directory
+	// is listed again only when it changed.
+	listed   uint64
+	listedOK bool
+	note     string // why a part of the files could not be read
 	// damaged: at the last Reparse, a frame or a header copy below the end
 	// did not hold what the format says: the log will find damage there.
 	damaged bool
@@ -174,6 +181,7 @@ func (l *DiskLog) Cut(end uint64) {
 	}
 	clear(l.segs[k:])
 	l.segs = l.segs[:k]
+	l.listedOK = false // removed segments may come back under their names
 	if uint64(len(l.recs)) > end {
 		clear(l.recs[end:])
 		l.recs = l.recs[:end]
@@ -263,6 +271,19 @@ func (l *DiskLog) checkSlots(d Disk, seg *diskSeg) {
 // Resume reads what was made durable since the last read, assuming bytes
 // already read did not change.
 func (l *DiskLog) Resume(d Disk) {
+	if gen := d.DurableGen(); !l.listedOK || gen != l.listed {
+		l.list(d)
+		l.listed, l.listedOK = gen, true
+	}
+	for i := range l.segs {
+		if !l.segs[i].done {
+			l.parseSeg(d, &l.segs[i])
+		}
+	}
+}
+
+// list learns the segment files durable in the directory.
+func (l *DiskLog) list(d Disk) {
 	names, err := d.DurableList(l.dir)
 	if err != nil {
 		return // no durable directory yet: nothing is durable
@@ -282,12 +303,7 @@ func (l *DiskLog) Resume(d Disk) {
 			known = known || l.segs[i].name == name
 		}
 		if !known {
-			l.segs = append(l.segs, diskSeg{name: name, base: base})
-		}
-	}
-	for i := range l.segs {
-		if !l.segs[i].done {
-			l.parseSeg(d, &l.segs[i])
+			l.segs = append(l.segs, diskSeg{name: name, path: l.dir + "/" + name, base: base})
 		}
 	}
 }
@@ -305,7 +321,7 @@ func (l *DiskLog) read(d Disk, seg *diskSeg, pos int64, n int) ([]byte, error) {
 		l.buf = make([]byte, n)
 	}
 	p := l.buf[:n]
-	k, err := d.ReadDurable(l.dir+"/"+seg.name, p, pos)
+	k, err := d.ReadDurable(seg.path, p, pos)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return p[:k], err
 	}

@@ -29,6 +29,7 @@ type FS struct {
 	journal []dirOp
 
 	gen      uint64 // bumped by a crash; handles of older generations are dead
+	durGen   uint64 // bumped whenever the durable namespace may have changed
 	nodeNext uint64 // id of the next node
 
 	inj         Injector
@@ -405,6 +406,7 @@ func (fs *FS) SyncDir(dir string) error {
 	if !committed {
 		return nil
 	}
+	fs.durGen++
 	kept := fs.journal[:0]
 	for i := range fs.journal {
 		if commit[i] {
@@ -417,6 +419,11 @@ func (fs *FS) SyncDir(dir string) error {
 	fs.journal = kept
 	return nil
 }
+
+// DurableGen returns a number that changes whenever the durable namespace
+// may have changed (a directory sync, a crash): a reader of DurableList
+// need not list again while it stays the same.
+func (fs *FS) DurableGen() uint64 { return fs.durGen }
 
 // SetInjector installs the fault injector consulted before every operation;
 // nil removes it.
