@@ -51,6 +51,7 @@ const (
 	OpTruncate = seam.OpTruncate
 	OpDiscard  = seam.OpDiscard
 	OpRepaired = seam.OpRepaired
+	OpVerify   = seam.OpVerify
 
 	EfSend     = seam.EfSend
 	EfStorage  = seam.EfStorage

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/sluicemq/sluice/core/record"
 	"github.com/sluicemq/sluice/core/seam"
@@ -183,6 +184,16 @@ func (r *reader) u64() uint64 {
 // data.
 func DecodeMsg(data []byte) (Msg, error) {
 	var m Msg
+	err := DecodeMsgInto(&m, data)
+	return m, err
+}
+
+// DecodeMsgInto is DecodeMsg into m, reusing the capacity of m's Records
+// and Epochs: a replica decodes every message into one scratch Msg, so
+// decoding allocates nothing once it has grown.
+func DecodeMsgInto(m *Msg, data []byte) error {
+	recs, epochs := m.Records[:0], m.Epochs[:0]
+	*m = Msg{Records: recs, Epochs: epochs}
 	r := reader{b: data}
 	m.Kind = MsgKind(r.u8())
 	m.Epoch = r.u64()
@@ -195,10 +206,10 @@ func DecodeMsg(data []byte) (Msg, error) {
 		m.End = r.u64()
 		count := r.u32()
 		if count > RecordsMax || int(count)*21 > len(r.b) {
-			return m, fmt.Errorf("%w: %d records", ErrMalformed, count)
+			return fmt.Errorf("%w: %d records", ErrMalformed, count)
 		}
 		if count > 0 {
-			m.Records = make([]record.Record, count)
+			m.Records = slices.Grow(recs, int(count))[:count]
 		}
 		for i := range m.Records {
 			rec := &m.Records[i]
@@ -207,11 +218,11 @@ func DecodeMsg(data []byte) (Msg, error) {
 			rec.Kind = record.Kind(r.u8())
 			size := r.u32()
 			if size > record.BodyBytesMax {
-				return m, fmt.Errorf("%w: record body of %d bytes", ErrMalformed, size)
+				return fmt.Errorf("%w: record body of %d bytes", ErrMalformed, size)
 			}
 			rec.Body = r.take(int(size))
 			if r.err == nil && (!rec.Kind.Valid() || rec.Offset != m.Prev+uint64(i)) {
-				return m, fmt.Errorf("%w: record %d (kind %d, offset %d) out of place", ErrMalformed, i, rec.Kind, rec.Offset)
+				return fmt.Errorf("%w: record %d (kind %d, offset %d) out of place", ErrMalformed, i, rec.Kind, rec.Offset)
 			}
 			// Epochs never decrease along a log and never exceed the
 			// sender's: the replica relies on both.
@@ -220,7 +231,7 @@ func DecodeMsg(data []byte) (Msg, error) {
 				lo = m.Records[i-1].Epoch
 			}
 			if r.err == nil && (rec.Epoch < lo || rec.Epoch > m.Epoch) {
-				return m, fmt.Errorf("%w: record %d has epoch %d outside [%d, %d]", ErrMalformed, i, rec.Epoch, lo, m.Epoch)
+				return fmt.Errorf("%w: record %d has epoch %d outside [%d, %d]", ErrMalformed, i, rec.Epoch, lo, m.Epoch)
 			}
 		}
 	case MsgLogQuery:
@@ -230,34 +241,34 @@ func DecodeMsg(data []byte) (Msg, error) {
 		if m.Kind == MsgAppendReply {
 			ok := r.u8()
 			if ok > 1 {
-				return m, fmt.Errorf("%w: ok flag %d", ErrMalformed, ok)
+				return fmt.Errorf("%w: ok flag %d", ErrMalformed, ok)
 			}
 			m.Ok = ok == 1
 		}
 		m.End = r.u64()
 		count := r.u32()
 		if count > EpochsMax || int(count)*16 > len(r.b) {
-			return m, fmt.Errorf("%w: %d epochs", ErrMalformed, count)
+			return fmt.Errorf("%w: %d epochs", ErrMalformed, count)
 		}
 		if count > 0 {
-			m.Epochs = make([]seam.EpochStart, count)
+			m.Epochs = slices.Grow(epochs, int(count))[:count]
 		}
 		for i := range m.Epochs {
 			m.Epochs[i] = seam.EpochStart{Epoch: r.u64(), Offset: r.u64()}
 			if i > 0 && r.err == nil && (m.Epochs[i].Epoch <= m.Epochs[i-1].Epoch || m.Epochs[i].Offset < m.Epochs[i-1].Offset) {
-				return m, fmt.Errorf("%w: epoch history out of order at entry %d", ErrMalformed, i)
+				return fmt.Errorf("%w: epoch history out of order at entry %d", ErrMalformed, i)
 			}
 		}
 	default:
-		return m, fmt.Errorf("%w: unknown message kind %d", ErrMalformed, m.Kind)
+		return fmt.Errorf("%w: unknown message kind %d", ErrMalformed, m.Kind)
 	}
 	if r.err != nil {
-		return m, r.err
+		return r.err
 	}
 	if len(r.b) != 0 {
-		return m, fmt.Errorf("%w: %d trailing bytes", ErrMalformed, len(r.b))
+		return fmt.Errorf("%w: %d trailing bytes", ErrMalformed, len(r.b))
 	}
-	return m, nil
+	return nil
 }
 
 // appendHead writes what every message's text starts with: kind, queue,

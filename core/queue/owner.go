@@ -368,7 +368,7 @@ func (o *owner) onAck(c seam.ClientID, req *seam.Request) {
 		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, req.Offset, "no such delivery")
 		return
 	}
-	r.appendLocal(record.Record{Epoch: r.epoch, Offset: r.log.end, Kind: record.KindAck, Body: record.AckBody(req.Offset)})
+	r.appendLocal(record.Record{Epoch: r.epoch, Offset: r.log.end, Kind: record.KindAck, Body: r.x.ackBody(req.Offset)})
 	for i := range o.peers {
 		o.sendTo(&o.peers[i])
 	}

@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"slices"
+
 	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/core/seam"
 )
@@ -133,6 +135,9 @@ func (b *rebuilding) onFetchReply(o *owner, from seam.NodeID, m *Msg) {
 		if rec.Offset != r.log.end || rec.Epoch < seam.LastEpoch(r.log.epochs) {
 			break
 		}
+		// The message's bytes last only this step; the cache keeps the
+		// record.
+		rec.Body = slices.Clone(rec.Body)
 		r.appendLocal(rec)
 	}
 	if r.log.end >= b.sourceEnd {

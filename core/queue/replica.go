@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -22,6 +23,23 @@ type Ctx struct {
 	// Refused counts peer messages refused as impossible or malformed: a
 	// peer's word is input, never an assertion.
 	Refused uint64
+	// msg is the scratch every message is decoded into: its records and
+	// bodies are valid during the step only.
+	msg Msg
+	// acks is a chunk the bodies of ack records are carved from.
+	acks []byte
+}
+
+// ackBody returns the body of the ack record of offset o, carved from a
+// chunk: an ack per delivery need not cost an allocation each.
+func (x *Ctx) ackBody(o uint64) []byte {
+	if len(x.acks) < record.AckBodyBytes {
+		x.acks = make([]byte, 1024*record.AckBodyBytes)
+	}
+	b := x.acks[:record.AckBodyBytes:record.AckBodyBytes]
+	x.acks = x.acks[record.AckBodyBytes:]
+	binary.LittleEndian.PutUint64(b, o)
+	return b
 }
 
 // Read tags say who asked for a storage read: the kind in the high bits, a
@@ -31,7 +49,6 @@ const (
 	readDeliver  uint64 = 2 << 32
 	readPeer     uint64 = 3 << 32
 	readFetch    uint64 = 4 << 32
-	readScrub    uint64 = 5 << 32
 	readKindMask        = ^uint64(math.MaxUint32)
 )
 
@@ -118,16 +135,16 @@ func (r *Replica) Begin() {
 // OnMessage handles a peer message of this queue. A message that does not
 // decode is refused and counted.
 func (r *Replica) OnMessage(from seam.NodeID, data []byte) {
-	m, err := DecodeMsg(data)
-	if err != nil {
+	m := &r.x.msg
+	if err := DecodeMsgInto(m, data); err != nil {
 		r.x.Refused++
 		return
 	}
 	switch {
 	case r.owner != nil:
-		r.owner.onMessage(from, &m)
+		r.owner.onMessage(from, m)
 	default:
-		r.follower.onMessage(r, from, &m)
+		r.follower.onMessage(r, from, m)
 	}
 }
 
@@ -149,6 +166,8 @@ func (r *Replica) OnStorage(d *seam.StorageDone) {
 		r.ensureSync()
 	case seam.OpRead:
 		r.onRead(d)
+	case seam.OpVerify:
+		r.scrub.onVerified(r, d)
 	case seam.OpAppend, seam.OpTruncate, seam.OpDiscard, seam.OpRepaired:
 		// Ordering is the driver's duty; nothing to learn from success.
 	default:
@@ -165,8 +184,6 @@ func (r *Replica) onRead(d *seam.StorageDone) {
 		r.owner.onRead(d)
 	case readFetch:
 		r.follower.onFetchRead(r, d)
-	case readScrub:
-		r.scrub.onRead(r, d)
 	default:
 		panic("queue: read completion with unknown tag")
 	}

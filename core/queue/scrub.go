@@ -30,14 +30,16 @@ func (s *scrubState) tick(r *Replica) {
 		return // nothing durable to read yet
 	}
 	s.reading = true
-	r.storage(seam.Effect{Op: seam.OpRead, Offset: s.next, Count: r.x.Lim.ReadRecordsMax, Tag: readScrub})
+	r.storage(seam.Effect{Op: seam.OpVerify, Offset: s.next, Count: r.x.Lim.ReadRecordsMax})
 }
 
-// onRead takes a scrub read's completion: the records read back whole.
-func (s *scrubState) onRead(r *Replica, d *seam.StorageDone) {
+// onVerified takes a scrub's completion: the records up to d.Offset read
+// back whole.
+func (s *scrubState) onVerified(r *Replica, d *seam.StorageDone) {
 	s.reading = false
-	s.next = d.Offset + uint64(len(d.Records))
-	if s.next >= r.log.syncedEnd || len(d.Records) == 0 {
+	done := d.Offset <= s.next
+	s.next = d.Offset
+	if s.next >= r.log.syncedEnd || done {
 		s.next = r.log.start
 	}
 	s.atNs = r.x.NowNs + r.x.Lim.ScrubIntervalMs*1e6

@@ -91,7 +91,7 @@ func (e *Effect) AppendText(dst []byte, msgs MsgText) []byte {
 		switch e.Op {
 		case OpAppend:
 			dst = AppendRecords(dst, e.Records)
-		case OpRead:
+		case OpRead, OpVerify:
 			dst = AppendKV(dst, "o", e.Offset)
 			dst = AppendKVInt(dst, "count", int64(e.Count))
 			dst = AppendKV(dst, "tag", e.Tag)

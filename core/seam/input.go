@@ -65,6 +65,7 @@ const (
 	OpTruncate StorageOp = 4
 	OpDiscard  StorageOp = 5 // discard a damaged tail found at start
 	OpRepaired StorageOp = 6 // durably clear the log's unrepaired mark
+	OpVerify   StorageOp = 7 // validate records without reading them out (a scrub)
 )
 
 func (o StorageOp) String() string {
@@ -81,6 +82,8 @@ func (o StorageOp) String() string {
 		return "discard"
 	case OpRepaired:
 		return "repaired"
+	case OpVerify:
+		return "verify"
 	}
 	return "op?"
 }
@@ -90,7 +93,7 @@ type StorageDone struct {
 	Op      StorageOp
 	Group   GroupID
 	Log     LogID
-	Offset  uint64          // sync: the end it made durable; read: from
+	Offset  uint64          // sync: the end it made durable; read: from; verify: the end verified
 	Tag     uint64          // read: the effect's tag
 	Records []record.Record // read
 	Err     string          // non-empty: the operation failed; the log is failed

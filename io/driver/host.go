@@ -2,8 +2,10 @@ package driver
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/record"
 	"github.com/sluicemq/sluice/io/seglog"
 	"github.com/sluicemq/sluice/io/vfs"
 )
@@ -77,6 +79,29 @@ type logQueue struct {
 	// passing them on by pointer costs no allocation.
 	cur  core.Effect
 	done core.StorageDone
+	// Effects are valid only until the core's next step: an append that
+	// must wait in the queue gets a copy of its records and bodies here.
+	// The arenas are reused once the queue is empty.
+	recArena  []record.Record
+	bodyArena []byte
+}
+
+// own copies the records of a queued append into the log's arenas.
+func (q *logQueue) own(e *core.Effect) {
+	n := 0
+	for i := range e.Records {
+		n += len(e.Records[i].Body)
+	}
+	start := len(q.recArena)
+	bodies := slices.Grow(q.bodyArena, n)
+	for _, r := range e.Records {
+		k := len(bodies)
+		bodies = append(bodies, r.Body...)
+		r.Body = bodies[k:len(bodies):len(bodies)]
+		q.recArena = append(q.recArena, r)
+	}
+	q.bodyArena = bodies
+	e.Records = q.recArena[start:len(q.recArena):len(q.recArena)]
 }
 
 // Host runs one node process: it carries out the driver contract of
@@ -222,12 +247,18 @@ func (h *Host) exec(l int) *core.StorageDone {
 	q.cur = q.ops[q.head]
 	q.ops[q.head] = core.Effect{}
 	q.head++
-	if q.head == len(q.ops) {
-		q.ops, q.head = q.ops[:0], 0
-	}
 	q.done = Exec(q.log, &q.cur)
 	if h.obs != nil {
 		h.obs.Executed(l, &q.cur, &q.done, q.log)
+	}
+	if q.head == len(q.ops) {
+		// The queue is empty: nothing refers to the arenas any more (the
+		// operation that just ran was the last to, and the log copied
+		// what it appended).
+		q.ops, q.head = q.ops[:0], 0
+		clear(q.recArena)
+		q.recArena, q.bodyArena = q.recArena[:0], q.bodyArena[:0]
+		q.cur.Records = nil
 	}
 	return &q.done
 }
@@ -309,7 +340,13 @@ func (h *Host) storage(e *core.Effect) {
 		panic("driver: storage queue over its limit")
 	}
 	q.ops = append(q.ops, *e)
+	at := len(q.ops) - 1
 	h.kick(l)
+	// Still queued (the kick stopped before it): it must own its records,
+	// which point into the core's memory, valid until its next step.
+	if len(q.ops) > at && q.head <= at && len(q.ops[at].Records) > 0 {
+		q.own(&q.ops[at])
+	}
 }
 
 func (h *Host) logIndex(g core.GroupID, id core.LogID) int {

@@ -34,7 +34,7 @@ func (s *script) Client(e *core.Effect) {
 
 func (s *script) StartStorage(l int, op *core.Effect) bool {
 	s.calls = append(s.calls, fmt.Sprintf("start l%d %s", l, op.Op))
-	if op.Op != core.OpSync && op.Op != core.OpRead {
+	if op.Op != core.OpSync && op.Op != core.OpRead && op.Op != core.OpVerify {
 		return true
 	}
 	s.pending = append(s.pending, l)

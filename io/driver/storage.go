@@ -41,6 +41,10 @@ func Exec(l *seglog.Log, e *core.Effect) core.StorageDone {
 		err = l.Append(e.Records)
 	case core.OpSync:
 		err = l.Sync()
+	case core.OpVerify:
+		var n int
+		n, err = l.Verify(e.Offset, e.Count, readBytesMax)
+		d.Offset = e.Offset + uint64(n)
 	case core.OpRead:
 		d.Records, err = l.Read(e.Offset, e.Count, readBytesMax)
 	case core.OpTruncate:

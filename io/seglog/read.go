@@ -102,15 +102,32 @@ func (l *Log) locate(seg *segment, off uint64) (int64, error) {
 // validation returns ErrCorrupt (the log stays usable); a failed file read
 // returns the file system's error.
 func (l *Log) Read(from uint64, recordsMax int, bytesMax int) ([]record.Record, error) {
+	out, _, err := l.readFrames(from, recordsMax, bytesMax, true)
+	return out, err
+}
+
+// Verify validates the records from offset from on as Read would (at most
+// recordsMax records and about bytesMax body bytes, at least one if any)
+// without copying them out, and returns how many it checked: a scrub's
+// read. A frame failing validation returns ErrCorrupt with the count of the
+// good ones before it.
+func (l *Log) Verify(from uint64, recordsMax int, bytesMax int) (int, error) {
+	_, n, err := l.readFrames(from, recordsMax, bytesMax, false)
+	return n, err
+}
+
+// readFrames walks and validates frames from offset from on; with keep, it
+// returns the records.
+func (l *Log) readFrames(from uint64, recordsMax int, bytesMax int, keep bool) ([]record.Record, int, error) {
 	if err := l.usable(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if from < l.Start() || from > l.End() {
-		return nil, fmt.Errorf("%w: read from %d, log [%d, %d)", ErrRange, from, l.Start(), l.End())
+		return nil, 0, fmt.Errorf("%w: read from %d, log [%d, %d)", ErrRange, from, l.Start(), l.End())
 	}
 	end := l.End()
 	if from == end {
-		return nil, nil
+		return nil, 0, nil
 	}
 	recordsMax = max(recordsMax, 1)
 	i := l.findSeg(from)
@@ -120,12 +137,15 @@ func (l *Log) Read(from uint64, recordsMax int, bytesMax int) ([]record.Record, 
 	seg := l.segs[i]
 	pos, err := l.locate(seg, from)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	out := make([]record.Record, 0, min(recordsMax, 64, int(end-from)))
+	var out []record.Record
+	if keep {
+		out = make([]record.Record, 0, min(recordsMax, 64, int(end-from)))
+	}
 	var blk []byte // bodies are carved out of it
-	bodyBytes := 0
-	for off := from; len(out) < recordsMax && off < end; off++ {
+	bodyBytes, count := 0, 0
+	for off := from; count < recordsMax && off < end; off++ {
 		if pos >= seg.size {
 			i++
 			seg = l.segs[i]
@@ -133,45 +153,48 @@ func (l *Log) Read(from uint64, recordsMax int, bytesMax int) ([]record.Record, 
 		}
 		h, err := l.view(seg, pos, frameHeaderBytes, seg.size)
 		if err != nil {
-			return out, err
+			return out, count, err
 		}
 		n, ok := frameLen(h)
 		if !ok {
-			return out, fmt.Errorf("%w: %s at byte %d: frame length %d out of bounds", ErrCorrupt, seg.name, pos, n)
+			return out, count, fmt.Errorf("%w: %s at byte %d: frame length %d out of bounds", ErrCorrupt, seg.name, pos, n)
 		}
 		bodyLen := n - framePayloadMin
-		if len(out) > 0 && bodyBytes+bodyLen > bytesMax {
+		if count > 0 && bodyBytes+bodyLen > bytesMax {
 			break
 		}
 		fl := frameHeaderBytes + n
 		if pos+int64(fl) > seg.size {
-			return out, fmt.Errorf("%w: %s at byte %d: frame past the segment end", ErrCorrupt, seg.name, pos)
+			return out, count, fmt.Errorf("%w: %s at byte %d: frame past the segment end", ErrCorrupt, seg.name, pos)
 		}
 		fr, err := l.view(seg, pos, fl, seg.size)
 		if err != nil {
-			return out, err
+			return out, count, err
 		}
 		if !frameCRCOK(fr) {
-			return out, fmt.Errorf("%w: %s at byte %d: crc mismatch", ErrCorrupt, seg.name, pos)
+			return out, count, fmt.Errorf("%w: %s at byte %d: crc mismatch", ErrCorrupt, seg.name, pos)
 		}
 		e, o, kind, body := frameFields(fr)
 		if o != off {
-			return out, fmt.Errorf("%w: %s at byte %d: offset %d, want %d", ErrCorrupt, seg.name, pos, o, off)
+			return out, count, fmt.Errorf("%w: %s at byte %d: offset %d, want %d", ErrCorrupt, seg.name, pos, o, off)
 		}
-		var b []byte
-		if bodyLen > 0 {
-			if len(blk) < bodyLen {
-				blk = make([]byte, l.bodyRun(seg, pos, off, end, recordsMax-len(out), bytesMax-bodyBytes, bodyLen))
+		if keep {
+			var b []byte
+			if bodyLen > 0 {
+				if len(blk) < bodyLen {
+					blk = make([]byte, l.bodyRun(seg, pos, off, end, recordsMax-count, bytesMax-bodyBytes, bodyLen))
+				}
+				b = blk[:bodyLen:bodyLen]
+				blk = blk[bodyLen:]
+				copy(b, body)
 			}
-			b = blk[:bodyLen:bodyLen]
-			blk = blk[bodyLen:]
-			copy(b, body)
+			out = append(out, record.Record{Epoch: e, Offset: o, Kind: kind, Body: b})
 		}
-		out = append(out, record.Record{Epoch: e, Offset: o, Kind: kind, Body: b})
+		count++
 		bodyBytes += bodyLen
 		pos += int64(fl)
 	}
-	return out, nil
+	return out, count, nil
 }
 
 // bodyRun sizes a body block: the bodies of the frames from pos on that are

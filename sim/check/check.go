@@ -72,6 +72,7 @@ type pubInfo struct {
 // receipt is what became of the latest delivery of one offset that a live
 // consumer received.
 type receipt struct {
+	has   bool // received at all
 	conn  core.ClientID
 	count uint32 // receipts in all
 	acked bool   // the receiving consumer sent its ack
@@ -89,10 +90,10 @@ type queueTruth struct {
 	firstMax    uint64
 	firstAny    bool
 	emitted     map[uint64]bool // offsets emitted to a consumer at least once
-	received    map[uint64]*receipt
-	// ackRecs: acked offset -> the owner's ack records for it (offset and
+	received    []receipt // by offset
+	// ackRecs: by acked offset, the owner's ack records for it (offset and
 	// identity), to judge a redelivery.
-	ackRecs map[uint64][]ackRec
+	ackRecs []ackSlot
 	// seen: per offset, the durable copies made (see seenCopy)
 	seen []seenAt
 }
@@ -165,6 +166,42 @@ type seenAt struct {
 	more  []seenCopy
 }
 
+// ackSlot holds the ack records of one offset: nearly always one, inline.
+type ackSlot struct {
+	first ackRec
+	n     int
+	more  []ackRec
+}
+
+func (s *ackSlot) add(a ackRec) {
+	switch {
+	case s.n == 0:
+		s.first = a
+	case s.n < 64:
+		s.more = append(s.more, a)
+	default:
+		return
+	}
+	s.n++
+}
+
+func (s *ackSlot) each(f func(a ackRec)) {
+	if s.n > 0 {
+		f(s.first)
+	}
+	for _, a := range s.more {
+		f(a)
+	}
+}
+
+// growTo returns v grown (with zero values) to hold index o.
+func growTo[T any](v []T, o uint64) []T {
+	for uint64(len(v)) <= o {
+		v = append(v, *new(T))
+	}
+	return v
+}
+
 type ackRec struct {
 	offset uint64
 	id     Ident
@@ -189,7 +226,7 @@ func New(specs []QueueSpec, disks func(core.NodeID) Disk) *Checker {
 	c := &Checker{queues: map[core.QueueID]*queueTruth{}, disks: disks, pubs: map[uint64]pubInfo{}, deliveredKeys: map[uint64]bool{}}
 	for _, s := range specs {
 		q := &queueTruth{spec: s, confirmed: map[uint64]uint64{}, deliveredAt: map[uint64]uint64{},
-			emitted: map[uint64]bool{}, received: map[uint64]*receipt{}, ackRecs: map[uint64][]ackRec{}}
+			emitted: map[uint64]bool{}}
 		for _, n := range s.Replicas {
 			r := &replicaTruth{node: n, idx: len(q.reps), disk: NewDiskLog(s.Dir)}
 			q.reps = append(q.reps, r)
@@ -402,20 +439,29 @@ func epochAt(h []core.EpochStart, o uint64) uint64 {
 // disk at a sync acknowledgement (or at its recovery) and no truncation
 // removed it since; a copy lost later to injected damage still counts,
 // since the fault budget, not the protocol, answers for it.
-func (q *queueTruth) holders(o uint64, id Ident) (n int, ownerHas bool, names string) {
-	var b strings.Builder
-	mask := q.seenMask(o, id)
+func (q *queueTruth) holders(o uint64, id Ident) (n int, ownerHas bool, mask uint32) {
+	mask = q.seenMask(o, id)
 	for _, r := range q.reps {
 		if mask&(1<<r.idx) != 0 {
 			n++
 			ownerHas = ownerHas || r == q.owner
+		}
+	}
+	return n, ownerHas, mask
+}
+
+// names lists the replicas of mask, for a failure's text.
+func (q *queueTruth) names(mask uint32) string {
+	var b strings.Builder
+	for _, r := range q.reps {
+		if mask&(1<<r.idx) != 0 {
 			fmt.Fprintf(&b, " n%d", r.node)
 		}
 	}
-	if n == 0 {
-		return 0, false, " none"
+	if b.Len() == 0 {
+		return " none"
 	}
-	return n, ownerHas, b.String()
+	return b.String()
 }
 
 // ownerIssued returns the identity of the record the owner wrote at o.
@@ -436,9 +482,8 @@ func (c *Checker) AckAppended(q core.QueueID, node core.NodeID, o uint64, id Ide
 	if node != qt.spec.Owner {
 		return
 	}
-	if len(qt.ackRecs[acked]) < 64 {
-		qt.ackRecs[acked] = append(qt.ackRecs[acked], ackRec{offset: o, id: id})
-	}
+	qt.ackRecs = growTo(qt.ackRecs, acked)
+	qt.ackRecs[acked].add(ackRec{offset: o, id: id})
 }
 
 // PublishStarted records a publish attempt whose body has n bytes.
@@ -452,10 +497,10 @@ func (c *Checker) PublishStarted(key uint64, n int) {
 func (c *Checker) ConfirmEmitted(atNs int64, q core.QueueID, o uint64) {
 	qt := c.queues[q]
 	id := qt.ownerIssued(o)
-	n, ownerHas, names := qt.holders(o, id)
+	n, ownerHas, mask := qt.holders(o, id)
 	if !id.Intact() || !ownerHas || n < qt.spec.W {
 		c.fail("confirm-durable", atNs, "q=%d o=%d (%s) confirmed with %d durable copies (owner n%d has it: %v), W=%d; held by%s",
-			q, o, id, n, qt.spec.Owner, ownerHas, qt.spec.W, names)
+			q, o, id, n, qt.spec.Owner, ownerHas, qt.spec.W, qt.names(mask))
 	}
 }
 
@@ -465,9 +510,9 @@ func (c *Checker) ConfirmEmitted(atNs int64, q core.QueueID, o uint64) {
 func (c *Checker) DeliverEmitted(atNs int64, q core.QueueID, o uint64, key uint64, redelivered bool) {
 	qt := c.queues[q]
 	id := qt.ownerIssued(o)
-	n, ownerHas, names := qt.holders(o, id)
+	n, ownerHas, mask := qt.holders(o, id)
 	if !id.Intact() || !ownerHas || n < qt.spec.W {
-		c.fail("deliver-confirmed", atNs, "q=%d o=%d delivered with %d durable copies, W=%d; held by%s", q, o, n, qt.spec.W, names)
+		c.fail("deliver-confirmed", atNs, "q=%d o=%d delivered with %d durable copies, W=%d; held by%s", q, o, n, qt.spec.W, qt.names(mask))
 	}
 	if id.Intact() && (id.Kind != record.KindPublish || id.Val != key) {
 		c.fail("deliver-confirmed", atNs, "q=%d o=%d: delivered body %#x, the owner wrote %s there", q, o, key, id)
@@ -489,10 +534,12 @@ func (c *Checker) DeliverEmitted(atNs int64, q core.QueueID, o uint64, key uint6
 	if qt.emitted[o] {
 		// A duplicate must be a redelivery of an unacked record: no ack of
 		// it may be confirmed (durable on W replicas) already.
-		for _, a := range qt.ackRecs[o] {
-			if n, ownerHas, names := qt.holders(a.offset, a.id); ownerHas && n >= qt.spec.W {
-				c.fail("redeliver-acked", atNs, "q=%d o=%d delivered again after its ack (record %d, held by%s) was confirmed", q, o, a.offset, names)
-			}
+		if o < uint64(len(qt.ackRecs)) {
+			qt.ackRecs[o].each(func(a ackRec) {
+				if n, ownerHas, mask := qt.holders(a.offset, a.id); ownerHas && n >= qt.spec.W {
+					c.fail("redeliver-acked", atNs, "q=%d o=%d delivered again after its ack (record %d, held by%s) was confirmed", q, o, a.offset, qt.names(mask))
+				}
+			})
 		}
 		return
 	}
@@ -514,12 +561,9 @@ func (c *Checker) DeliveryReceived(atNs int64, q core.QueueID, o uint64, conn co
 		c.fail("deliver-confirmed", atNs, "q=%d o=%d: c%d received a body of %d bytes that is not the one published with key %#x (%d bytes)",
 			q, o, conn, len(b), key, p.len)
 	}
-	r := qt.received[o]
-	if r == nil {
-		r = &receipt{}
-		qt.received[o] = r
-	}
-	r.conn, r.acked, r.lost = conn, false, false
+	qt.received = growTo(qt.received, o)
+	r := &qt.received[o]
+	r.has, r.conn, r.acked, r.lost = true, conn, false, false
 	r.count++
 }
 
@@ -535,9 +579,18 @@ func keyOf(b []byte) uint64 {
 
 // AckSent records that the consumer on conn sent its ack of offset o.
 func (c *Checker) AckSent(q core.QueueID, o uint64, conn core.ClientID) {
-	if r := c.queues[q].received[o]; r != nil && r.conn == conn {
+	if r := c.queues[q].receipt(o); r != nil && r.conn == conn {
 		r.acked = true
 	}
+}
+
+// receipt returns what became of offset o's deliveries, or nil if no live
+// consumer received it.
+func (q *queueTruth) receipt(o uint64) *receipt {
+	if o >= uint64(len(q.received)) || !q.received[o].has {
+		return nil
+	}
+	return &q.received[o]
 }
 
 // ConsumerLost records that the consumer on conn lost its connection while
@@ -545,7 +598,7 @@ func (c *Checker) AckSent(q core.QueueID, o uint64, conn core.ClientID) {
 func (c *Checker) ConsumerLost(q core.QueueID, conn core.ClientID, offsets []uint64) {
 	qt := c.queues[q]
 	for _, o := range offsets {
-		if r := qt.received[o]; r != nil && r.conn == conn && !r.acked {
+		if r := qt.receipt(o); r != nil && r.conn == conn && !r.acked {
 			r.lost = true
 		}
 	}
@@ -587,7 +640,7 @@ func (c *Checker) Undelivered(q core.QueueID) int {
 	qt := c.queues[q]
 	n := 0
 	for o := range qt.confirmed { //detguard:order-independent counts
-		if r := qt.received[o]; r == nil || r.lost {
+		if r := qt.receipt(o); r == nil || r.lost {
 			n++
 		}
 	}
@@ -630,23 +683,23 @@ func (c *Checker) Final(atNs int64, drained func(core.QueueID) bool) {
 		}
 		for _, o := range sortedOffsets(qt.confirmed) {
 			key := qt.confirmed[o]
-			var held []string
+			var held uint32
 			for _, r := range qt.reps {
 				if id := r.disk.At(o); id.Kind == record.KindPublish && id.Val == key {
-					held = append(held, fmt.Sprintf("n%d", r.node))
+					held |= 1 << r.idx
 				}
 			}
-			if len(held) == 0 {
+			if held == 0 {
 				c.fail("confirmed-lost", atNs, "q=%d o=%d: no replica holds an intact durable copy of confirmed publish %#x", q, o, key)
 				continue
 			}
 			if id := qt.owner.disk.At(o); id.Kind != record.KindPublish || id.Val != key {
-				c.fail("converged", atNs, "q=%d o=%d: the owner n%d lacks confirmed publish %#x, which %s hold", q, o, qt.spec.Owner, key, strings.Join(held, " "))
+				c.fail("converged", atNs, "q=%d o=%d: the owner n%d lacks confirmed publish %#x, which%s hold", q, o, qt.spec.Owner, key, qt.names(held))
 			}
 			if !drained(q) {
 				continue
 			}
-			switch r := qt.received[o]; {
+			switch r := qt.receipt(o); {
 			case r == nil:
 				c.fail("at-least-once", atNs, "q=%d o=%d: no live consumer ever received confirmed publish %#x", q, o, key)
 			case r.lost:

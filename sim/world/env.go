@@ -47,7 +47,7 @@ func (env *brokerEnv) Send(to core.NodeID, g core.GroupID, msg []byte) {
 		w.stats.Struck[FaultDrop]++
 		return
 	}
-	data := wire.Append(nil, g, msg)
+	data := wire.Append(w.frames.get(wire.Size(len(msg))), g, msg)
 	if rates.CorruptPer1000 > 0 && w.rNet.Intn(1000) < rates.CorruptPer1000 {
 		data[w.rNet.Intn(len(data))] ^= byte(1) << w.rNet.Intn(8)
 		w.stats.Armed[FaultCorruptMsg]++
@@ -72,6 +72,10 @@ func (env *brokerEnv) Send(to core.NodeID, g core.GroupID, msg []byte) {
 		}
 		e := w.schedule1(w.now+d, evMsg)
 		e.node, e.from, e.data = int32(t), from, data
+		if i == 0 && copies == 2 {
+			// Each copy is a frame of its own: each goes back to the pool.
+			data = append(w.frames.get(len(data)), data...)
+		}
 	}
 }
 
@@ -106,7 +110,7 @@ func (env *brokerEnv) Client(eff *core.Effect) {
 // disk's time and complete as events.
 func (env *brokerEnv) StartStorage(l int, op *core.Effect) bool {
 	w, b := env.w, env.b
-	if op.Op != core.OpSync && op.Op != core.OpRead {
+	if op.Op != core.OpSync && op.Op != core.OpRead && op.Op != core.OpVerify {
 		return true
 	}
 	if op.Op == core.OpSync {
@@ -176,7 +180,7 @@ func (env *brokerEnv) Executed(l int, op *core.Effect, done *core.StorageDone, l
 			w.checker.Truncated(b.id, q, op.Offset)
 		case core.OpDiscard:
 			w.checker.Discarded(b.id, q, log.End())
-		case core.OpRead:
+		case core.OpRead, core.OpVerify:
 			b.damageMetNs = w.now
 			w.mark(MarkReadMetDamage)
 			w.damageMet(b, done.Err)

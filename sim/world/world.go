@@ -137,6 +137,9 @@ type World struct {
 	// lostHeld: deliveries a lost consumer held unacked (coverage only)
 	lostHeld map[lostKey]bool
 
+	frames framePool
+	bodies bodyArena
+
 	rNet, rDisk, rCli, rFault *prng.Rand
 }
 
@@ -309,6 +312,7 @@ func (w *World) target(e *event) *broker {
 func (w *World) handle(e *event) {
 	if b := w.target(e); b != nil {
 		if !b.up || (e.kind != evMsg && b.inc != e.inc) {
+			w.frames.put(e.data)
 			return // for a process that is gone
 		}
 		if b.paused {
@@ -318,6 +322,11 @@ func (w *World) handle(e *event) {
 			b.held = append(b.held, *e)
 			return
 		}
+	}
+	if e.kind == evMsg {
+		// The core keeps nothing of a message beyond its step: the frame
+		// goes back to the pool once handled.
+		defer w.frames.put(e.data)
 	}
 	switch e.kind {
 	case evMsg:
@@ -569,7 +578,7 @@ func (w *World) storageDelay(b *broker, op core.StorageOp) int64 {
 			d *= SlowSyncFactor
 		}
 		return d
-	case core.OpRead:
+	case core.OpRead, core.OpVerify:
 		return w.rDisk.Range(10, 100) * 1000
 	}
 	return w.rDisk.Range(1, 10) * 1000
@@ -682,7 +691,7 @@ func (w *World) publish(c *client) {
 	c.seq++
 	key := publishKey(c, c.seq)
 	n := int(w.rCli.Range(int64(w.prof.BodyBytesMin), int64(w.prof.BodyBytesMax)))
-	body := make([]byte, n)
+	body := w.bodies.take(n)
 	binary.LittleEndian.PutUint64(body, key)
 	c.reqID++
 	op := w.record(c.q.Queue, linear.Op{Kind: linear.Append, Client: int(c.idx), CallNs: w.now, Key: key, Outcome: linear.Unknown})
