@@ -90,7 +90,7 @@ type queueTruth struct {
 	firstMax    uint64
 	firstAny    bool
 	emitted     map[uint64]bool // offsets emitted to a consumer at least once
-	received    []receipt // by offset
+	received    []receipt       // by offset
 	// ackRecs: by acked offset, the owner's ack records for it (offset and
 	// identity), to judge a redelivery.
 	ackRecs []ackSlot
