@@ -85,3 +85,11 @@ func AckedOffset(body []byte) (o uint64, ok bool) {
 	}
 	return binary.LittleEndian.Uint64(body), true
 }
+
+// EpochStart says that a log's records from Offset on carry Epoch, up to the
+// next EpochStart: a log's epoch history is a list of them, ascending. The
+// segment log, the core and the checkers share this one definition.
+type EpochStart struct {
+	Epoch  uint64
+	Offset uint64
+}

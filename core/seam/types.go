@@ -3,6 +3,8 @@ package seam
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/sluicemq/sluice/core/record"
 )
 
 // NodeID is a broker's stable identity.
@@ -191,12 +193,8 @@ func orDefault[T int | int64](v, d T) T {
 	return d
 }
 
-// EpochStart says that records from Offset on carry Epoch, up to the next
-// EpochStart.
-type EpochStart struct {
-	Epoch  uint64
-	Offset uint64
-}
+// EpochStart says that records from Offset on carry Epoch (record's).
+type EpochStart = record.EpochStart
 
 // EpochAt returns the epoch of the record at offset o in a log with the
 // given history, or 0 when o precedes the history.

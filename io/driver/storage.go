@@ -16,10 +16,7 @@ func OpenLog(fs vfs.FS, dir string, g core.GroupID, opts seglog.Options) (*seglo
 	if err != nil {
 		return nil, core.LogState{}, err
 	}
-	st := core.LogState{Group: g, Start: rec.Start, End: rec.End}
-	for _, e := range rec.Epochs {
-		st.Epochs = append(st.Epochs, core.EpochStart{Epoch: e.Epoch, Offset: e.Offset})
-	}
+	st := core.LogState{Group: g, Start: rec.Start, End: rec.End, Epochs: rec.Epochs}
 	st.Unrepaired = rec.Unrepaired || rec.Damage != nil
 	if d := rec.Damage; d != nil {
 		st.Damage = d.Reason + " in " + d.Segment + " at byte " + strconv.FormatInt(d.Pos, 10)

@@ -108,12 +108,8 @@ func (o *Options) check() error {
 	return nil
 }
 
-// EpochStart says that records from Offset on carry Epoch (until the next
-// EpochStart).
-type EpochStart struct {
-	Epoch  uint64
-	Offset uint64
-}
+// EpochStart is record's: records from Offset on carry Epoch.
+type EpochStart = record.EpochStart
 
 // Damage describes the first torn, corrupt, lost or unreadable record the
 // recovery scan met (see the package documentation for the reasons).
@@ -281,12 +277,7 @@ func (l *Log) End() uint64 { return l.active().end }
 // Epochs returns the epoch history of the records held (a copy).
 func (l *Log) Epochs() []EpochStart { return append([]EpochStart(nil), l.epochs...) }
 
-// AppendEpochs appends the epoch history to dst: Epochs without the
-// allocation, for callers on a hot path.
-func (l *Log) AppendEpochs(dst []EpochStart) []EpochStart { return append(dst, l.epochs...) }
 
-// Damage returns the damage Open reported, until DiscardDamage removes it.
-func (l *Log) Damage() *Damage { return l.damage }
 
 // lastEpoch is the epoch of the last record, 0 for an empty log.
 func (l *Log) lastEpoch() uint64 {

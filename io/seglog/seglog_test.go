@@ -104,7 +104,7 @@ func TestNewLogAppendReadReopen(t *testing.T) {
 	if r.Damage != nil || r.End != 15 {
 		t.Fatalf("recovery %+v", r)
 	}
-	wantEpochs := []EpochStart{{1, 0}, {3, 10}}
+	wantEpochs := []EpochStart{{Epoch: 1, Offset: 0}, {Epoch: 3, Offset: 10}}
 	if fmt.Sprint(r.Epochs) != fmt.Sprint(wantEpochs) || fmt.Sprint(l.Epochs()) != fmt.Sprint(wantEpochs) {
 		t.Fatalf("epochs %v / %v, want %v", r.Epochs, l.Epochs(), wantEpochs)
 	}

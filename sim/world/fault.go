@@ -178,16 +178,6 @@ type FaultRates struct {
 	CorruptPer1000 int
 }
 
-// On reports whether any fault is enabled.
-func (r FaultRates) On() bool {
-	for _, v := range r.PerMin {
-		if v.On() {
-			return true
-		}
-	}
-	return r.DropPer1000+r.DupPer1000+r.CorruptPer1000 > 0
-}
-
 func (r FaultRates) String() string {
 	s := ""
 	for k := FaultCrash; k < FaultDrop; k++ {
