@@ -277,8 +277,6 @@ func (l *Log) End() uint64 { return l.active().end }
 // Epochs returns the epoch history of the records held (a copy).
 func (l *Log) Epochs() []EpochStart { return append([]EpochStart(nil), l.epochs...) }
 
-
-
 // lastEpoch is the epoch of the last record, 0 for an empty log.
 func (l *Log) lastEpoch() uint64 {
 	if len(l.epochs) == 0 {
