@@ -1,0 +1,424 @@
+package core
+
+// Transcript tests, in the manner of etcd-raft's data-driven tests: each
+// file under testdata/ drives one Node through Step with a sequence of
+// commands, each followed by what that step must produce:
+//
+//	# comments and blank lines are kept as they are
+//	<command>
+//	----
+//	> <the input's stable text form>
+//	<one line per effect, in order, in their stable text forms>
+//	refused=N           (only when the node's refused counter changed)
+//
+// A block ends at a blank line. `go test ./core -run TestTranscripts
+// -rewrite` writes what the node does now into every expected block;
+// review the diff before committing it. After every step the harness also
+// runs node.Invariants(); a panic in Step or in the invariants fails the
+// test at the command's file:line.
+//
+// Commands. Every one takes an optional t=<time>, absolute (150ms) or
+// relative (+100ms); time stays put when not given and never goes back.
+//
+//	node 1 queue=1:[1,2,3]:owner=1:majority_durable [queue=...] [process=2]
+//	     [window= batch-recs= batch-bytes= cache-bytes= read-recs= pending=
+//	      ready= consumers= prefetch-max= epochs-max= resend=D scrub=D heartbeat=D]
+//	  (re)create the node: a new process, memory gone (process defaults to 1)
+//	start [q=1 end=4 epochs=1@0,2@3 damage="crc mismatch" unrepaired] [q=2 ...]
+//	  the start input; with no q=, an empty log for every queue
+//	recv from=2 [q=1] <kind> e=<epoch> p=<process> <fields>
+//	  a peer message, encoded with queue.AppendMsg; q defaults to 1; kinds:
+//	  append prev= preve= commit= recs=[...] | append-reply ok|reject end= [epochs=]
+//	  log-query | log-report end= epochs= | fetch from= | fetch-reply prev= preve= end= recs=[...]
+//	  raw bytes=<hex>     (bytes as they came: for messages that must be refused)
+//	client c=9 publish q=1 id=1 body=hello|size=N | subscribe q=1 id=2 prefetch=8 | ack q=1 id=3 o=5
+//	gone c=9              (the client's connection closed)
+//	done <op> q=1 [o=N] [tag=N recs=[...]] [err="..."]
+//	  a storage completion; op is append, sync, read, truncate, discard or
+//	  repaired. The harness holds it to the driver contract (core/doc.go):
+//	  it must complete the group's oldest outstanding operation (earlier
+//	  appends, truncations, discards and repaired marks complete silently),
+//	  with the sync's offset or the read's offset and tag; nothing queued
+//	  behind a failure ever completes.
+//	tick
+//
+// Records are epoch:kind[:body], kinds pub, ack (body: the acked offset)
+// and epoch; offsets follow prev= (messages) or o= (reads):
+// recs=[2:epoch 2:pub:hello 2:ack:5].
+
+import (
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicemq/sluice/core/queue"
+	"github.com/sluicemq/sluice/core/record"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the core/testdata transcripts")
+
+func TestTranscripts(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no transcripts in testdata: %v", err)
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runTranscript(t, f) })
+	}
+}
+
+func runTranscript(t *testing.T, path string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	var out strings.Builder
+	h := &harness{t: t}
+	for i := 0; i < len(lines); i++ {
+		out.WriteString(lines[i] + "\n")
+		if lines[i] == "" || strings.HasPrefix(lines[i], "#") {
+			continue
+		}
+		cmd := lines[i]
+		h.pos = fmt.Sprintf("%s:%d", path, i+1)
+		if i+1 >= len(lines) || lines[i+1] != "----" {
+			h.fatalf("a command must be followed by ----")
+		}
+		var want []string
+		for i += 2; i < len(lines) && lines[i] != ""; i++ {
+			want = append(want, lines[i])
+		}
+		got := h.run(cmd)
+		out.WriteString("----\n" + strings.Join(append(got, ""), "\n"))
+		if i < len(lines) {
+			out.WriteString("\n") // the blank line that ends the block
+		}
+		if g, w := strings.Join(got, "\n"), strings.Join(want, "\n"); !*rewrite && g != w {
+			t.Errorf("%s: %s\ngot:\n%s\nwant:\n%s", h.pos, cmd, g, w)
+		}
+	}
+	if *rewrite {
+		if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// harness is one transcript's world: the node, the clock, and the storage
+// operations the node issued that a driver has not completed yet.
+type harness struct {
+	t       *testing.T
+	pos     string // file:line of the command being run
+	cfg     Config
+	node    *Node
+	nowNs   int64
+	refused uint64
+	ops     map[GroupID][]Effect // outstanding storage operations, oldest first
+	failed  map[GroupID]bool     // a completion failed: nothing behind it runs
+}
+
+func (h *harness) fatalf(format string, a ...any) {
+	h.t.Helper()
+	h.t.Fatalf("%s: "+format, append([]any{h.pos}, a...)...)
+}
+
+// arg is one word of a command: key=val, or a bare word (val empty).
+type arg struct{ key, val string }
+
+// split cuts a command into words at spaces outside "quotes" and [brackets].
+func split(s string) (args []arg) {
+	depth, quoted, from := 0, false, 0
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) {
+			switch s[i] {
+			case '"':
+				quoted = !quoted
+			case '[':
+				depth++
+			case ']':
+				depth--
+			}
+			if s[i] != ' ' || quoted || depth > 0 {
+				continue
+			}
+		}
+		if w := s[from:i]; w != "" {
+			k, v, _ := strings.Cut(w, "=")
+			args = append(args, arg{k, v})
+		}
+		from = i + 1
+	}
+	return args
+}
+
+// get returns the value of the first key in args, unquoted.
+func (h *harness) get(args []arg, key string) (string, bool) {
+	for _, a := range args {
+		if a.key != key {
+			continue
+		}
+		if !strings.HasPrefix(a.val, `"`) {
+			return a.val, true
+		}
+		v, err := strconv.Unquote(a.val)
+		if err != nil {
+			h.fatalf("%s=%s: %v", key, a.val, err)
+		}
+		return v, true
+	}
+	return "", false
+}
+
+func (h *harness) str(args []arg, key string) string { v, _ := h.get(args, key); return v }
+
+// num returns the number that key says (0 if absent).
+func (h *harness) num(args []arg, key string) uint64 { return h.uint(h.str(args, key)) }
+
+func (h *harness) uint(s string) uint64 {
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil && s != "" {
+		h.fatalf("%q: want a number", s)
+	}
+	return n
+}
+
+func (h *harness) epochs(v string) (out []EpochStart) {
+	for _, f := range strings.FieldsFunc(strings.Trim(v, "[]"), func(r rune) bool { return r == ',' || r == ' ' }) {
+		e, o, _ := strings.Cut(f, "@")
+		out = append(out, EpochStart{Epoch: h.uint(e), Offset: h.uint(o)})
+	}
+	return out
+}
+
+// records reads [epoch:kind[:body] ...], offsets from first on.
+func (h *harness) records(v string, first uint64) (out []record.Record) {
+	for i, f := range strings.Fields(strings.Trim(v, "[]")) {
+		p := append(strings.SplitN(f, ":", 3), "", "")
+		rec := record.Record{Epoch: h.uint(p[0]), Offset: first + uint64(i)}
+		switch p[1] {
+		case "pub":
+			rec.Kind, rec.Body = record.KindPublish, []byte(p[2])
+		case "ack":
+			rec.Kind, rec.Body = record.KindAck, record.AckBody(h.uint(p[2]))
+		case "epoch":
+			rec.Kind = record.KindEpoch
+		default:
+			h.fatalf("record %q: want epoch:pub:body, epoch:ack:offset or epoch:epoch", f)
+		}
+		out = append(out, rec)
+	}
+	return out
+}
+
+// run carries out one command and returns its output lines.
+func (h *harness) run(line string) []string {
+	args := split(line)
+	if v, ok := h.get(args, "t"); ok {
+		d, err := time.ParseDuration(strings.TrimPrefix(v, "+"))
+		at := int64(d)
+		if strings.HasPrefix(v, "+") {
+			at += h.nowNs
+		}
+		if err != nil || at < h.nowNs {
+			h.fatalf("t=%s: want a duration not before %v (%v)", v, time.Duration(h.nowNs), err)
+		}
+		h.nowNs = at
+	}
+	if args[0].key == "node" {
+		h.newNode(args[1:])
+		return nil
+	}
+	if h.node == nil {
+		h.fatalf("the first command must be node")
+	}
+	in := Input{NowNs: h.nowNs, Group: QueueGroup(QueueID(h.num(args, "q"))), Client: ClientID(h.num(args, "c"))}
+	switch args[0].key {
+	case "start":
+		in.Kind = InStart
+		h.start(&in, args[1:])
+	case "recv":
+		in.Kind, in.From = InMessage, NodeID(h.num(args, "from"))
+		in.Group = max(in.Group, 1)
+		h.recv(&in, args[1:])
+	case "client":
+		kinds := map[string]RequestKind{"publish": ReqPublish, "subscribe": ReqSubscribe, "ack": ReqAck}
+		in.Kind, in.Req = InClient, Request{Kind: kinds[append(args, arg{})[2].key], ID: h.num(args, "id"),
+			Queue: QueueID(h.num(args, "q")), Body: []byte(h.str(args, "body")), Offset: h.num(args, "o"), Prefetch: int(h.num(args, "prefetch"))}
+		if n := h.num(args, "size"); n > 0 {
+			in.Req.Body = []byte(strings.Repeat("x", int(n)))
+		}
+		if in.Req.Kind == 0 {
+			h.fatalf("client: want publish, subscribe or ack")
+		}
+	case "gone":
+		in.Kind = InClientGone
+	case "done":
+		in.Kind = InStorage
+		h.done(&in, args)
+	case "tick":
+		in.Kind = InTick
+	default:
+		h.fatalf("unknown command %q", args[0].key)
+	}
+	return h.step(&in)
+}
+
+func (h *harness) newNode(args []arg) {
+	h.cfg, h.ops, h.failed, h.refused = Config{Process: 1}, map[GroupID][]Effect{}, map[GroupID]bool{}, 0
+	l := &h.cfg.Limits
+	ints := map[string]*int{"window": &l.WindowBatchesMax, "batch-recs": &l.BatchRecordsMax, "batch-bytes": &l.BatchBytesMax,
+		"read-recs": &l.ReadRecordsMax, "pending": &l.PendingPublishesMax, "ready": &l.ReadyMax,
+		"consumers": &l.ConsumersMax, "prefetch-max": &l.PrefetchMax, "epochs-max": &l.EpochsMax}
+	ms := map[string]*int64{"resend": &l.ResendMs, "scrub": &l.ScrubIntervalMs, "heartbeat": &l.HeartbeatMs}
+	for _, a := range args {
+		switch f := strings.Split(a.val, ":"); {
+		case a.val == "":
+			h.cfg.Node = NodeID(h.uint(a.key))
+		case a.key == "process":
+			h.cfg.Process = h.uint(a.val)
+		case a.key == "cache-bytes":
+			l.CacheBytesMax = int64(h.uint(a.val))
+		case ints[a.key] != nil:
+			*ints[a.key] = int(h.uint(a.val))
+		case ms[a.key] != nil:
+			d, err := time.ParseDuration(a.val)
+			if err != nil {
+				h.fatalf("%s=%s: %v", a.key, a.val, err)
+			}
+			*ms[a.key] = d.Milliseconds()
+		case a.key == "queue" && len(f) == 4 && strings.HasPrefix(f[2], "owner="):
+			qc := QueueConfig{Queue: QueueID(h.uint(f[0])), Owner: NodeID(h.uint(f[2][len("owner="):]))}
+			for _, r := range strings.Split(strings.Trim(f[1], "[]"), ",") {
+				qc.Replicas = append(qc.Replicas, NodeID(h.uint(r)))
+			}
+			var err error
+			if qc.Policy, err = ParsePolicy(f[3]); err != nil {
+				h.fatalf("%v", err)
+			}
+			h.cfg.Queues = append(h.cfg.Queues, qc)
+		case a.key != "t":
+			h.fatalf("node: cannot read %s=%s", a.key, a.val)
+		}
+	}
+	h.node = New(h.cfg)
+}
+
+func (h *harness) start(in *Input, args []arg) {
+	for _, a := range args {
+		n := len(in.Logs) - 1
+		switch {
+		case a.key == "q":
+			in.Logs = append(in.Logs, LogState{Group: GroupID(h.uint(a.val))})
+		case a.key == "t":
+		case n < 0:
+			h.fatalf("start: %s before q=", a.key)
+		case a.key == "end":
+			in.Logs[n].End = h.uint(a.val)
+		case a.key == "epochs":
+			in.Logs[n].Epochs = h.epochs(a.val)
+		case a.key == "damage":
+			in.Logs[n].Damage = h.str([]arg{a}, a.key)
+		case a.key == "unrepaired":
+			in.Logs[n].Unrepaired = true
+		default:
+			h.fatalf("start: cannot read %s", a.key)
+		}
+	}
+	for i := 0; len(in.Logs) == 0 && i < len(h.cfg.Queues); i++ {
+		in.Logs = append(in.Logs, LogState{Group: QueueGroup(h.cfg.Queues[i].Queue)})
+	}
+}
+
+func (h *harness) recv(in *Input, args []arg) {
+	i := 0
+	for i < len(args) && args[i].val != "" {
+		i++ // from=, q=, t= come before the kind
+	}
+	if i == len(args) {
+		h.fatalf("recv: no message kind")
+	}
+	f := args[i+1:]
+	m := queue.Msg{Epoch: h.num(f, "e"), Process: h.num(f, "p"), Prev: h.num(f, "prev"), PrevEpoch: h.num(f, "preve"),
+		Commit: h.num(f, "commit"), End: h.num(f, "end"), Epochs: h.epochs(h.str(f, "epochs"))}
+	m.Records = h.records(h.str(f, "recs"), m.Prev)
+	kinds := map[string]queue.MsgKind{"append": queue.MsgAppend, "append-reply": queue.MsgAppendReply,
+		"log-query": queue.MsgLogQuery, "log-report": queue.MsgLogReport, "fetch": queue.MsgFetch, "fetch-reply": queue.MsgFetchReply}
+	switch m.Kind = kinds[args[i].key]; {
+	case args[i].key == "raw":
+		b, err := hex.DecodeString(h.str(f, "bytes"))
+		if err != nil {
+			h.fatalf("bytes: %v", err)
+		}
+		in.Data = b
+		return
+	case m.Kind == 0:
+		h.fatalf("unknown message kind %q", args[i].key)
+	case m.Kind == queue.MsgFetch:
+		m.Prev = h.num(f, "from")
+	}
+	_, m.Ok = h.get(f, "ok")
+	in.Data = queue.AppendMsg(nil, &m)
+}
+
+// done builds a storage completion and holds it to the driver contract.
+func (h *harness) done(in *Input, args []arg) {
+	d := &in.Done
+	d.Group, d.Offset, d.Tag, d.Err = in.Group, h.num(args, "o"), h.num(args, "tag"), h.str(args, "err")
+	d.Records = h.records(h.str(args, "recs"), d.Offset)
+	for op := OpAppend; op <= OpRepaired; op++ {
+		if len(args) > 1 && args[1].key == op.String() {
+			d.Op = op
+		}
+	}
+	silent := func(op StorageOp) bool { return op != OpSync && op != OpRead }
+	q := h.ops[d.Group]
+	for len(q) > 0 && q[0].Op != d.Op && silent(q[0].Op) {
+		q = q[1:] // completed silently
+	}
+	switch {
+	case d.Op == 0:
+		h.fatalf("done: want append, sync, read, truncate, discard or repaired")
+	case h.failed[d.Group]:
+		h.fatalf("done: nothing behind a failed operation completes")
+	case len(q) == 0 || q[0].Op != d.Op || (!silent(d.Op) && (q[0].Offset != d.Offset || q[0].Tag != d.Tag)):
+		h.fatalf("done: the oldest outstanding operation of q=%d is not %s o=%d tag=%d", d.Group, d.Op, d.Offset, d.Tag)
+	}
+	h.ops[d.Group], h.failed[d.Group] = q[1:], d.Err != ""
+}
+
+// step passes one input to the node, checks its invariants and renders the
+// input and its effects.
+func (h *harness) step(in *Input) []string {
+	lines := []string{"> " + string(in.AppendText(nil, MsgTexts))}
+	var effects []Effect
+	h.try("Step", func() { effects = h.node.Step(in) })
+	for i := range effects {
+		lines = append(lines, string(effects[i].AppendText(nil, MsgTexts)))
+		if g := effects[i].Group; effects[i].Kind == EfStorage {
+			h.ops[g] = append(h.ops[g], effects[i])
+		}
+	}
+	h.try("Invariants", h.node.Invariants)
+	if r := h.node.Refused(); r != h.refused {
+		h.refused = r
+		lines = append(lines, fmt.Sprintf("refused=%d", r))
+	}
+	return lines
+}
+
+// try runs f and turns a panic into a failure at the command's line.
+func (h *harness) try(what string, f func()) {
+	defer func() {
+		if p := recover(); p != nil {
+			h.fatalf("%s panicked: %v", what, p)
+		}
+	}()
+	f()
+}
