@@ -33,7 +33,8 @@ package core
 //	  raw bytes=<hex>     (bytes as they came: for messages that must be refused)
 //	client c=9 publish q=1 id=1 body=hello|size=N | subscribe q=1 id=2 prefetch=8 | ack q=1 id=3 o=5
 //	gone c=9              (the client's connection closed)
-//	done <op> q=1 [o=N] [tag=N recs=[...]] [err="..."]
+//	done <op> q=1 [o=N] [tag=N recs=[...]] [n=N] [err="..."]
+//	    (verify: o is where it started, n how many records it verified)
 //	  a storage completion; op is append, sync, read, truncate, discard or
 //	  repaired. The harness holds it to the driver contract (core/doc.go):
 //	  it must complete the group's oldest outstanding operation (earlier
@@ -372,25 +373,28 @@ func (h *harness) done(in *Input, args []arg) {
 	d := &in.Done
 	d.Group, d.Offset, d.Tag, d.Err = in.Group, h.num(args, "o"), h.num(args, "tag"), h.str(args, "err")
 	d.Records = h.records(h.str(args, "recs"), d.Offset)
-	for op := OpAppend; op <= OpRepaired; op++ {
+	for op := OpAppend; op <= OpVerify; op++ {
 		if len(args) > 1 && args[1].key == op.String() {
 			d.Op = op
 		}
 	}
-	silent := func(op StorageOp) bool { return op != OpSync && op != OpRead }
+	silent := func(op StorageOp) bool { return op != OpSync && op != OpRead && op != OpVerify }
 	q := h.ops[d.Group]
 	for len(q) > 0 && q[0].Op != d.Op && silent(q[0].Op) {
 		q = q[1:] // completed silently
 	}
 	switch {
 	case d.Op == 0:
-		h.fatalf("done: want append, sync, read, truncate, discard or repaired")
+		h.fatalf("done: want append, sync, read, verify, truncate, discard or repaired")
 	case h.failed[d.Group]:
 		h.fatalf("done: nothing behind a failed operation completes")
 	case len(q) == 0 || q[0].Op != d.Op || (!silent(d.Op) && (q[0].Offset != d.Offset || q[0].Tag != d.Tag)):
 		h.fatalf("done: the oldest outstanding operation of q=%d is not %s o=%d tag=%d", d.Group, d.Op, d.Offset, d.Tag)
 	}
 	h.ops[d.Group], h.failed[d.Group] = q[1:], d.Err != ""
+	if d.Op == OpVerify {
+		d.Offset += h.num(args, "n") // the end verified: from o, n records
+	}
 }
 
 // step passes one input to the node, checks its invariants and renders the

@@ -91,10 +91,13 @@ func (e *Effect) AppendText(dst []byte, msgs MsgText) []byte {
 		switch e.Op {
 		case OpAppend:
 			dst = AppendRecords(dst, e.Records)
-		case OpRead, OpVerify:
+		case OpRead:
 			dst = AppendKV(dst, "o", e.Offset)
 			dst = AppendKVInt(dst, "count", int64(e.Count))
 			dst = AppendKV(dst, "tag", e.Tag)
+		case OpVerify:
+			dst = AppendKV(dst, "o", e.Offset)
+			dst = AppendKVInt(dst, "count", int64(e.Count))
 		default:
 			dst = AppendKV(dst, "o", e.Offset)
 		}

@@ -118,7 +118,16 @@ type DiskLog struct {
 	// did not hold what the format says: the log will find damage there.
 	damaged bool
 	buf     []byte
+	// The read window: bytes [winPos, winPos+len(buf)) of segment winSeg,
+	// valid within one Resume or Reparse (the durable bytes do not change
+	// during one).
+	winSeg *diskSeg
+	winPos int64
 }
+
+// windowBytes is how much the parser reads at once: one read of the disk
+// serves the frames of many small records.
+const windowBytes = 64 << 10
 
 // Damaged reports whether the last full read found a damaged frame or
 // header copy: a log that holds one is not a whole copy, even when every
@@ -181,6 +190,7 @@ func (l *DiskLog) Cut(end uint64) {
 	}
 	clear(l.segs[k:])
 	l.segs = l.segs[:k]
+	l.winSeg = nil
 	l.listedOK = false // removed segments may come back under their names
 	if uint64(len(l.recs)) > end {
 		clear(l.recs[end:])
@@ -195,6 +205,7 @@ func (seg *diskSeg) frameStart() int64 {
 // Reparse reads every frame seen so far again, where it was seen, then
 // whatever is new.
 func (l *DiskLog) Reparse(d Disk) {
+	l.winSeg = nil
 	clear(l.recs)
 	l.recs, l.note, l.damaged = l.recs[:0], "", false
 	for i := range l.segs {
@@ -271,6 +282,7 @@ func (l *DiskLog) checkSlots(d Disk, seg *diskSeg) {
 // Resume reads what was made durable since the last read, assuming bytes
 // already read did not change.
 func (l *DiskLog) Resume(d Disk) {
+	l.winSeg = nil
 	if gen := d.DurableGen(); !l.listedOK || gen != l.listed {
 		l.list(d)
 		l.listed, l.listedOK = gen, true
@@ -315,17 +327,34 @@ func (l *DiskLog) setNote(s string) {
 }
 
 // read returns n durable bytes of the segment from pos on (fewer at the end
-// of the file). The slice is valid until the next read.
+// of the file), through the read window. The slice is valid until the next
+// read.
 func (l *DiskLog) read(d Disk, seg *diskSeg, pos int64, n int) ([]byte, error) {
-	if cap(l.buf) < n {
-		l.buf = make([]byte, n)
+	if l.winSeg == seg && pos >= l.winPos && pos+int64(n) <= l.winPos+int64(len(l.buf)) {
+		k := pos - l.winPos
+		return l.buf[k : k+int64(n)], nil
 	}
-	p := l.buf[:n]
+	want := max(n, windowBytes)
+	if cap(l.buf) < want {
+		l.buf = make([]byte, want)
+	}
+	p := l.buf[:want]
+	l.winSeg = nil
 	k, err := d.ReadDurable(seg.path, p, pos)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return p[:k], err
+		if k >= n {
+			return p[:n], nil // the bytes wanted are readable; the error lies beyond
+		}
+		// An unreadable range may lie past the bytes wanted: read exactly
+		// them.
+		k, err = d.ReadDurable(seg.path, p[:n], pos)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return p[:k], err
+		}
+		return p[:k], nil
 	}
-	return p[:k], nil
+	l.buf, l.winSeg, l.winPos = p[:k], seg, pos
+	return p[:min(k, n)], nil
 }
 
 // headerOK reports whether h is the valid header of a segment at base with
