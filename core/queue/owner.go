@@ -71,6 +71,14 @@ func (o *owner) openEpoch(seen uint64) {
 		r.epoch-- // planted: reopen the old epoch
 	}
 	o.marker = r.log.end
+	for i := range o.peers {
+		// Start each follower at this epoch's record, as raft probes at
+		// the log end: one that holds the log below it matches at once; one
+		// that does not rejects, and its history says where the logs part.
+		// (Sending the whole log from 0 cost a restart a full re-read.)
+		o.peers[i].next = o.marker
+		o.peers[i].lastSendNs = r.x.NowNs
+	}
 	r.appendLocal(record.Record{Epoch: r.epoch, Offset: r.log.end, Kind: record.KindEpoch})
 }
 

@@ -223,20 +223,29 @@ func (r *Replica) OnPublish(c seam.ClientID, req *seam.Request) {
 
 // OnSubscribe starts a consumer.
 func (r *Replica) OnSubscribe(c seam.ClientID, req *seam.Request) {
-	if r.owner == nil {
+	switch {
+	case r.owner == nil:
 		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, 0, "not the owner")
-		return
+	case r.failed:
+		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, 0, "log failed: "+r.failReason)
+	default:
+		r.owner.state.onSubscribe(c, req)
 	}
-	r.owner.state.onSubscribe(c, req)
 }
 
-// OnAck settles a delivery.
+// OnAck settles a delivery. An accepted ack has no reply (as AMQP's
+// basic.ack has none): it is a record of the log like any other.
 func (r *Replica) OnAck(c seam.ClientID, req *seam.Request) {
-	if r.owner == nil || !r.owner.ready {
+	switch {
+	case r.owner == nil:
 		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, 0, "not the owner")
-		return
+	case r.failed:
+		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, req.Offset, "log failed: "+r.failReason)
+	case !r.owner.ready:
+		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, req.Offset, "epoch not ready")
+	default:
+		r.owner.onAck(c, req)
 	}
-	r.owner.onAck(c, req)
 }
 
 // OnClientGone returns a lost connection's deliveries.

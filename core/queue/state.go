@@ -150,6 +150,9 @@ func (s *queueState) onRead(d *seam.StorageDone) {
 // what is no longer in memory (after a restart, the whole log).
 func (s *queueState) apply() {
 	r := s.o.r
+	if r.failed {
+		return // nothing more is read from a failed log
+	}
 	limit := s.limit()
 	for s.applied < limit && !s.applyReading {
 		rec := r.log.cached(s.applied)
@@ -252,7 +255,7 @@ func (s *queueState) body(o uint64) *record.Record {
 func (s *queueState) dispatch() {
 	r := s.o.r
 	rebuilt := s.applied > s.o.marker || r.x.Bugs.Has(bugs.DeliverBeforeRebuild)
-	if s.deliverReading || s.applied < s.limit() || !rebuilt {
+	if r.failed || s.deliverReading || s.applied < s.limit() || !rebuilt {
 		// Deliver only from a queue state that has caught up with the
 		// confirmed log, and after a restart with the whole log before this
 		// epoch: an ack confirmed in an earlier epoch but not yet applied

@@ -29,7 +29,8 @@ type Outcome uint8
 
 const (
 	// Confirmed: the publish is durable on W replicas at Offset (or the
-	// subscribe/ack was accepted).
+	// subscribe was accepted; an accepted ack has no reply, as AMQP's
+	// basic.ack has none).
 	Confirmed Outcome = 1
 	// Failed: definitely not done; a failed publish never reaches a consumer.
 	Failed Outcome = 2
