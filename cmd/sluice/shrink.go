@@ -117,7 +117,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	}
 	opts := world.Options{}
 	if *trace {
-		opts.Trace, opts.TraceFromNs = stdout, int64(*traceFrom)
+		opts.Trace, opts.TraceFilter.FromNs = stdout, int64(*traceFrom)
 	}
 	start := time.Now()
 	r, err := world.Run(s.Seed, s.Profile, opts)

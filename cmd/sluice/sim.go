@@ -135,7 +135,7 @@ func runOne(f *simFlags, prof func(uint64) world.Profile, stdout, stderr io.Writ
 	opts := world.Options{}
 	if f.trace {
 		opts.Trace = stdout
-		opts.TraceFromNs = int64(f.traceFrom)
+		opts.TraceFilter.FromNs = int64(f.traceFrom)
 	}
 	start := time.Now()
 	r, err := world.Run(f.seed, prof(f.seed), opts)
