@@ -6,61 +6,11 @@
 package shrink
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/sim/world"
 )
-
-// Scenario is a saved run: a seed and the exact profile (schedule included)
-// that reproduce it. Expect says what replaying it must give: "pass" for a
-// regression whose bug is fixed, "fail:<checker>" for a planted bug that the
-// checkers must keep catching (the canary's). Mark names the coverage mark
-// (world.Mark) that its bug's path hits: once messages or timing change, a
-// seed and fault times may no longer lead there, and a regression that
-// passes without reaching its mark proves nothing, so replay fails then.
-type Scenario struct {
-	Name   string `json:"name"`
-	Note   string `json:"note,omitempty"`
-	Seed   uint64 `json:"seed"`
-	Expect string `json:"expect"`
-	Mark   string `json:"mark"`
-	// Bug, for a fixed bug's scenario, names the planted bug (core/bugs)
-	// that brings it back: replay then also runs with it planted and
-	// demands a failure, proving the scenario still reaches the bug.
-	Bug     string        `json:"bug,omitempty"`
-	Profile world.Profile `json:"profile"`
-}
-
-// Marshal renders the scenario as indented JSON.
-func (s *Scenario) Marshal() []byte {
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		panic(err)
-	}
-	return append(b, '\n')
-}
-
-// Parse reads a scenario.
-func Parse(b []byte) (Scenario, error) {
-	var s Scenario
-	if err := json.Unmarshal(b, &s); err != nil {
-		return s, err
-	}
-	if s.Expect != "pass" && (len(s.Expect) < 6 || s.Expect[:5] != "fail:") {
-		return s, fmt.Errorf("scenario %q: expect %q, want pass or fail:<checker>", s.Name, s.Expect)
-	}
-	if s.Bug != "" {
-		if _, err := bugs.Parse(s.Bug); err != nil || s.Expect != "pass" {
-			return s, fmt.Errorf("scenario %q: bug %q: want a planted bug's name on a scenario that expects pass (%v)", s.Name, s.Bug, err)
-		}
-	}
-	if _, err := world.ParseMark(s.Mark); err != nil {
-		return s, fmt.Errorf("scenario %q: mark: %w (every scenario names the coverage mark its bug's path hits)", s.Name, err)
-	}
-	return s, s.Profile.Validate()
-}
 
 // Verdict runs a scenario and reports whether it met its expectation.
 func (s *Scenario) Verdict() (ok bool, detail string) {
