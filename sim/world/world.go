@@ -36,8 +36,9 @@ type Options struct {
 // ErrInterrupted is returned by Run when Options.Interrupt stopped the run.
 var ErrInterrupted = errors.New("run interrupted before its end")
 
-// interruptEvents is how often Run asks Options.Interrupt: rarely enough to
-// cost nothing, often enough (a few ms of work) to stop promptly.
+// interruptEvents is how often Run asks Options.Interrupt (after the first
+// event, then every interruptEvents): rarely enough to cost nothing, often
+// enough (a few ms of work) to stop promptly.
 const interruptEvents = 1 << 12
 
 // Result is what one run produced.
@@ -183,7 +184,11 @@ func Run(seed uint64, p Profile, opts Options) (Result, error) {
 	w := newWorld(seed, p, opts)
 	err := w.runGuarded()
 	if w.interrupted {
-		return w.result(), ErrInterrupted
+		// No verdict: a run cut short has not been judged (failures seen
+		// so far are not a verdict either; replaying the seed gives it).
+		r := w.result()
+		r.Failures, r.Failed = nil, 0
+		return r, ErrInterrupted
 	}
 	if err != "" {
 		r := w.result()
@@ -310,7 +315,7 @@ func (w *World) run() {
 		w.nEvents++
 		w.handle(e)
 		w.events.release(i)
-		if w.interrupt != nil && w.nEvents%interruptEvents == 0 && w.interrupt() {
+		if w.interrupt != nil && w.nEvents%interruptEvents == 1 && w.interrupt() {
 			w.interrupted = true
 			return
 		}
@@ -484,6 +489,13 @@ func (w *World) crash(b *broker, restartNs int64) {
 // connections die at once; after an exit, the replies it already sent (in
 // the kernel's socket buffers) still arrive, then the connections close.
 func (w *World) stopProcess(b *broker, restartNs int64, exited bool) {
+	// Every process end has a note of its own, so that a trace (and the
+	// timeline drawn from it) says when each process lived.
+	how := "power-loss"
+	if exited {
+		how = "exit"
+	}
+	w.notef("stop n%d inc=%d %s", b.id, b.inc, how)
 	w.noteDown(b)
 	b.up = false
 	b.inc++
