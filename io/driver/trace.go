@@ -155,6 +155,28 @@ func appendNote(dst []byte, nowNs int64, text string) []byte {
 
 // --- Filters, over the line text ---
 
+// Match reports whether the filter selects line, a trace line as written
+// (its instant is read from its text).
+func (f *TraceFilter) Match(line []byte) bool {
+	ns, ok := readInstant(line)
+	return ok && f.keep(ns, line)
+}
+
+// readInstant reads the instant a line starts with ("t=2.288518965s ").
+func readInstant(line []byte) (int64, bool) {
+	rest, ok := bytes.CutPrefix(line, []byte("t="))
+	sp := bytes.IndexByte(rest, ' ')
+	if !ok || sp < 12 || rest[sp-1] != 's' || rest[sp-11] != '.' {
+		return 0, false
+	}
+	sec, err1 := strconv.ParseInt(string(rest[:sp-11]), 10, 64)
+	frac, err2 := strconv.ParseInt(string(rest[sp-10:sp-1]), 10, 64)
+	if err1 != nil || err2 != nil || sec < 0 || sec > 1<<32 {
+		return 0, false
+	}
+	return sec*1e9 + frac, true
+}
+
 // keep reports whether the filter writes line (with its newline), made at
 // nowNs.
 func (f *TraceFilter) keep(nowNs int64, line []byte) bool {
