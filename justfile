@@ -16,6 +16,14 @@ mutants:
 replay seed:
     go run ./cmd/sluice sim --seed {{seed}} --trace
 
+# a seed's timeline in the browser: just timeline 31 (writes seed31.html)
+timeline seed:
+    go run ./cmd/sluice sim --seed {{seed}} --timeline seed{{seed}}.html
+
+# where two seeds' traces first differ: just diff 3 4
+diff a b:
+    go run ./cmd/sluice sim diff {{a}} {{b}}
+
 # benchmarks: the standard simulated world and the storage engine
 bench:
     go test -run '^$' -bench . -benchtime 5x ./sim/world
@@ -34,6 +42,6 @@ lint:
     gofmt -l $(git ls-files '*.go')
     go vet ./...
 
-# what CI runs
+# what CI runs (installs Debian's chromium: run as root)
 ci:
     bash .ci/run

@@ -5,31 +5,81 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
 	"runtime/debug"
 )
 
-const usage = `usage: sluice <command> [flags]
+const usage = `usage: sluice <command> [arguments]
 
 commands:
   sim    run the deterministic simulator (sluice sim --help)
+  help   show help: sluice help [command [subcommand]]
+
+Exit status: 0 success, 1 a failure found (a checker, a coverage minimum, a
+scenario not as expected), 2 bad usage or input, 3 seeds that timed out and no
+failure, 130 interrupted (Ctrl-C).
 `
 
+// env is what a command runs against: its output, and a channel closed on
+// the first Ctrl-C (nil in tests that do not interrupt).
+type env struct {
+	stdout, stderr io.Writer
+	interrupt      <-chan struct{}
+}
+
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
+	// The first Ctrl-C stops a run and prints what it has (a partial
+	// summary); a second one ends the process as usual.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	interrupt := make(chan struct{})
+	go func() {
+		<-sig
+		signal.Stop(sig)
+		close(interrupt)
+	}()
+	os.Exit(run(os.Args[1:], env{stdout: os.Stdout, stderr: os.Stderr, interrupt: interrupt}))
+}
+
+// run is the command line's entry point: the arguments after the program
+// name; it returns the exit status. Tests call it in-process.
+func run(args []string, e env) int {
+	if len(args) < 1 {
+		fmt.Fprint(e.stderr, usage)
+		return 2
 	}
-	switch os.Args[1] {
+	switch args[0] {
 	case "sim":
 		// Simulated worlds allocate fast and die young; the machine has
 		// memory to spare, so collect less often.
 		debug.SetGCPercent(400)
-		os.Exit(runSim(os.Args[2:], os.Stdout, os.Stderr))
-	case "-h", "--help", "help":
-		fmt.Print(usage)
-	default:
-		fmt.Fprintf(os.Stderr, "sluice: unknown command %q\n%s", os.Args[1], usage)
-		os.Exit(2)
+		return runSim(args[1:], e)
+	case "-h", "--help", "-help":
+		fmt.Fprint(e.stdout, usage)
+		return 0
+	case "help":
+		if len(args) == 1 {
+			fmt.Fprint(e.stdout, usage)
+			return 0
+		}
+		if args[1] == "sim" {
+			// sluice help sim [subcommand] is sluice sim [subcommand] --help.
+			return runSim(append(append([]string{}, args[2:]...), "--help"), e)
+		}
+		return usageError(e, "sluice help", "", fmt.Sprintf("unknown command %q%s", args[1], suggest(args[1], []string{"sim"})))
 	}
+	return usageError(e, "sluice", "", fmt.Sprintf("unknown command %q%s", args[0], suggest(args[0], []string{"sim", "help"})))
+}
+
+// usageError prints a bad-usage message naming the problem and where help
+// is, and returns exit status 2.
+func usageError(e env, cmd, helpCmd, msg string) int {
+	fmt.Fprintf(e.stderr, "%s: %s\n", cmd, msg)
+	if helpCmd == "" {
+		helpCmd = "sluice --help"
+	}
+	fmt.Fprintf(e.stderr, "run '%s' for usage\n", helpCmd)
+	return 2
 }

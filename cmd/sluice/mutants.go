@@ -1,9 +1,7 @@
 package main
 
 import (
-	"flag"
 	"fmt"
-	"io"
 	"os"
 	"runtime"
 	"strconv"
@@ -19,29 +17,50 @@ import (
 // needs to be caught.
 const mutantMedianMax = 100
 
+const mutantsSynopsis = `sluice sim mutants [--bugs A,B] [--budgets FILE | --seeds-max N] [--first S] [--parallel P]`
+
+const mutantsAbout = `Plants each registered bug (core/bugs) in turn and runs seeds from --first until
+one catches it: the table gives each bug's first catching seed and checker. Fails
+when a bug is not caught within its budget, or (for the whole registry) when the
+median seeds to catch exceeds 100.
+
+examples:
+  sluice sim mutants --bugs sync-skip,ack-before-sync
+  sluice sim mutants --parallel 2 --budgets scenarios/mutants.budget   (what CI runs)
+`
+
 // runMutants: sluice sim mutants plants each bug in turn and reports the
 // first seed that catches it.
-func runMutants(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("sim mutants", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func runMutants(args []string, e env) int {
+	c := newCommand("sluice sim mutants", mutantsSynopsis, mutantsAbout)
+	fs := c.fs
+	stdout, stderr := e.stdout, e.stderr
 	first := fs.Uint64("first", 1, "first seed")
 	seedsMax := fs.Uint64("seeds-max", 2000, "seeds a bug may take to be caught (without --budgets)")
 	budgets := fs.String("budgets", "", "file of 'bug seeds' lines: each bug's own budget (every bug must be listed)")
 	only := fs.String("bugs", "", "only these bugs, comma-separated (default all)")
 	parallel := fs.Int("parallel", runtime.NumCPU(), "worlds run at once")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	pos, status, done := c.parse(e, args)
+	if done {
+		return status
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "sluice sim mutants: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	if len(pos) > 0 {
+		return c.fail(e, fmt.Sprintf("unexpected argument %q", pos[0]))
+	}
+	if *parallel < 1 || *parallel > 1024 {
+		return c.fail(e, fmt.Sprintf("--parallel %d: want 1..1024", *parallel))
+	}
+	if *seedsMax < 1 || *seedsMax > 100_000 {
+		return c.fail(e, fmt.Sprintf("--seeds-max %d: want 1..100000", *seedsMax))
+	}
+	if *budgets != "" && c.set("seeds-max") {
+		return c.fail(e, "--budgets gives each bug its own seeds: --seeds-max would be ignored")
 	}
 	list := bugs.Registry
 	if *only != "" {
 		set, err := bugs.Parse(*only)
 		if err != nil {
-			fmt.Fprintln(stderr, "sluice sim mutants:", err)
-			return 2
+			return c.fail(e, "--bugs: "+err.Error())
 		}
 		list = nil
 		for _, b := range bugs.Registry {
@@ -54,13 +73,11 @@ func runMutants(args []string, stdout, stderr io.Writer) int {
 	if *budgets != "" {
 		m, err := readBudgets(*budgets)
 		if err != nil {
-			fmt.Fprintln(stderr, "sluice sim mutants:", err)
-			return 2
+			return c.fail(e, "--budgets: "+err.Error())
 		}
 		for _, b := range list {
 			if _, ok := m[b.Name]; !ok {
-				fmt.Fprintf(stderr, "sluice sim mutants: %s: no budget for planted bug %s\n", *budgets, b.Name)
-				return 2
+				return c.fail(e, fmt.Sprintf("--budgets %s: no budget for planted bug %s", *budgets, b.Name))
 			}
 		}
 		budget = func(b bugs.Bug) uint64 { return m[b.Name] }
@@ -79,8 +96,11 @@ func runMutants(args []string, stdout, stderr io.Writer) int {
 	var ranks []uint64
 	for _, r := range rs {
 		if !r.Caught {
-			fmt.Fprintf(stdout, "FAIL %s was not caught within its %d seeds: reproduce: go run ./cmd/sluice sim mutants --bugs %s --seeds-max %d\n",
-				r.Bug.Name, r.Budget, r.Bug.Name, r.Budget)
+			cmd := fmt.Sprintf("go run ./cmd/sluice sim mutants --bugs %s --seeds-max %d", r.Bug.Name, r.Budget)
+			if *first != 1 {
+				cmd += fmt.Sprintf(" --first %d", *first)
+			}
+			fmt.Fprintf(stdout, "FAIL %s was not caught within its %d seeds: reproduce: %s\n", r.Bug.Name, r.Budget, cmd)
 			code = 1
 			ranks = append(ranks, r.Budget)
 			continue

@@ -82,12 +82,12 @@ func TestDifferentSeedsDifferentHashes(t *testing.T) {
 // summary names the seed.
 func TestTraceAndSummary(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := runSim([]string{"--seed", "5", "--profile", "standard", "--duration-ms", "500", "--trace"}, &out, &errb)
+	code := runSim([]string{"--seed", "5", "--profile", "standard", "--duration-ms", "500", "--trace"}, env{stdout: &out, stderr: &errb})
 	if code != 0 {
 		t.Fatalf("exit %d: %s%s", code, errb.String(), tail(out.String()))
 	}
 	s := out.String()
-	for _, want := range []string{" n1 < start", " n1 > storage append", " * drain", "seed=5 ok"} {
+	for _, want := range []string{"t=0.000000000s n1 < start", " n1 > storage append", " * drain", "seed=5 ok"} {
 		if !strings.Contains(s, want) {
 			t.Fatalf("trace lacks %q:\n%s", want, tail(s))
 		}
@@ -96,7 +96,7 @@ func TestTraceAndSummary(t *testing.T) {
 
 func TestSweepSummaryAndShards(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := runSim([]string{"--seeds", "6", "--parallel", "2", "--duration-ms", "500", "--shard", "1/2"}, &out, &errb)
+	code := runSim([]string{"--seeds", "6", "--parallel", "2", "--duration-ms", "500", "--shard", "1/2"}, env{stdout: &out, stderr: &errb})
 	if code != 0 {
 		t.Fatalf("exit %d: %s%s", code, errb.String(), out.String())
 	}

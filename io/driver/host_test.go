@@ -101,7 +101,7 @@ func TestHostStartsWithWhatTheLogsRecovered(t *testing.T) {
 	}
 	var out bytes.Buffer
 	env := &script{}
-	h := newHost(t, fs, env, 1, NewTrace(&out, 0))
+	h := newHost(t, fs, env, 1, NewTrace(&out, TraceFilter{}))
 	h.Start(1)
 	if first := strings.SplitN(out.String(), "\n", 2)[0]; !strings.Contains(first, "< start q=1 start=0 end=2 epochs=[1@0]") {
 		t.Fatalf("the first line is not the start input with the recovered log: %q", first)
@@ -121,7 +121,7 @@ func TestHostStartsWithWhatTheLogsRecovered(t *testing.T) {
 	fs2.CrashClean()
 	out.Reset()
 	env = &script{}
-	h = newHost(t, fs2, env, 1, NewTrace(&out, 0))
+	h = newHost(t, fs2, env, 1, NewTrace(&out, TraceFilter{}))
 	h.Start(1)
 	if !strings.Contains(out.String(), "damage=") || !strings.Contains(out.String(), "> storage discard q=1") {
 		t.Fatalf("want damage reported and discarded by the core:\n%s", out.String())

@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"io"
@@ -17,33 +18,52 @@ import (
 // appendEffectBin; notes as their text), so two runs agree on the hash
 // exactly when they agree on every input, effect and note, and hashing
 // costs no text rendering. The text lines (one per input, effect and note,
-// their stable forms) are rendered only when they are written out (--trace),
-// and rendering them does not change the hash.
+// their stable forms, see "Line text" below) are rendered only when they are
+// written out (--trace, --timeline), and neither rendering them nor the
+// filter changes the hash.
 type Trace struct {
 	hasher *blake3.Hasher
 	out    io.Writer // nil: hash only
-	fromNs int64     // lines before this instant are hashed but not written
+	filter TraceFilter
 	lines  uint64
 	bin    []byte // encoded entries not yet hashed
 	text   []byte // a line being rendered
 
-	// The prefix of the last input line written ("t=... nX "), reused while
-	// the instant and node stay the same: most lines come in runs of one
-	// step.
+	// The prefix of the last input or effect line written ("t=... nX "),
+	// reused while the instant and node stay the same: most lines come in
+	// runs of one step.
 	prefix       []byte
 	prefixNowNs  int64
 	prefixNode   core.NodeID
 	prefixMarked bool
 }
 
+// TraceFilter selects the lines a trace writes; every entry is hashed
+// whatever the filter. The zero filter writes every line.
+type TraceFilter struct {
+	FromNs  int64 // lines before this instant are not written
+	UntilNs int64 // lines after this instant are not written; 0: no bound
+	// Nodes: only inputs and effects of these brokers, and world notes that
+	// name one of them or no broker at all. Empty: every broker.
+	Nodes []core.NodeID
+	// Queues: only inputs and effects that name one of these queues (q=N),
+	// and every world note. Empty: every queue.
+	Queues []core.QueueID
+	// Kinds: only lines whose text starts with one of these words (recv,
+	// send, storage, done, client, reply, deliver, deadline, tick, start,
+	// fault, mark, ...; see docs/simulator.md). Empty: every kind.
+	Kinds []string
+}
+
 // traceBufBytes batches hashing: the hasher is fastest on large writes, and
-// a run makes millions of short entries.
+// a run makes millions of short entries. It also bounds the buffer: it is
+// flushed into the hasher before an entry could overflow it.
 const traceBufBytes = 256 << 10
 
 // NewTrace returns a trace that hashes every entry and, when out is not
-// nil, also writes the lines at or after fromNs to out.
-func NewTrace(out io.Writer, fromNs int64) *Trace {
-	return &Trace{hasher: blake3.New(32, nil), out: out, fromNs: fromNs, bin: make([]byte, 0, traceBufBytes)}
+// nil, also writes the lines f selects to out.
+func NewTrace(out io.Writer, f TraceFilter) *Trace {
+	return &Trace{hasher: blake3.New(32, nil), out: out, filter: f, bin: make([]byte, 0, traceBufBytes)}
 }
 
 func (t *Trace) room(n int) {
@@ -52,7 +72,11 @@ func (t *Trace) room(n int) {
 	}
 }
 
-func (t *Trace) writing(nowNs int64) bool { return t.out != nil && nowNs >= t.fromNs }
+// writing reports whether a line at nowNs may be written: the instant
+// bounds are checked before any text is rendered.
+func (t *Trace) writing(nowNs int64) bool {
+	return t.out != nil && nowNs >= t.filter.FromNs && (t.filter.UntilNs == 0 || nowNs <= t.filter.UntilNs)
+}
 
 // Input records an input of node at nowNs.
 func (t *Trace) Input(nowNs int64, node core.NodeID, in *core.Input) {
@@ -61,7 +85,7 @@ func (t *Trace) Input(nowNs int64, node core.NodeID, in *core.Input) {
 	t.bin = appendInputBin(t.bin, nowNs, node, in)
 	if t.writing(nowNs) {
 		t.text = in.AppendText(t.linePrefix(t.text[:0], nowNs, node, '<'), core.MsgTexts)
-		t.writeLine()
+		t.writeLine(nowNs)
 	}
 }
 
@@ -71,18 +95,19 @@ func (t *Trace) Effect(nowNs int64, node core.NodeID, e *core.Effect) {
 	t.room(64 + len(e.Data) + 24*len(e.Records) + len(e.Reason))
 	t.bin = appendEffectBin(t.bin, node, e)
 	if t.writing(nowNs) {
-		// An effect line carries no instant: it happens at the instant of
-		// the input line above it, whose step made it.
-		b := append(t.text[:0], "  n"...)
-		b = strconv.AppendUint(b, uint64(node), 10)
-		b = append(b, " > "...)
-		t.text = e.AppendText(b, core.MsgTexts)
-		t.writeLine()
+		t.text = e.AppendText(t.linePrefix(t.text[:0], nowNs, node, '>'), core.MsgTexts)
+		t.writeLine(nowNs)
 	}
 }
 
+// noteBytesMax bounds a note's line: a note is one line, never a dump.
+const noteBytesMax = traceBufBytes / 2
+
 // Note adds a line of the world's own (a fault, a client action) at nowNs.
 func (t *Trace) Note(nowNs int64, text string) {
+	if len(text) > noteBytesMax {
+		text = text[:noteBytesMax]
+	}
 	t.lines++
 	t.room(16 + len(text))
 	t.bin = append(t.bin, 'N')
@@ -90,30 +115,26 @@ func (t *Trace) Note(nowNs int64, text string) {
 	t.bin = binary.AppendUvarint(t.bin, uint64(len(text)))
 	t.bin = append(t.bin, text...)
 	if t.writing(nowNs) {
-		b := append(t.text[:0], "t="...)
-		b = strconv.AppendInt(b, nowNs, 10)
-		b = append(b, " * "...)
-		t.text = append(b, text...)
-		t.writeLine()
+		t.text = appendNote(t.text[:0], nowNs, text)
+		t.writeLine(nowNs)
 	}
 }
 
 func (t *Trace) linePrefix(dst []byte, nowNs int64, node core.NodeID, dir byte) []byte {
 	if !t.prefixMarked || nowNs != t.prefixNowNs || node != t.prefixNode {
-		t.prefix = append(t.prefix[:0], "t="...)
-		t.prefix = strconv.AppendInt(t.prefix, nowNs, 10)
-		t.prefix = append(t.prefix, " n"...)
-		t.prefix = strconv.AppendUint(t.prefix, uint64(node), 10)
-		t.prefix = append(t.prefix, ' ')
+		t.prefix = appendNodePrefix(t.prefix[:0], nowNs, node)
 		t.prefixNowNs, t.prefixNode, t.prefixMarked = nowNs, node, true
 	}
 	dst = append(dst, t.prefix...)
 	return append(dst, dir, ' ')
 }
 
-func (t *Trace) writeLine() {
+// writeLine writes the rendered line if the filter keeps it.
+func (t *Trace) writeLine(nowNs int64) {
 	t.text = append(t.text, '\n')
-	t.out.Write(t.text)
+	if t.filter.keep(nowNs, t.text) {
+		t.out.Write(t.text)
+	}
 }
 
 func (t *Trace) flush() {
@@ -121,7 +142,8 @@ func (t *Trace) flush() {
 	t.bin = t.bin[:0]
 }
 
-// Lines returns how many entries the trace holds.
+// Lines returns how many entries the trace holds: the number of the latest
+// line, counting from 1 as `--trace` prints them unfiltered.
 func (t *Trace) Lines() uint64 { return t.lines }
 
 // Hash returns the hex BLAKE3 hash of every entry so far.
@@ -250,4 +272,164 @@ func appendBoolBin(b []byte, v bool) []byte {
 		return append(b, 1)
 	}
 	return append(b, 0)
+}
+
+// --- Line text ---
+//
+// A line is "t=<seconds>s n<node> < <input>" for an input,
+// "t=<seconds>s n<node> > <effect>" for an effect of that input's step (at
+// the same instant), and "t=<seconds>s * <text>" for a world note. The
+// instant is printed as seconds with all nine decimals, so that it reads
+// back exactly (as a Go duration: --trace-from accepts it as printed) and
+// every line, read alone, says when it happened.
+
+// AppendInstant appends nowNs as the trace prints it: "t=2.288518965s".
+func AppendInstant(dst []byte, nowNs int64) []byte {
+	dst = append(dst, "t="...)
+	if nowNs < 0 {
+		dst = append(dst, '-')
+		nowNs = -nowNs
+	}
+	dst = strconv.AppendInt(dst, nowNs/1e9, 10)
+	frac := nowNs % 1e9
+	dst = append(dst, '.')
+	for d := int64(1e8); d > 0; d /= 10 {
+		dst = append(dst, byte('0'+frac/d%10))
+	}
+	return append(dst, 's')
+}
+
+// appendNodePrefix appends "t=<seconds>s n<node> ".
+func appendNodePrefix(dst []byte, nowNs int64, node core.NodeID) []byte {
+	dst = AppendInstant(dst, nowNs)
+	dst = append(dst, " n"...)
+	dst = strconv.AppendUint(dst, uint64(node), 10)
+	return append(dst, ' ')
+}
+
+// appendNote appends a world note's line, without its newline.
+func appendNote(dst []byte, nowNs int64, text string) []byte {
+	dst = AppendInstant(dst, nowNs)
+	dst = append(dst, " * "...)
+	return append(dst, text...)
+}
+
+// --- Filters, over the line text ---
+
+// Match reports whether the filter selects line, a trace line as written
+// (its instant is read from its text).
+func (f *TraceFilter) Match(line []byte) bool {
+	ns, ok := readInstant(line)
+	return ok && f.keep(ns, line)
+}
+
+// readInstant reads the instant a line starts with ("t=2.288518965s ").
+func readInstant(line []byte) (int64, bool) {
+	rest, ok := bytes.CutPrefix(line, []byte("t="))
+	sp := bytes.IndexByte(rest, ' ')
+	if !ok || sp < 12 || rest[sp-1] != 's' || rest[sp-11] != '.' {
+		return 0, false
+	}
+	sec, err1 := strconv.ParseInt(string(rest[:sp-11]), 10, 64)
+	frac, err2 := strconv.ParseInt(string(rest[sp-10:sp-1]), 10, 64)
+	if err1 != nil || err2 != nil || sec < 0 || sec > 1<<32 {
+		return 0, false
+	}
+	return sec*1e9 + frac, true
+}
+
+// keep reports whether the filter writes line (with its newline), made at
+// nowNs.
+func (f *TraceFilter) keep(nowNs int64, line []byte) bool {
+	if nowNs < f.FromNs || (f.UntilNs > 0 && nowNs > f.UntilNs) {
+		return false
+	}
+	if len(f.Nodes) == 0 && len(f.Queues) == 0 && len(f.Kinds) == 0 {
+		return true
+	}
+	line = bytes.TrimSuffix(line, []byte{'\n'})
+	// Skip the instant: "t=... ".
+	sp := bytes.IndexByte(line, ' ')
+	if sp < 0 {
+		return false
+	}
+	rest := line[sp+1:]
+	note := bytes.HasPrefix(rest, []byte("* "))
+	var node uint64
+	if note {
+		rest = rest[2:]
+	} else {
+		// "n<node> < text" or "n<node> > text"
+		sp = bytes.IndexByte(rest, ' ')
+		if sp < 2 || len(rest) < sp+3 {
+			return false
+		}
+		node, _ = strconv.ParseUint(string(rest[1:sp]), 10, 64)
+		rest = rest[sp+3:]
+	}
+	if len(f.Nodes) > 0 {
+		ok := false
+		if note {
+			named := false
+			for _, field := range bytes.Fields(rest) {
+				for _, w := range bytes.Split(field, []byte("->")) {
+					if n, isNode := nodeWord(w); isNode {
+						named = true
+						for _, want := range f.Nodes {
+							ok = ok || n == uint64(want)
+						}
+					}
+				}
+			}
+			ok = ok || !named
+		} else {
+			for _, want := range f.Nodes {
+				ok = ok || node == uint64(want)
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	if len(f.Queues) > 0 && !note {
+		ok := false
+		for _, w := range bytes.Fields(rest) {
+			if v, found := bytes.CutPrefix(w, []byte("q=")); found {
+				for _, want := range f.Queues {
+					ok = ok || string(v) == strconv.FormatUint(uint64(want), 10)
+				}
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	if len(f.Kinds) > 0 {
+		word := rest
+		if sp := bytes.IndexByte(rest, ' '); sp >= 0 {
+			word = rest[:sp]
+		}
+		ok := false
+		for _, k := range f.Kinds {
+			ok = ok || string(word) == k
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// nodeWord reads a word naming a broker in a note ("n3", "n3:") and
+// reports whether it is one.
+func nodeWord(w []byte) (uint64, bool) {
+	if len(w) < 2 || w[0] != 'n' || w[1] < '0' || w[1] > '9' {
+		return 0, false
+	}
+	i := 1
+	for i < len(w) && w[i] >= '0' && w[i] <= '9' {
+		i++
+	}
+	n, err := strconv.ParseUint(string(w[1:i]), 10, 64)
+	return n, err == nil
 }

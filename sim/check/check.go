@@ -16,10 +16,27 @@ type Failure struct {
 	Checker string
 	AtNs    int64
 	Detail  string
+	// Line is the number of the last trace line written when the failure
+	// was seen (counting from 1, as an unfiltered `--trace` prints them):
+	// the event that broke the property is that line or the next one. 0
+	// when the checker was told no line numbers.
+	Line uint64
 }
 
+// String prints the failure with its instant as the trace prints instants
+// (so that --trace-from accepts it as printed) and its trace line.
 func (f Failure) String() string {
-	return fmt.Sprintf("%s at t=%d: %s", f.Checker, f.AtNs, f.Detail)
+	at := string(appendInstant(nil, f.AtNs))
+	if f.Line == 0 {
+		return fmt.Sprintf("%s at %s: %s", f.Checker, at, f.Detail)
+	}
+	return fmt.Sprintf("%s at %s (trace line %d): %s", f.Checker, at, f.Line, f.Detail)
+}
+
+// appendInstant is driver.AppendInstant ("t=2.288518965s"), kept here so
+// that the checkers do not depend on the driver they judge.
+func appendInstant(dst []byte, ns int64) []byte {
+	return fmt.Appendf(dst, "t=%d.%09ds", ns/1e9, ns%1e9)
 }
 
 // failuresMax bounds the failures kept: the first ones explain a run.
@@ -48,6 +65,10 @@ type replicaTruth struct {
 	acked uint64
 	// verified: the disk was checked to hold issued[:verified].
 	verified uint64
+	// report: the replica's latest durable report to its owner (an
+	// append-reply ok end=N), which says its log holds [0, N) durably:
+	// evidence when a confirm turns out to lack durable copies.
+	report durableReport
 	// injected: damage was injected into this copy (corruption, a lost
 	// write, an unreadable range, a torn sector) and the copy has not since
 	// held a whole log again; damageEnd is how far the copy reached then.
@@ -202,6 +223,15 @@ func growTo[T any](v []T, o uint64) []T {
 	return v
 }
 
+// durableReport is a follower's claim that its log holds [0, end) durably,
+// made at atNs on trace line line.
+type durableReport struct {
+	end  uint64
+	atNs int64
+	line uint64
+	made bool
+}
+
 type ackRec struct {
 	offset uint64
 	id     Ident
@@ -219,7 +249,12 @@ type Checker struct {
 	deliveredKeys map[uint64]bool
 	failures      []Failure
 	total         int
+	lines         func() uint64 // the trace's latest line number; nil: none
 }
+
+// SetLines tells the checker how to learn the number of the trace's latest
+// line, so that failures name the lines to look at.
+func (c *Checker) SetLines(lines func() uint64) { c.lines = lines }
 
 // New returns a checker for the given queues. disks returns a broker's disk.
 func New(specs []QueueSpec, disks func(core.NodeID) Disk) *Checker {
@@ -244,7 +279,11 @@ func New(specs []QueueSpec, disks func(core.NodeID) Disk) *Checker {
 func (c *Checker) fail(checker string, atNs int64, format string, args ...any) {
 	c.total++
 	if len(c.failures) < failuresMax {
-		c.failures = append(c.failures, Failure{Checker: checker, AtNs: atNs, Detail: fmt.Sprintf(format, args...)})
+		var line uint64
+		if c.lines != nil {
+			line = c.lines()
+		}
+		c.failures = append(c.failures, Failure{Checker: checker, AtNs: atNs, Detail: fmt.Sprintf(format, args...), Line: line})
 	}
 }
 
@@ -335,8 +374,9 @@ func (c *Checker) SyncAcked(atNs int64, node core.NodeID, q core.QueueID, offset
 	qt := c.queues[q]
 	for o := min(r.verified, offset); o < offset; o++ {
 		if got := r.disk.At(o); got != r.issued[o] {
-			c.fail("sync-durable", atNs, "n%d q=%d: a sync acknowledged up to o=%d, but the disk durably holds %s at o=%d, not the record written (%s)%s",
-				node, q, offset, got, o, r.issued[o], noteOf(r.disk))
+			_, _, mask := qt.holders(o, r.issued[o])
+			c.fail("sync-durable", atNs, "n%d q=%d: a sync acknowledged up to o=%d, but the disk durably holds %s at o=%d, not the record written (%s)%s; n%d's completion is the next trace line; replicas seen to hold the record durably:%s",
+				node, q, offset, got, o, r.issued[o], noteOf(r.disk), node, qt.names(mask))
 			offset = o
 			break
 		}
@@ -464,6 +504,43 @@ func (q *queueTruth) names(mask uint32) string {
 	return b.String()
 }
 
+// earlyReports names the followers whose latest durable report covered o
+// although their disks were not seen to hold id there: the replicas that
+// reported early, with the trace line of the report.
+func (q *queueTruth) earlyReports(o uint64, id Ident) string {
+	var b strings.Builder
+	mask := q.seenMask(o, id)
+	for _, r := range q.reps {
+		if r == q.owner || !r.report.made || r.report.end <= o || mask&(1<<r.idx) != 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "; n%d reported end=%d durable at %s", r.node, r.report.end, appendInstant(nil, r.report.atNs))
+		if r.report.line > 0 {
+			fmt.Fprintf(&b, " (trace line %d)", r.report.line)
+		}
+		b.WriteString(" without a durable copy")
+	}
+	return b.String()
+}
+
+// Reported records that node, a follower of q, reported to its owner that
+// its log holds [0, end) durably (an append-reply ok end=end): evidence for
+// a confirm without its durable copies. The checkers judge from the disks,
+// never from this report.
+func (c *Checker) Reported(atNs int64, node core.NodeID, q core.QueueID, end uint64) {
+	qt := c.queues[q]
+	if qt == nil {
+		return
+	}
+	if r := qt.replica(node); r != nil {
+		var line uint64
+		if c.lines != nil {
+			line = c.lines()
+		}
+		r.report = durableReport{end: end, atNs: atNs, line: line, made: true}
+	}
+}
+
 // ownerIssued returns the identity of the record the owner wrote at o.
 func (q *queueTruth) ownerIssued(o uint64) Ident {
 	if o < uint64(len(q.owner.issued)) {
@@ -499,8 +576,8 @@ func (c *Checker) ConfirmEmitted(atNs int64, q core.QueueID, o uint64) {
 	id := qt.ownerIssued(o)
 	n, ownerHas, mask := qt.holders(o, id)
 	if !id.Intact() || !ownerHas || n < qt.spec.W {
-		c.fail("confirm-durable", atNs, "q=%d o=%d (%s) confirmed with %d durable copies (owner n%d has it: %v), W=%d; held by%s",
-			q, o, id, n, qt.spec.Owner, ownerHas, qt.spec.W, qt.names(mask))
+		c.fail("confirm-durable", atNs, "q=%d o=%d (%s) confirmed with %d durable copies (owner n%d has it: %v), W=%d; held by%s%s",
+			q, o, id, n, qt.spec.Owner, ownerHas, qt.spec.W, qt.names(mask), qt.earlyReports(o, id))
 	}
 }
 
@@ -512,7 +589,7 @@ func (c *Checker) DeliverEmitted(atNs int64, q core.QueueID, o uint64, key uint6
 	id := qt.ownerIssued(o)
 	n, ownerHas, mask := qt.holders(o, id)
 	if !id.Intact() || !ownerHas || n < qt.spec.W {
-		c.fail("deliver-confirmed", atNs, "q=%d o=%d delivered with %d durable copies, W=%d; held by%s", q, o, n, qt.spec.W, qt.names(mask))
+		c.fail("deliver-confirmed", atNs, "q=%d o=%d delivered with %d durable copies, W=%d; held by%s%s", q, o, n, qt.spec.W, qt.names(mask), qt.earlyReports(o, id))
 	}
 	if id.Intact() && (id.Kind != record.KindPublish || id.Val != key) {
 		c.fail("deliver-confirmed", atNs, "q=%d o=%d: delivered body %#x, the owner wrote %s there", q, o, key, id)

@@ -532,3 +532,47 @@ func TestDiskLogDamage(t *testing.T) {
 		})
 	}
 }
+
+// A confirm without its durable copies names the replicas that hold the
+// record, the follower that reported it durable early with the trace line
+// of its report, and the trace line where the confirm was seen.
+func TestConfirmFailureNamesTheEvidence(t *testing.T) {
+	c, fd := newChecker()
+	line := uint64(0)
+	c.SetLines(func() uint64 { return line })
+	c.PublishStarted(7, 16)
+	written(c, fd, 1, pub(1, 0, 7))
+	c.Appended(2, 1, []record.Record{pub(1, 0, 7)}) // n2 wrote it, never synced
+	line = 40
+	c.Reported(2_000_000_000, 2, 1, 1) // and said it was durable
+	line = 57
+	c.ConfirmEmitted(2_288_518_965, 1, 0)
+	wantFailure(t, c, "confirm-durable")
+	got := c.Failures()[0].String()
+	for _, want := range []string{
+		"confirm-durable at t=2.288518965s (trace line 57)",
+		"held by n1",
+		"n2 reported end=1 durable at t=2.000000000s (trace line 40) without a durable copy",
+	} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("failure %q lacks %q", got, want)
+		}
+	}
+}
+
+// A sync that did not reach the disk names the replica, the trace line and
+// the replicas that do hold the record.
+func TestSyncFailureNamesTheEvidence(t *testing.T) {
+	c, fd := newChecker()
+	c.SetLines(func() uint64 { return 12 })
+	written(c, fd, 2, pub(1, 0, 7))
+	c.Appended(1, 1, []record.Record{pub(1, 0, 7)})
+	c.SyncAcked(5, 1, 1, 1) // n1's disk holds nothing
+	wantFailure(t, c, "sync-durable")
+	got := c.Failures()[0].String()
+	for _, want := range []string{"(trace line 12)", "n1's completion is the next trace line", "hold the record durably: n2"} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("failure %q lacks %q", got, want)
+		}
+	}
+}

@@ -1,66 +1,17 @@
 // Package shrink reduces a failing simulator run to a small one that fails
 // the same checker: delta debugging (ddmin) over the run's recorded fault
-// schedule, then greedy cuts of the workload (duration, clients, rates,
-// message faults). It runs worlds one after another, deterministically, and
+// schedule, then greedy cuts of the workload (duration, message faults,
+// clients, queues, replicas, brokers, rate). It runs worlds one after another, deterministically, and
 // writes the result as a scenario that `go test ./...` replays.
 package shrink
 
 import (
-	"encoding/json"
 	"fmt"
 
+	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/sim/world"
 )
-
-// Scenario is a saved run: a seed and the exact profile (schedule included)
-// that reproduce it. Expect says what replaying it must give: "pass" for a
-// regression whose bug is fixed, "fail:<checker>" for a planted bug that the
-// checkers must keep catching (the canary's). Mark names the coverage mark
-// (world.Mark) that its bug's path hits: once messages or timing change, a
-// seed and fault times may no longer lead there, and a regression that
-// passes without reaching its mark proves nothing, so replay fails then.
-type Scenario struct {
-	Name   string `json:"name"`
-	Note   string `json:"note,omitempty"`
-	Seed   uint64 `json:"seed"`
-	Expect string `json:"expect"`
-	Mark   string `json:"mark"`
-	// Bug, for a fixed bug's scenario, names the planted bug (core/bugs)
-	// that brings it back: replay then also runs with it planted and
-	// demands a failure, proving the scenario still reaches the bug.
-	Bug     string        `json:"bug,omitempty"`
-	Profile world.Profile `json:"profile"`
-}
-
-// Marshal renders the scenario as indented JSON.
-func (s *Scenario) Marshal() []byte {
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		panic(err)
-	}
-	return append(b, '\n')
-}
-
-// Parse reads a scenario.
-func Parse(b []byte) (Scenario, error) {
-	var s Scenario
-	if err := json.Unmarshal(b, &s); err != nil {
-		return s, err
-	}
-	if s.Expect != "pass" && (len(s.Expect) < 6 || s.Expect[:5] != "fail:") {
-		return s, fmt.Errorf("scenario %q: expect %q, want pass or fail:<checker>", s.Name, s.Expect)
-	}
-	if s.Bug != "" {
-		if _, err := bugs.Parse(s.Bug); err != nil || s.Expect != "pass" {
-			return s, fmt.Errorf("scenario %q: bug %q: want a planted bug's name on a scenario that expects pass (%v)", s.Name, s.Bug, err)
-		}
-	}
-	if _, err := world.ParseMark(s.Mark); err != nil {
-		return s, fmt.Errorf("scenario %q: mark: %w (every scenario names the coverage mark its bug's path hits)", s.Name, err)
-	}
-	return s, s.Profile.Validate()
-}
 
 // Verdict runs a scenario and reports whether it met its expectation.
 func (s *Scenario) Verdict() (ok bool, detail string) {
@@ -106,14 +57,40 @@ type Progress func(step string, runs int, faults int)
 
 // Shrink reduces the failing run of seed under p. It returns the reduced
 // profile (with an explicit schedule), the checker it fails, and the number
-// of runs it took. It fails if the run does not fail to begin with.
+// of runs it took (runsMax when the budget stopped it). It fails if the run
+// does not fail to begin with. Every reduction it keeps still fails the
+// same checker and still reaches a coverage mark, so that the scenario can
+// name one (ShrinkKeeping holds it to one mark).
 func Shrink(seed uint64, p world.Profile, runsMax int, progress Progress) (world.Profile, string, int, error) {
+	return ShrinkKeeping(seed, p, runsMax, "", progress)
+}
+
+// reaches reports whether r reached the named mark, or any mark for "".
+func reaches(r world.Result, mark string) bool {
+	if mark == "" {
+		for _, n := range r.Stats.Coverage {
+			if n > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	m, err := world.ParseMark(mark)
+	return err == nil && r.Stats.Coverage[m] > 0
+}
+
+// ShrinkKeeping is Shrink holding every reduction to reach mark ("" for
+// any): the scenario then names a mark its bug's path really hits.
+func ShrinkKeeping(seed uint64, p world.Profile, runsMax int, mark string, progress Progress) (world.Profile, string, int, error) {
 	r, err := world.Run(seed, p, world.Options{})
 	if err != nil {
 		return p, "", 1, err
 	}
 	if r.Failed == 0 {
 		return p, "", 1, fmt.Errorf("seed %d does not fail: nothing to shrink", seed)
+	}
+	if !reaches(r, mark) {
+		return p, "", 1, fmt.Errorf("seed %d fails but does not reach coverage mark %q", seed, mark)
 	}
 	checker := r.Failures[0].Checker
 	p.Schedule = append([]world.Fault{}, r.Schedule...)
@@ -127,7 +104,7 @@ func Shrink(seed uint64, p world.Profile, runsMax int, progress Progress) (world
 		}
 		runs++
 		r, err := world.Run(seed, c, world.Options{})
-		return err == nil && FailsWith(r, checker)
+		return err == nil && FailsWith(r, checker) && reaches(r, mark)
 	}
 	note := func(step string) {
 		if progress != nil {
@@ -183,6 +160,25 @@ func Shrink(seed uint64, p world.Profile, runsMax int, progress Progress) (world
 			return true
 		})
 	}
+	// Fewer replicas: drop followers, last first (the owner stays).
+	for qi := range p.Queues {
+		for i := len(p.Queues[qi].Replicas) - 1; i >= 0; i-- {
+			if p.Queues[qi].Replicas[i] == p.Queues[qi].Owner {
+				continue
+			}
+			try("fewer replicas", func(c *world.Profile) bool {
+				q := &c.Queues[qi]
+				// A new array: the profile being cut shares the old one.
+				q.Replicas = append(q.Replicas[:i:i], q.Replicas[i+1:]...)
+				return true
+			})
+		}
+	}
+	// Fewer brokers: drop each broker that holds no replica, renumbering
+	// those above it; its faults go with it.
+	for n := p.Brokers; n >= 1 && p.Brokers > 1; n-- {
+		try("fewer brokers", func(c *world.Profile) bool { return dropBroker(c, n) })
+	}
 	for p.PublishesPerSec > 10 {
 		before := p.PublishesPerSec
 		try("lower publish rate", func(c *world.Profile) bool { c.PublishesPerSec /= 2; return true })
@@ -201,6 +197,49 @@ func Shrink(seed uint64, p world.Profile, runsMax int, progress Progress) (world
 		p.Schedule = []world.Fault{} // explicit: no faults, rather than drawn ones
 	}
 	return p, checker, runs, nil
+}
+
+// dropBroker removes broker n from c if it holds no replica: brokers above
+// it move down one, and faults that name it are dropped. It reports whether
+// it removed n.
+func dropBroker(c *world.Profile, n int) bool {
+	for _, q := range c.Queues {
+		for _, r := range q.Replicas {
+			if int(r) == n {
+				return false
+			}
+		}
+	}
+	renum := func(id core.NodeID) core.NodeID {
+		if int(id) > n {
+			return id - 1
+		}
+		return id
+	}
+	for qi := range c.Queues {
+		q := &c.Queues[qi]
+		reps := make([]core.NodeID, len(q.Replicas))
+		for i, r := range q.Replicas {
+			reps[i] = renum(r)
+		}
+		q.Replicas, q.Owner = reps, renum(q.Owner)
+	}
+	keep := c.Schedule[:0]
+	for _, f := range c.Schedule {
+		if f.Node == n || f.Peer == n {
+			continue
+		}
+		if f.Node > n {
+			f.Node--
+		}
+		if f.Peer > n {
+			f.Peer--
+		}
+		keep = append(keep, f)
+	}
+	c.Schedule = keep
+	c.Brokers--
+	return true
 }
 
 // ddmin returns a small subsequence of items for which fails holds, given

@@ -33,6 +33,12 @@ func (env *brokerEnv) Send(to core.NodeID, g core.GroupID, msg []byte) {
 			if w.brokers[f].fetched {
 				w.mark(MarkRecoveryRestart)
 			}
+		case queue.MsgAppendReply:
+			// A follower's durable report: evidence the checker names when
+			// a confirm lacks its copies (it judges from the disks).
+			if queue.DecodeMsgInto(&w.replyScratch, msg) == nil && w.replyScratch.Ok {
+				w.checker.Reported(w.now, from, core.QueueID(g), w.replyScratch.End)
+			}
 		}
 	}
 	if w.now < w.isolated[f] || w.now < w.isolated[t] || w.now < w.oneWay[f][t] {

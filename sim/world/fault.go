@@ -168,6 +168,34 @@ func ParseFault(s string) (Fault, error) {
 	return f, nil
 }
 
+// validate reports a scheduled fault the world cannot apply in a run of
+// brokers brokers whose workload phase lasts durationNs.
+func (f Fault) validate(brokers int, durationNs int64) error {
+	if f.Kind < FaultCrash || f.Kind >= FaultDrop {
+		return fmt.Errorf("%s is not a scheduled fault kind", f.Kind)
+	}
+	if f.AtNs < 0 || f.AtNs >= durationNs {
+		return fmt.Errorf("at=%d is outside the workload phase [0, %d) ns", f.AtNs, durationNs)
+	}
+	if f.DurNs < 0 || f.DurNs > int64(DurationMsMax)*1e6 {
+		return fmt.Errorf("dur=%d, want 0..%d ns", f.DurNs, int64(DurationMsMax)*1e6)
+	}
+	switch f.Kind {
+	case FaultSpike, FaultPowerCycle:
+		return nil // every broker
+	}
+	if f.Node < 1 || f.Node > brokers {
+		return fmt.Errorf("broker n%d does not exist (brokers=%d)", f.Node, brokers)
+	}
+	switch f.Kind {
+	case FaultOneWay, FaultClog:
+		if f.Peer < 1 || f.Peer > brokers || f.Peer == f.Node {
+			return fmt.Errorf("peer n%d: want another of the %d brokers", f.Peer, brokers)
+		}
+	}
+	return nil
+}
+
 // FaultRates are the profile's fault knobs: scheduled kinds as mean events
 // per simulated minute of the workload phase, message faults per 1000
 // messages.

@@ -17,6 +17,7 @@ func (w *World) diskAccess(b *broker, a memfs.Access) error {
 	case memfs.OpSync:
 		if b.failSync {
 			b.failSync = false
+			w.notef("struck sync-fail n%d %s", b.id, a.Name)
 			w.stats.Struck[FaultSyncFail]++
 			w.mark(MarkSyncFailDrop)
 			return fmt.Errorf("injected sync failure on %s: %w", a.Name, vfs.ErrIO)
@@ -24,6 +25,7 @@ func (w *World) diskAccess(b *broker, a memfs.Access) error {
 	case memfs.OpRead:
 		if b.failRead && b.up {
 			b.failRead = false
+			w.notef("struck read-error n%d %s", b.id, a.Name)
 			w.stats.Struck[FaultReadError]++
 			return fmt.Errorf("injected read error on %s: %w", a.Name, vfs.ErrIO)
 		}
@@ -159,11 +161,13 @@ const (
 func (w *World) damageMet(b *broker, text string) {
 	if b.armed&armCorrupt != 0 && !strings.Contains(text, "i/o error") && !strings.HasPrefix(text, "unreadable") {
 		b.armed &^= armCorrupt
+		w.notef("struck corrupt-live n%d", b.id)
 		w.stats.Struck[FaultCorruptLive]++
 		w.mark(MarkCorruptLive)
 	}
 	if b.armed&armUnreadable != 0 && (strings.Contains(text, "i/o error") || strings.Contains(text, "unreadable")) {
 		b.armed &^= armUnreadable
+		w.notef("struck unreadable n%d", b.id)
 		w.stats.Struck[FaultUnreadable]++
 		w.mark(MarkUnreadable)
 	}
@@ -266,7 +270,7 @@ func (w *World) tearSector(b *broker, restartNs int64) {
 		for _, q := range b.queues {
 			w.checker.Injected(b.id, q.Queue)
 		}
-		w.notef("n%d: a torn write damaged %d synced bytes", b.id, n)
+		w.notef("struck torn-sector n%d: a torn write damaged %d synced bytes", b.id, n)
 		w.stats.Struck[FaultTornSector]++
 		w.mark(MarkTornSector)
 	}

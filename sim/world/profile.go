@@ -187,26 +187,95 @@ func (p Profile) String() string {
 	return b.String()
 }
 
-// Validate reports a profile the world cannot run.
+// Bounds of a profile (Validate). DurationMsMax bounds the workload phase:
+// the checkers keep state per publish and per record, so memory grows with
+// the simulated time; 10 simulated minutes of the heaviest swarm profile is
+// about a million publishes. It also keeps every instant (ms times 1e6) far
+// from overflowing int64 nanoseconds.
+const (
+	BrokersMax       = 16
+	QueuesMax        = 8
+	ClientsMax       = 16 // publishers, and consumers, per queue
+	DurationMsMax    = 600_000
+	DrainMsMax       = 600_000
+	LatencyUsMax     = 10_000_000 // network latency and sync time bounds
+	RatePer1000Max   = 1000
+	PublishesPerSMax = 100_000
+)
+
+// Validate reports a profile the world cannot run, naming the field as a
+// scenario file spells it (snake_case), so that a bad option or a
+// malformed scenario is refused before the run and never shows up as a
+// failure of the system under test.
 func (p Profile) Validate() error {
-	if p.Brokers < 1 || p.Brokers > 16 {
-		return fmt.Errorf("profile: %d brokers, want 1..16", p.Brokers)
+	bad := func(field string, format string, args ...any) error {
+		return fmt.Errorf("profile: %s: %s", field, fmt.Sprintf(format, args...))
 	}
-	for _, q := range p.Queues {
-		if err := q.Validate(); err != nil {
-			return fmt.Errorf("profile: %w", err)
+	if p.Brokers < 1 || p.Brokers > BrokersMax {
+		return bad("brokers", "%d, want 1..%d", p.Brokers, BrokersMax)
+	}
+	if len(p.Queues) < 1 || len(p.Queues) > QueuesMax {
+		return bad("queues", "%d queues, want 1..%d", len(p.Queues), QueuesMax)
+	}
+	for i, q := range p.Queues {
+		field := fmt.Sprintf("queues[%d]", i)
+		if q.Queue < 1 {
+			return bad(field+".queue", "%d, want 1 or more", q.Queue)
 		}
-		for _, n := range q.Replicas {
-			if int(n) < 1 || int(n) > p.Brokers {
-				return fmt.Errorf("profile: queue %d names broker n%d of %d", q.Queue, n, p.Brokers)
+		for _, o := range p.Queues[:i] {
+			if o.Queue == q.Queue {
+				return bad(field+".queue", "queue %d listed twice", q.Queue)
 			}
+		}
+		for j, n := range q.Replicas {
+			if int(n) < 1 || int(n) > p.Brokers {
+				return bad(fmt.Sprintf("%s.replicas[%d]", field, j), "broker n%d does not exist (brokers=%d)", n, p.Brokers)
+			}
+		}
+		if int(q.Owner) < 1 || int(q.Owner) > p.Brokers {
+			return bad(field+".owner", "broker n%d does not exist (brokers=%d)", q.Owner, p.Brokers)
+		}
+		if err := q.Validate(); err != nil {
+			return bad(field, "%v", err)
+		}
+	}
+	ints := []struct {
+		field    string
+		v, lo, h int64
+	}{
+		{"publishers_per_queue", int64(p.PublishersPerQueue), 0, ClientsMax},
+		{"publishes_per_sec", int64(p.PublishesPerSec), 0, PublishesPerSMax},
+		{"inflight_max", int64(p.InflightMax), 1, 1 << 16},
+		{"consumers_per_queue", int64(p.ConsumersPerQueue), 0, ClientsMax},
+		{"prefetch", int64(p.Prefetch), 1, 1 << 16},
+		{"ack_delay_us_max", p.AckDelayUsMax, 0, LatencyUsMax},
+		{"net_latency_us_min", p.NetLatencyUsMin, 0, LatencyUsMax},
+		{"net_latency_us_max", p.NetLatencyUsMax, p.NetLatencyUsMin, LatencyUsMax},
+		{"sync_us_min", p.SyncUsMin, 0, LatencyUsMax},
+		{"sync_us_max", p.SyncUsMax, p.SyncUsMin, LatencyUsMax},
+		{"duration_ms", p.DurationMs, 1, DurationMsMax},
+		{"drain_ms", p.DrainMs, 1, DrainMsMax},
+		{"faults.drop_per_1000", int64(p.Faults.DropPer1000), 0, RatePer1000Max},
+		{"faults.dup_per_1000", int64(p.Faults.DupPer1000), 0, RatePer1000Max},
+		{"faults.corrupt_msg_per_1000", int64(p.Faults.CorruptPer1000), 0, RatePer1000Max},
+	}
+	for _, c := range ints {
+		if c.v < c.lo || c.v > c.h {
+			return bad(c.field, "%d, want %d..%d", c.v, c.lo, c.h)
 		}
 	}
 	if p.BodyBytesMin < 8 || p.BodyBytesMax < p.BodyBytesMin || p.BodyBytesMax > 1<<20 {
-		return fmt.Errorf("profile: body sizes %d..%d, want 8 <= min <= max <= 1 MiB", p.BodyBytesMin, p.BodyBytesMax)
+		return bad("body_bytes_min, body_bytes_max", "%d..%d, want 8 <= min <= max <= 1 MiB", p.BodyBytesMin, p.BodyBytesMax)
 	}
-	if p.PublishesPerSec < 0 || p.InflightMax < 1 || p.DurationMs <= 0 {
-		return fmt.Errorf("profile: bad workload")
+	for k, r := range p.Faults.PerMin {
+		if r.On() && (k == 0 || FaultKind(k) >= FaultDrop) {
+			return bad("faults.per_min", "fault kind %d is not a scheduled kind", k)
+		}
+	}
+	for i, f := range p.Schedule {
+		if err := f.validate(p.Brokers, p.DurationMs*1e6); err != nil {
+			return bad(fmt.Sprintf("schedule[%d]", i), "%q: %v", f.String(), err)
+		}
 	}
 	return nil
 }

@@ -173,14 +173,19 @@ func TestSavedScenarioRatesRoundTrip(t *testing.T) {
 		}
 		var raw struct {
 			Profile struct {
-				ConsumerLossPerMin json.RawMessage
+				ConsumerLossPerMin json.RawMessage `json:"consumer_loss_per_min"`
 				Faults             struct {
 					PerMin map[string]json.RawMessage `json:"per_min"`
-				}
+				} `json:"faults"`
 			} `json:"profile"`
 		}
+		// The scenario file's keys (sim/shrink's scenarioJSON) for the
+		// rates read here.
 		var typed struct {
-			Profile Profile `json:"profile"`
+			Profile struct {
+				ConsumerLossPerMin Rate       `json:"consumer_loss_per_min"`
+				Faults             FaultRates `json:"faults"`
+			} `json:"profile"`
 		}
 		if err := json.Unmarshal(b, &raw); err != nil {
 			t.Fatalf("%s: %v", f, err)

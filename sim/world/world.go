@@ -2,6 +2,7 @@ package world
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/queue"
 	"github.com/sluicemq/sluice/core/seam"
 	"github.com/sluicemq/sluice/core/wire"
 	"github.com/sluicemq/sluice/io/driver"
@@ -19,11 +21,26 @@ import (
 	"github.com/sluicemq/sluice/sim/prng"
 )
 
-// Options say how to run a world beyond its profile.
+// Options say how to run a world beyond its profile. None of them changes
+// what the run does: the same seed and profile give the same trace and
+// result whatever the options (Interrupt can only cut the run short).
 type Options struct {
 	Trace       io.Writer // nil: hash the trace only
-	TraceFromNs int64
+	TraceFilter driver.TraceFilter
+	// Interrupt, if set, is asked every interruptEvents events whether to
+	// stop; when it says yes, Run returns ErrInterrupted and no verdict.
+	// A sweep's wall-clock timeout and Ctrl-C use it: they decide only
+	// whether a seed is reported at all, never what it found.
+	Interrupt func() bool
 }
+
+// ErrInterrupted is returned by Run when Options.Interrupt stopped the run.
+var ErrInterrupted = errors.New("run interrupted before its end")
+
+// interruptEvents is how often Run asks Options.Interrupt (after the first
+// event, then every interruptEvents): rarely enough to cost nothing, often
+// enough (a few ms of work) to stop promptly.
+const interruptEvents = 1 << 12
 
 // Result is what one run produced.
 type Result struct {
@@ -121,7 +138,10 @@ type World struct {
 	working  bool  // workload phase
 	healNs   int64 // when the drain began
 	stop     bool  // the drain finished early
-	schedule []Fault
+	// interrupt: Options.Interrupt; interrupted: it stopped the run
+	interrupt   func() bool
+	interrupted bool
+	schedule    []Fault
 
 	// network faults in force: until when
 	isolated []int64   // per broker
@@ -139,6 +159,8 @@ type World struct {
 
 	frames framePool
 	bodies bodyArena
+	// replyScratch decodes append-replies for the checker's evidence
+	replyScratch queue.Msg
 
 	rNet, rDisk, rCli, rFault *prng.Rand
 }
@@ -149,7 +171,15 @@ func Run(seed uint64, p Profile, opts Options) (Result, error) {
 		return Result{}, err
 	}
 	w := newWorld(seed, p, opts)
-	if err := w.runGuarded(); err != "" {
+	err := w.runGuarded()
+	if w.interrupted {
+		// No verdict: a run cut short has not been judged (failures seen
+		// so far are not a verdict either; replaying the seed gives it).
+		r := w.result()
+		r.Failures, r.Failed = nil, 0
+		return r, ErrInterrupted
+	}
+	if err != "" {
 		r := w.result()
 		r.Failures = append(r.Failures, check.Failure{Checker: "panic", AtNs: w.now, Detail: err})
 		r.Failed++
@@ -177,7 +207,8 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 		prof:        p,
 		conns:       map[core.ClientID]int32{},
 		connKind:    map[core.ClientID]clientKind{},
-		trace:       driver.NewTrace(opts.Trace, opts.TraceFromNs),
+		trace:       driver.NewTrace(opts.Trace, opts.TraceFilter),
+		interrupt:   opts.Interrupt,
 		rNet:        prng.New(prng.Derive(seed, "net")),
 		rDisk:       prng.New(prng.Derive(seed, "disk")),
 		rCli:        prng.New(prng.Derive(seed, "clients")),
@@ -202,6 +233,7 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 		specs = append(specs, check.QueueSpec{Queue: q.Queue, Replicas: q.Replicas, Owner: q.Owner, W: q.Policy.WriteQuorum(len(q.Replicas)), Dir: logDir(q.Queue)})
 	}
 	w.checker = check.New(specs, func(n core.NodeID) check.Disk { return w.brokers[n-1].fs })
+	w.checker.SetLines(w.trace.Lines)
 	for i := 0; i < p.Brokers; i++ {
 		b := &broker{id: core.NodeID(i + 1), fs: memfs.New()}
 		b.fs.SetInjector(memfs.InjectorFunc(func(a memfs.Access) error { return w.diskAccess(b, a) }))
@@ -272,6 +304,10 @@ func (w *World) run() {
 		w.nEvents++
 		w.handle(e)
 		w.events.release(i)
+		if w.interrupt != nil && w.nEvents%interruptEvents == 1 && w.interrupt() {
+			w.interrupted = true
+			return
+		}
 	}
 	w.finish()
 }
@@ -433,6 +469,13 @@ func (w *World) crash(b *broker, restartNs int64) {
 // connections die at once; after an exit, the replies it already sent (in
 // the kernel's socket buffers) still arrive, then the connections close.
 func (w *World) stopProcess(b *broker, restartNs int64, exited bool) {
+	// Every process end has a note of its own, so that a trace (and the
+	// timeline drawn from it) says when each process lived.
+	how := "power-loss"
+	if exited {
+		how = "exit"
+	}
+	w.notef("stop n%d inc=%d %s", b.id, b.inc, how)
 	w.noteDown(b)
 	b.up = false
 	b.inc++

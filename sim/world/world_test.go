@@ -3,6 +3,8 @@ package world
 import (
 	"strings"
 	"testing"
+
+	"github.com/sluicemq/sluice/io/driver"
 )
 
 // A fixed sweep of the default swarm must find no failure: the simulator's
@@ -106,11 +108,11 @@ func TestTraceOutputDoesNotChangeTheHash(t *testing.T) {
 	p.DurationMs = 2000
 	a, _ := Run(11, p, Options{})
 	var out strings.Builder
-	b, _ := Run(11, p, Options{Trace: &out, TraceFromNs: 500e6})
+	b, _ := Run(11, p, Options{Trace: &out, TraceFilter: driver.TraceFilter{FromNs: 500e6}})
 	if a.TraceHash != b.TraceHash || a.Lines != b.Lines {
 		t.Fatalf("the hash changed with the trace written: %s/%d vs %s/%d", a.TraceHash, a.Lines, b.TraceHash, b.Lines)
 	}
-	if !strings.Contains(out.String(), "> send to=") || strings.Contains(out.String(), "t=1 ") {
+	if !strings.Contains(out.String(), "> send to=") || strings.Contains(out.String(), "t=0.1") {
 		t.Fatalf("want text from 500ms on:\n%.300s", out.String())
 	}
 }
