@@ -373,3 +373,32 @@ func TestTimelineFile(t *testing.T) {
 		}
 	}
 }
+
+// A 'regression' budget replays the saved regressions that name the bug;
+// with none that names it, the suite fails rather than counting the bug
+// caught.
+func TestMutantsRegressionBudget(t *testing.T) {
+	dir := t.TempDir()
+	budgets := filepath.Join(dir, "mutants.budget")
+	if err := os.WriteFile(budgets, []byte("epoch-below-seen regression\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "regressions"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCmd(t, "sim", "mutants", "--bugs", "epoch-below-seen", "--budgets", budgets)
+	if code != 1 || !strings.Contains(out, "FAIL epoch-below-seen: budget 'regression' but no saved regression") {
+		t.Fatalf("no regression: exit %d:\n%s", code, out)
+	}
+	saved, err := os.ReadFile("../../scenarios/regressions/rebuilt-owner-epoch-above-seen.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "regressions", "r.json"), saved, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = runCmd(t, "sim", "mutants", "--bugs", "epoch-below-seen", "--budgets", budgets)
+	if code != 0 || !strings.Contains(out, "caught by its saved regression rebuilt-owner-epoch-above-seen") {
+		t.Fatalf("with the regression: exit %d:\n%s", code, out)
+	}
+}

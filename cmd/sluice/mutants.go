@@ -3,12 +3,15 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sluicemq/sluice/core/bugs"
+	"github.com/sluicemq/sluice/sim/shrink"
 	"github.com/sluicemq/sluice/sim/sweep"
 	"github.com/sluicemq/sluice/sim/world"
 )
@@ -22,7 +25,10 @@ const mutantsSynopsis = `sluice sim mutants [--bugs A,B] [--budgets FILE | --see
 const mutantsAbout = `Plants each registered bug (core/bugs) in turn and runs seeds from --first until
 one catches it: the table gives each bug's first catching seed and checker. Fails
 when a bug is not caught within its budget, or (for the whole registry) when the
-median seeds to catch exceeds 100.
+median seeds to catch exceeds 100. A budget of 'regression' instead replays the
+saved regressions (beside the budget file, under regressions/) that name the bug:
+each must pass, and fail with the bug planted. It is for a bug the swarm catches
+only after more seeds than CI can run; the median counts only swarm catches.
 
 examples:
   sluice sim mutants --bugs sync-skip,ack-before-sync
@@ -70,16 +76,25 @@ func runMutants(args []string, e env) int {
 		}
 	}
 	budget := func(bugs.Bug) uint64 { return *seedsMax }
+	var byRegression []bugs.Bug
 	if *budgets != "" {
 		m, err := readBudgets(*budgets)
 		if err != nil {
 			return c.fail(e, "--budgets: "+err.Error())
 		}
+		var swarm []bugs.Bug
 		for _, b := range list {
-			if _, ok := m[b.Name]; !ok {
+			n, ok := m[b.Name]
+			switch {
+			case !ok:
 				return c.fail(e, fmt.Sprintf("--budgets %s: no budget for planted bug %s", *budgets, b.Name))
+			case n == budgetRegression:
+				byRegression = append(byRegression, b)
+			default:
+				swarm = append(swarm, b)
 			}
 		}
+		list = swarm
 		budget = func(b bugs.Bug) uint64 { return m[b.Name] }
 	}
 	start := time.Now()
@@ -91,8 +106,17 @@ func runMutants(args []string, e env) int {
 		}
 	})
 	fmt.Fprint(stdout, sweep.MutantTable(rs, *first))
-	fmt.Fprintf(stdout, "wall %.1fs\n", time.Since(start).Seconds())
 	code := 0
+	for _, b := range byRegression {
+		names, err := replayGuards(filepath.Join(filepath.Dir(*budgets), "regressions"), b)
+		if err != nil {
+			fmt.Fprintf(stdout, "FAIL %s: %v\n", b.Name, err)
+			code = 1
+			continue
+		}
+		fmt.Fprintf(stdout, "%-32s %-22s %10s  caught by its saved regression %s\n", b.Name, b.Area, "-", strings.Join(names, ", "))
+	}
+	fmt.Fprintf(stdout, "wall %.1fs\n", time.Since(start).Seconds())
 	var ranks []uint64
 	for _, r := range rs {
 		if !r.Caught {
@@ -114,7 +138,44 @@ func runMutants(args []string, e env) int {
 	return code
 }
 
-// readBudgets reads 'bug seeds' lines (# comments).
+// budgetRegression marks a bug guarded by its saved regressions rather than
+// by a swarm budget.
+const budgetRegression = 0
+
+// replayGuards replays every saved regression under dir that names bug b
+// and returns their names: each must pass as it stands and fail with b
+// planted (shrink.Scenario.Verdict). No such regression is an error.
+func replayGuards(dir string, b bugs.Bug) ([]string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	var names []string
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		s, err := shrink.ParseFile(f, data)
+		if err != nil {
+			return nil, err
+		}
+		if set, err := bugs.Parse(s.Bug); s.Bug == "" || err != nil || !set.Has(b.Bit) {
+			continue
+		}
+		if ok, detail := s.Verdict(); !ok {
+			return nil, fmt.Errorf("saved regression %s: %s", f, detail)
+		}
+		names = append(names, s.Name)
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("budget 'regression' but no saved regression under %s names the bug", dir)
+	}
+	return names, nil
+}
+
+// readBudgets reads 'bug seeds' or 'bug regression' lines (# comments).
 func readBudgets(path string) (map[string]uint64, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -135,9 +196,13 @@ func readBudgets(path string) (map[string]uint64, error) {
 		if _, ok := bugs.Lookup(f[0]); !ok {
 			return nil, fmt.Errorf("%s:%d: unknown planted bug %q", path, i+1, f[0])
 		}
+		if f[1] == "regression" {
+			m[f[0]] = budgetRegression
+			continue
+		}
 		n, err := strconv.ParseUint(f[1], 10, 64)
 		if err != nil || n < 1 || n > 2000 {
-			return nil, fmt.Errorf("%s:%d: budget %q: want 1..2000 seeds", path, i+1, f[1])
+			return nil, fmt.Errorf("%s:%d: budget %q: want 1..2000 seeds, or 'regression'", path, i+1, f[1])
 		}
 		m[f[0]] = n
 	}

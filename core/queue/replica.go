@@ -135,6 +135,12 @@ func (r *Replica) Begin() {
 // OnMessage handles a peer message of this queue. A message that does not
 // decode is refused and counted.
 func (r *Replica) OnMessage(from seam.NodeID, data []byte) {
+	if from == r.x.Node || !r.isReplica(from) {
+		// No honest peer outside the queue's replicas speaks for it: a
+		// misrouted frame or a broker with a stale assignment.
+		r.x.Refused++
+		return
+	}
 	m := &r.x.msg
 	if err := DecodeMsgInto(m, data); err != nil {
 		r.x.Refused++
@@ -146,6 +152,16 @@ func (r *Replica) OnMessage(from seam.NodeID, data []byte) {
 	default:
 		r.follower.onMessage(r, from, m)
 	}
+}
+
+// isReplica reports whether node holds a replica of the queue.
+func (r *Replica) isReplica(node seam.NodeID) bool {
+	for _, n := range r.cfg.Replicas {
+		if n == node {
+			return true
+		}
+	}
+	return false
 }
 
 // OnStorage handles the completion of one of this replica's storage
