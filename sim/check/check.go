@@ -256,6 +256,21 @@ type Checker struct {
 // line, so that failures name the lines to look at.
 func (c *Checker) SetLines(lines func() uint64) { c.lines = lines }
 
+// Expect presizes the checker's tables for about publishes publishes per
+// queue, so that a run does not spend its time growing them. It is a hint:
+// any count works, and it must come before the first event.
+func (c *Checker) Expect(publishes int) {
+	publishes = min(max(publishes, 0), 1<<20) // a hint, never a huge allocation
+	all := publishes * len(c.order)
+	c.pubs = make(map[uint64]pubInfo, all)
+	c.deliveredKeys = make(map[uint64]bool, all)
+	for _, q := range c.order {
+		q.confirmed = make(map[uint64]uint64, publishes)
+		q.deliveredAt = make(map[uint64]uint64, publishes)
+		q.emitted = make(map[uint64]bool, publishes)
+	}
+}
+
 // New returns a checker for the given queues. disks returns a broker's disk.
 func New(specs []QueueSpec, disks func(core.NodeID) Disk) *Checker {
 	c := &Checker{queues: map[core.QueueID]*queueTruth{}, disks: disks, pubs: map[uint64]pubInfo{}, deliveredKeys: map[uint64]bool{}}

@@ -169,9 +169,9 @@ func (p *plan) describeSlot(o int) string {
 // So offsets fully determine the log: the state of the model is its length.
 func pin(ops []Op) (*plan, string) {
 	p := &plan{ops: ops}
-	appendOf := make(map[uint64]int, len(ops)) // key -> index of its append
-	confirmedAt := make(map[uint64]int)        // offset -> index of the confirmed append there
-	var live int                               // appends that may have taken effect
+	appendOf := make(map[uint64]int, len(ops))      // key -> index of its append
+	confirmedAt := make(map[uint64]int, len(ops)/2) // offset -> index of the confirmed append there
+	var live int                                    // appends that may have taken effect
 	var maxOffset uint64
 	anyNamed := false
 	for i, op := range ops {

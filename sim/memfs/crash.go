@@ -66,6 +66,7 @@ func (fs *FS) crash(r Rand, tear bool) (damagedBytes int64) {
 		fs.journal[i].apply(fs.dur)
 	}
 	fs.journal = nil
+	fs.durGen++ // the kept prefix changed the durable namespace
 
 	// The files that survive, in name order so that r's draws are
 	// deterministic; a file with several names once.

@@ -121,6 +121,39 @@ func TestReadDurableNamespace(t *testing.T) {
 	}
 }
 
+// A crash that keeps a prefix of the directory journal changes the durable
+// namespace: DurableGen must change with it, and a durable read after a
+// rename made durable by the crash must find the file under its new name
+// (readers cache by DurableGen).
+func TestCrashKeepingTheJournalChangesDurableGen(t *testing.T) {
+	fs := New()
+	a := mustCreate(t, fs, "a")
+	mustWrite(t, a, 0, []byte("x"))
+	must(t, a.Sync())
+	must(t, fs.SyncDir("."))
+	p := make([]byte, 1)
+	if _, err := fs.ReadDurable("a", p, 0); err != nil {
+		t.Fatal(err)
+	}
+	must(t, fs.Rename("a", "b"))
+	gen := fs.DurableGen()
+	fs.Crash(keepAll{})
+	if fs.DurableGen() == gen {
+		t.Fatal("DurableGen unchanged by a crash that kept the rename")
+	}
+	if _, err := fs.ReadDurable("a", p, 0); !errors.Is(err, vfs.ErrNotExist) {
+		t.Fatalf("ReadDurable of the old name after the kept rename: %v", err)
+	}
+	if n, err := fs.ReadDurable("b", p, 0); n != 1 || string(p) != "x" {
+		t.Fatalf("ReadDurable(b) = %d, %v", n, err)
+	}
+}
+
+// keepAll keeps every pending operation through a crash.
+type keepAll struct{}
+
+func (keepAll) Intn(n int) int { return n - 1 }
+
 // ---- lost writes ----
 
 // lossFixture: "a" holds 100 bytes of 'A' synced, then a batch of 'B' over

@@ -28,9 +28,11 @@ type FS struct {
 	// journal holds the pending directory operations, oldest first.
 	journal []dirOp
 
-	gen      uint64 // bumped by a crash; handles of older generations are dead
-	durGen   uint64 // bumped whenever the durable namespace may have changed
-	nodeNext uint64 // id of the next node
+	gen    uint64 // bumped by a crash; handles of older generations are dead
+	durGen uint64 // bumped whenever the durable namespace may have changed
+	// durLookup: the last durable file found, valid while durGen stays
+	durLookup durLookup
+	nodeNext  uint64 // id of the next node
 
 	inj         Injector
 	usage       int64 // sum of footprint over files in cur
@@ -476,6 +478,26 @@ func (fs *FS) Bytes(name string) ([]byte, error) {
 
 // lookupDurable finds the file that the durable entry name refers to.
 func (fs *FS) lookupDurable(op, name string) (*node, error) {
+	// The checkers read the same durable file again and again: remember the
+	// last one found while the durable namespace stays the same.
+	if c := &fs.durLookup; c.n != nil && c.gen == fs.durGen && c.name == name {
+		return c.n, nil
+	}
+	n, err := fs.lookupDurableSlow(op, name)
+	if err == nil {
+		fs.durLookup = durLookup{name: name, gen: fs.durGen, n: n}
+	}
+	return n, err
+}
+
+// durLookup is lookupDurable's one-entry cache.
+type durLookup struct {
+	name string
+	gen  uint64
+	n    *node
+}
+
+func (fs *FS) lookupDurableSlow(op, name string) (*node, error) {
 	name, err := clean(op, name)
 	if err != nil {
 		return nil, err

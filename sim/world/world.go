@@ -233,6 +233,12 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 		specs = append(specs, check.QueueSpec{Queue: q.Queue, Replicas: q.Replicas, Owner: q.Owner, W: q.Policy.WriteQuorum(len(q.Replicas)), Dir: logDir(q.Queue)})
 	}
 	w.checker = check.New(specs, func(n core.NodeID) check.Disk { return w.brokers[n-1].fs })
+	expect := p.PublishersPerQueue * p.PublishesPerSec * int(p.DurationMs/1000+1)
+	w.checker.Expect(expect)
+	for _, q := range p.Queues {
+		// Publishes and deliveries: presized, not grown op by op (a hint).
+		w.history[q.Queue] = make([]linear.Op, 0, min(2*expect, linearOpsMax))
+	}
 	w.checker.SetLines(w.trace.Lines)
 	for i := 0; i < p.Brokers; i++ {
 		b := &broker{id: core.NodeID(i + 1), fs: memfs.New()}
