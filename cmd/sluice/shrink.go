@@ -110,12 +110,12 @@ func runShrink(args []string, e env) int {
 	if runs >= *runsMax {
 		fmt.Fprintf(e.stderr, "shrink: stopped by --runs-max %d: the reductions left were not tried, so the scenario may shrink further (raise --runs-max)\n", *runsMax)
 	}
-	expect, bug := "pass", ""
-	switch {
-	case *fixed:
-		bug, small.Bugs = set.String(), 0
-	case set != 0:
-		expect = "fail:" + checker
+	// A planted bug kept (no --fixed), or a real failure not yet fixed:
+	// the scenario reproduces the failure. Once the bug is fixed, its
+	// expect becomes "pass" (see docs/simulator.md, "Regressions").
+	expect, bug := "fail:"+checker, ""
+	if *fixed {
+		expect, bug, small.Bugs = "pass", set.String(), 0
 	}
 	if *mark == "" {
 		*mark = shrink.MarkOf(*seed, small)

@@ -340,6 +340,14 @@ func (c *Checker) Appended(node core.NodeID, q core.QueueID, recs []record.Recor
 		}
 		r.issued = append(r.issued, IdentOf(&recs[i]))
 	}
+	if r.injected {
+		// Records written after the damage lie past it in the log, which
+		// reads no further than a damaged frame: the copy is whole again
+		// only once it holds them too (seed 14235: a copy counted as
+		// repaired while the records written after its lost write were
+		// gone, and a second copy was damaged).
+		r.damageEnd = max(r.damageEnd, uint64(len(r.issued)))
+	}
 }
 
 // Truncated records that node's log of q executed a truncation to end: its

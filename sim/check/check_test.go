@@ -491,6 +491,29 @@ func TestInjectedDamageRepaired(t *testing.T) {
 	}
 }
 
+// Records a damaged copy writes after its damage lie past it in the log:
+// the copy is not whole again until it holds them too (seed 14235, where a
+// copy counted as repaired at the length it had when struck, and a second
+// copy was damaged while the first still lacked later records).
+func TestInjectedDamageCoversLaterWrites(t *testing.T) {
+	c, fd := newChecker()
+	written(c, fd, 2, pub(1, 0, 7), pub(1, 1, 8))
+	c.Injected(2, 1) // struck at length 2
+	// The copy goes on writing offsets 2 and 3 past the damage; its disk
+	// never holds them whole, and its recovery ends the log at 2.
+	c.Appended(2, 1, []record.Record{pub(1, 2, 9), pub(1, 3, 10)})
+	c.Recovered(5, 2, 1, core.LogState{Group: 1, End: 2, Epochs: []core.EpochStart{{Epoch: 1}}, Damage: "crc"})
+	c.Discarded(2, 1, 2)
+	written(c, fd, 2, pub(1, 0, 7), pub(1, 1, 8), pub(2, 2, 11))
+	if len(c.Damaged(1)) != 1 {
+		t.Fatal("a copy shorter than what it wrote after the damage counts as repaired")
+	}
+	written(c, fd, 2, pub(1, 0, 7), pub(1, 1, 8), pub(2, 2, 11), pub(2, 3, 12))
+	if len(c.Damaged(1)) != 0 {
+		t.Fatalf("a copy whole again is repaired, got %v", c.Damaged(1))
+	}
+}
+
 // What the checker's parser makes of damage: records behind a damaged
 // frame, a damaged header copy or a damaged segment header stay visible,
 // and the disk is not called whole until the damage is rewritten.

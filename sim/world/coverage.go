@@ -35,6 +35,7 @@ const (
 	MarkPowerCycle                          // every broker lost power at once
 	MarkQueueW2                             // the run has a queue with W >= 2
 	MarkProcessDown                         // a broker process stopped (power loss or exit)
+	MarkSeenAboveLog                        // a follower reported to a rebuilding owner an epoch above its log's last
 	markKinds
 )
 
@@ -58,6 +59,7 @@ var markNames = [...]string{
 	MarkPowerCycle:          "power-cycle",
 	MarkQueueW2:             "queue-w2",
 	MarkProcessDown:         "process-down",
+	MarkSeenAboveLog:        "seen-above-log",
 }
 
 func (m Mark) String() string {

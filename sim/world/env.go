@@ -33,6 +33,12 @@ func (env *brokerEnv) Send(to core.NodeID, g core.GroupID, msg []byte) {
 			if w.brokers[f].fetched {
 				w.mark(MarkRecoveryRestart)
 			}
+		case queue.MsgLogReport:
+			// The follower has seen an epoch its log does not hold: the
+			// rebuilt owner's epoch must go above it (fencing).
+			if queue.DecodeMsgInto(&w.replyScratch, msg) == nil && w.replyScratch.Epoch > seam.LastEpoch(w.replyScratch.Epochs) {
+				w.mark(MarkSeenAboveLog)
+			}
 		case queue.MsgAppendReply:
 			// A follower's durable report: evidence the checker names when
 			// a confirm lacks its copies (it judges from the disks).
@@ -124,7 +130,9 @@ func (env *brokerEnv) StartStorage(l int, op *core.Effect) bool {
 		// takes its time to make them durable, and a power loss meanwhile
 		// finds them unsynced. A failed write fails the log, and the sync
 		// completes with that failure.
-		_ = b.host.Log(l).Flush()
+		if err := b.host.Log(l).Flush(); err != nil {
+			b.flushErrNs = w.now
+		}
 		if b.armed&armTorn != 0 {
 			// The armed torn write strikes now, while this sync's writes
 			// share sectors with synced bytes.

@@ -87,6 +87,9 @@ type broker struct {
 	armed       uint8 // damage injected into a running log, not yet met (armCorrupt, ...)
 	tornDurNs   int64 // armTorn: the restart delay of the power loss
 	damageMetNs int64 // when a read of its logs last met damage
+	// flushErrNs: when a write of this process last failed as its sync
+	// started (a full disk); -1 when none has
+	flushErrNs int64
 }
 
 type clientKind uint8
@@ -583,6 +586,7 @@ func logDir(q core.QueueID) string { return "q" + strconv.FormatUint(uint64(q), 
 func (w *World) startBroker(b *broker) {
 	b.up = true
 	b.fetched = false
+	b.flushErrNs = -1
 	var specs []driver.LogSpec
 	for _, q := range b.queues {
 		specs = append(specs, driver.LogSpec{Group: core.QueueGroup(q.Queue), Dir: logDir(q.Queue),
@@ -782,11 +786,15 @@ func (w *World) clientReceive(e *event) {
 				w.stats.FailedPubs++
 			default:
 				w.stats.Unknown++
-				if !w.working && e.t0 >= w.healNs && w.brokers[c.owner].damageMetNs < w.healNs {
+				ob := w.brokers[c.owner]
+				flushFailedBeforeHeal := ob.flushErrNs >= 0 && ob.flushErrNs < w.healNs
+				if !w.working && e.t0 >= w.healNs && ob.damageMetNs < w.healNs && !flushFailedBeforeHeal {
 					// After the heal an outcome may be unknown only where
-					// the client's own connection died, or where damage
+					// the client's own connection died, where damage
 					// injected before the heal (latent until read) made
-					// the owner's log fail.
+					// the owner's log fail, or where a write failed before
+					// the heal (a full disk) and its sync, under way at the
+					// heal, reported it after (seed 11909).
 					w.checker.Liveness(w.now, fmt.Sprintf("publish %#x ended unknown on a live connection after the heal: %s", p.key, e.eff.Reason))
 				}
 			}
