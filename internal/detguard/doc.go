@@ -106,6 +106,20 @@
 //     Stale markers are reported so that they do not silently excuse code
 //     added later.
 //
+//   - dependency: every package a guarded package links, directly or
+//     through others (go list's Deps, tests excluded), is in the standard
+//     library, is itself guarded, or is on the reviewed list ReviewedDeps
+//     in modules.go with the reason a reviewer accepted it. The rules
+//     above are not run on reviewed packages (their source is not ours), so
+//     the reason must say why whatever they do (porcupine's and blake3's
+//     goroutines, cpuid's look at the CPU) cannot reach an effect or the
+//     trace. A package of this module outside the guarded set is a
+//     violation too: it would carry the outside world in unguarded. An
+//     entry that no guarded package reaches any more, or that has no
+//     reason, is reported: a stale entry would excuse a later import
+//     without a review. Raft, when the core imports it, goes on this list
+//     with its review (issue 10).
+//
 // # Reviewed map ranges
 //
 // A map range (or call of one of the maps functions above) is accepted
