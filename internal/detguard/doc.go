@@ -105,7 +105,6 @@
 //     the map-range or reflect-map rules on its own line or the next).
 //     Stale markers are reported so that they do not silently excuse code
 //     added later.
-//
 //   - dependency: every package a guarded package links, directly or
 //     through others (go list's Deps, tests excluded), is in the standard
 //     library, is itself guarded, or is on the reviewed list ReviewedDeps
