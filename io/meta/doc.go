@@ -29,8 +29,10 @@
 //     exceeds a limit (EntryDataBytesMax, BatchEntriesMax, BatchBytesMax,
 //     IndexMax) is refused with a *RefusedError naming the field and the
 //     rule; a refused batch changes nothing and the store stays usable.
-//  4. Failure is final. Any other error from Apply (a failed write or
-//     sync) leaves the batch's outcome unknown: it may be found whole after
+//  4. Failure is final. A *CorruptError from Apply (met while loading the
+//     summary or reading a stored entry's term) means nothing was written
+//     and the store is corrupt (see 5). Any other error from Apply (a
+//     failed write or sync) leaves the batch's outcome unknown: it may be found whole after
 //     a restart, or not at all, but never in part. The store is then
 //     failed: every call but Close returns an error wrapping ErrFailed,
 //     until it is closed and opened again (as Linux's fsync, a failed sync
