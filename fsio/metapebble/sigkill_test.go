@@ -18,7 +18,8 @@ import (
 // The SIGKILL test re-executes this test binary as a child that applies
 // batches to a store in a directory and prints "ack N" after batch N is
 // acknowledged; the parent kills it with SIGKILL after a seeded number of
-// acknowledgements, reopens the store and checks that it holds exactly
+// acknowledgements (and a seeded pause of 0-9 ms, so that the kill lands
+// inside later batches), reopens the store and checks that it holds exactly
 // batches 1..M for some M at or above the last acknowledged one: nothing
 // acknowledged lost, nothing half applied. Several rounds run on the same
 // directory, each child continuing where the recovered store ends.
@@ -32,7 +33,10 @@ const (
 	KillSeedEnv = "SLUICE_METAPEBBLE_KILL_SEED"
 	// childDirEnv, set to a directory, makes TestSIGKILLChild the child.
 	childDirEnv = "SLUICE_METAPEBBLE_CHILD_DIR"
-	killRounds  = 8
+	// childSplitEnv plants a bug in the child: each batch is applied as
+	// two batches, so a kill between them leaves half of it.
+	childSplitEnv = "SLUICE_METAPEBBLE_CHILD_SPLIT"
+	killRounds    = 8
 )
 
 // killBatch is batch n of the child's run; it depends only on n and the
@@ -89,8 +93,21 @@ func TestSIGKILLChild(t *testing.T) {
 		fmt.Println("error", err)
 		os.Exit(2)
 	}
+	split := os.Getenv(childSplitEnv) != ""
 	for n := batchOf(&st) + 1; ; n++ {
-		if err := s.Apply(killBatch(n, s.sum)); err != nil {
+		b := killBatch(n, s.sum)
+		if split {
+			// The planted bug: the batch goes in two commits, with a pause
+			// between them for the kill to land in.
+			first := &meta.Batch{Entries: b.Entries, HardState: b.HardState}
+			if err := s.Apply(first); err != nil {
+				fmt.Println("error", err)
+				os.Exit(2)
+			}
+			time.Sleep(50 * time.Millisecond)
+			b = &meta.Batch{Applied: b.Applied, CompactIndex: b.CompactIndex}
+		}
+		if err := s.Apply(b); err != nil {
 			fmt.Println("error", err)
 			os.Exit(2)
 		}
@@ -110,98 +127,130 @@ func TestSIGKILL(t *testing.T) {
 		}
 	}
 	t.Logf("seed %d (replay: %s=%d go test ./fsio/metapebble -run 'SIGKILL$' -v)", seed, KillSeedEnv, seed)
-	r := seed
+	if err := killRun(t, seed, killRounds, false); err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+}
 
+// TestSIGKILLCatchesSplitBatches plants a bug, a child that applies each
+// batch as two, and requires the SIGKILL check to report a half-applied
+// batch.
+func TestSIGKILLCatchesSplitBatches(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	err := killRun(t, 1, killRounds, true)
+	if err == nil {
+		t.Fatal("the SIGKILL check passed a store that applies each batch in two commits")
+	}
+	t.Logf("caught: %v", err)
+}
+
+// killRun runs rounds of kill and recovery; an error is a broken promise of
+// the store (or of the child).
+func killRun(t *testing.T, seed uint64, rounds int, split bool) error {
+	r := seed
 	dir := t.TempDir()
 	// The model: the same batches applied to the simulator's store.
 	model, _ := metamem.NewDisk().Open()
 	modelBatches := uint64(0)
-	modelAt := func(n uint64) meta.State {
+	modelAt := func(n uint64) (meta.State, error) {
 		for modelBatches < n {
 			modelBatches++
 			st, err := model.Load()
 			if err != nil {
-				t.Fatal(err)
+				return st, err
 			}
 			if err := model.Apply(killBatch(modelBatches, st.Summary())); err != nil {
-				t.Fatalf("model batch %d: %v", modelBatches, err)
+				return st, fmt.Errorf("model batch %d: %w", modelBatches, err)
 			}
 		}
-		st, err := model.Load()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st
+		return model.Load()
 	}
 
 	acked := uint64(0)
-	for round := range killRounds {
+	for round := range rounds {
 		r = r*6364136223846793005 + 1442695040888963407
 		killAfter := 3 + (r>>33)%25 // acknowledgements in this round
+		// Then a pause, so that the kill lands at varied points of the
+		// batches after the last one seen (not only right after an ack).
+		killDelay := time.Duration((r>>13)%10) * time.Millisecond
 		cmd := exec.Command(os.Args[0], "-test.run=^TestSIGKILLChild$")
 		cmd.Env = append(os.Environ(), childDirEnv+"="+dir)
+		if split {
+			cmd.Env = append(cmd.Env, childSplitEnv+"=1")
+		}
 		out, err := cmd.StdoutPipe()
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
+			return err
 		}
 		start := time.Now()
 		sc := bufio.NewScanner(out)
 		seen := uint64(0)
-		for seen < killAfter && sc.Scan() {
+		var childErr error
+		for childErr == nil && seen < killAfter && sc.Scan() {
 			line := sc.Text()
 			if n, ok := strings.CutPrefix(line, "ack "); ok {
 				v, err := strconv.ParseUint(n, 10, 64)
 				if err != nil || v != acked+1 {
-					_ = cmd.Process.Kill()
-					t.Fatalf("round %d: child printed %q after ack %d", round, line, acked)
+					childErr = fmt.Errorf("round %d: child printed %q after ack %d", round, line, acked)
 				}
 				acked, seen = v, seen+1
 			} else if strings.HasPrefix(line, "error") || strings.HasPrefix(line, "FAIL") || strings.HasPrefix(line, "---") {
-				_ = cmd.Process.Kill()
-				t.Fatalf("round %d: child: %s", round, line)
+				childErr = fmt.Errorf("round %d: child: %s", round, line)
 			}
 		}
+		if childErr == nil && seen == killAfter {
+			time.Sleep(killDelay)
+		}
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
+			return err
 		}
 		_ = cmd.Wait()
+		if childErr != nil {
+			return childErr
+		}
 		if seen < killAfter {
-			t.Fatalf("round %d: child ended after %d acknowledgements, want %d (scan: %v)", round, seen, killAfter, sc.Err())
+			return fmt.Errorf("round %d: child ended after %d acknowledgements, want %d (scan: %v)", round, seen, killAfter, sc.Err())
 		}
 
 		s, err := Open(dir, Options{})
 		if err != nil {
-			t.Fatalf("round %d: reopening after SIGKILL: %v", round, err)
+			return fmt.Errorf("round %d: reopening after SIGKILL: %w", round, err)
 		}
 		got, err := s.Load()
-		if err != nil {
-			t.Fatalf("round %d: Load after SIGKILL: %v", round, err)
+		if cerr := s.Close(); err == nil {
+			err = cerr
 		}
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
+		if err != nil {
+			return fmt.Errorf("round %d: Load after SIGKILL: %w", round, err)
 		}
 		n := batchOf(&got)
 		if n < acked {
-			t.Fatalf("round %d: the store ends at batch %d, but batch %d was acknowledged", round, n, acked)
+			return fmt.Errorf("round %d: the store ends at batch %d, but batch %d was acknowledged", round, n, acked)
 		}
-		want := modelAt(n)
 		if n < modelBatches {
-			t.Fatalf("round %d: the store went back to batch %d after holding %d", round, n, modelBatches)
+			return fmt.Errorf("round %d: the store went back to batch %d after holding %d", round, n, modelBatches)
+		}
+		want, err := modelAt(n)
+		if err != nil {
+			return err
 		}
 		// The whole state must be exactly batches 1..n: the applied record
 		// of batch n with anything less of it (or anything of n+1) is a
 		// half-applied batch.
 		if d := diff(&got, &want); d != "" {
-			t.Fatalf("round %d: the store holds batch %d's applied record but not exactly batches 1..%d: %s", round, n, n, d)
+			return fmt.Errorf("round %d: the store holds batch %d's applied record but not exactly batches 1..%d: %s", round, n, n, d)
 		}
-		t.Logf("round %d: killed after %d acknowledgements (%d in all, %v), recovered batches 1..%d (%d in flight kept)",
-			round, seen, acked, time.Since(start).Round(time.Millisecond), n, n-acked)
+		t.Logf("round %d: killed %v after %d acknowledgements (%d in all, %v), recovered batches 1..%d (%d unacknowledged kept)",
+			round, killDelay, seen, acked, time.Since(start).Round(time.Millisecond), n, n-acked)
 		acked = n
 	}
+	return nil
 }
 
 // diff compares the parts of two states that the SIGKILL test checks.
