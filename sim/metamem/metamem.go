@@ -151,8 +151,16 @@ func applyOps(m map[string][]byte, ops []metakv.Op) {
 			m[string(op.Key)] = op.Value
 			continue
 		}
-		// Collect the doomed keys first: deleting while ranging is legal in
-		// Go, but sorting keeps this free of map order altogether.
+		// Plan deletes only entry ranges; a short one is deleted key by key.
+		lo, okLo := metakv.EntryIndex(op.Key)
+		hi, okHi := metakv.EntryIndex(op.End)
+		if okLo && okHi && hi-lo <= uint64(len(m)) {
+			for i := lo; i < hi; i++ {
+				delete(m, string(metakv.EntryKey(i)))
+			}
+			continue
+		}
+		// Otherwise walk the keys, sorted so that no map order is involved.
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if k >= string(op.Key) && k < string(op.End) {
 				delete(m, k)
