@@ -36,7 +36,10 @@ const (
 	// childSplitEnv plants a bug in the child: each batch is applied as
 	// two batches, so a kill between them leaves half of it.
 	childSplitEnv = "SLUICE_METAPEBBLE_CHILD_SPLIT"
-	killRounds    = 8
+	// childHaltEnv: with the planted bug, the batch after which the child
+	// stops, half applied, for the parent to kill.
+	childHaltEnv = "SLUICE_METAPEBBLE_CHILD_HALT"
+	killRounds   = 8
 )
 
 // killBatch is batch n of the child's run; it depends only on n and the
@@ -94,6 +97,7 @@ func TestSIGKILLChild(t *testing.T) {
 		os.Exit(2)
 	}
 	split := os.Getenv(childSplitEnv) != ""
+	halt, _ := strconv.ParseUint(os.Getenv(childHaltEnv), 10, 64)
 	for n := batchOf(&st) + 1; ; n++ {
 		b := killBatch(n, s.sum)
 		if split {
@@ -104,7 +108,13 @@ func TestSIGKILLChild(t *testing.T) {
 				fmt.Println("error", err)
 				os.Exit(2)
 			}
-			time.Sleep(50 * time.Millisecond)
+			if n == halt {
+				// Say the first half is durable, then wait: the parent
+				// kills here, so the torn batch is on disk every time
+				// (no timing involved).
+				fmt.Printf("half %d\n", n)
+				time.Sleep(time.Hour)
+			}
 			b = &meta.Batch{Applied: b.Applied, CompactIndex: b.CompactIndex}
 		}
 		if err := s.Apply(b); err != nil {
@@ -178,7 +188,7 @@ func killRun(t *testing.T, seed uint64, rounds int, split bool) error {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestSIGKILLChild$")
 		cmd.Env = append(os.Environ(), childDirEnv+"="+dir)
 		if split {
-			cmd.Env = append(cmd.Env, childSplitEnv+"=1")
+			cmd.Env = append(cmd.Env, childSplitEnv+"=1", fmt.Sprintf("%s=%d", childHaltEnv, acked+killAfter+1))
 		}
 		out, err := cmd.StdoutPipe()
 		if err != nil {
@@ -205,7 +215,18 @@ func killRun(t *testing.T, seed uint64, rounds int, split bool) error {
 			}
 		}
 		if childErr == nil && seen == killAfter {
-			time.Sleep(killDelay)
+			if split {
+				// The planted bug's child says when half a batch is
+				// durable; kill it right then, so that the check meets a
+				// half-applied batch in every run, not by chance.
+				for sc.Scan() {
+					if strings.HasPrefix(sc.Text(), "half ") {
+						break
+					}
+				}
+			} else {
+				time.Sleep(killDelay)
+			}
 		}
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			return err
