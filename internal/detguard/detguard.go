@@ -175,7 +175,7 @@ func InScope(rel string) bool {
 	switch {
 	case under("core"):
 		return true
-	case rel == "io/vfs", rel == "io/seglog", rel == "io/driver":
+	case rel == "io/vfs", rel == "io/seglog", rel == "io/driver", rel == "io/meta", rel == "io/meta/metakv":
 		return true
 	case under("sim"):
 		return !under("sim/sweep")

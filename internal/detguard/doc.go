@@ -8,8 +8,9 @@
 // packages are covered without editing this package:
 //
 //   - every package under core/ (recursively),
-//   - io/vfs, io/seglog and io/driver (those directories only; concrete
-//     operating-system back ends belong in sibling packages),
+//   - io/vfs, io/seglog, io/driver, io/meta and io/meta/metakv (those
+//     directories only; concrete operating-system back ends belong in
+//     sibling packages, and io/meta/metatest is a test suite),
 //   - every package under sim/ (recursively) except sim/sweep and its
 //     subtree, the parallel sweep runner, which is deliberately outside.
 //
