@@ -149,7 +149,8 @@ func (e *encoder) longstr(s, what string) {
 }
 
 // bits packs consecutive bit fields into one octet, the first field in the
-// least significant bit (spec 4.2.5.2).
+// least significant bit (the spec: bits are accumulated into whole octets,
+// up to 8 per octet).
 func (e *encoder) bits(fields ...bool) {
 	assert(len(fields) >= 1 && len(fields) <= 8, "bit count out of range")
 	var v uint8

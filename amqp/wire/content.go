@@ -4,7 +4,7 @@ import "fmt"
 
 // Property flags of the basic class, in the first flag word: the first
 // property is the most significant bit, bit 1 is undefined and bit 0 says
-// another flag word follows (spec 4.2.6.1).
+// another flag word follows (the spec's content header property flags).
 const (
 	FlagContentType     uint16 = 1 << 15
 	FlagContentEncoding uint16 = 1 << 14

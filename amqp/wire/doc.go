@@ -79,8 +79,10 @@
 //
 // The structs in methods.go, one per method, name the spec's arguments in
 // its order; consecutive bit arguments share octets, first argument in the
-// least significant bit. Reserved arguments (0-8 leftovers) have no field:
-// read and ignored, written as zero or empty. Covered: connection.*
+// least significant bit. Reserved arguments (0-8 leftovers the spec marks
+// "Deprecated: must be zero") have no field: written as zero or empty, and
+// read and ignored, as RabbitMQ does; they mean nothing in 0-9-1, and
+// refusing a stale non-zero one would trade old clients for nothing. Covered: connection.*
 // (start through close-ok, blocked, unblocked), channel.*, exchange.declare
 // and delete, queue.*, basic.* (qos through nack, without recover-async)
 // and confirm.*. The basic content header carries the 14 properties with

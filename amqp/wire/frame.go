@@ -13,10 +13,10 @@ var ProtocolHeader = [8]byte{'A', 'M', 'Q', 'P', 0, 0, 9, 1}
 
 // ReadProtocolHeader reads the 8 octets a client opens with. ok is true when
 // they are ProtocolHeader. Otherwise answer is the header the server must
-// write before closing the socket (spec 4.2.2: on an unknown protocol or
-// version, "write a valid protocol header to the open socket, followed by
-// closing the socket"), whatever the client sent (another AMQP version,
-// HTTP, TLS). err is an I/O error, io.ErrUnexpectedEOF when the client
+// write before closing the socket (spec, connection.start rule
+// protocol-name: the server "MUST respond with a valid protocol header and
+// then close the socket connection"), whatever the client sent (another
+// AMQP version, HTTP, TLS); it is a fresh copy of ProtocolHeader. err is an I/O error, io.ErrUnexpectedEOF when the client
 // closed within the 8 octets; a client that sends fewer and waits blocks
 // the read, so the caller sets a deadline on the connection.
 func ReadProtocolHeader(r io.Reader) (ok bool, answer []byte, err error) {
@@ -27,7 +27,8 @@ func ReadProtocolHeader(r io.Reader) (ok bool, answer []byte, err error) {
 	if got == ProtocolHeader {
 		return true, nil, nil
 	}
-	return false, ProtocolHeader[:], nil
+	answer = append([]byte(nil), ProtocolHeader[:]...)
+	return false, answer, nil
 }
 
 // Frame is one frame. Payload excludes the frame-end octet.
@@ -51,7 +52,9 @@ func checkFrameMax(frameMaxBytes uint32) error {
 // FrameReader reads frames from a stream under a frame_max. Until
 // connection.tune-ok the front door reads with FrameBytesMin (the spec:
 // peers accept frames of frame-min-size before tuning), then calls
-// SetFrameMax with the negotiated value.
+// SetFrameMax with the negotiated value (spec: "Until the frame-max has
+// been negotiated, both peers MUST accept frames of up to frame-min-size
+// octets large").
 type FrameReader struct {
 	r             io.Reader
 	frameMaxBytes uint32
@@ -85,8 +88,9 @@ func (fr *FrameReader) SetFrameMax(frameMaxBytes uint32) error {
 // *Error with 501 FRAME_ERROR for a frame over frame_max, a missing
 // frame-end, an unknown frame type (the spec calls a frame of undefined
 // type a fatal error; RabbitMQ answers it with FRAME_ERROR, as we do) or a
-// heartbeat frame off channel 0 or with a payload (spec 4.2.7: "MUST raise
-// a connection exception with reply code 501"). After an error the stream
+// heartbeat frame off channel 0 or with a payload (the spec's heartbeat
+// frames are on channel 0 and empty; an invalid one is a 501 connection
+// exception). After an error the stream
 // is out of step and the connection must close.
 func (fr *FrameReader) ReadFrame() (Frame, error) {
 	if n, err := io.ReadFull(fr.r, fr.header[:]); err != nil {
