@@ -14,8 +14,9 @@ const (
 const FrameEnd uint8 = 0xCE
 
 // Frame sizes. A frame's size on the wire is its 7-byte header, its payload
-// and the frame-end octet; the negotiated frame_max counts all three (spec:
-// tune.frame-max "includes the frame header and end-byte").
+// and the frame-end octet; the negotiated frame_max counts all three (the
+// spec's connection.tune frame-max: "The largest frame size ... including
+// frame header and end-byte").
 const (
 	// FrameHeaderBytes is type (1), channel (2) and payload size (4).
 	FrameHeaderBytes = 7
