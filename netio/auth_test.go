@@ -448,6 +448,7 @@ func TestHandshakeOpAfterAuthRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	c.nc.SetDeadline(time.Now().Add(waitMax))
 	c.nc.Write(AppendFrame(nil, OpHello, make([]byte, HelloBytes)))
 	if _, err := ReadFrame(c.nc, nil); !errors.Is(err, io.EOF) && !isReset(err) {
 		t.Fatalf("listener kept the connection after a second Hello: %v", err)

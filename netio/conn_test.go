@@ -13,6 +13,12 @@ import (
 // pair returns both ends of an authenticated loopback connection.
 func pair(t *testing.T, server, client Config) (srv, cli *Conn) {
 	t.Helper()
+	// Every read of these tests is bounded, so a broken build fails, not hangs.
+	for _, c := range []*Config{&server, &client} {
+		if c.ReadIdleMs == 0 {
+			c.ReadIdleMs = waitMax.Milliseconds()
+		}
+	}
 	l, err := Listen("127.0.0.1:0", server)
 	if err != nil {
 		t.Fatal(err)
@@ -154,8 +160,13 @@ func TestListenerClose(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { _, err := l.Accept(); done <- err }()
 	l.Close()
-	if err := <-done; !errors.Is(err, net.ErrClosed) {
-		t.Fatalf("Accept after Close: %v", err)
+	select {
+	case err := <-done:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("Accept after Close: %v", err)
+		}
+	case <-time.After(waitMax):
+		t.Fatal("Accept still blocked after Close")
 	}
 	if !r.closed() {
 		t.Fatal("a pending handshake survived Close")
