@@ -35,8 +35,9 @@ type Config struct {
 	HandshakeTimeoutMs int64
 	// WriteTimeoutMs bounds each WriteFrame (0: WriteTimeoutMsDefault).
 	WriteTimeoutMs int64
-	// ReadIdleMs bounds the wait for each frame in ReadFrame (0: no bound;
-	// the caller's heartbeats decide when a silent peer is gone).
+	// ReadIdleMs bounds each ReadFrame, header and body together (0: no
+	// bound; the caller's heartbeats decide when a silent peer is gone).
+	// Set it above the time a 64 MiB body takes on the slowest link.
 	ReadIdleMs int64
 	// HandshakesPendingMax bounds a listener's connections between accept
 	// and Accept: handshakes in progress plus authenticated connections
