@@ -1,0 +1,452 @@
+package ctrl
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+
+	"github.com/sluicemq/sluice/io/meta"
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// electionTickUnreachable is raft's election timeout, in raft ticks: set so
+// far out (2^40 ticks: 34 years at a tick of 1 ms, and raft resets the count
+// on every term change) that raft never campaigns on its own. Campaigns come
+// from the group's failure detector, whose jitter arrives in the input.
+const electionTickUnreachable = 1 << 40
+
+// ticksPerStepMax bounds the raft ticks one tick input replays after a long
+// gap (a paused process): enough for a heartbeat, never a loop over hours.
+const ticksPerStepMax = 8
+
+// MsgBytesMax bounds a peer message's encoding, in and out.
+const MsgBytesMax = 4 << 20
+
+// Config configures one node's metadata group.
+type Config struct {
+	ID     uint64   // this node's id, one of Voters
+	Voters []uint64 // 1, 3 or 5 distinct non-zero node ids, sparse
+	// TickNs is one raft tick; the leader heartbeats every HeartbeatTicks.
+	TickNs         int64
+	HeartbeatTicks int
+	// CampaignTimeoutNs is the failure detector's base timeout: a
+	// non-leader that has heard nothing from a leader for
+	// CampaignTimeoutNs plus a jitter in [0, CampaignTimeoutNs), drawn
+	// from a tick input's Draw, campaigns.
+	CampaignTimeoutNs int64
+}
+
+// DefaultConfig is a configuration for id among voters.
+func DefaultConfig(id uint64, voters []uint64) Config {
+	return Config{ID: id, Voters: voters, TickNs: 10_000_000, HeartbeatTicks: 1, CampaignTimeoutNs: 150_000_000}
+}
+
+func (c Config) validate() ([]uint64, error) {
+	vs := slices.Clone(c.Voters)
+	slices.Sort(vs)
+	switch len(vs) {
+	case 1, 3, 5:
+	default:
+		return nil, fmt.Errorf("ctrl: %d voters, want 1, 3 or 5", len(vs))
+	}
+	for i, v := range vs {
+		if v == 0 || raft.IsLocalMsgTarget(v) || (i > 0 && vs[i-1] == v) {
+			return nil, fmt.Errorf("ctrl: voter ids %v must be distinct and non-zero", c.Voters)
+		}
+	}
+	if _, ok := slices.BinarySearch(vs, c.ID); !ok {
+		return nil, fmt.Errorf("ctrl: node %d is not among the voters %v", c.ID, vs)
+	}
+	if c.TickNs <= 0 || c.HeartbeatTicks <= 0 || c.CampaignTimeoutNs <= c.TickNs*int64(c.HeartbeatTicks) {
+		return nil, fmt.Errorf("ctrl: TickNs %d, HeartbeatTicks %d and CampaignTimeoutNs %d: want positive, timeout above the heartbeat",
+			c.TickNs, c.HeartbeatTicks, c.CampaignTimeoutNs)
+	}
+	return vs, nil
+}
+
+// pending is the Ready whose batch the host is persisting: its messages are
+// held until the completion.
+type pending struct {
+	seq   uint64
+	rd    raft.Ready
+	batch *meta.Batch
+	sends []Effect
+}
+
+// Group is one node's replica of the metadata group: a raft RawNode driven
+// by inputs, its effects returned as values. It is not safe for concurrent
+// use; it never reads the clock or draws randomness.
+type Group struct {
+	cfg    Config
+	voters []uint64
+	rn     *raft.RawNode
+	store  *logStore
+	log    *traceLogger
+
+	started      bool
+	nowNs        int64
+	lastTickNs   int64
+	heardNs      int64 // last instant a leader was heard (or a vote cast, or a campaign started)
+	campaignAtNs int64 // 0: not armed; armed at the next tick with its draw
+
+	nextSeq uint64
+	pend    *pending
+	failed  string
+
+	applied  uint64
+	settings settings
+	out      []Effect
+
+	// bugSendBeforePersist is a planted bug for this package's tests: the
+	// messages of a Ready leave with its batch, before its completion.
+	bugSendBeforePersist bool
+}
+
+// New returns the group of cfg.ID, restarted from st, what its metadata
+// store loaded (the zero State for a new store). The applied state is
+// rebuilt by re-applying the committed entries (st.Applied is not used
+// yet: this step writes no applied record and never compacts).
+func New(cfg Config, st meta.State) (*Group, error) {
+	vs, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	if st.Snapshot.Index != 0 {
+		return nil, errors.New("ctrl: the store holds a snapshot; this step produces and reads none")
+	}
+	store, err := newLogStore(vs, st)
+	if err != nil {
+		return nil, err
+	}
+	g := &Group{cfg: cfg, voters: vs, store: store, log: &traceLogger{max: LogLinesMax}}
+	g.rn, err = raft.NewRawNode(&raft.Config{
+		ID:              cfg.ID,
+		ElectionTick:    electionTickUnreachable,
+		HeartbeatTick:   cfg.HeartbeatTicks,
+		Storage:         store,
+		MaxSizePerMsg:   1 << 20,
+		MaxInflightMsgs: 64,
+		CheckQuorum:     false,
+		// A proposal goes to the leader; a follower drops it (the caller retries
+		// at the leader) rather than forward it as a peer message.
+		DisableProposalForwarding: true,
+		PreVote:                   true,
+		Logger:                    g.log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ctrl: %w", err)
+	}
+	return g, nil
+}
+
+// InputKind names an input.
+type InputKind uint8
+
+const (
+	// InTick: time passed. Draw is a random value (the simulator's PRNG,
+	// the daemon's crypto source) that jitters the failure detector.
+	InTick InputKind = iota + 1
+	// InMessage: Msg is a marshalled raftpb.Message from peer From.
+	InMessage
+	// InPersisted: the batch of persist effect Seq is durable, or failed
+	// with Err.
+	InPersisted
+	// InPropose: Msg is a command to commit (SetCommand).
+	InPropose
+)
+
+// Input is one input to the group. NowNs never decreases.
+type Input struct {
+	Kind  InputKind
+	NowNs int64
+	Draw  uint64
+	From  uint64
+	Msg   []byte
+	Seq   uint64
+	Err   string
+}
+
+// EffectKind names an effect.
+type EffectKind uint8
+
+const (
+	// EfPersist: make Batch durable in this node's metadata store (one
+	// atomic synced io/meta batch), then return InPersisted with Seq.
+	EfPersist EffectKind = iota + 1
+	// EfSend: send Msg (a marshalled raftpb.Message) to node To.
+	EfSend
+	// EfApplied: the committed entry (Index, Term) was applied; Cmd is its
+	// command (empty for raft's own empty entries), Note why it was
+	// refused, if it was.
+	EfApplied
+	// EfNote: a trace note (raft's log lines, the failure detector).
+	EfNote
+)
+
+// Effect is one effect. Byte slices belong to the effect.
+type Effect struct {
+	Kind  EffectKind
+	Seq   uint64
+	Batch *meta.Batch
+	To    uint64
+	Msg   []byte
+	Index uint64
+	Term  uint64
+	Cmd   []byte
+	Note  string
+}
+
+// String is the effect's stable one-line text form.
+func (e Effect) String() string {
+	switch e.Kind {
+	case EfPersist:
+		b := e.Batch
+		s := fmt.Sprintf("persist seq=%d", e.Seq)
+		if n := len(b.Entries); n > 0 {
+			s += fmt.Sprintf(" ents=%d..%d@%d", b.Entries[0].Index, b.Entries[n-1].Index, b.Entries[n-1].Term)
+		}
+		if hs := b.HardState; hs != nil {
+			s += fmt.Sprintf(" hs=t%d,v%d,c%d", hs.Term, hs.Vote, hs.Commit)
+		}
+		return s
+	case EfSend:
+		var m pb.Message
+		if err := proto.Unmarshal(e.Msg, &m); err != nil {
+			panic(err)
+		}
+		h := fnv.New64a()
+		h.Write(e.Msg)
+		return fmt.Sprintf("send to=%d %s t%d i%d lt%d c%d rej=%t n=%d h=%016x", e.To, m.GetType(), m.GetTerm(),
+			m.GetIndex(), m.GetLogTerm(), m.GetCommit(), m.GetReject(), len(m.GetEntries()), h.Sum64())
+	case EfApplied:
+		s := fmt.Sprintf("applied %d@%d %q", e.Index, e.Term, e.Cmd)
+		if e.Note != "" {
+			s += " refused: " + e.Note
+		}
+		return s
+	case EfNote:
+		return "note " + e.Note
+	}
+	return fmt.Sprintf("effect(%d)", e.Kind)
+}
+
+// Get returns a setting's applied value.
+func (g *Group) Get(key string) (string, bool) { return g.settings.get(key) }
+
+// Settings returns the applied settings in key order.
+func (g *Group) Settings() []Setting { return slices.Clone(g.settings) }
+
+// AppliedIndex is the index of the last applied entry.
+func (g *Group) AppliedIndex() uint64 { return g.applied }
+
+// Status is raft's view: the term, the leader known, whether this node leads.
+func (g *Group) Status() (term, lead uint64, leader bool) {
+	st := g.rn.BasicStatus()
+	return st.GetTerm(), st.Lead, st.RaftState == raft.StateLeader
+}
+
+// Failed returns why the group stopped (a failed persist), or "".
+func (g *Group) Failed() string { return g.failed }
+
+func (g *Group) note(format string, a ...any) {
+	g.out = append(g.out, Effect{Kind: EfNote, Note: fmt.Sprintf(format, a...)})
+}
+
+// Step takes one input and returns the effects, in the order the host must
+// start them. The returned slice is the caller's.
+func (g *Group) Step(in Input) []Effect {
+	g.out = nil
+	if in.NowNs < g.nowNs {
+		panic(fmt.Sprintf("ctrl: time went back from %d to %d", g.nowNs, in.NowNs))
+	}
+	g.nowNs = in.NowNs
+	if !g.started {
+		g.started = true
+		g.lastTickNs, g.heardNs = in.NowNs, in.NowNs
+	}
+	if g.failed != "" {
+		return nil
+	}
+	switch in.Kind {
+	case InTick:
+		g.tick(in)
+	case InMessage:
+		g.message(in)
+	case InPersisted:
+		g.persisted(in)
+	case InPropose:
+		if _, err := parseCommand(in.Msg); err != nil {
+			g.note("propose refused: %v", err)
+		} else if err := g.rn.Propose(slices.Clone(in.Msg)); err != nil {
+			g.note("propose dropped: %v", err)
+		}
+	default:
+		panic(fmt.Sprintf("ctrl: input kind %d", in.Kind))
+	}
+	if g.failed == "" {
+		g.ready()
+	}
+	for _, l := range g.log.take() {
+		g.note("%s", l)
+	}
+	out := g.out
+	g.out = nil
+	return out
+}
+
+func (g *Group) tick(in Input) {
+	n := (in.NowNs - g.lastTickNs) / g.cfg.TickNs
+	g.lastTickNs += n * g.cfg.TickNs
+	for i := int64(0); i < min(n, ticksPerStepMax); i++ {
+		g.rn.Tick()
+	}
+	// The failure detector.
+	st := g.rn.BasicStatus()
+	if st.RaftState == raft.StateLeader {
+		g.heardNs, g.campaignAtNs = in.NowNs, 0
+		return
+	}
+	if g.campaignAtNs == 0 {
+		timeout := uint64(g.cfg.CampaignTimeoutNs)
+		g.campaignAtNs = g.heardNs + g.cfg.CampaignTimeoutNs + int64(in.Draw%timeout)
+	}
+	if in.NowNs >= g.campaignAtNs {
+		g.note("campaign: no leader heard for %dns (term %d)", in.NowNs-g.heardNs, st.GetTerm())
+		if err := g.rn.Campaign(); err != nil {
+			g.note("campaign failed: %v", err)
+		}
+		g.heardNs, g.campaignAtNs = in.NowNs, 0
+	}
+}
+
+func (g *Group) message(in Input) {
+	if len(in.Msg) > MsgBytesMax {
+		g.note("refused message from %d: %d bytes, over %d", in.From, len(in.Msg), MsgBytesMax)
+		return
+	}
+	var m pb.Message
+	if err := proto.Unmarshal(in.Msg, &m); err != nil {
+		g.note("refused message from %d: %v", in.From, err)
+		return
+	}
+	_, member := slices.BinarySearch(g.voters, m.GetFrom())
+	switch {
+	case m.GetFrom() != in.From || m.GetTo() != g.cfg.ID || !member || m.GetFrom() == g.cfg.ID:
+		g.note("refused message from %d: from %d to %d", in.From, m.GetFrom(), m.GetTo())
+		return
+	case raft.IsLocalMsg(m.GetType()) || m.GetType() == pb.MsgProp:
+		g.note("refused message from %d: type %s is not a peer message", in.From, m.GetType())
+		return
+	}
+	if err := g.rn.Step(&m); err != nil {
+		g.note("step %s from %d: %v", m.GetType(), in.From, err)
+		return
+	}
+	st := g.rn.BasicStatus()
+	switch m.GetType() {
+	case pb.MsgApp, pb.MsgHeartbeat, pb.MsgSnap:
+		if st.Lead == m.GetFrom() {
+			g.heardNs, g.campaignAtNs = in.NowNs, 0
+		}
+	case pb.MsgVote:
+		if st.GetVote() == m.GetFrom() && st.GetTerm() == m.GetTerm() {
+			g.heardNs, g.campaignAtNs = in.NowNs, 0
+		}
+	}
+}
+
+// ready turns raft's Ready into effects: with nothing to persist, its
+// messages leave and its committed entries apply at once; otherwise one
+// persist effect leaves and the rest waits for its completion. At most one
+// Ready is outstanding.
+func (g *Group) ready() {
+	for g.pend == nil && g.rn.HasReady() {
+		rd := g.rn.Ready()
+		b := &meta.Batch{}
+		for _, e := range rd.Entries {
+			b.Entries = append(b.Entries, toMetaEntry(e))
+		}
+		if rd.HardState != nil {
+			b.HardState = &meta.HardState{Term: rd.HardState.GetTerm(), Vote: rd.HardState.GetVote(), Commit: rd.HardState.GetCommit()}
+		}
+		if rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
+			panic("ctrl: raft produced a snapshot to persist; this step has none")
+		}
+		sends := g.sends(rd.Messages)
+		if b.IsEmpty() {
+			g.out = append(g.out, sends...)
+			g.apply(rd.CommittedEntries)
+			g.rn.Advance(rd)
+			continue
+		}
+		g.nextSeq++
+		g.pend = &pending{seq: g.nextSeq, rd: rd, batch: b, sends: sends}
+		g.out = append(g.out, Effect{Kind: EfPersist, Seq: g.nextSeq, Batch: b})
+		if g.bugSendBeforePersist {
+			g.out = append(g.out, sends...)
+			g.pend.sends = nil
+		}
+	}
+}
+
+// sends marshals raft's messages in raft's order, which is deterministic:
+// raft visits peers in sorted id order (tracker.Visit, campaign).
+func (g *Group) sends(ms []*pb.Message) []Effect {
+	opt := proto.MarshalOptions{Deterministic: true}
+	out := make([]Effect, 0, len(ms))
+	for _, m := range ms {
+		if m.GetTo() == g.cfg.ID {
+			panic(fmt.Sprintf("ctrl: raft sent %s to itself", m.GetType()))
+		}
+		bs, err := opt.Marshal(m)
+		if err != nil {
+			panic(err)
+		}
+		if len(bs) > MsgBytesMax {
+			panic(fmt.Sprintf("ctrl: %s of %d bytes, over MsgBytesMax", m.GetType(), len(bs)))
+		}
+		out = append(out, Effect{Kind: EfSend, To: m.GetTo(), Msg: bs})
+	}
+	return out
+}
+
+func (g *Group) persisted(in Input) {
+	p := g.pend
+	if p == nil || in.Seq != p.seq {
+		panic(fmt.Sprintf("ctrl: completion of persist %d, outstanding %v", in.Seq, p != nil))
+	}
+	if in.Err != "" {
+		// The driver contract's failure policy: the host ends the process;
+		// until then the group does nothing.
+		g.failed = in.Err
+		g.note("persist %d failed: %s; the group stops", in.Seq, in.Err)
+		return
+	}
+	g.pend = nil
+	g.store.persisted(p.batch)
+	g.out = append(g.out, p.sends...)
+	g.apply(p.rd.CommittedEntries)
+	g.rn.Advance(p.rd)
+}
+
+func (g *Group) apply(ents []*pb.Entry) {
+	for _, e := range ents {
+		if e.GetIndex() != g.applied+1 {
+			panic(fmt.Sprintf("ctrl: applying %d after %d", e.GetIndex(), g.applied))
+		}
+		g.applied = e.GetIndex()
+		if e.GetType() != pb.EntryNormal {
+			panic(fmt.Sprintf("ctrl: committed %s entry %d; this group proposes none", e.GetType(), e.GetIndex()))
+		}
+		ef := Effect{Kind: EfApplied, Index: e.GetIndex(), Term: e.GetTerm(), Cmd: slices.Clone(e.GetData())}
+		if len(e.GetData()) > 0 {
+			if err := g.settings.apply(e.GetData()); err != nil {
+				ef.Note = err.Error()
+			}
+		}
+		g.out = append(g.out, ef)
+	}
+}
