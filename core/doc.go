@@ -15,8 +15,9 @@
 // queue state rebuilt from the log after a restart, the rebuild of an
 // owner's damaged log from its followers, heartbeats and scrubbing. The
 // seam's types are in core/seam; the quorum arithmetic in core/quorum. The
-// controller (a raft group), sealed recovery and learners come with later
-// issues, each as a group of its own.
+// controller's metadata group (core/ctrl, on raft) exists as a standalone
+// group, not yet routed by the Node; sealed recovery and learners come with
+// later issues, each as a group of its own.
 //
 // # The driver contract
 //
@@ -61,6 +62,16 @@
 //     after its instant. Extra ticks are harmless.
 //  9. Read records through the log engine only; a read completion carries the
 //     records from the requested offset, at least one if any exist there.
+//  10. Persist before send, for the metadata group (core/ctrl, raft's
+//     rule): carry out each of its EfPersist batches as one atomic,
+//     synced io/meta batch on the node's metadata store, one at a time in
+//     order, and return its completion (or its failure, then rule 4). The
+//     group holds every message of a raft Ready until that Ready's batch is
+//     reported durable, so its sends, like the queues', may leave as soon
+//     as they are emitted; a host must never report a batch durable before
+//     it is (a vote or an acknowledged append would be forgotten by a
+//     crash). Carried out today by core/ctrl's test harness; io/driver takes
+//     it up when the group joins the Node.
 //
 // A restarted process is a new Node: memory is gone, the logs remain.
 //

@@ -1,0 +1,82 @@
+// Package ctrl is the controller's metadata group: one node's replica of a
+// raft group (go.etcd.io/raft/v3's RawNode) and the metadata state machine
+// it applies, as a pure, deterministic state machine. Inputs go in as
+// values, effects come out as values; the package never reads the clock,
+// draws randomness, starts goroutines or does I/O.
+//
+// This is the first step of issue 10: the group stands alone, driven by its
+// own test harness (cluster_test.go), not yet by core.Node, the host or the
+// simulator.
+//
+// # Configuration
+//
+// 1, 3 or 5 voters, by node id (sparse, any non-zero values). Raft's
+// election tick is set out of reach (2^40 ticks) and CheckQuorum is off, so
+// raft never campaigns on its own and its randomized election timeout (a
+// crypto/rand draw) reaches nothing; PreVote is on; proposal forwarding is
+// off (a follower drops a proposal, the caller retries at the leader).
+// Raft's logger is a bounded recorder (LogLinesMax lines a step; Debug
+// dropped); its lines come out as EfNote effects, never on stderr.
+//
+// # Inputs
+//
+//   - InTick, with the instant and Draw, a random value from the host (the
+//     simulator's PRNG, the daemon's crypto source). Raft ticks once per
+//     Config.TickNs passed (at most ticksPerStepMax per input). The failure
+//     detector: a node that is not the leader and has heard no leader (an
+//     append, heartbeat or snapshot from the leader it knows, or its own
+//     granted vote) for CampaignTimeoutNs + Draw mod CampaignTimeoutNs
+//     (the draw of the first tick after it last heard one) calls Campaign.
+//   - InMessage: a marshalled raftpb.Message from peer From. A message that
+//     does not decode, is not addressed from From to this node, comes from
+//     a non-voter, or is a local or proposal type, is refused with a note.
+//   - InPersisted: the completion of persist effect Seq, or its failure
+//     (Err), after which the group stops (the driver contract's failure
+//     policy: the host ends the process).
+//   - InPropose: a command (SetCommand); refused with a note if invalid,
+//     dropped with a note if this node is not the leader.
+//
+// # Effects
+//
+//   - EfPersist: one io/meta Batch (entries, hard state) to make durable
+//     atomically, then to report as InPersisted with its Seq. At most one
+//     is outstanding.
+//   - EfSend: a marshalled raftpb.Message (deterministic bytes) for node To.
+//   - EfApplied: a committed entry applied, in index order from 1 after
+//     every start (the state is rebuilt by re-applying the log).
+//   - EfNote: trace notes (raft's log, campaigns, refusals).
+//
+// Every effect has a stable one-line text form (Effect.String).
+//
+// # Persist before send
+//
+// Raft's rule: a Ready's messages may leave only after its entries and hard
+// state are durable (a vote, a term, an acknowledged append must not be
+// forgotten by a crash after a peer has seen it). Carried out here as
+// effects: from a Ready with anything to persist, the group emits one
+// EfPersist and holds the Ready's messages; on its InPersisted it emits
+// them, applies the Ready's committed entries, and calls Advance. No other
+// Ready is taken meanwhile (peer messages, ticks and proposals still step
+// raft). A Ready with nothing to persist sends, applies and advances at
+// once. This holds all of a Ready's messages, even those raft would let a
+// leader send in parallel with its own append: simpler, and safe. The host
+// therefore may send each EfSend as soon as it is emitted (core/doc.go,
+// point 10).
+//
+// # Determinism
+//
+// Raft's messages in a Ready come out in sorted peer order (its tracker
+// visits peers sorted); they are emitted in that order. The packages raft
+// links are on the determinism guard's reviewed list
+// (internal/detguard/modules.go) with the reasons.
+//
+// # Left for later steps of issue 10
+//
+// Wiring into core.Node (a group id at or above seam.GroupReservedMin), the
+// host carrying the persist effect out (io/driver) and the simulator running
+// the group; non-voters following the committed metadata; the applied
+// record and log compaction (snapshots); brokers, liveness and eager
+// failover; the catalogue; placement and assignments; runtime settings with
+// their validated ranges (today settings are a plain key/value map);
+// in-sync tracking; the scenarios and checkers of the issue.
+package ctrl
