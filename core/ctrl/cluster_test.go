@@ -61,8 +61,8 @@ type cluster struct {
 	h          []byte // running transcript hash
 	lines      int
 	campaigns  int
-	applied    int // applied proposals (non-empty), over all nodes
-	bug        bool
+	applied    int  // applied proposals (non-empty), over all nodes
+	bug        bool // plant bugSendBeforePersist in every group
 	dropPct    int
 }
 
@@ -135,13 +135,16 @@ func (c *cluster) step(n *simNode, in Input) {
 		c.record(fmt.Sprintf("n%d %s", n.id, e))
 		c.effect(n, e)
 	}
-	term, _, leader := n.g.Status()
-	if leader {
-		if l, ok := c.leaders[term]; ok && l != n.id {
-			c.violate("two leaders in term %d: %d and %d", term, l, n.id)
-		}
-		c.leaders[term] = n.id
+	if term, _, leader := n.g.Status(); leader {
+		c.leaderIn(n.id, term)
 	}
+}
+
+func (c *cluster) leaderIn(id, term uint64) {
+	if l, ok := c.leaders[term]; ok && l != id {
+		c.violate("two leaders in term %d: %d and %d", term, l, id)
+	}
+	c.leaders[term] = id
 }
 
 func (c *cluster) effect(n *simNode, e Effect) {
@@ -361,7 +364,7 @@ func TestClusterFaults(t *testing.T) {
 				t.Logf("seed %d (SLUICE_CTRL_SEED=%d reproduces it)", seed, seed)
 				c := newCluster(t, seed, voters, false)
 				c.dropPct = 10
-				c.run(6000, 4)
+				c.run(20000, 4)
 				c.heal(3000)
 				c.done()
 				finalCommit(t, c)
@@ -486,4 +489,29 @@ func TestSingleVoter(t *testing.T) {
 	c := newCluster(t, 9, []uint64{42}, false)
 	c.run(1000, 0)
 	finalCommit(t, c)
+}
+
+// TestCheckersFlagViolations feeds the harness's election and history
+// checks what a broken group would produce and requires each to object.
+// (Planted host bugs that lose durable state, a wiped store or a forgotten
+// vote, are caught earlier still: by io/meta's validation, which refuses a
+// second vote in a term, or by raft's own assertions on a lost log.)
+func TestCheckersFlagViolations(t *testing.T) {
+	c := newCluster(t, 1, sparse3, false)
+	a, b := c.nodes[0], c.nodes[1]
+	c.effect(a, Effect{Kind: EfApplied, Index: 1, Term: 1, Cmd: []byte("set k 1")})
+	c.effect(b, Effect{Kind: EfApplied, Index: 1, Term: 1, Cmd: []byte("set k 2")})
+	if len(c.violations) != 1 || !strings.Contains(c.violations[0], "history has") {
+		t.Fatalf("two histories: %q", c.violations)
+	}
+	c.effect(b, Effect{Kind: EfApplied, Index: 3, Term: 1})
+	if len(c.violations) != 3 { // out of order for b, and beyond the history's end
+		t.Fatalf("a gap: %q", c.violations)
+	}
+	c.violations = nil
+	c.leaderIn(a.id, 4)
+	c.leaderIn(b.id, 4)
+	if len(c.violations) != 1 || !strings.Contains(c.violations[0], "two leaders in term 4") {
+		t.Fatalf("two leaders: %q", c.violations)
+	}
 }
