@@ -29,7 +29,9 @@
 //     (the draw of the first tick after it last heard one) calls Campaign.
 //   - InMessage: a marshalled raftpb.Message from peer From. A message that
 //     does not decode, is not addressed from From to this node, comes from
-//     a non-voter, or is a local or proposal type, is refused with a note.
+//     a non-voter, is a local or proposal type, or carries an entry that is
+//     not a normal one within io/meta's EntryDataBytesMax, is refused with
+//     a note.
 //   - InPersisted: the completion of persist effect Seq, or its failure
 //     (Err), after which the group stops (the driver contract's failure
 //     policy: the host ends the process).
@@ -69,6 +71,18 @@
 // visits peers sorted); they are emitted in that order. The packages raft
 // links are on the determinism guard's reviewed list
 // (internal/detguard/modules.go) with the reasons.
+//
+// # Known limits
+//
+// A Ready becomes one batch, so a follower that steps many appends while a
+// batch is outstanding could gather more entries than io/meta takes in one
+// batch (BatchEntriesMax); the store would refuse it and the group stop. The
+// harness never comes near it; a later step splits such a Ready into
+// several batches, releasing its messages after the last. A batch is
+// emitted even when only the commit index changed (raft needs no sync
+// then), which holds that Ready's messages a little longer than needed.
+// Raft's log lines come after the other effects of the step that produced
+// them.
 //
 // # Left for later steps of issue 10
 //

@@ -341,6 +341,13 @@ func (g *Group) message(in Input) {
 		g.note("refused message from %d: type %s is not a peer message", in.From, m.GetType())
 		return
 	}
+	for _, e := range m.GetEntries() {
+		if len(e.GetData()) > meta.EntryDataBytesMax || e.GetType() != pb.EntryNormal {
+			g.note("refused message from %d: entry %d is a %s entry of %d bytes (limit %d, normal only)",
+				in.From, e.GetIndex(), e.GetType(), len(e.GetData()), meta.EntryDataBytesMax)
+			return
+		}
+	}
 	if err := g.rn.Step(&m); err != nil {
 		g.note("step %s from %d: %v", m.GetType(), in.From, err)
 		return
