@@ -7,6 +7,8 @@ require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/pingcap/failpoint v0.0.0-20240528011301-b51a646c7c86
+	go.etcd.io/raft/v3 v3.7.0
+	google.golang.org/protobuf v1.36.11
 	lukechampine.com/blake3 v1.4.1
 	pgregory.net/rapid v1.3.0
 )
@@ -44,11 +46,9 @@ require (
 	github.com/rogpeppe/go-internal v1.9.0 // indirect
 	github.com/sergi/go-diff v1.1.0 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
-	go.etcd.io/raft/v3 v3.7.0 // indirect
 	golang.org/x/exp v0.0.0-20230626212559-97b1e661b5df // indirect
 	golang.org/x/sys v0.18.0 // indirect
 	golang.org/x/text v0.14.0 // indirect
-	google.golang.org/protobuf v1.36.11 // indirect
 )
 
 tool github.com/pingcap/failpoint/failpoint-ctl
