@@ -53,15 +53,7 @@ func Open(dir string, o Options) (*Store, error) {
 	return &Store{db: db, noSync: o.noSync}, nil
 }
 
-func (s *Store) usable() error {
-	switch {
-	case s.closed:
-		return meta.ErrClosed
-	case s.failed != nil:
-		return fmt.Errorf("%w: %w", meta.ErrFailed, s.failed)
-	}
-	return nil
-}
+func (s *Store) usable() error { return meta.Usable(s.closed, s.failed) }
 
 // Load implements meta.Store.
 func (s *Store) Load() (meta.State, error) {

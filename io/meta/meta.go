@@ -213,3 +213,16 @@ func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
 func Corrupt(record, format string, args ...any) error {
 	return &CorruptError{Record: record, Reason: fmt.Sprintf(format, args...)}
 }
+
+// Usable is the check every store makes before a call: ErrClosed after
+// Close, an error wrapping ErrFailed and the failure after a failed write or
+// sync (contract point 4), nil otherwise.
+func Usable(closed bool, failed error) error {
+	switch {
+	case closed:
+		return ErrClosed
+	case failed != nil:
+		return fmt.Errorf("%w: %w", ErrFailed, failed)
+	}
+	return nil
+}

@@ -180,15 +180,7 @@ type Store struct {
 
 var _ meta.Store = (*Store)(nil)
 
-func (s *Store) usable() error {
-	switch {
-	case s.closed:
-		return meta.ErrClosed
-	case s.failed != nil:
-		return fmt.Errorf("%w: %w", meta.ErrFailed, s.failed)
-	}
-	return nil
-}
+func (s *Store) usable() error { return meta.Usable(s.closed, s.failed) }
 
 // Load implements meta.Store: it reads the records as they stand, durable
 // or started.
