@@ -41,8 +41,8 @@ type simNode struct {
 	disk    *metamem.Disk
 	store   *metamem.Store
 	up      bool
-	pend    *Effect // the persist effect in flight
-	next    uint64  // the next index this incarnation must apply
+	pend    []Effect // the persist effects in flight, oldest first (one Ready's batches)
+	next    uint64   // the next index this incarnation must apply
 	durHS   meta.HardState
 	durLast uint64
 }
@@ -150,10 +150,10 @@ func (c *cluster) leaderIn(id, term uint64) {
 func (c *cluster) effect(n *simNode, e Effect) {
 	switch e.Kind {
 	case EfPersist:
-		if n.pend != nil {
-			c.t.Fatalf("n%d: persist %d while %d is in flight", n.id, e.Seq, n.pend.Seq)
+		if k := len(n.pend); k > 0 && n.pend[k-1].Seq+1 != e.Seq {
+			c.t.Fatalf("n%d: persist %d after %d", n.id, e.Seq, n.pend[k-1].Seq)
 		}
-		n.pend = &e
+		n.pend = append(n.pend, e)
 	case EfSend:
 		c.checkSend(n, e)
 		c.net = append(c.net, packet{from: n.id, to: e.To, msg: e.Msg})
@@ -215,8 +215,8 @@ func (c *cluster) checkSend(n *simNode, e Effect) {
 }
 
 func (c *cluster) complete(n *simNode) {
-	e := n.pend
-	n.pend = nil
+	e := n.pend[0]
+	n.pend = n.pend[1:]
 	if err := n.store.Apply(e.Batch); err != nil {
 		c.t.Fatalf("n%d: store refused batch %d: %v", n.id, e.Seq, err)
 	}
@@ -286,7 +286,7 @@ func (c *cluster) run(steps int, crashPerMille int) {
 		case r < 450:
 			var ns []*simNode
 			for _, n := range c.nodes {
-				if n.up && n.pend != nil {
+				if n.up && len(n.pend) > 0 {
 					ns = append(ns, n)
 				}
 			}

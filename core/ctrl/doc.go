@@ -41,8 +41,12 @@
 // # Effects
 //
 //   - EfPersist: one io/meta Batch (entries, hard state) to make durable
-//     atomically, then to report as InPersisted with its Seq. At most one
-//     is outstanding.
+//     atomically, then to report as InPersisted with its Seq. One Ready's
+//     batches are outstanding at a time: usually one; a Ready with more
+//     entries than io/meta takes in a batch (BatchEntriesMax,
+//     BatchBytesMax) comes as several with consecutive Seqs, entries in
+//     index order and the hard state in the last, to be made durable and
+//     reported in that order.
 //   - EfSend: a marshalled raftpb.Message (deterministic bytes) for node To.
 //   - EfApplied: a committed entry applied, in index order from 1 after
 //     every start (the state is rebuilt by re-applying the log).
@@ -55,9 +59,10 @@
 // Raft's rule: a Ready's messages may leave only after its entries and hard
 // state are durable (a vote, a term, an acknowledged append must not be
 // forgotten by a crash after a peer has seen it). Carried out here as
-// effects: from a Ready with anything to persist, the group emits one
-// EfPersist and holds the Ready's messages; on its InPersisted it emits
-// them, applies the Ready's committed entries, and calls Advance. No other
+// effects: from a Ready with anything to persist, the group emits its
+// EfPersist (several when the Ready exceeds one io/meta batch) and holds
+// the Ready's messages; on the InPersisted of the last it emits them,
+// applies the Ready's committed entries, and calls Advance. No other
 // Ready is taken meanwhile (peer messages, ticks and proposals still step
 // raft). A Ready with nothing to persist sends, applies and advances at
 // once. This holds all of a Ready's messages, even those raft would let a
@@ -74,13 +79,11 @@
 //
 // # Known limits
 //
-// A Ready becomes one batch, so a follower that steps many appends while a
-// batch is outstanding could gather more entries than io/meta takes in one
-// batch (BatchEntriesMax); the store would refuse it and the group stop. The
-// harness never comes near it; a later step splits such a Ready into
-// several batches, releasing its messages after the last. A batch is
-// emitted even when only the commit index changed (raft needs no sync
-// then), which holds that Ready's messages a little longer than needed.
+// A Ready larger than one io/meta batch is split (splitBatch); a crash
+// between its batches keeps a prefix of its entries without its hard
+// state, which raft allows (none was acknowledged). A batch is emitted
+// even when only the commit index changed (raft needs no sync then), which
+// holds that Ready's messages a little longer than needed.
 // Raft's log lines come after the other effects of the step that produced
 // them.
 //

@@ -70,10 +70,11 @@ func (c Config) validate() ([]uint64, error) {
 // pending is the Ready whose batch the host is persisting: its messages are
 // held until the completion.
 type pending struct {
-	seq   uint64
-	rd    raft.Ready
-	batch *meta.Batch
-	sends []Effect
+	firstSeq uint64 // the Seq of batches[0]; the rest follow in order
+	done     int    // how many of batches are durable
+	rd       raft.Ready
+	batches  []*meta.Batch // one Ready, split to io/meta's limits
+	sends    []Effect
 }
 
 // Group is one node's replica of the metadata group: a raft RawNode driven
@@ -389,9 +390,11 @@ func (g *Group) ready() {
 			g.rn.Advance(rd)
 			continue
 		}
-		g.nextSeq++
-		g.pend = &pending{seq: g.nextSeq, rd: rd, batch: b, sends: sends}
-		g.out = append(g.out, Effect{Kind: EfPersist, Seq: g.nextSeq, Batch: b})
+		g.pend = &pending{firstSeq: g.nextSeq + 1, rd: rd, batches: splitBatch(b), sends: sends}
+		for _, c := range g.pend.batches {
+			g.nextSeq++
+			g.out = append(g.out, Effect{Kind: EfPersist, Seq: g.nextSeq, Batch: c})
+		}
 		if g.bugSendBeforePersist {
 			g.out = append(g.out, sends...)
 			g.pend.sends = nil
@@ -420,9 +423,43 @@ func (g *Group) sends(ms []*pb.Message) []Effect {
 	return out
 }
 
+// splitBatch cuts a Ready's batch into batches io/meta takes
+// (BatchEntriesMax entries, BatchBytesMax bytes of entry data), in index
+// order, with the hard state in the last: its commit index may name
+// entries of any of them. A crash between two of them keeps a prefix of
+// the entries without the new hard state, which raft allows (unstable
+// entries may be lost or kept; none was acknowledged, since the Ready's
+// messages wait for the last).
+func splitBatch(b *meta.Batch) []*meta.Batch {
+	if len(b.Entries) <= meta.BatchEntriesMax && entryBytes(b.Entries) <= meta.BatchBytesMax {
+		return []*meta.Batch{b}
+	}
+	var out []*meta.Batch
+	ents := b.Entries
+	for len(ents) > 0 {
+		n, bytes := 0, 0
+		for n < len(ents) && n < meta.BatchEntriesMax && bytes+len(ents[n].Data) <= meta.BatchBytesMax {
+			bytes += len(ents[n].Data)
+			n++
+		}
+		out = append(out, &meta.Batch{Entries: ents[:n:n]})
+		ents = ents[n:]
+	}
+	out[len(out)-1].HardState = b.HardState
+	return out
+}
+
+func entryBytes(es []meta.Entry) int {
+	n := 0
+	for i := range es {
+		n += len(es[i].Data)
+	}
+	return n
+}
+
 func (g *Group) persisted(in Input) {
 	p := g.pend
-	if p == nil || in.Seq != p.seq {
+	if p == nil || in.Seq != p.firstSeq+uint64(p.done) {
 		panic(fmt.Sprintf("ctrl: completion of persist %d, outstanding %v", in.Seq, p != nil))
 	}
 	if in.Err != "" {
@@ -432,8 +469,12 @@ func (g *Group) persisted(in Input) {
 		g.note("persist %d failed: %s; the group stops", in.Seq, in.Err)
 		return
 	}
+	g.store.persisted(p.batches[p.done])
+	p.done++
+	if p.done < len(p.batches) {
+		return // the Ready's messages wait for its last batch
+	}
 	g.pend = nil
-	g.store.persisted(p.batch)
 	g.out = append(g.out, p.sends...)
 	g.apply(p.rd.CommittedEntries)
 	g.rn.Advance(p.rd)
