@@ -44,6 +44,7 @@ const (
 	ReqPublish   = seam.ReqPublish
 	ReqSubscribe = seam.ReqSubscribe
 	ReqAck       = seam.ReqAck
+	ReqMeta      = seam.ReqMeta
 
 	OpAppend   = seam.OpAppend
 	OpSync     = seam.OpSync
@@ -52,12 +53,15 @@ const (
 	OpDiscard  = seam.OpDiscard
 	OpRepaired = seam.OpRepaired
 	OpVerify   = seam.OpVerify
+	OpPersist  = seam.OpPersist
 
 	EfSend     = seam.EfSend
 	EfStorage  = seam.EfStorage
 	EfReply    = seam.EfReply
 	EfDeliver  = seam.EfDeliver
 	EfDeadline = seam.EfDeadline
+	EfApplied  = seam.EfApplied
+	EfNote     = seam.EfNote
 
 	Confirmed = seam.Confirmed
 	Failed    = seam.Failed

@@ -15,9 +15,11 @@
 // queue state rebuilt from the log after a restart, the rebuild of an
 // owner's damaged log from its followers, heartbeats and scrubbing. The
 // seam's types are in core/seam; the quorum arithmetic in core/quorum. The
-// controller's metadata group (core/ctrl, on raft) exists as a standalone
-// group, not yet routed by the Node; sealed recovery and learners come with
-// later issues, each as a group of its own.
+// controller's metadata group (core/ctrl, on raft) is the group GroupCtrl
+// of the nodes configured as its voters (Config.Ctrl): peer messages,
+// persists, ticks and operators' metadata requests (ReqMeta) reach it;
+// it places no queue yet. Sealed recovery and learners come with later
+// issues, each as a group of its own.
 //
 // # The driver contract
 //
@@ -63,15 +65,19 @@
 //  9. Read records through the log engine only; a read completion carries the
 //     records from the requested offset, at least one if any exist there.
 //  10. Persist before send, for the metadata group (core/ctrl, raft's
-//     rule): carry out each of its EfPersist batches as one atomic,
-//     synced io/meta batch on the node's metadata store, one at a time in
-//     order, and return its completion (or its failure, then rule 4). The
-//     group holds every message of a raft Ready until that Ready's batch is
-//     reported durable, so its sends, like the queues', may leave as soon
-//     as they are emitted; a host must never report a batch durable before
-//     it is (a vote or an acknowledged append would be forgotten by a
-//     crash). Carried out today by core/ctrl's test harness; io/driver takes
-//     it up when the group joins the Node.
+//     rule): carry out each storage effect OpPersist of group GroupCtrl
+//     as one atomic, synced io/meta batch on the node's metadata store,
+//     one at a time and in order like one log's operations (point 3),
+//     and return its completion (an InStorage input echoing its Tag), or
+//     its failure, then rule 4. The group holds every message of a raft
+//     Ready until that Ready's batch is reported durable, so its sends,
+//     like the queues', may leave as soon as they are emitted; a host
+//     must never report a batch durable before it is (a vote or an
+//     acknowledged append would be forgotten by a crash). Pass the state
+//     the store loaded in the start input (Input.Meta), and a random
+//     value in every tick input (Input.Draw): the jitter of the group's
+//     failure detector. EfApplied and EfNote effects ask for nothing
+//     (EfApplied tells a watcher what the group applied).
 //
 // A restarted process is a new Node: memory is gone, the logs remain.
 //

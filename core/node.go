@@ -6,8 +6,10 @@ import (
 	"slices"
 
 	"github.com/sluicemq/sluice/core/bugs"
+	"github.com/sluicemq/sluice/core/ctrl"
 	"github.com/sluicemq/sluice/core/queue"
 	"github.com/sluicemq/sluice/core/seam"
+	"github.com/sluicemq/sluice/io/meta"
 )
 
 // Config is one node's configuration.
@@ -18,8 +20,11 @@ type Config struct {
 	// the simulator counts incarnations).
 	Process uint64
 	Queues  []QueueConfig // the queues this node holds a replica of
-	Limits  Limits
-	Bugs    bugs.Set // tests and the simulator only: planted bugs
+	// Ctrl configures this node's replica of the metadata group (group
+	// GroupCtrl), if it holds one: a voter. Nil: none.
+	Ctrl   *ctrl.Config
+	Limits Limits
+	Bugs   bugs.Set // tests and the simulator only: planted bugs
 }
 
 // Node is one broker's logic as a state machine: it routes each input to
@@ -32,14 +37,21 @@ type Node struct {
 	started bool
 	// queues holds the replica groups, ascending by group id: the order in
 	// which a tick visits them, and so the order of their effects.
-	queues     []*queue.Replica
+	queues []*queue.Replica
+	// ctrl is the metadata group (nil on a node without one); it starts
+	// with the start input, from what the metadata store loaded.
+	ctrl       *ctrl.Group
+	ctrlCfg    *ctrl.Config
 	deadlineNs int64 // the last deadline emitted
 }
+
+// GroupCtrl is the metadata group's id.
+const GroupCtrl = seam.GroupCtrl
 
 // New returns a node for cfg. It panics on an invalid configuration, which
 // is a programmer error: the driver validates what users write.
 func New(cfg Config) *Node {
-	n := &Node{}
+	n := &Node{ctrlCfg: cfg.Ctrl}
 	n.x = queue.Ctx{Node: cfg.Node, Process: cfg.Process, Lim: cfg.Limits.WithDefaults(), Bugs: cfg.Bugs, Out: &n.out}
 	for _, qc := range cfg.Queues {
 		if err := qc.Validate(); err != nil {
@@ -110,10 +122,12 @@ func (n *Node) Step(in *Input) []Effect {
 			panic("core: second start input")
 		}
 		n.started = true
-		n.start(in.Logs)
+		n.start(in.Logs, in.Meta)
 	case InMessage:
 		if r := n.queue(in.Group); r != nil {
 			r.OnMessage(in.From, in.Data)
+		} else if in.Group == GroupCtrl && n.ctrl != nil {
+			n.stepCtrl(ctrl.Input{Kind: ctrl.InMessage, From: uint64(in.From), Msg: in.Data})
 		} else {
 			n.x.Refused++ // a group this node does not hold
 		}
@@ -124,6 +138,13 @@ func (n *Node) Step(in *Input) []Effect {
 			r.OnClientGone(in.Client)
 		}
 	case InStorage:
+		if in.Done.Op == seam.OpPersist {
+			if in.Done.Group != GroupCtrl || n.ctrl == nil {
+				panic(fmt.Sprintf("core: persist completion for group %d", in.Done.Group))
+			}
+			n.stepCtrl(ctrl.Input{Kind: ctrl.InPersisted, Seq: in.Done.Tag, Err: in.Done.Err})
+			break
+		}
 		r := n.queue(in.Done.Group)
 		if r == nil {
 			panic(fmt.Sprintf("core: storage completion for unknown group %d", in.Done.Group))
@@ -133,6 +154,9 @@ func (n *Node) Step(in *Input) []Effect {
 		for _, r := range n.queues {
 			r.OnTick()
 		}
+		if n.ctrl != nil {
+			n.stepCtrl(ctrl.Input{Kind: ctrl.InTick, Draw: in.Draw})
+		}
 	default:
 		panic("core: unknown input kind")
 	}
@@ -140,7 +164,20 @@ func (n *Node) Step(in *Input) []Effect {
 	return n.out.Effects
 }
 
-func (n *Node) start(logs []LogState) {
+func (n *Node) start(logs []LogState, st *meta.State) {
+	if n.ctrlCfg != nil {
+		if st == nil {
+			panic("core: the start input carries no metadata state for the metadata group")
+		}
+		g, err := ctrl.New(*n.ctrlCfg, *st)
+		if err != nil {
+			// What the store loaded cannot be this group's (io/meta
+			// checked its consistency): a broken store or configuration.
+			panic("core: " + err.Error())
+		}
+		n.ctrl = g
+		n.ctrlEffects(g.Begin(n.x.NowNs))
+	}
 	for i := range logs {
 		r := n.queue(logs[i].Group)
 		if r == nil {
@@ -154,6 +191,14 @@ func (n *Node) start(logs []LogState) {
 }
 
 func (n *Node) onClient(c ClientID, req *Request) {
+	if req.Kind == seam.ReqMeta {
+		if n.ctrl == nil {
+			n.out.Reply(c, req.ID, Failed, 0, 0, "no metadata group here")
+			return
+		}
+		n.stepCtrl(ctrl.Input{Kind: ctrl.InPropose, Msg: req.Body, Client: uint64(c), ReqID: req.ID})
+		return
+	}
 	r := n.queue(seam.QueueGroup(req.Queue))
 	if r == nil {
 		n.out.Reply(c, req.ID, Failed, 0, 0, "no such queue")
@@ -179,6 +224,9 @@ func (n *Node) emitDeadline() {
 			at = d
 		}
 	}
+	if n.ctrl != nil {
+		at = min(at, n.ctrl.DeadlineNs())
+	}
 	if at == math.MaxInt64 || at == n.deadlineNs {
 		return
 	}
@@ -200,6 +248,62 @@ func (n *Node) Invariants() {
 	}
 }
 
+// stepCtrl steps the metadata group and turns its effects into the node's:
+// a persist is a storage effect on the metadata store (point 10 of the
+// driver contract), a proposal's outcome a reply.
+func (n *Node) stepCtrl(in ctrl.Input) {
+	in.NowNs = n.x.NowNs
+	n.ctrlEffects(n.ctrl.Step(in))
+}
+
+// ctrlEffects turns the metadata group's effects into the node's.
+func (n *Node) ctrlEffects(effects []ctrl.Effect) {
+	for _, e := range effects {
+		switch e.Kind {
+		case ctrl.EfPersist:
+			n.out.Storage(seam.Effect{Op: seam.OpPersist, Group: GroupCtrl, Tag: e.Seq, Batch: e.Batch})
+		case ctrl.EfSend:
+			buf := n.out.Grow(len(e.Msg))
+			n.out.Send(GroupCtrl, NodeID(e.To), append(buf, e.Msg...))
+		case ctrl.EfApplied:
+			n.out.Effects = append(n.out.Effects, seam.Effect{Kind: seam.EfApplied, Group: GroupCtrl,
+				Offset: e.Index, Tag: e.Term, Body: e.Cmd, Reason: e.Note})
+		case ctrl.EfNote:
+			n.out.Effects = append(n.out.Effects, seam.Effect{Kind: seam.EfNote, Group: GroupCtrl, Reason: e.Note})
+		case ctrl.EfOutcome:
+			n.ctrlOutcome(&e)
+		default:
+			panic(fmt.Sprintf("core: metadata group effect kind %d", e.Kind))
+		}
+	}
+}
+
+// ctrlOutcome answers an operator's metadata request.
+func (n *Node) ctrlOutcome(e *ctrl.Effect) {
+	c, id := ClientID(e.Client), e.ReqID
+	switch e.Result {
+	case ctrl.Committed:
+		n.out.Reply(c, id, Confirmed, 0, e.Index, "")
+	case ctrl.Unknown:
+		n.out.Reply(c, id, Unknown, 0, 0, e.Note)
+	case ctrl.NotLeader:
+		n.out.Reply(c, id, Failed, 0, 0, "not the leader: "+e.Note)
+	default:
+		n.out.Reply(c, id, Failed, 0, 0, e.Note)
+	}
+}
+
+// CtrlStatus is the metadata group's view: its term, the leader it knows,
+// whether it leads; ok is false on a node without the group. For worlds
+// that aim faults at the leader; never for checkers.
+func (n *Node) CtrlStatus() (term, lead uint64, leader, ok bool) {
+	if n.ctrl == nil {
+		return 0, 0, false, false
+	}
+	term, lead, leader = n.ctrl.Status()
+	return term, lead, leader, true
+}
+
 // AppendMsgText renders a peer message of group g (seam.MsgText).
 func (n *Node) AppendMsgText(dst []byte, g GroupID, data []byte) []byte {
 	return AppendMsgText(dst, g, data)
@@ -210,6 +314,9 @@ func (n *Node) AppendMsgText(dst []byte, g GroupID, data []byte) []byte {
 func AppendMsgText(dst []byte, g GroupID, data []byte) []byte {
 	if g < seam.GroupReservedMin {
 		return queue.AppendMsgText(dst, g, data)
+	}
+	if g == GroupCtrl {
+		return ctrl.AppendMsgText(dst, data)
 	}
 	return seam.AppendKV(append(dst, "msg"...), "g", uint64(g))
 }

@@ -81,6 +81,15 @@ const (
 	// RepairedMarkEarly: a rebuilding owner clears its log's unrepaired
 	// mark as soon as it fetched, before what it fetched is durable.
 	RepairedMarkEarly
+	// CtrlSendBeforePersist: the metadata group sends a raft Ready's
+	// messages (votes, append acknowledgements) with its persist effect,
+	// before the batch is durable: a power loss then forgets a vote or an
+	// acknowledged entry that a peer counted.
+	CtrlSendBeforePersist
+	// CtrlConfirmUncommitted: the metadata group's leader answers a
+	// proposal committed once its own batch holding the entry is durable,
+	// before a majority holds it.
+	CtrlConfirmUncommitted
 	end
 )
 
@@ -113,6 +122,8 @@ var Registry = []Bug{
 	{NoHeartbeat, "no-heartbeat", "replication", "an owner never probes followers it thinks caught up"},
 	{EpochBelowSeen, "epoch-below-seen", "epochs and fencing", "a rebuilt owner's epoch is not above the epochs its followers saw"},
 	{RepairedMarkEarly, "repaired-mark-early", "recovery", "a rebuilding owner clears its unrepaired mark before its fetch is durable"},
+	{CtrlSendBeforePersist, "ctrl-send-before-persist", "metadata group", "the metadata group sends a Ready's votes and acks before its batch is durable"},
+	{CtrlConfirmUncommitted, "ctrl-confirm-uncommitted", "metadata group", "the metadata leader confirms a proposal once its own copy is durable, before a majority's"},
 }
 
 // Has reports whether every bug of b is in s.

@@ -4,9 +4,11 @@
 // values, effects come out as values; the package never reads the clock,
 // draws randomness, starts goroutines or does I/O.
 //
-// This is the first step of issue 10: the group stands alone, driven by its
-// own test harness (cluster_test.go), not yet by core.Node, the host or the
-// simulator.
+// core.Node runs it as group seam.GroupCtrl on the nodes configured as
+// voters (core.Config.Ctrl): io/driver's host carries its persists out on
+// the node's metadata store, and the simulator runs it in every world
+// (docs/simulator.md, "The metadata group"). Its own test harness
+// (cluster_test.go) drives it alone, with crashes.
 //
 // # Configuration
 //
@@ -35,8 +37,12 @@
 //   - InPersisted: the completion of persist effect Seq, or its failure
 //     (Err), after which the group stops (the driver contract's failure
 //     policy: the host ends the process).
-//   - InPropose: a command (SetCommand); refused with a note if invalid,
-//     dropped with a note if this node is not the leader.
+//   - InPropose: a command (SetCommand) from a caller's (Client, ReqID),
+//     answered by an EfOutcome: Refused if invalid or if
+//     ProposalsPendingMax proposals wait, NotLeader (naming the leader it
+//     knows) if this node does not lead, Committed with the entry's index
+//     once this node applied it, Unknown if it lost its leadership (or
+//     the term changed) first.
 //
 // # Effects
 //
@@ -89,9 +95,7 @@
 //
 // # Left for later steps of issue 10
 //
-// Wiring into core.Node (a group id at or above seam.GroupReservedMin), the
-// host carrying the persist effect out (io/driver) and the simulator running
-// the group; non-voters following the committed metadata; the applied
+// Non-voters following the committed metadata; the applied
 // record and log compaction (snapshots); brokers, liveness and eager
 // failover; the catalogue; placement and assignments; runtime settings with
 // their validated ranges (today settings are a plain key/value map);

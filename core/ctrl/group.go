@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"slices"
 
+	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/io/meta"
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -37,6 +38,8 @@ type Config struct {
 	// CampaignTimeoutNs plus a jitter in [0, CampaignTimeoutNs), drawn
 	// from a tick input's Draw, campaigns.
 	CampaignTimeoutNs int64
+	// Bugs: planted bugs (tests and the simulator only; core/bugs).
+	Bugs bugs.Set
 }
 
 // DefaultConfig is a configuration for id among voters.
@@ -97,9 +100,10 @@ type Group struct {
 	pend    *pending
 	failed  string
 
-	applied  uint64
-	settings settings
-	out      []Effect
+	applied   uint64
+	settings  settings
+	proposals []proposal // in proposal order, all of the current term
+	out       []Effect
 
 	// bugSendBeforePersist is a planted bug for this package's tests: the
 	// messages of a Ready leave with its batch, before its completion.
@@ -122,7 +126,8 @@ func New(cfg Config, st meta.State) (*Group, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Group{cfg: cfg, voters: vs, store: store, log: &traceLogger{max: LogLinesMax}}
+	g := &Group{cfg: cfg, voters: vs, store: store, log: &traceLogger{max: LogLinesMax},
+		bugSendBeforePersist: cfg.Bugs.Has(bugs.CtrlSendBeforePersist)}
 	g.rn, err = raft.NewRawNode(&raft.Config{
 		ID:              cfg.ID,
 		ElectionTick:    electionTickUnreachable,
@@ -155,7 +160,8 @@ const (
 	// InPersisted: the batch of persist effect Seq is durable, or failed
 	// with Err.
 	InPersisted
-	// InPropose: Msg is a command to commit (SetCommand).
+	// InPropose: Msg is a command to commit (SetCommand), asked by the
+	// caller's Client and ReqID (opaque here), answered by an EfOutcome.
 	InPropose
 )
 
@@ -168,6 +174,8 @@ type Input struct {
 	Msg   []byte
 	Seq   uint64
 	Err   string
+	// Client and ReqID: who proposed (InPropose), echoed in its EfOutcome.
+	Client, ReqID uint64
 }
 
 // EffectKind names an effect.
@@ -185,7 +193,51 @@ const (
 	EfApplied
 	// EfNote: a trace note (raft's log lines, the failure detector).
 	EfNote
+	// EfOutcome: the answer to proposal (Client, ReqID): Result, with the
+	// entry's Index when committed, Note why otherwise.
+	EfOutcome
 )
+
+// Result is how a proposal ended.
+type Result uint8
+
+const (
+	// Committed: this node applied the proposal's entry (Index).
+	Committed Result = iota + 1
+	// Refused: the command is malformed, or too many proposals are
+	// pending; it was never proposed.
+	Refused
+	// NotLeader: this node does not lead; Note names the leader it knows.
+	NotLeader
+	// Unknown: this node lost its leadership (or the term changed) before
+	// the proposal was applied; it may commit yet, or never.
+	Unknown
+)
+
+func (r Result) String() string {
+	switch r {
+	case Committed:
+		return "committed"
+	case Refused:
+		return "refused"
+	case NotLeader:
+		return "not-leader"
+	case Unknown:
+		return "unknown"
+	}
+	return fmt.Sprintf("result(%d)", uint8(r))
+}
+
+// ProposalsPendingMax bounds the proposals a leader holds awaiting their
+// entries' application; one more is refused.
+const ProposalsPendingMax = 4096
+
+// proposal is one proposal waiting for its entry to be applied.
+type proposal struct {
+	client, reqID uint64
+	term          uint64 // the leader's term when proposed: its entry's term
+	cmd           []byte
+}
 
 // Effect is one effect. Byte slices belong to the effect.
 type Effect struct {
@@ -198,6 +250,9 @@ type Effect struct {
 	Term  uint64
 	Cmd   []byte
 	Note  string
+	// EfOutcome: the proposal and how it ended.
+	Client, ReqID uint64
+	Result        Result
 }
 
 // String is the effect's stable one-line text form.
@@ -214,14 +269,7 @@ func (e Effect) String() string {
 		}
 		return s
 	case EfSend:
-		var m pb.Message
-		if err := proto.Unmarshal(e.Msg, &m); err != nil {
-			panic(err)
-		}
-		h := fnv.New64a()
-		h.Write(e.Msg)
-		return fmt.Sprintf("send to=%d %s t%d i%d lt%d c%d rej=%t n=%d h=%016x", e.To, m.GetType(), m.GetTerm(),
-			m.GetIndex(), m.GetLogTerm(), m.GetCommit(), m.GetReject(), len(m.GetEntries()), h.Sum64())
+		return string(AppendMsgText([]byte(fmt.Sprintf("send to=%d ", e.To)), e.Msg))
 	case EfApplied:
 		s := fmt.Sprintf("applied %d@%d %q", e.Index, e.Term, e.Cmd)
 		if e.Note != "" {
@@ -230,6 +278,15 @@ func (e Effect) String() string {
 		return s
 	case EfNote:
 		return "note " + e.Note
+	case EfOutcome:
+		s := fmt.Sprintf("outcome c=%d id=%d %s", e.Client, e.ReqID, e.Result)
+		if e.Result == Committed {
+			s += fmt.Sprintf(" i=%d", e.Index)
+		}
+		if e.Note != "" {
+			s += " " + e.Note
+		}
+		return s
 	}
 	return fmt.Sprintf("effect(%d)", e.Kind)
 }
@@ -256,6 +313,23 @@ func (g *Group) note(format string, a ...any) {
 	g.out = append(g.out, Effect{Kind: EfNote, Note: fmt.Sprintf(format, a...)})
 }
 
+// Begin starts the group's clock at nowNs, the process's start (before it,
+// the first Step does): the failure detector counts from here. It returns
+// raft's notes of its start.
+func (g *Group) Begin(nowNs int64) []Effect {
+	if g.started {
+		panic("ctrl: Begin after the group started")
+	}
+	g.started = true
+	g.nowNs, g.lastTickNs, g.heardNs = nowNs, nowNs, nowNs
+	for _, l := range g.log.take() {
+		g.note("%s", l)
+	}
+	out := g.out
+	g.out = nil
+	return out
+}
+
 // Step takes one input and returns the effects, in the order the host must
 // start them. The returned slice is the caller's.
 func (g *Group) Step(in Input) []Effect {
@@ -279,16 +353,13 @@ func (g *Group) Step(in Input) []Effect {
 	case InPersisted:
 		g.persisted(in)
 	case InPropose:
-		if _, err := parseCommand(in.Msg); err != nil {
-			g.note("propose refused: %v", err)
-		} else if err := g.rn.Propose(slices.Clone(in.Msg)); err != nil {
-			g.note("propose dropped: %v", err)
-		}
+		g.propose(in)
 	default:
 		panic(fmt.Sprintf("ctrl: input kind %d", in.Kind))
 	}
 	if g.failed == "" {
 		g.ready()
+		g.dropStaleProposals()
 	}
 	for _, l := range g.log.take() {
 		g.note("%s", l)
@@ -470,6 +541,13 @@ func (g *Group) persisted(in Input) {
 		return
 	}
 	g.store.persisted(p.batches[p.done])
+	if g.cfg.Bugs.Has(bugs.CtrlConfirmUncommitted) {
+		for _, e := range p.batches[p.done].Entries {
+			if len(g.proposals) > 0 && len(e.Data) > 0 {
+				g.resolveApplied(e.Index, e.Term, e.Data)
+			}
+		}
+	}
 	p.done++
 	if p.done < len(p.batches) {
 		return // the Ready's messages wait for its last batch
@@ -496,5 +574,95 @@ func (g *Group) apply(ents []*pb.Entry) {
 			}
 		}
 		g.out = append(g.out, ef)
+		if len(g.proposals) > 0 && len(e.GetData()) > 0 {
+			g.resolveApplied(e.GetIndex(), e.GetTerm(), e.GetData())
+		}
 	}
+}
+
+// DeadlineNs is the instant of the next tick the group needs: its next raft
+// tick (the leader's heartbeats, the failure detector's clock).
+func (g *Group) DeadlineNs() int64 {
+	if !g.started || g.failed != "" {
+		return 1<<63 - 1
+	}
+	return g.lastTickNs + g.cfg.TickNs
+}
+
+func (g *Group) outcome(client, reqID uint64, r Result, index uint64, note string) {
+	g.out = append(g.out, Effect{Kind: EfOutcome, Client: client, ReqID: reqID, Result: r, Index: index, Note: note})
+}
+
+// propose proposes a command at the leader; elsewhere it is answered at
+// once (a follower drops proposals; the caller retries at the leader).
+func (g *Group) propose(in Input) {
+	if _, err := parseCommand(in.Msg); err != nil {
+		g.outcome(in.Client, in.ReqID, Refused, 0, err.Error())
+		return
+	}
+	st := g.rn.BasicStatus()
+	if st.RaftState != raft.StateLeader {
+		g.outcome(in.Client, in.ReqID, NotLeader, 0, fmt.Sprintf("leader=%d", st.Lead))
+		return
+	}
+	if len(g.proposals) >= ProposalsPendingMax {
+		g.outcome(in.Client, in.ReqID, Refused, 0, fmt.Sprintf("%d proposals pending, the limit", ProposalsPendingMax))
+		return
+	}
+	cmd := slices.Clone(in.Msg)
+	if err := g.rn.Propose(cmd); err != nil {
+		// A leader transferring its leadership drops proposals.
+		g.outcome(in.Client, in.ReqID, NotLeader, 0, err.Error())
+		return
+	}
+	g.proposals = append(g.proposals, proposal{client: in.Client, reqID: in.ReqID, term: st.GetTerm(), cmd: cmd})
+}
+
+// resolveApplied answers the oldest pending proposal whose command and term
+// the applied entry carries: that entry is the one it proposed (a leader
+// proposes in its own term, and equal commands of one term are answered in
+// order, as they were appended).
+func (g *Group) resolveApplied(index, term uint64, cmd []byte) {
+	for i, p := range g.proposals {
+		if p.term == term && string(p.cmd) == string(cmd) {
+			g.proposals = slices.Delete(g.proposals, i, i+1)
+			g.outcome(p.client, p.reqID, Committed, index, "")
+			return
+		}
+	}
+}
+
+// dropStaleProposals answers unknown every pending proposal once this node
+// no longer leads in the term it proposed in: its entry may still commit
+// under a later leader, or be overwritten.
+func (g *Group) dropStaleProposals() {
+	if len(g.proposals) == 0 {
+		return
+	}
+	st := g.rn.BasicStatus()
+	keep := g.proposals[:0]
+	for _, p := range g.proposals {
+		if st.RaftState == raft.StateLeader && st.GetTerm() == p.term {
+			keep = append(keep, p)
+			continue
+		}
+		g.outcome(p.client, p.reqID, Unknown, 0, fmt.Sprintf("leadership of term %d lost", p.term))
+	}
+	clear(g.proposals[len(keep):])
+	g.proposals = keep
+}
+
+// AppendMsgText renders a peer message of the group (a marshalled
+// raftpb.Message) as its stable text: its type, term, index, log term,
+// commit, rejection, entry count and an FNV-64a hash of its bytes. A
+// message that does not decode prints as its size.
+func AppendMsgText(dst []byte, msg []byte) []byte {
+	var m pb.Message
+	if err := proto.Unmarshal(msg, &m); err != nil {
+		return fmt.Appendf(dst, "raft undecodable bytes=%d", len(msg))
+	}
+	h := fnv.New64a()
+	h.Write(msg)
+	return fmt.Appendf(dst, "%s t%d i%d lt%d c%d rej=%t n=%d h=%016x", m.GetType(), m.GetTerm(),
+		m.GetIndex(), m.GetLogTerm(), m.GetCommit(), m.GetReject(), len(m.GetEntries()), h.Sum64())
 }

@@ -1,6 +1,9 @@
 package seam
 
-import "github.com/sluicemq/sluice/core/record"
+import (
+	"github.com/sluicemq/sluice/core/record"
+	"github.com/sluicemq/sluice/io/meta"
+)
 
 // EffectKind says what the driver must do.
 type EffectKind uint8
@@ -22,6 +25,15 @@ const (
 	// EfDeadline: deliver an InTick at or after AtNs. Only the latest
 	// deadline effect counts.
 	EfDeadline EffectKind = 5
+	// EfApplied: the metadata group applied its committed entry Offset
+	// (term Tag); Body is the command, Reason why it was refused, if it
+	// was. Nothing to do: the world may watch it (the simulator's
+	// checkers do).
+	EfApplied EffectKind = 6
+	// EfNote: a trace note from Group (raft's log lines, the failure
+	// detector's campaigns, refusals); Reason is its text. Nothing to do
+	// but trace it.
+	EfNote EffectKind = 7
 )
 
 // Outcome is how a request ended.
@@ -61,17 +73,18 @@ type Effect struct {
 
 	Op      StorageOp       // storage
 	Log     LogID           // storage
+	Batch   *meta.Batch     // storage persist: the metadata batch
 	Queue   QueueID         // reply, deliver
 	Records []record.Record // storage append
 	Offset  uint64          // storage, reply (confirmed publish), deliver
 	Count   int             // storage read
-	Tag     uint64          // storage read
+	Tag     uint64          // storage read, persist (its sequence number); applied (the term)
 
 	Client      ClientID // reply, deliver
 	ReqID       uint64   // reply
 	Outcome     Outcome  // reply
-	Reason      string   // reply (failed, unknown)
-	Body        []byte   // deliver
+	Reason      string   // reply (failed, unknown); applied (why refused); note
+	Body        []byte   // deliver; applied (the command)
 	Redelivered bool     // deliver
 
 	AtNs int64 // deadline
@@ -99,6 +112,9 @@ func (e *Effect) AppendText(dst []byte, msgs MsgText) []byte {
 		case OpVerify:
 			dst = AppendKV(dst, "o", e.Offset)
 			dst = AppendKVInt(dst, "count", int64(e.Count))
+		case OpPersist:
+			dst = AppendKV(dst, "seq", e.Tag)
+			dst = AppendBatch(dst, e.Batch)
 		default:
 			dst = AppendKV(dst, "o", e.Offset)
 		}
@@ -126,6 +142,18 @@ func (e *Effect) AppendText(dst []byte, msgs MsgText) []byte {
 		return dst
 	case EfDeadline:
 		return AppendKVInt(append(dst, "deadline"...), "at", e.AtNs)
+	case EfApplied:
+		dst = AppendKV(append(dst, "applied"...), "g", uint64(e.Group))
+		dst = AppendKV(dst, "i", e.Offset)
+		dst = AppendKV(dst, "t", e.Tag)
+		dst = AppendKVStr(dst, "cmd", string(e.Body))
+		if e.Reason != "" {
+			dst = AppendKVStr(dst, "refused", e.Reason)
+		}
+		return dst
+	case EfNote:
+		dst = AppendKV(append(dst, "note"...), "g", uint64(e.Group))
+		return append(append(dst, ' '), e.Reason...)
 	}
 	return AppendKV(append(dst, "effect?"...), "kind", uint64(e.Kind))
 }

@@ -1,13 +1,17 @@
 package seam
 
-import "github.com/sluicemq/sluice/core/record"
+import (
+	"github.com/sluicemq/sluice/core/record"
+	"github.com/sluicemq/sluice/io/meta"
+)
 
 // InputKind says what an input is.
 type InputKind uint8
 
 const (
-	// InStart: the process started; Logs holds what storage recovered. It
-	// is the first input of every process.
+	// InStart: the process started; Logs holds what storage recovered,
+	// Meta what the metadata store loaded (nil on a node without the
+	// metadata group). It is the first input of every process.
 	InStart InputKind = 1
 	// InMessage: a peer message arrived from From.
 	InMessage InputKind = 2
@@ -43,6 +47,11 @@ const (
 	ReqSubscribe RequestKind = 2
 	// ReqAck settles the delivery at Offset of Queue.
 	ReqAck RequestKind = 3
+	// ReqMeta asks the metadata group to commit the command in Body (an
+	// operator's request: a setting today); answered confirmed once this
+	// node applied it, failed when it cannot (not the leader: Reason
+	// names the leader if known), unknown when leadership was lost first.
+	ReqMeta RequestKind = 4
 )
 
 // Request is a client request.
@@ -50,7 +59,7 @@ type Request struct {
 	Kind     RequestKind
 	ID       uint64 // the client's request id, echoed in the reply
 	Queue    QueueID
-	Body     []byte // publish
+	Body     []byte // publish; meta: the command
 	Offset   uint64 // ack
 	Prefetch int    // subscribe
 }
@@ -66,6 +75,9 @@ const (
 	OpDiscard  StorageOp = 5 // discard a damaged tail found at start
 	OpRepaired StorageOp = 6 // durably clear the log's unrepaired mark
 	OpVerify   StorageOp = 7 // validate records without reading them out (a scrub)
+	// OpPersist makes a metadata batch durable on the node's metadata
+	// store (core/doc.go, point 10); its completion echoes Tag.
+	OpPersist StorageOp = 8
 )
 
 func (o StorageOp) String() string {
@@ -84,6 +96,8 @@ func (o StorageOp) String() string {
 		return "repaired"
 	case OpVerify:
 		return "verify"
+	case OpPersist:
+		return "persist"
 	}
 	return "op?"
 }
@@ -94,7 +108,7 @@ type StorageDone struct {
 	Group   GroupID
 	Log     LogID
 	Offset  uint64          // sync: the end it made durable; read: from; verify: the end verified
-	Tag     uint64          // read: the effect's tag
+	Tag     uint64          // read, persist: the effect's tag
 	Records []record.Record // read
 	Err     string          // non-empty: the operation failed; the log is failed
 }
@@ -110,6 +124,8 @@ type Input struct {
 	Req    Request     // InClient
 	Done   StorageDone // InStorage
 	Logs   []LogState  // InStart
+	Meta   *meta.State // InStart: the metadata store's state; nil without one
+	Draw   uint64      // InTick: a random value (the simulator's PRNG, the daemon's crypto source)
 }
 
 // MsgText renders a group's peer message as text; the node knows how each
@@ -136,6 +152,9 @@ func (in *Input) AppendText(dst []byte, msgs MsgText) []byte {
 				dst = append(dst, " unrepaired"...)
 			}
 		}
+		if in.Meta != nil {
+			dst = AppendMetaState(dst, in.Meta)
+		}
 		return dst
 	case InMessage:
 		dst = AppendKV(append(dst, "recv"...), "from", uint64(in.From))
@@ -160,6 +179,10 @@ func (in *Input) AppendText(dst []byte, msgs MsgText) []byte {
 			dst = AppendKV(dst, "q", uint64(r.Queue))
 			dst = AppendKV(dst, "id", r.ID)
 			dst = AppendKV(dst, "o", r.Offset)
+		case ReqMeta:
+			dst = append(dst, " meta"...)
+			dst = AppendKV(dst, "id", r.ID)
+			dst = AppendKVStr(dst, "cmd", string(r.Body))
 		default:
 			dst = AppendKV(append(dst, " req?"...), "kind", uint64(r.Kind))
 		}
@@ -172,16 +195,23 @@ func (in *Input) AppendText(dst []byte, msgs MsgText) []byte {
 		dst = append(dst, d.Op.String()...)
 		dst = AppendKV(dst, "q", uint64(d.Group))
 		dst = AppendKV(dst, "o", d.Offset)
-		if d.Op == OpRead {
+		switch d.Op {
+		case OpRead:
 			dst = AppendKV(dst, "tag", d.Tag)
 			dst = AppendRecords(dst, d.Records)
+		case OpPersist:
+			dst = AppendKV(dst, "seq", d.Tag)
 		}
 		if d.Err != "" {
 			dst = AppendKVStr(dst, "err", d.Err)
 		}
 		return dst
 	case InTick:
-		return append(dst, "tick"...)
+		dst = append(dst, "tick"...)
+		if in.Draw != 0 {
+			dst = AppendKV(dst, "draw", in.Draw)
+		}
+		return dst
 	}
 	return AppendKV(append(dst, "input?"...), "kind", uint64(in.Kind))
 }

@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/sluicemq/sluice/core/record"
+	"github.com/sluicemq/sluice/io/meta"
 )
 
 // The stable text forms below are part of the contract: traces, golden files
@@ -87,4 +88,40 @@ func AppendEpochs(dst []byte, h []EpochStart) []byte {
 		dst = strconv.AppendUint(dst, e.Offset, 10)
 	}
 	return append(dst, ']')
+}
+
+// AppendBatch appends what a metadata batch holds: its entries' index
+// range and last term, its hard state, and the parts it has besides.
+func AppendBatch(dst []byte, b *meta.Batch) []byte {
+	if b == nil {
+		return append(dst, " batch=nil"...)
+	}
+	if n := len(b.Entries); n > 0 {
+		dst = AppendKV(dst, "ents", b.Entries[0].Index)
+		dst = append(dst, ".."...)
+		dst = AppendUint(dst, b.Entries[n-1].Index)
+		dst = append(dst, '@')
+		dst = AppendUint(dst, b.Entries[n-1].Term)
+	}
+	if hs := b.HardState; hs != nil {
+		dst = AppendKV(dst, "hs.term", hs.Term)
+		dst = AppendKV(dst, "hs.vote", hs.Vote)
+		dst = AppendKV(dst, "hs.commit", hs.Commit)
+	}
+	if b.Snapshot != nil {
+		dst = AppendKV(dst, "snap", b.Snapshot.Index)
+	}
+	if b.Applied != nil {
+		dst = AppendKV(dst, "applied", b.Applied.Index)
+	}
+	return dst
+}
+
+// AppendMetaState appends a summary of what a metadata store loaded.
+func AppendMetaState(dst []byte, st *meta.State) []byte {
+	dst = AppendKV(dst, "meta.term", st.HardState.Term)
+	dst = AppendKV(dst, "meta.vote", st.HardState.Vote)
+	dst = AppendKV(dst, "meta.commit", st.HardState.Commit)
+	dst = AppendKV(dst, "meta.first", st.Compacted.Index+1)
+	return AppendKV(dst, "meta.ents", uint64(len(st.Entries)))
 }

@@ -11,6 +11,10 @@
 // order and running nothing queued behind a failed one; ends the process
 // after a failure (the failure policy); keeps one timer for the core's
 // latest deadline; and builds the start input from the logs it recovers
-// (OpenLog). Observer lets the simulator's checkers see every storage
-// operation as it runs.
+// (OpenLog). The node's metadata store (MetaStore, io/meta) is one more
+// queue of storage effects: a persist's batch is written as it starts and
+// reported durable only when its sync completes (point 10), so the
+// metadata group's messages never leave ahead of its votes and entries.
+// Observer lets the simulator's checkers see every storage operation as
+// it runs and every metadata entry the node applies.
 package driver

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/record"
+	"github.com/sluicemq/sluice/io/meta"
 	"github.com/sluicemq/sluice/io/seglog"
 	"github.com/sluicemq/sluice/io/vfs"
 )
@@ -35,6 +36,23 @@ type Env interface {
 	// stopped using that log (the failure policy, core/doc.go). The world's
 	// supervisor restarts it; the host is not used again.
 	Exit(d *core.StorageDone)
+	// Draw returns a random value for a tick input (the simulator's PRNG,
+	// the daemon's crypto source): the jitter of the metadata group's
+	// failure detector.
+	Draw() uint64
+}
+
+// MetaStore is a node's metadata store (io/meta's contract) as the host
+// drives it, in two steps so that a world can give the sync its time:
+// Write validates and writes a batch (visible, not yet durable); Sync
+// makes every batch written so far durable, or fails, and then the store
+// is failed. A store whose Write is already durable (pebble's synced
+// batch) has nothing to do in Sync: durable sooner than reported is
+// always allowed, the reverse never.
+type MetaStore interface {
+	Load() (meta.State, error)
+	Write(b *meta.Batch) error
+	Sync() error
 }
 
 // Observer sees what the host does to storage, for the simulator's
@@ -43,8 +61,12 @@ type Observer interface {
 	// Recovered: log l was opened and recovered st.
 	Recovered(l int, st core.LogState)
 	// Executed: op ran on log l (log) with outcome done, before the core
-	// hears of it.
+	// hears of it. For the metadata store (op.Op is OpPersist) log is nil:
+	// a persist completes when its batch is durable.
 	Executed(l int, op *core.Effect, done *core.StorageDone, log *seglog.Log)
+	// Applied: the metadata group applied a committed entry (an EfApplied
+	// effect), as a consumer sees a delivery.
+	Applied(e *core.Effect)
 }
 
 // LogSpec says where one log of a group lives.
@@ -71,6 +93,7 @@ const storageOpsMax = 1 << 20
 type logQueue struct {
 	spec   LogSpec
 	log    *seglog.Log
+	meta   MetaStore // the metadata store's queue (then log is nil)
 	ops    []core.Effect
 	head   int
 	busy   bool
@@ -121,6 +144,10 @@ type Host struct {
 	fs    vfs.FS
 	logs  []logQueue
 	start []core.LogState
+	// metaLog is the index in logs of the metadata store's queue, -1
+	// without one; metaState what it loaded.
+	metaLog   int
+	metaState meta.State
 
 	deadline int64 // the core's latest deadline
 	timerAt  int64 // the instant of the one timer asked for; 0: none
@@ -128,11 +155,19 @@ type Host struct {
 }
 
 // NewHost returns the host of a new process of cfg.Node, whose logs live
-// on fs. trace and obs may be nil.
-func NewHost(cfg core.Config, fs vfs.FS, logs []LogSpec, env Env, obs Observer, trace *Trace, opts Options) *Host {
-	h := &Host{cfg: cfg, env: env, obs: obs, trace: trace, opts: opts, fs: fs}
+// on fs and whose metadata lives in ms (nil for a node without the
+// metadata group; required with one). trace and obs may be nil.
+func NewHost(cfg core.Config, fs vfs.FS, logs []LogSpec, ms MetaStore, env Env, obs Observer, trace *Trace, opts Options) *Host {
+	h := &Host{cfg: cfg, env: env, obs: obs, trace: trace, opts: opts, fs: fs, metaLog: -1}
 	for _, s := range logs {
 		h.logs = append(h.logs, logQueue{spec: s})
+	}
+	if (ms == nil) != (cfg.Ctrl == nil) {
+		panic("driver: a metadata store goes with a metadata group, and only with one")
+	}
+	if ms != nil {
+		h.metaLog = len(h.logs)
+		h.logs = append(h.logs, logQueue{spec: LogSpec{Group: core.GroupCtrl}, meta: ms})
 	}
 	return h
 }
@@ -143,6 +178,17 @@ func NewHost(cfg core.Config, fs vfs.FS, logs []LogSpec, env Env, obs Observer, 
 func (h *Host) Open() error {
 	for i := range h.logs {
 		q := &h.logs[i]
+		if q.meta != nil {
+			st, err := q.meta.Load()
+			if err != nil {
+				// Corrupt or unreadable metadata: the node does not run
+				// on a guess (io/meta rule 5); its operator (or, later,
+				// a rebuild from its peers) decides.
+				return fmt.Errorf("load the metadata store: %w", err)
+			}
+			h.metaState = st
+			continue
+		}
 		l, st, err := OpenLog(h.fs, q.spec.Dir, q.spec.Group, q.spec.Opts)
 		if err != nil {
 			return fmt.Errorf("open log of group %d in %s: %w", q.spec.Group, q.spec.Dir, err)
@@ -161,14 +207,22 @@ func (h *Host) Open() error {
 // recovered.
 func (h *Host) Start(nowNs int64) {
 	h.node = core.New(h.cfg)
-	h.step(&core.Input{Kind: core.InStart, NowNs: nowNs, Logs: h.start})
+	in := &core.Input{Kind: core.InStart, NowNs: nowNs, Logs: h.start}
+	if h.metaLog >= 0 {
+		in.Meta = &h.metaState
+	}
+	h.step(in)
 }
 
 // Node returns the running core.
 func (h *Host) Node() *core.Node { return h.node }
 
+// MetaLog is the index of the metadata store's queue (the l of StartStorage
+// and Run for persists), -1 without one.
+func (h *Host) MetaLog() int { return h.metaLog }
+
 // Log returns log l (for a world that must look at it, as the simulator's
-// disks do when a sync starts).
+// disks do when a sync starts); nil for the metadata store.
 func (h *Host) Log(l int) *seglog.Log { return h.logs[l].log }
 
 // Exited reports whether the host ended its process.
@@ -201,7 +255,7 @@ func (h *Host) Tick(nowNs, at int64) {
 		h.setTimer(h.deadline)
 		return
 	}
-	h.step(&core.Input{Kind: core.InTick, NowNs: nowNs})
+	h.step(&core.Input{Kind: core.InTick, NowNs: nowNs, Draw: h.env.Draw()})
 }
 
 // ResetTimer forgets the timer (a world that held its events, as a paused
@@ -247,7 +301,11 @@ func (h *Host) exec(l int) *core.StorageDone {
 	q.cur = q.ops[q.head]
 	q.ops[q.head] = core.Effect{}
 	q.head++
-	q.done = Exec(q.log, &q.cur)
+	if q.meta != nil {
+		q.done = execSync(q.meta, &q.cur)
+	} else {
+		q.done = Exec(q.log, &q.cur)
+	}
 	if h.obs != nil {
 		h.obs.Executed(l, &q.cur, &q.done, q.log)
 	}
@@ -280,6 +338,18 @@ func (h *Host) complete(nowNs int64, d *core.StorageDone) {
 func (h *Host) kick(l int) {
 	q := &h.logs[l]
 	for !q.busy && q.head < len(q.ops) && q.failed == nil {
+		if q.meta != nil {
+			// Point 10: the batch is written as it starts, and its sync
+			// (the completion) is what the world times.
+			if d := execWrite(q.meta, &q.ops[q.head]); d.Err != "" {
+				q.ops[q.head] = core.Effect{}
+				q.head++
+				q.busy = true
+				q.failed = &d
+				h.env.RunLater(l)
+				return
+			}
+		}
 		if !h.env.StartStorage(l, &q.ops[q.head]) {
 			q.busy = true
 			return
@@ -321,6 +391,12 @@ func (h *Host) step(in *core.Input) {
 			h.storage(e)
 		case core.EfReply, core.EfDeliver:
 			h.env.Client(e)
+		case core.EfApplied:
+			if h.obs != nil {
+				h.obs.Applied(e)
+			}
+		case core.EfNote:
+			// Traced above; nothing to do.
 		case core.EfDeadline:
 			h.deadline = max(e.AtNs, in.NowNs)
 			if h.timerAt == 0 || h.deadline < h.timerAt {
@@ -350,6 +426,9 @@ func (h *Host) storage(e *core.Effect) {
 }
 
 func (h *Host) logIndex(g core.GroupID, id core.LogID) int {
+	if g == core.GroupCtrl && h.metaLog >= 0 {
+		return h.metaLog
+	}
 	for i := range h.logs {
 		if h.logs[i].spec.Group == g && h.logs[i].spec.Log == id {
 			return i

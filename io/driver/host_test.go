@@ -34,7 +34,7 @@ func (s *script) Client(e *core.Effect) {
 
 func (s *script) StartStorage(l int, op *core.Effect) bool {
 	s.calls = append(s.calls, fmt.Sprintf("start l%d %s", l, op.Op))
-	if op.Op != core.OpSync && op.Op != core.OpRead && op.Op != core.OpVerify {
+	if op.Op != core.OpSync && op.Op != core.OpRead && op.Op != core.OpVerify && op.Op != core.OpPersist {
 		return true
 	}
 	s.pending = append(s.pending, l)
@@ -56,6 +56,8 @@ func (s *script) Exit(d *core.StorageDone) {
 	s.exited = d
 }
 
+func (s *script) Draw() uint64 { return 7 }
+
 func (s *script) take() []string {
 	c := s.calls
 	s.calls = nil
@@ -69,7 +71,7 @@ func queue1(replicas ...core.NodeID) core.QueueConfig {
 func newHost(t *testing.T, fs vfs.FS, env *script, process uint64, trace *Trace) *Host {
 	t.Helper()
 	cfg := core.Config{Node: 1, Process: process, Queues: []core.QueueConfig{queue1(1)}}
-	h := NewHost(cfg, fs, []LogSpec{{Group: 1, Dir: "q1"}}, env, nil, trace, Options{CheckInvariants: true})
+	h := NewHost(cfg, fs, []LogSpec{{Group: 1, Dir: "q1"}}, nil, env, nil, trace, Options{CheckInvariants: true})
 	if err := h.Open(); err != nil {
 		t.Fatal(err)
 	}

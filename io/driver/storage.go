@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/io/meta"
 	"github.com/sluicemq/sluice/io/seglog"
 	"github.com/sluicemq/sluice/io/vfs"
 )
@@ -57,6 +58,44 @@ func Exec(l *seglog.Log, e *core.Effect) core.StorageDone {
 		d.Err = errKind(err)
 	}
 	return d
+}
+
+// execWrite starts persist e on the metadata store: the batch is validated
+// and written, not yet durable. A failure is the persist's completion.
+func execWrite(ms MetaStore, e *core.Effect) core.StorageDone {
+	d := core.StorageDone{Op: e.Op, Group: e.Group, Log: e.Log, Tag: e.Tag}
+	if e.Op != core.OpPersist {
+		panic("driver: " + e.Op.String() + " on the metadata store")
+	}
+	if err := ms.Write(e.Batch); err != nil {
+		d.Err = metaErrKind(err)
+	}
+	return d
+}
+
+// execSync completes persist e: every batch written so far becomes
+// durable.
+func execSync(ms MetaStore, e *core.Effect) core.StorageDone {
+	d := core.StorageDone{Op: e.Op, Group: e.Group, Log: e.Log, Tag: e.Tag}
+	if err := ms.Sync(); err != nil {
+		d.Err = metaErrKind(err)
+	}
+	return d
+}
+
+// metaErrKind turns a metadata store's error into stable text.
+func metaErrKind(err error) string {
+	switch {
+	case errors.Is(err, meta.ErrRefused):
+		// The core built a batch the port refuses: a bug, reported as
+		// one (the process exits; the batch changed nothing).
+		return "refused: " + err.Error()
+	case errors.Is(err, meta.ErrCorrupt):
+		return "corrupt"
+	case errors.Is(err, meta.ErrFailed):
+		return "metadata store failed"
+	}
+	return err.Error()
 }
 
 // readBytesMax bounds the bodies one read returns.

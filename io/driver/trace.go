@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/record"
+	"github.com/sluicemq/sluice/io/meta"
 	"lukechampine.com/blake3"
 )
 
@@ -81,7 +82,7 @@ func (t *Trace) writing(nowNs int64) bool {
 // Input records an input of node at nowNs.
 func (t *Trace) Input(nowNs int64, node core.NodeID, in *core.Input) {
 	t.lines++
-	t.room(64 + len(in.Data) + 24*len(in.Done.Records) + 64*len(in.Logs))
+	t.room(64 + len(in.Data) + len(in.Req.Body) + 24*len(in.Done.Records) + 64*len(in.Logs))
 	t.bin = appendInputBin(t.bin, nowNs, node, in)
 	if t.writing(nowNs) {
 		t.text = in.AppendText(t.linePrefix(t.text[:0], nowNs, node, '<'), core.MsgTexts)
@@ -92,7 +93,7 @@ func (t *Trace) Input(nowNs int64, node core.NodeID, in *core.Input) {
 // Effect records an effect of node, made by the input at nowNs.
 func (t *Trace) Effect(nowNs int64, node core.NodeID, e *core.Effect) {
 	t.lines++
-	t.room(64 + len(e.Data) + 24*len(e.Records) + len(e.Reason))
+	t.room(64 + len(e.Data) + 24*len(e.Records) + len(e.Reason) + len(e.Body) + batchBinBytes(e.Batch))
 	t.bin = appendEffectBin(t.bin, node, e)
 	if t.writing(nowNs) {
 		t.text = e.AppendText(t.linePrefix(t.text[:0], nowNs, node, '>'), core.MsgTexts)
@@ -172,6 +173,14 @@ func appendInputBin(b []byte, nowNs int64, node core.NodeID, in *core.Input) []b
 			b = appendStrBin(b, l.Damage)
 			b = appendBoolBin(b, l.Unrepaired)
 		}
+		if m := in.Meta; m != nil {
+			b = append(b, 'M')
+			b = binary.AppendUvarint(b, m.HardState.Term)
+			b = binary.AppendUvarint(b, m.HardState.Vote)
+			b = binary.AppendUvarint(b, m.HardState.Commit)
+			b = binary.AppendUvarint(b, m.Compacted.Index)
+			b = binary.AppendUvarint(b, uint64(len(m.Entries)))
+		}
 	case core.InMessage:
 		b = binary.AppendUvarint(b, uint64(in.From))
 		b = binary.AppendUvarint(b, uint64(in.Group))
@@ -186,6 +195,9 @@ func appendInputBin(b []byte, nowNs int64, node core.NodeID, in *core.Input) []b
 		b = binary.AppendUvarint(b, uint64(len(r.Body)))
 		b = binary.AppendUvarint(b, uint64(int64(r.Prefetch)))
 		b = binary.AppendUvarint(b, r.Offset)
+		if r.Kind == core.ReqMeta {
+			b = append(b, r.Body...)
+		}
 	case core.InClientGone:
 		b = binary.AppendUvarint(b, uint64(in.Client))
 	case core.InStorage:
@@ -197,6 +209,8 @@ func appendInputBin(b []byte, nowNs int64, node core.NodeID, in *core.Input) []b
 		b = binary.AppendUvarint(b, d.Tag)
 		b = appendRecordsBin(b, d.Records)
 		b = appendStrBin(b, d.Err)
+	case core.InTick:
+		b = binary.AppendUvarint(b, in.Draw)
 	}
 	return b
 }
@@ -218,6 +232,9 @@ func appendEffectBin(b []byte, node core.NodeID, e *core.Effect) []byte {
 		b = binary.AppendUvarint(b, uint64(int64(e.Count)))
 		b = binary.AppendUvarint(b, e.Tag)
 		b = appendRecordsBin(b, e.Records)
+		if e.Batch != nil {
+			b = appendBatchBin(b, e.Batch)
+		}
 	case core.EfReply:
 		b = binary.AppendUvarint(b, uint64(e.Client))
 		b = binary.AppendUvarint(b, e.ReqID)
@@ -233,6 +250,46 @@ func appendEffectBin(b []byte, node core.NodeID, e *core.Effect) []byte {
 		b = appendBoolBin(b, e.Redelivered)
 	case core.EfDeadline:
 		b = binary.LittleEndian.AppendUint64(b, uint64(e.AtNs))
+	case core.EfApplied:
+		b = binary.AppendUvarint(b, uint64(e.Group))
+		b = binary.AppendUvarint(b, e.Offset)
+		b = binary.AppendUvarint(b, e.Tag)
+		b = appendStrBin(b, string(e.Body))
+		b = appendStrBin(b, e.Reason)
+	case core.EfNote:
+		b = binary.AppendUvarint(b, uint64(e.Group))
+		b = appendStrBin(b, e.Reason)
+	}
+	return b
+}
+
+// batchBinBytes bounds appendBatchBin's output.
+func batchBinBytes(mb *meta.Batch) int {
+	if mb == nil {
+		return 0
+	}
+	n := 40
+	for i := range mb.Entries {
+		n += 30 + len(mb.Entries[i].Data)
+	}
+	return n
+}
+
+// appendBatchBin encodes what the text form shows of a metadata batch, and
+// its entries' data (the commands are the metadata).
+func appendBatchBin(b []byte, mb *meta.Batch) []byte {
+	b = binary.AppendUvarint(b, uint64(len(mb.Entries)))
+	for i := range mb.Entries {
+		e := &mb.Entries[i]
+		b = binary.AppendUvarint(b, e.Index)
+		b = binary.AppendUvarint(b, e.Term)
+		b = appendStrBin(b, string(e.Data))
+	}
+	if hs := mb.HardState; hs != nil {
+		b = append(b, 'H')
+		b = binary.AppendUvarint(b, hs.Term)
+		b = binary.AppendUvarint(b, hs.Vote)
+		b = binary.AppendUvarint(b, hs.Commit)
 	}
 	return b
 }

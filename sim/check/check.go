@@ -250,6 +250,7 @@ type Checker struct {
 	failures      []Failure
 	total         int
 	lines         func() uint64 // the trace's latest line number; nil: none
+	meta          *metaTruth    // the metadata group's history; nil until used
 }
 
 // SetLines tells the checker how to learn the number of the trace's latest

@@ -291,3 +291,16 @@ func (s *Store) term(index uint64) (uint64, error) {
 	}
 	return e.Term, nil
 }
+
+// Durable decodes what the disk holds durably, as a power loss now would
+// leave it: the ground truth the simulator's checkers read (no store need
+// be open, and nothing is changed).
+func (d *Disk) Durable() (meta.State, error) {
+	var l metakv.Loader
+	for _, k := range slices.Sorted(maps.Keys(d.durable)) {
+		if err := l.Add([]byte(k), d.durable[k]); err != nil {
+			return meta.State{}, err
+		}
+	}
+	return l.Finish()
+}

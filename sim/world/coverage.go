@@ -36,6 +36,8 @@ const (
 	MarkQueueW2                             // the run has a queue with W >= 2
 	MarkProcessDown                         // a broker process stopped (power loss or exit)
 	MarkSeenAboveLog                        // a follower reported to a rebuilding owner an epoch above its log's last
+	MarkLeaderFault                         // a fault struck the metadata group's leader
+	MarkLeaderChange                        // the metadata group had a leader, then another in a later term
 	markKinds
 )
 
@@ -60,6 +62,8 @@ var markNames = [...]string{
 	MarkQueueW2:             "queue-w2",
 	MarkProcessDown:         "process-down",
 	MarkSeenAboveLog:        "seen-above-log",
+	MarkLeaderFault:         "leader-fault",
+	MarkLeaderChange:        "leader-change",
 }
 
 func (m Mark) String() string {

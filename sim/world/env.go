@@ -47,6 +47,9 @@ func (env *brokerEnv) Send(to core.NodeID, g core.GroupID, msg []byte) {
 			}
 		}
 	}
+	if g == core.GroupCtrl {
+		w.ctrlSeen(from, msg)
+	}
 	if w.now < w.isolated[f] || w.now < w.isolated[t] || w.now < w.oneWay[f][t] {
 		return // partitioned
 	}
@@ -54,33 +57,39 @@ func (env *brokerEnv) Send(to core.NodeID, g core.GroupID, msg []byte) {
 	if !w.working {
 		rates = &noFaults // healed
 	}
-	if rates.DropPer1000 > 0 && w.rNet.Intn(1000) < rates.DropPer1000 {
+	// The metadata group's messages draw from its own stream: adding the
+	// group left the queues' draws as they were.
+	r, delay := w.rNet, w.netDelay
+	if g == core.GroupCtrl {
+		r, delay = w.rCtrl, w.ctrlDelay
+	}
+	if rates.DropPer1000 > 0 && r.Intn(1000) < rates.DropPer1000 {
 		w.stats.Armed[FaultDrop]++
 		w.stats.Struck[FaultDrop]++
 		return
 	}
 	data := wire.Append(w.frames.get(wire.Size(len(msg))), g, msg)
-	if rates.CorruptPer1000 > 0 && w.rNet.Intn(1000) < rates.CorruptPer1000 {
-		data[w.rNet.Intn(len(data))] ^= byte(1) << w.rNet.Intn(8)
+	if rates.CorruptPer1000 > 0 && r.Intn(1000) < rates.CorruptPer1000 {
+		data[r.Intn(len(data))] ^= byte(1) << r.Intn(8)
 		w.stats.Armed[FaultCorruptMsg]++
 		w.stats.Struck[FaultCorruptMsg]++
 	}
 	copies := 1
-	if rates.DupPer1000 > 0 && w.rNet.Intn(1000) < rates.DupPer1000 {
+	if rates.DupPer1000 > 0 && r.Intn(1000) < rates.DupPer1000 {
 		copies = 2
 		w.stats.Armed[FaultDuplicate]++
 		w.stats.Struck[FaultDuplicate]++
 	}
 	for i := 0; i < copies; i++ {
-		d := w.netDelay()
+		d := delay()
 		if w.now < w.clogged[f][t] {
 			d += ClogDelayNs
 		}
-		if i == 1 && w.rNet.Chance(1, 4) {
+		if i == 1 && r.Chance(1, 4) {
 			// A late duplicate (a retransmission stuck in a queue): it
 			// arrives long after, often in a later epoch, and fencing
 			// must refuse it.
-			d += w.rNet.Range(100e6, LateDuplicateNsMax)
+			d += r.Range(100e6, LateDuplicateNsMax)
 		}
 		e := w.schedule1(w.now+d, evMsg)
 		e.node, e.from, e.data = int32(t), from, data
@@ -98,6 +107,10 @@ func (env *brokerEnv) Client(eff *core.Effect) {
 	// its connection is still open to receive it.
 	switch eff.Kind {
 	case core.EfReply:
+		if eff.Client == w.admin.cid {
+			w.adminReply(eff)
+			return
+		}
 		if w.connKind[eff.Client] == publisher && eff.Outcome == core.Confirmed {
 			w.checker.ConfirmEmitted(w.now, eff.Queue, eff.Offset)
 		}
@@ -122,6 +135,13 @@ func (env *brokerEnv) Client(eff *core.Effect) {
 // disk's time and complete as events.
 func (env *brokerEnv) StartStorage(l int, op *core.Effect) bool {
 	w, b := env.w, env.b
+	if op.Op == core.OpPersist {
+		// The batch is written (the host did it); its sync takes the
+		// device's time, and a power loss meanwhile keeps or loses it
+		// whole. (The sync-fail fault strikes the logs' syncs only.)
+		env.runAt(w.now+w.ctrlSyncDelay(b), l)
+		return false
+	}
 	if op.Op != core.OpSync && op.Op != core.OpRead && op.Op != core.OpVerify {
 		return true
 	}
@@ -167,7 +187,11 @@ func (env *brokerEnv) Timer(at int64) {
 // new process reads.
 func (env *brokerEnv) Exit(d *core.StorageDone) {
 	w, b := env.w, env.b
-	w.notef("n%d log of queue %d failed (%s): the process exits", b.id, queueOf(d.Group), d.Err)
+	if d.Group == core.GroupCtrl {
+		w.notef("n%d metadata store failed (%s): the process exits", b.id, d.Err)
+	} else {
+		w.notef("n%d log of queue %d failed (%s): the process exits", b.id, queueOf(d.Group), d.Err)
+	}
 	w.stopProcess(b, w.rFault.Range(100e6, 2e9), true)
 }
 
@@ -185,6 +209,9 @@ func (env *brokerEnv) Recovered(l int, st core.LogState) {
 // operation runs on the disk, before the core hears of it.
 func (env *brokerEnv) Executed(l int, op *core.Effect, done *core.StorageDone, log *seglog.Log) {
 	w, b := env.w, env.b
+	if op.Op == core.OpPersist {
+		return // the metadata disk is judged at the end (ctrlFinal)
+	}
 	q := queueOf(op.Group)
 	if done.Err != "" {
 		// A failed truncation or discard may still have cut the log: what
@@ -232,3 +259,11 @@ func (env *brokerEnv) Executed(l int, op *core.Effect, done *core.StorageDone, l
 		}
 	}
 }
+
+// Applied records what the metadata group applied, for the checkers.
+func (env *brokerEnv) Applied(e *core.Effect) {
+	env.w.checker.MetaApplied(env.w.now, env.b.id, e.Offset, e.Tag, e.Body)
+}
+
+// Draw is the randomness of a tick input: the broker's own stream.
+func (env *brokerEnv) Draw() uint64 { return env.b.draws.Uint64() }

@@ -62,6 +62,14 @@ const (
 	// FaultPowerCycle: every broker loses power at once; each restarts
 	// within Dur.
 	FaultPowerCycle
+	// FaultLeaderCrash, FaultLeaderIsolate, FaultLeaderPause: the broker
+	// leading the metadata group as the fault strikes (the one whose
+	// group says it leads, in the highest term) loses power and restarts
+	// after Dur, is cut off from every other broker for Dur, or stops for
+	// Dur. Skipped when no broker leads.
+	FaultLeaderCrash
+	FaultLeaderIsolate
+	FaultLeaderPause
 	// Per-message network faults, counted when they strike.
 	FaultDrop
 	FaultDuplicate
@@ -75,6 +83,7 @@ var faultNames = [...]string{
 	FaultIsolate: "isolate", FaultOneWay: "one-way", FaultClog: "clog", FaultSpike: "delay-spike",
 	FaultLostWrite: "lost-write", FaultUnreadable: "unreadable", FaultTornSector: "torn-sector",
 	FaultCorruptLive: "corrupt-live", FaultPowerCycle: "power-cycle",
+	FaultLeaderCrash: "leader-crash", FaultLeaderIsolate: "leader-isolate", FaultLeaderPause: "leader-pause",
 	FaultDrop: "drop", FaultDuplicate: "duplicate", FaultCorruptMsg: "corrupt-msg",
 }
 
@@ -128,7 +137,7 @@ func (f Fault) String() string {
 	switch f.Kind {
 	case FaultOneWay, FaultClog:
 		return fmt.Sprintf("at=%d %s n%d->n%d dur=%d", f.AtNs, f.Kind, f.Node, f.Peer, f.DurNs)
-	case FaultSpike, FaultPowerCycle:
+	case FaultSpike, FaultPowerCycle, FaultLeaderCrash, FaultLeaderIsolate, FaultLeaderPause:
 		return fmt.Sprintf("at=%d %s dur=%d", f.AtNs, f.Kind, f.DurNs)
 	case FaultSyncFail, FaultReadError, FaultLostWrite, FaultUnreadable, FaultCorruptLive:
 		return fmt.Sprintf("at=%d %s n%d", f.AtNs, f.Kind, f.Node)
@@ -152,7 +161,7 @@ func ParseFault(s string) (Fault, error) {
 	switch f.Kind {
 	case FaultOneWay, FaultClog:
 		_, err = fmt.Sscanf(rest, " n%d->n%d dur=%d", &f.Node, &f.Peer, &f.DurNs)
-	case FaultSpike, FaultPowerCycle:
+	case FaultSpike, FaultPowerCycle, FaultLeaderCrash, FaultLeaderIsolate, FaultLeaderPause:
 		_, err = fmt.Sscanf(rest, " dur=%d", &f.DurNs)
 	case FaultSyncFail, FaultReadError, FaultLostWrite, FaultUnreadable, FaultCorruptLive:
 		_, err = fmt.Sscanf(rest, " n%d", &f.Node)
@@ -181,8 +190,8 @@ func (f Fault) validate(brokers int, durationNs int64) error {
 		return fmt.Errorf("dur=%d, want 0..%d ns", f.DurNs, int64(DurationMsMax)*1e6)
 	}
 	switch f.Kind {
-	case FaultSpike, FaultPowerCycle:
-		return nil // every broker
+	case FaultSpike, FaultPowerCycle, FaultLeaderCrash, FaultLeaderIsolate, FaultLeaderPause:
+		return nil // every broker, or the one leading when it strikes
 	}
 	if f.Node < 1 || f.Node > brokers {
 		return fmt.Errorf("broker n%d does not exist (brokers=%d)", f.Node, brokers)
@@ -265,6 +274,12 @@ func drawSchedule(r *prng.Rand, rates FaultRates, brokers int, durationNs int64)
 				}
 			case FaultSpike:
 				f.DurNs = r.Range(50e6, 1e9)
+				f.Node = 0
+			case FaultLeaderCrash:
+				f.DurNs = r.Range(1e6, 3e9)
+				f.Node = 0
+			case FaultLeaderIsolate, FaultLeaderPause:
+				f.DurNs = r.Range(100e6, 5e9)
 				f.Node = 0
 			}
 			out = append(out, f)

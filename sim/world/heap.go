@@ -22,6 +22,7 @@ const (
 	evDrainCheck                     // is the drain's work done?
 	evClose                          // a dead process's connection closes, after its last reply
 	evTear                           // an armed torn-sector power loss strikes during a sync
+	evAdmin                          // the operator's next metadata request (inc 0), or its timeout (inc: its seq)
 )
 
 // event is one scheduled happening. Events live in a slab; the heap orders

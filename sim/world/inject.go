@@ -60,7 +60,32 @@ func (w *World) inject(f Fault) {
 		w.stats.Struck[f.Kind]++
 		return
 	}
-	b := w.brokers[f.Node-1]
+	var b *broker
+	switch f.Kind {
+	case FaultLeaderCrash, FaultLeaderIsolate, FaultLeaderPause:
+		if b = w.ctrlLeader(); b == nil {
+			return // no broker leads now
+		}
+		w.notef("fault %s strikes n%d, the metadata leader", f, b.id)
+		w.stats.Armed[f.Kind]++
+		w.stats.Struck[f.Kind]++
+		w.mark(MarkLeaderFault)
+		kind := FaultCrash
+		switch f.Kind {
+		case FaultLeaderIsolate:
+			kind = FaultIsolate
+		case FaultLeaderPause:
+			kind = FaultPause
+		}
+		w.strike(b, Fault{AtNs: f.AtNs, Kind: kind, Node: int(b.id), DurNs: f.DurNs})
+		return
+	}
+	b = w.brokers[f.Node-1]
+	w.strike(b, f)
+}
+
+// strike applies fault f to broker b.
+func (w *World) strike(b *broker, f Fault) {
 	struck := true // most kinds strike as they are armed
 	switch f.Kind {
 	case FaultCrash:

@@ -130,7 +130,7 @@ func Draw(seed uint64) Profile {
 	// Swarm: each fault kind is on in about half the seeds, at its own
 	// rate; power losses in 3 of 4, often enough that 7 seeds in 10 or more
 	// lose a process.
-	for k := FaultCrash; k < FaultDrop; k++ {
+	for k := FaultCrash; k < FaultLeaderCrash; k++ {
 		if k == FaultCrash {
 			if r.Chance(3, 4) {
 				p.Faults.PerMin[k] = []Rate{PerMin(6), PerMin(12), PerMin(20)}[r.Intn(3)]
@@ -159,6 +159,15 @@ func Draw(seed uint64) Profile {
 		rttUs := 2*p.NetLatencyUsMax + p.AckDelayUsMax
 		for p.Prefetch < 1024 && int64(p.Prefetch)*1e6/rttUs < int64(2*p.PublishesPerSec*p.PublishersPerQueue) {
 			p.Prefetch *= 2
+		}
+	}
+	// The metadata leader's faults, from a stream of their own (so that
+	// adding them left every earlier draw of a seed as it was): each on in
+	// about half the seeds.
+	rc := prng.New(prng.Derive(seed, "profile-ctrl"))
+	for k := FaultLeaderCrash; k < FaultDrop; k++ {
+		if rc.Chance(1, 2) {
+			p.Faults.PerMin[k] = []Rate{PerMin(2), PerMin(6), PerMin(20)}[rc.Intn(3)]
 		}
 	}
 	return p

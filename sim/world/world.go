@@ -18,6 +18,7 @@ import (
 	"github.com/sluicemq/sluice/sim/check"
 	"github.com/sluicemq/sluice/sim/linear"
 	"github.com/sluicemq/sluice/sim/memfs"
+	"github.com/sluicemq/sluice/sim/metamem"
 	"github.com/sluicemq/sluice/sim/prng"
 )
 
@@ -74,7 +75,9 @@ type broker struct {
 	inc    uint64 // incarnation: bumps on every crash
 	fs     *memfs.FS
 	queues []core.QueueConfig
-	host   *driver.Host // the running process; nil while down
+	host   *driver.Host  // the running process; nil while down
+	meta   *metamem.Disk // the metadata disk of a voter of the metadata group; nil otherwise
+	draws  *prng.Rand    // the randomness its processes' tick inputs carry
 
 	restarting  bool    // a restart is scheduled
 	paused      bool    // a pause holds every event for this broker
@@ -165,7 +168,15 @@ type World struct {
 	// replyScratch decodes append-replies for the checker's evidence
 	replyScratch queue.Msg
 
+	// voters: the metadata group's voters; admin: the operator's client
+	voters     []uint64
+	admin      admin
+	leaderTerm uint64 // the highest term a leader's message was seen in
+
 	rNet, rDisk, rCli, rFault *prng.Rand
+	// rCtrl draws for the metadata group (its network, its operator, its
+	// disks' power losses), apart from the queues' streams.
+	rCtrl *prng.Rand
 }
 
 // Run runs one world for seed with profile p.
@@ -216,6 +227,7 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 		rDisk:       prng.New(prng.Derive(seed, "disk")),
 		rCli:        prng.New(prng.Derive(seed, "clients")),
 		rFault:      prng.New(prng.Derive(seed, "faults")),
+		rCtrl:       prng.New(prng.Derive(seed, "ctrl")),
 		working:     true,
 		isolated:    make([]int64, p.Brokers),
 		history:     map[core.QueueID][]linear.Op{},
@@ -256,6 +268,7 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 		}
 		w.brokers = append(w.brokers, b)
 	}
+	w.ctrlSetup()
 	for _, q := range p.Queues {
 		for i := 0; i < p.PublishersPerQueue; i++ {
 			w.clients = append(w.clients, &client{kind: publisher, q: q, owner: int32(q.Owner - 1)})
@@ -439,6 +452,8 @@ func (w *World) handle(e *event) {
 		w.heal()
 	case evDrainCheck:
 		w.drainCheck()
+	case evAdmin:
+		w.adminTimer(e)
 	case evTear:
 		if b := w.brokers[e.node]; b.up && b.inc == e.inc {
 			w.tearSector(b, b.tornDurNs)
@@ -470,6 +485,9 @@ const diskEvent = math.MaxUint64
 func (w *World) crash(b *broker, restartNs int64) {
 	b.fs.Crash(w.rFault)
 	w.checker.DiskChanged(b.id)
+	if b.meta != nil {
+		b.meta.PowerLoss(w.rCtrl.Intn(b.meta.Pending() + 1))
+	}
 	w.stopProcess(b, restartNs, false)
 }
 
@@ -489,6 +507,9 @@ func (w *World) stopProcess(b *broker, restartNs int64, exited bool) {
 	b.up = false
 	b.inc++
 	b.paused = false
+	if b.meta != nil {
+		b.meta.Kill() // the process's store dies; its page cache stays
+	}
 	b.held = b.held[:0]
 	b.host = nil
 	b.failSync, b.failRead = false, false
@@ -558,12 +579,17 @@ func (w *World) heal() {
 		}
 	}
 	w.schedule1(w.now+100e6, evDrainCheck)
+	w.schedule1(w.now+1e9, evAdmin)
 }
 
 // drainCheck ends the run once the drain's work is done: every probe
 // confirmed, no publish in flight, every confirmed record delivered, and
 // every replica holding exactly its owner's log.
 func (w *World) drainCheck() {
+	if !w.admin.probed {
+		w.schedule1(w.now+100e6, evDrainCheck)
+		return
+	}
 	for _, c := range w.clients {
 		if c.kind == publisher && (!c.probed || len(c.inflight) > 0) {
 			w.schedule1(w.now+100e6, evDrainCheck)
@@ -594,7 +620,11 @@ func (w *World) startBroker(b *broker) {
 	}
 	env := &brokerEnv{w: w, b: b}
 	cfg := core.Config{Node: b.id, Process: b.inc + 1, Queues: b.queues, Bugs: w.prof.Bugs}
-	b.host = driver.NewHost(cfg, b.fs, specs, env, env, w.trace, driver.Options{CheckInvariants: true})
+	var ms driver.MetaStore
+	if ctrlCfg, store := w.ctrlConfig(b); ctrlCfg != nil {
+		cfg.Ctrl, ms = ctrlCfg, store
+	}
+	b.host = driver.NewHost(cfg, b.fs, specs, ms, env, env, w.trace, driver.Options{CheckInvariants: true})
 	if err := b.host.Open(); err != nil {
 		panic(fmt.Sprintf("world: n%d: %v", b.id, err))
 	}
@@ -866,6 +896,7 @@ func (w *World) finish() {
 	if len(unserved) > 0 {
 		w.checker.Liveness(w.now, "no probe publish confirmed after the heal on "+strings.Join(unserved, " "))
 	}
+	w.ctrlFinal()
 }
 
 // outstanding describes the drain's unfinished work: what drainCheck waits
@@ -897,6 +928,9 @@ func (w *World) outstanding() string {
 		if !b.up {
 			parts = append(parts, fmt.Sprintf("n%d is down", b.id))
 		}
+	}
+	if !w.admin.probed {
+		parts = append(parts, "the metadata group confirmed no command after the heal")
 	}
 	if len(parts) == 0 {
 		return "none that the drain check sees"

@@ -1,0 +1,146 @@
+package check
+
+import (
+	"fmt"
+
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/io/meta"
+)
+
+// The metadata group's checkers. Ground truth: what each broker process
+// applied (its EfApplied effects, as a consumer's deliveries are seen at
+// the seam), what the operator's client was told, and the durable bytes
+// of every voter's metadata disk.
+//
+//   - One history: every process applies entries 1, 2, 3, ... in order,
+//     and all of them, on every broker and in every process, agree on the
+//     term and command at each index (raft's state machine safety).
+//   - Committed means durable on a majority: at the end, an entry a
+//     client was told is committed is in the durable log of a majority of
+//     the voters, at its index, with its command.
+//   - The disks agree: every voter's durable entries up to its durable
+//     commit index are the history's.
+
+// metaEntriesMax bounds the history kept: far above what a run commits.
+const metaEntriesMax = 1 << 20
+
+type metaEntry struct {
+	term uint64
+	cmd  string
+}
+
+type metaConfirm struct {
+	atNs  int64
+	index uint64
+	cmd   string
+}
+
+// metaTruth is the metadata history as brokers applied it.
+type metaTruth struct {
+	history  []metaEntry // index i+1 at i
+	next     map[core.NodeID]uint64
+	confirms []metaConfirm
+}
+
+func (c *Checker) metaTruth() *metaTruth {
+	if c.meta == nil {
+		c.meta = &metaTruth{next: map[core.NodeID]uint64{}}
+	}
+	return c.meta
+}
+
+// MetaStarted says that node's process started: it applies again from 1.
+func (c *Checker) MetaStarted(node core.NodeID) {
+	c.metaTruth().next[node] = 1
+}
+
+// MetaApplied records that node's current process applied entry index.
+func (c *Checker) MetaApplied(atNs int64, node core.NodeID, index, term uint64, cmd []byte) {
+	m := c.metaTruth()
+	want, ok := m.next[node]
+	if !ok {
+		want = 1
+	}
+	if index != want {
+		c.fail("meta-one-history", atNs, "n%d applied metadata entry %d, expected %d next", node, index, want)
+	}
+	m.next[node] = index + 1
+	e := metaEntry{term: term, cmd: string(cmd)}
+	switch {
+	case index == 0:
+		c.fail("meta-one-history", atNs, "n%d applied metadata entry 0", node)
+	case index <= uint64(len(m.history)):
+		if h := m.history[index-1]; h != e {
+			c.fail("meta-one-history", atNs, "n%d applied metadata entry %d as %d/%q; applied before as %d/%q",
+				node, index, term, cmd, h.term, h.cmd)
+		}
+	case index == uint64(len(m.history))+1 && len(m.history) < metaEntriesMax:
+		m.history = append(m.history, e)
+	}
+}
+
+// MetaConfirmed records that a client was told its command committed at
+// index; Final checks it against the history and the disks.
+func (c *Checker) MetaConfirmed(atNs int64, index uint64, cmd []byte) {
+	m := c.metaTruth()
+	if len(m.confirms) < metaEntriesMax {
+		m.confirms = append(m.confirms, metaConfirm{atNs: atNs, index: index, cmd: string(cmd)})
+	}
+}
+
+// MetaFinal judges the end of a run: disks holds every voter's durable
+// metadata state (nil for a disk that does not decode, reported as it is
+// found).
+func (c *Checker) MetaFinal(atNs int64, voters []core.NodeID, disks []*meta.State, errs []error) {
+	m := c.metaTruth()
+	for i, st := range disks {
+		if errs[i] != nil {
+			c.fail("meta-disk", atNs, "n%d metadata disk does not load: %v", voters[i], errs[i])
+			continue
+		}
+		for _, e := range st.Entries {
+			if e.Index > st.HardState.Commit {
+				break
+			}
+			if e.Index <= uint64(len(m.history)) {
+				if h := m.history[e.Index-1]; h.term != e.Term || h.cmd != string(e.Data) {
+					c.fail("meta-one-history", atNs, "n%d durably holds committed metadata entry %d as %d/%q; applied as %d/%q",
+						voters[i], e.Index, e.Term, e.Data, h.term, h.cmd)
+				}
+			}
+		}
+	}
+	for _, cf := range m.confirms {
+		if cf.index == 0 || cf.index > uint64(len(m.history)) || m.history[cf.index-1].cmd != cf.cmd {
+			got := "nothing"
+			if cf.index >= 1 && cf.index <= uint64(len(m.history)) {
+				got = fmt.Sprintf("%q", m.history[cf.index-1].cmd)
+			}
+			c.fail("meta-committed", cf.atNs, "command %q confirmed at index %d; the history holds %s there", cf.cmd, cf.index, got)
+			continue
+		}
+		holders := 0
+		for i, st := range disks {
+			if errs[i] != nil {
+				continue
+			}
+			if e, ok := stateEntry(st, cf.index); ok && string(e.Data) == cf.cmd && e.Term == m.history[cf.index-1].term {
+				holders++
+			}
+		}
+		if holders < len(voters)/2+1 {
+			c.fail("meta-committed", cf.atNs, "command %q confirmed at index %d is durable on %d of %d voters' disks",
+				cf.cmd, cf.index, holders, len(voters))
+		}
+	}
+}
+
+// MetaHistory returns how many entries the brokers applied in all.
+func (c *Checker) MetaHistory() int { return len(c.metaTruth().history) }
+
+func stateEntry(st *meta.State, index uint64) (meta.Entry, bool) {
+	if index <= st.Compacted.Index || index > st.Compacted.Index+uint64(len(st.Entries)) {
+		return meta.Entry{}, false
+	}
+	return st.Entries[index-st.Compacted.Index-1], true
+}

@@ -1,0 +1,278 @@
+package world
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/ctrl"
+	"github.com/sluicemq/sluice/io/meta"
+	"github.com/sluicemq/sluice/sim/metamem"
+	"github.com/sluicemq/sluice/sim/prng"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// The metadata group in the simulator. The first 1, 3 or 5 brokers (as
+// many as the cluster has, up to five, odd) are its voters; each keeps its
+// metadata on a metamem disk that outlives its processes and loses what a
+// power loss takes (an unsynced batch whole, or kept whole). An operator's
+// client sets a setting now and then, at the broker it believes leads,
+// following "not the leader" redirects; the checkers (sim/check/meta.go)
+// judge what the brokers applied, what the operator was told and what the
+// disks hold.
+
+// Controller timing in the simulator: a raft tick of 50 ms, a heartbeat
+// every 2 ticks, and a campaign after 500 ms plus a jitter of up to 500 ms
+// without a leader.
+var ctrlTiming = struct {
+	TickNs, CampaignTimeoutNs int64
+	HeartbeatTicks            int
+}{TickNs: 50e6, CampaignTimeoutNs: 500e6, HeartbeatTicks: 2}
+
+// adminGapNs is the mean gap between two operator requests in the workload
+// phase; adminTimeoutNs how long the operator waits for an answer before
+// it gives up on one (the outcome then unknown) and sends the next.
+const (
+	adminGapNs     = 400e6
+	adminTimeoutNs = 2e9
+)
+
+// adminConnBase is the first of the operator's connection ids.
+const adminConnBase core.ClientID = 1 << 31 // within the events' 32-bit from field
+
+// ctrlVoters returns the metadata group's voters for a cluster of n
+// brokers: brokers 1.. as many as n allows of 5, 3 or 1.
+func ctrlVoters(n int) []uint64 {
+	k := 1
+	switch {
+	case n >= 5:
+		k = 5
+	case n >= 3:
+		k = 3
+	}
+	vs := make([]uint64, k)
+	for i := range vs {
+		vs[i] = uint64(i + 1)
+	}
+	return vs
+}
+
+// metaStore drives a metamem store in the host's two steps: Write starts
+// a batch, Sync completes the last one started.
+type metaStore struct {
+	s    *metamem.Store
+	last metamem.Ticket
+}
+
+func (m *metaStore) Load() (meta.State, error) { return m.s.Load() }
+
+func (m *metaStore) Write(b *meta.Batch) error {
+	t, err := m.s.Start(b)
+	if err == nil {
+		m.last = t
+	}
+	return err
+}
+
+func (m *metaStore) Sync() error { return m.s.Complete(m.last) }
+
+// admin is the operator's client of the metadata group.
+type admin struct {
+	seq     uint64 // requests sent
+	cid     core.ClientID
+	cmd     []byte
+	target  int  // broker index it sends to next
+	waiting bool // a request is outstanding
+	probing bool // the drain's probe is the request outstanding
+	probed  bool // a probe was confirmed after the heal
+	stats   struct{ confirmed, failed, unknown, redirects uint64 }
+}
+
+// ctrlSetup gives brokers their metadata disks and draw streams.
+func (w *World) ctrlSetup() {
+	w.voters = ctrlVoters(len(w.brokers))
+	for _, b := range w.brokers {
+		b.draws = prng.New(prng.Derive(w.seed, "draws-n"+strconv.FormatUint(uint64(b.id), 10)))
+		if w.isVoter(b) {
+			b.meta = metamem.NewDisk()
+		}
+	}
+	w.schedule1(w.rCtrl.Range(100e6, 500e6), evAdmin)
+}
+
+func (w *World) isVoter(b *broker) bool { return uint64(b.id) <= uint64(len(w.voters)) }
+
+// ctrlConfig opens b's metadata store for a new process: the host's store
+// and the group's configuration, or nils for a broker that is no voter.
+func (w *World) ctrlConfig(b *broker) (*ctrl.Config, *metaStore) {
+	if b.meta == nil {
+		return nil, nil
+	}
+	s, err := b.meta.Open()
+	if err != nil {
+		panic(fmt.Sprintf("world: n%d: %v", b.id, err))
+	}
+	cfg := ctrl.DefaultConfig(uint64(b.id), w.voters)
+	cfg.TickNs, cfg.HeartbeatTicks, cfg.CampaignTimeoutNs = ctrlTiming.TickNs, ctrlTiming.HeartbeatTicks, ctrlTiming.CampaignTimeoutNs
+	cfg.Bugs = w.prof.Bugs
+	w.checker.MetaStarted(b.id)
+	return &cfg, &metaStore{s: s}
+}
+
+// adminSend sends the operator's next request (or its drain probe).
+func (w *World) adminSend() {
+	a := &w.admin
+	if a.waiting {
+		return
+	}
+	if !w.working && a.probed {
+		return
+	}
+	b := w.brokers[a.target%len(w.voters)]
+	a.seq++
+	a.waiting, a.probing = true, !w.working
+	// Its connections have ids of their own, apart from the queue
+	// clients' (whose ids stay as they were before the group came).
+	a.cid = adminConnBase + core.ClientID(a.seq)
+	a.cmd = ctrl.SetCommand("sim.k"+strconv.FormatUint(a.seq%8, 10), "v"+strconv.FormatUint(a.seq, 10))
+	e := w.schedule1(w.now+w.ctrlDelay(), evRequest)
+	e.node, e.inc, e.from = int32(b.id-1), b.inc, core.NodeID(a.cid)
+	e.req = core.Request{Kind: core.ReqMeta, ID: a.seq, Body: a.cmd}
+	t := w.schedule1(w.now+adminTimeoutNs, evAdmin)
+	t.inc = a.seq
+}
+
+// adminTimer is an evAdmin event: the operator's next request, or the
+// timeout of request inc.
+func (w *World) adminTimer(e *event) {
+	a := &w.admin
+	if e.inc != 0 {
+		if !a.waiting || e.inc != a.seq {
+			return // answered
+		}
+		// No answer: the broker died or the request was lost. Its outcome
+		// is unknown; try another voter.
+		a.stats.unknown++
+		a.waiting = false
+		a.target++
+	}
+	w.adminSend()
+}
+
+// adminReply is a broker's answer to the operator (judged as it leaves the
+// broker, like a publisher's confirm).
+func (w *World) adminReply(eff *core.Effect) {
+	a := &w.admin
+	if !a.waiting || eff.Client != a.cid {
+		return
+	}
+	a.waiting = false
+	switch eff.Outcome {
+	case core.Confirmed:
+		a.stats.confirmed++
+		w.checker.MetaConfirmed(w.now, eff.Offset, a.cmd)
+		if a.probing {
+			a.probed = true
+			return
+		}
+	case core.Failed:
+		a.stats.failed++
+		if _, lead, ok := strings.Cut(eff.Reason, "leader="); ok {
+			if n, err := strconv.Atoi(lead); err == nil && n >= 1 && n <= len(w.voters) {
+				a.target = n - 1
+				a.stats.redirects++
+			} else {
+				a.target++
+			}
+		}
+	case core.Unknown:
+		a.stats.unknown++
+		a.target++
+	}
+	gap := w.rCtrl.Range(adminGapNs/2, 3*adminGapNs/2)
+	if !w.working {
+		gap = 100e6
+	}
+	w.schedule1(w.now+gap, evAdmin)
+}
+
+// ctrlDelay is a controller message's or request's network delay, drawn
+// from the controller's own stream so that adding the controller left the
+// queues' draws as they were.
+func (w *World) ctrlDelay() int64 {
+	d := w.rCtrl.Range(w.prof.NetLatencyUsMin, w.prof.NetLatencyUsMax) * 1000
+	if w.now < w.spikeEnd {
+		d *= SpikeFactor
+	}
+	return d
+}
+
+// ctrlLeader returns the broker whose metadata group says it leads, in the
+// highest term; nil when none does. It aims faults only: no checker reads
+// what the code under test says of itself.
+func (w *World) ctrlLeader() *broker {
+	var best *broker
+	var bestTerm uint64
+	for _, b := range w.brokers {
+		if !b.up || b.host == nil || b.host.Exited() {
+			continue
+		}
+		if term, _, leader, ok := b.host.Node().CtrlStatus(); ok && leader && (best == nil || term > bestTerm) {
+			best, bestTerm = b, term
+		}
+	}
+	return best
+}
+
+// ctrlSeen watches the metadata group's messages as the network carries
+// them: a heartbeat or append comes from the leader of its term, and a
+// leader in a later term than an earlier one's is a change of leader.
+func (w *World) ctrlSeen(from core.NodeID, msg []byte) {
+	var m pb.Message
+	if proto.Unmarshal(msg, &m) != nil {
+		return
+	}
+	switch m.GetType() {
+	case pb.MsgApp, pb.MsgHeartbeat:
+	default:
+		return
+	}
+	if t := m.GetTerm(); t > w.leaderTerm {
+		if w.leaderTerm != 0 {
+			w.mark(MarkLeaderChange)
+		}
+		w.leaderTerm = t
+	}
+}
+
+// ctrlSyncDelay is a metadata sync's time on b's device, from the
+// controller's stream.
+func (w *World) ctrlSyncDelay(b *broker) int64 {
+	d := w.rCtrl.Range(w.prof.SyncUsMin, w.prof.SyncUsMax) * 1000
+	if w.now < b.slowSyncEnd {
+		d *= SlowSyncFactor
+	}
+	return d
+}
+
+// ctrlFinal hands the voters' durable metadata to the checker.
+func (w *World) ctrlFinal() {
+	var voters []core.NodeID
+	var states []*meta.State
+	var errs []error
+	for _, b := range w.brokers {
+		if b.meta == nil {
+			continue
+		}
+		st, err := b.meta.Durable()
+		voters, states, errs = append(voters, b.id), append(states, &st), append(errs, err)
+	}
+	w.checker.MetaFinal(w.now, voters, states, errs)
+	if !w.admin.probed {
+		w.checker.Liveness(w.now, "the metadata group confirmed no command after the heal")
+	}
+	w.notef("meta: %d entries applied; operator %d confirmed, %d failed (%d redirects), %d unknown",
+		w.checker.MetaHistory(), w.admin.stats.confirmed, w.admin.stats.failed, w.admin.stats.redirects, w.admin.stats.unknown)
+}
