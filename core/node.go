@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/core/ctrl"
+	"github.com/sluicemq/sluice/core/metadata"
 	"github.com/sluicemq/sluice/core/queue"
 	"github.com/sluicemq/sluice/core/seam"
 	"github.com/sluicemq/sluice/io/meta"
@@ -283,11 +284,13 @@ func (n *Node) ctrlOutcome(e *ctrl.Effect) {
 	c, id := ClientID(e.Client), e.ReqID
 	switch e.Result {
 	case ctrl.Committed:
-		n.out.Reply(c, id, Confirmed, 0, e.Index, "")
+		n.out.Reply(c, id, Confirmed, 0, e.Index, e.Note)
 	case ctrl.Unknown:
 		n.out.Reply(c, id, Unknown, 0, 0, e.Note)
 	case ctrl.NotLeader:
 		n.out.Reply(c, id, Failed, 0, 0, "not the leader: "+e.Note)
+	case ctrl.Rejected:
+		n.out.Reply(c, id, Failed, 0, e.Index, e.Note)
 	default:
 		n.out.Reply(c, id, Failed, 0, 0, e.Note)
 	}
@@ -329,4 +332,13 @@ type msgTexts struct{}
 
 func (msgTexts) AppendMsgText(dst []byte, g GroupID, data []byte) []byte {
 	return AppendMsgText(dst, g, data)
+}
+
+// AppendCmdText renders a metadata command, or why it does not decode.
+func (msgTexts) AppendCmdText(dst []byte, cmd []byte) []byte {
+	c, err := metadata.Decode(cmd)
+	if err != nil {
+		return seam.AppendKVStr(dst, "undecodable", err.Error())
+	}
+	return append(dst, c.String()...)
 }

@@ -37,12 +37,14 @@
 //   - InPersisted: the completion of persist effect Seq, or its failure
 //     (Err), after which the group stops (the driver contract's failure
 //     policy: the host ends the process).
-//   - InPropose: a command (SetCommand) from a caller's (Client, ReqID),
+//   - InPropose: a metadata command (core/metadata's encoding) from a
+//     caller's (Client, ReqID),
 //     answered by an EfOutcome: Refused if invalid or if
 //     ProposalsPendingMax proposals wait, NotLeader (naming the leader it
 //     knows) if this node does not lead, Committed with the entry's index
-//     once this node applied it, Unknown if it lost its leadership (or
-//     the term changed) first.
+//     once this node applied it (with its result), Rejected if the
+//     metadata refused it when applied (a conflict), Unknown if this node
+//     lost its leadership (or the term changed) first.
 //
 // # Effects
 //
@@ -95,9 +97,8 @@
 //
 // # Left for later steps of issue 10
 //
-// Non-voters following the committed metadata; the applied
-// record and log compaction (snapshots); brokers, liveness and eager
-// failover; the catalogue; placement and assignments; runtime settings with
-// their validated ranges (today settings are a plain key/value map);
-// in-sync tracking; the scenarios and checkers of the issue.
+// Non-voters following the committed metadata; the applied record and log
+// compaction (snapshots); heartbeats, liveness and eager failover (the
+// metadata records brokers, but nothing registers them yet); placement and
+// assignments; in-sync tracking; the scenarios and checkers of the issue.
 package ctrl

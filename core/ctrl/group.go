@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/sluicemq/sluice/core/bugs"
+	"github.com/sluicemq/sluice/core/metadata"
 	"github.com/sluicemq/sluice/io/meta"
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -101,7 +102,7 @@ type Group struct {
 	failed  string
 
 	applied   uint64
-	settings  settings
+	md        metadata.State
 	proposals []proposal // in proposal order, all of the current term
 	out       []Effect
 
@@ -188,8 +189,9 @@ const (
 	// EfSend: send Msg (a marshalled raftpb.Message) to node To.
 	EfSend
 	// EfApplied: the committed entry (Index, Term) was applied; Cmd is its
-	// command (empty for raft's own empty entries), Note why it was
-	// refused, if it was.
+	// command's encoding (empty for raft's own empty entries), Note the
+	// command and its result as text ("... => refused: why" when the
+	// metadata refused it).
 	EfApplied
 	// EfNote: a trace note (raft's log lines, the failure detector).
 	EfNote
@@ -212,6 +214,9 @@ const (
 	// Unknown: this node lost its leadership (or the term changed) before
 	// the proposal was applied; it may commit yet, or never.
 	Unknown
+	// Rejected: committed, and refused by the metadata state (a conflict:
+	// a stale conditional delete, say); it changed nothing.
+	Rejected
 )
 
 func (r Result) String() string {
@@ -224,6 +229,8 @@ func (r Result) String() string {
 		return "not-leader"
 	case Unknown:
 		return "unknown"
+	case Rejected:
+		return "rejected"
 	}
 	return fmt.Sprintf("result(%d)", uint8(r))
 }
@@ -271,11 +278,7 @@ func (e Effect) String() string {
 	case EfSend:
 		return string(AppendMsgText([]byte(fmt.Sprintf("send to=%d ", e.To)), e.Msg))
 	case EfApplied:
-		s := fmt.Sprintf("applied %d@%d %q", e.Index, e.Term, e.Cmd)
-		if e.Note != "" {
-			s += " refused: " + e.Note
-		}
-		return s
+		return fmt.Sprintf("applied %d@%d %s", e.Index, e.Term, e.Note)
 	case EfNote:
 		return "note " + e.Note
 	case EfOutcome:
@@ -291,11 +294,8 @@ func (e Effect) String() string {
 	return fmt.Sprintf("effect(%d)", e.Kind)
 }
 
-// Get returns a setting's applied value.
-func (g *Group) Get(key string) (string, bool) { return g.settings.get(key) }
-
-// Settings returns the applied settings in key order.
-func (g *Group) Settings() []Setting { return slices.Clone(g.settings) }
+// Metadata returns the applied metadata (the caller must not change it).
+func (g *Group) Metadata() *metadata.State { return &g.md }
 
 // AppliedIndex is the index of the last applied entry.
 func (g *Group) AppliedIndex() uint64 { return g.applied }
@@ -544,7 +544,7 @@ func (g *Group) persisted(in Input) {
 	if g.cfg.Bugs.Has(bugs.CtrlConfirmUncommitted) {
 		for _, e := range p.batches[p.done].Entries {
 			if len(g.proposals) > 0 && len(e.Data) > 0 {
-				g.resolveApplied(e.Index, e.Term, e.Data)
+				g.resolveApplied(e.Index, e.Term, e.Data, "(not yet applied)", nil)
 			}
 		}
 	}
@@ -568,14 +568,26 @@ func (g *Group) apply(ents []*pb.Entry) {
 			panic(fmt.Sprintf("ctrl: committed %s entry %d; this group proposes none", e.GetType(), e.GetIndex()))
 		}
 		ef := Effect{Kind: EfApplied, Index: e.GetIndex(), Term: e.GetTerm(), Cmd: slices.Clone(e.GetData())}
-		if len(e.GetData()) > 0 {
-			if err := g.settings.apply(e.GetData()); err != nil {
-				ef.Note = err.Error()
+		var result string
+		var err error
+		if len(e.GetData()) == 0 {
+			ef.Note = "(raft's empty entry)"
+		} else if c, derr := metadata.Decode(e.GetData()); derr != nil {
+			// No replica proposes what does not decode; a peer's bytes
+			// might. Every replica refuses it alike.
+			err = derr
+			ef.Note = "refused: " + derr.Error()
+		} else {
+			result, err = g.md.Apply(e.GetIndex(), &c)
+			if err != nil {
+				ef.Note = c.String() + " => " + err.Error()
+			} else {
+				ef.Note = c.String() + " => " + result
 			}
 		}
 		g.out = append(g.out, ef)
 		if len(g.proposals) > 0 && len(e.GetData()) > 0 {
-			g.resolveApplied(e.GetIndex(), e.GetTerm(), e.GetData())
+			g.resolveApplied(e.GetIndex(), e.GetTerm(), e.GetData(), result, err)
 		}
 	}
 }
@@ -596,7 +608,7 @@ func (g *Group) outcome(client, reqID uint64, r Result, index uint64, note strin
 // propose proposes a command at the leader; elsewhere it is answered at
 // once (a follower drops proposals; the caller retries at the leader).
 func (g *Group) propose(in Input) {
-	if _, err := parseCommand(in.Msg); err != nil {
+	if _, err := metadata.Decode(in.Msg); err != nil {
 		g.outcome(in.Client, in.ReqID, Refused, 0, err.Error())
 		return
 	}
@@ -622,11 +634,15 @@ func (g *Group) propose(in Input) {
 // the applied entry carries: that entry is the one it proposed (a leader
 // proposes in its own term, and equal commands of one term are answered in
 // order, as they were appended).
-func (g *Group) resolveApplied(index, term uint64, cmd []byte) {
+func (g *Group) resolveApplied(index, term uint64, cmd []byte, result string, err error) {
 	for i, p := range g.proposals {
 		if p.term == term && string(p.cmd) == string(cmd) {
 			g.proposals = slices.Delete(g.proposals, i, i+1)
-			g.outcome(p.client, p.reqID, Committed, index, "")
+			if err != nil {
+				g.outcome(p.client, p.reqID, Rejected, index, err.Error())
+			} else {
+				g.outcome(p.client, p.reqID, Committed, index, result)
+			}
 			return
 		}
 	}

@@ -2,6 +2,7 @@ package ctrl
 
 import (
 	"fmt"
+	"github.com/sluicemq/sluice/core/metadata"
 	"testing"
 
 	"github.com/sluicemq/sluice/io/meta"
@@ -62,13 +63,13 @@ func TestReadySplitToStoreLimits(t *testing.T) {
 	}
 	// One proposal whose persist stays outstanding, then many more: they
 	// gather into the next Ready.
-	run(Input{Kind: InPropose, NowNs: 500_000_000, Msg: SetCommand("k", "first")})
+	run(Input{Kind: InPropose, NowNs: 500_000_000, Msg: setCmd("liveness.expiry_ms", 1000)})
 	if len(queue) != 1 {
 		t.Fatalf("%d persists outstanding after one proposal, want 1", len(queue))
 	}
 	sizes = sizes[:0]
 	for i := 1; i < proposals; i++ {
-		run(Input{Kind: InPropose, NowNs: 500_000_000, Msg: SetCommand("k", fmt.Sprint(i))})
+		run(Input{Kind: InPropose, NowNs: 500_000_000, Msg: setCmd("liveness.expiry_ms", 2000+int64(i))})
 	}
 	for len(queue) > 0 {
 		complete()
@@ -86,8 +87,8 @@ func TestReadySplitToStoreLimits(t *testing.T) {
 	if st.HardState.Commit != st.LastIndex() || g.AppliedIndex() != st.LastIndex() {
 		t.Fatalf("store commit %d, last %d, applied %d: want all equal", st.HardState.Commit, st.LastIndex(), g.AppliedIndex())
 	}
-	if v, _ := g.Get("k"); v != fmt.Sprint(proposals-1) {
-		t.Fatalf("k = %q, want the last proposal's value", v)
+	if v := g.Metadata().Setting(metadata.LivenessExpiryMs); v != 2000+int64(proposals-1) {
+		t.Fatalf("liveness.expiry_ms = %d, want the last proposal's value", v)
 	}
 	t.Logf("persist batch sizes after the first: %v", sizes)
 }

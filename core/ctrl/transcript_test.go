@@ -18,7 +18,7 @@ package ctrl
 //	tick t=200 [draw=N]            a tick input (draw defaults to 0)
 //	recv t=.. from=2 type=MsgVoteResp term=1 [index= logterm= commit= reject]
 //	persisted [t=..] seq=1 [err=...]
-//	propose [t=..] key value
+//	propose [t=..] key value        a setting (encoded as given, even a bad one)
 //	status                         term, known leader, whether it leads
 
 import (
@@ -30,6 +30,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicemq/sluice/core/metadata"
 	"github.com/sluicemq/sluice/io/meta"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
@@ -154,10 +155,17 @@ func transcriptStep(t *testing.T, where, cmd string, gp **Group, nowNs *int64) [
 		if len(pos) != 2 {
 			t.Fatalf("%s: propose key value", where)
 		}
-		in = Input{Kind: InPropose, Msg: SetCommand(pos[0], pos[1])}
+		v, err := strconv.ParseInt(pos[1], 10, 64)
+		if err != nil {
+			t.Fatalf("%s: propose key value: %v", where, err)
+		}
+		// Encoded as given, unvalidated: the group must refuse a bad one.
+		in = Input{Kind: InPropose, Msg: setCmd(pos[0], v)}
 	case "status":
 		term, lead, leader := g.Status()
-		return []string{fmt.Sprintf("term=%d lead=%d leader=%t applied=%d settings=%v", term, lead, leader, g.AppliedIndex(), g.Settings())}
+		md := g.Metadata()
+		return []string{fmt.Sprintf("term=%d lead=%d leader=%t applied=%d liveness.expiry_ms=%d", term, lead, leader, g.AppliedIndex(),
+			md.Setting(metadata.LivenessExpiryMs))}
 	default:
 		t.Fatalf("%s: unknown command %q", where, f[0])
 	}
@@ -167,4 +175,10 @@ func transcriptStep(t *testing.T, where, cmd string, gp **Group, nowNs *int64) [
 		out = append(out, e.String())
 	}
 	return out
+}
+
+// setCmd encodes a set command as given, without validating it.
+func setCmd(key string, v int64) []byte {
+	c := metadata.Command{Kind: metadata.SetSetting, Key: key, Value: v}
+	return c.Encode(nil)
 }

@@ -26,9 +26,9 @@ const (
 	// deadline effect counts.
 	EfDeadline EffectKind = 5
 	// EfApplied: the metadata group applied its committed entry Offset
-	// (term Tag); Body is the command, Reason why it was refused, if it
-	// was. Nothing to do: the world may watch it (the simulator's
-	// checkers do).
+	// (term Tag); Body is the command's encoding, Reason the command and
+	// its result as text. Nothing to do: the world may watch it (the
+	// simulator's checkers do).
 	EfApplied EffectKind = 6
 	// EfNote: a trace note from Group (raft's log lines, the failure
 	// detector's campaigns, refusals); Reason is its text. Nothing to do
@@ -83,7 +83,7 @@ type Effect struct {
 	Client      ClientID // reply, deliver
 	ReqID       uint64   // reply
 	Outcome     Outcome  // reply
-	Reason      string   // reply (failed, unknown); applied (why refused); note
+	Reason      string   // reply (failed, unknown; a confirmed meta request's result); applied (the command and result); note
 	Body        []byte   // deliver; applied (the command)
 	Redelivered bool     // deliver
 
@@ -146,11 +146,7 @@ func (e *Effect) AppendText(dst []byte, msgs MsgText) []byte {
 		dst = AppendKV(append(dst, "applied"...), "g", uint64(e.Group))
 		dst = AppendKV(dst, "i", e.Offset)
 		dst = AppendKV(dst, "t", e.Tag)
-		dst = AppendKVStr(dst, "cmd", string(e.Body))
-		if e.Reason != "" {
-			dst = AppendKVStr(dst, "refused", e.Reason)
-		}
-		return dst
+		return append(append(dst, ' '), e.Reason...)
 	case EfNote:
 		dst = AppendKV(append(dst, "note"...), "g", uint64(e.Group))
 		return append(append(dst, ' '), e.Reason...)

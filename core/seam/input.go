@@ -134,6 +134,12 @@ type MsgText interface {
 	AppendMsgText(dst []byte, g GroupID, data []byte) []byte
 }
 
+// CmdText renders a metadata command (a ReqMeta request's body); a MsgText
+// that implements it renders them in inputs.
+type CmdText interface {
+	AppendCmdText(dst []byte, cmd []byte) []byte
+}
+
 // AppendText appends the input's stable one-line text form; msgs renders
 // peer messages.
 func (in *Input) AppendText(dst []byte, msgs MsgText) []byte {
@@ -182,7 +188,11 @@ func (in *Input) AppendText(dst []byte, msgs MsgText) []byte {
 		case ReqMeta:
 			dst = append(dst, " meta"...)
 			dst = AppendKV(dst, "id", r.ID)
-			dst = AppendKVStr(dst, "cmd", string(r.Body))
+			if ct, ok := msgs.(CmdText); ok {
+				dst = ct.AppendCmdText(append(dst, ' '), r.Body)
+			} else {
+				dst = AppendKV(dst, "bytes", uint64(len(r.Body)))
+			}
 		default:
 			dst = AppendKV(append(dst, " req?"...), "kind", uint64(r.Kind))
 		}

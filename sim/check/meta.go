@@ -2,8 +2,11 @@ package check
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/metadata"
 	"github.com/sluicemq/sluice/io/meta"
 )
 
@@ -18,6 +21,11 @@ import (
 //   - Committed means durable on a majority: at the end, an entry a
 //     client was told is committed is in the durable log of a majority of
 //     the voters, at its index, with its command.
+//   - The catalogue: the checker folds declarations and deletions itself;
+//     a confirmed declaration reports the incarnation of the first
+//     declaration of its name still standing, a confirmed deletion
+//     named the standing incarnation, and a command answered refused
+//     conflicted with the catalogue (meta-catalogue).
 //   - The disks agree: every voter's durable entries up to its durable
 //     commit index are the history's.
 
@@ -29,6 +37,21 @@ type metaEntry struct {
 	cmd  string
 }
 
+// The catalogue model: the checkers' own fold of the applied history's
+// declarations and deletions (independent of core/metadata's state
+// machine), so that what the operator is told can be judged.
+type modelQueue struct {
+	incarnation         uint64
+	replicas, minInsync int
+	policy              core.Policy
+}
+
+// verdict is the model's outcome of one entry.
+type verdict struct {
+	refused     bool
+	incarnation uint64 // a declaration's (new or existing)
+}
+
 type metaConfirm struct {
 	atNs  int64
 	index uint64
@@ -38,13 +61,15 @@ type metaConfirm struct {
 // metaTruth is the metadata history as brokers applied it.
 type metaTruth struct {
 	history  []metaEntry // index i+1 at i
+	verdicts []verdict   // the model's outcome of each entry, as history
 	next     map[core.NodeID]uint64
 	confirms []metaConfirm
+	catalog  map[string]modelQueue
 }
 
 func (c *Checker) metaTruth() *metaTruth {
 	if c.meta == nil {
-		c.meta = &metaTruth{next: map[core.NodeID]uint64{}}
+		c.meta = &metaTruth{next: map[core.NodeID]uint64{}, catalog: map[string]modelQueue{}}
 	}
 	return c.meta
 }
@@ -76,13 +101,63 @@ func (c *Checker) MetaApplied(atNs int64, node core.NodeID, index, term uint64, 
 		}
 	case index == uint64(len(m.history))+1 && len(m.history) < metaEntriesMax:
 		m.history = append(m.history, e)
+		m.verdicts = append(m.verdicts, m.fold(index, cmd))
+	}
+}
+
+// fold applies entry index to the catalogue model and returns its verdict.
+func (m *metaTruth) fold(index uint64, cmd []byte) verdict {
+	if len(cmd) == 0 {
+		return verdict{} // raft's empty entry
+	}
+	c, err := metadata.Decode(cmd)
+	if err != nil {
+		return verdict{refused: true}
+	}
+	q, exists := m.catalog[c.Queue]
+	switch c.Kind {
+	case metadata.DeclareQueue:
+		if exists {
+			same := q.replicas == c.Replicas && q.minInsync == c.MinInsync && q.policy == c.Policy
+			return verdict{refused: !same, incarnation: q.incarnation}
+		}
+		m.catalog[c.Queue] = modelQueue{incarnation: index, replicas: c.Replicas, minInsync: c.MinInsync, policy: c.Policy}
+		return verdict{incarnation: index}
+	case metadata.DeleteQueue:
+		if !exists || q.incarnation != c.Incarnation {
+			return verdict{refused: true}
+		}
+		delete(m.catalog, c.Queue)
+	}
+	return verdict{}
+}
+
+// MetaRejected records that the operator was told its command committed at
+// index and was refused by the metadata (a conflict).
+func (c *Checker) MetaRejected(atNs int64, index uint64, cmd []byte, reason string) {
+	m := c.metaTruth()
+	if index == 0 || index > uint64(len(m.verdicts)) {
+		return // judged by meta-committed at the end, if confirmed
+	}
+	if !m.verdicts[index-1].refused {
+		c.fail("meta-catalogue", atNs, "command at index %d answered refused (%s); the catalogue takes it", index, reason)
 	}
 }
 
 // MetaConfirmed records that a client was told its command committed at
-// index; Final checks it against the history and the disks.
-func (c *Checker) MetaConfirmed(atNs int64, index uint64, cmd []byte) {
+// index with result; Final checks it against the history and the disks,
+// and the catalogue model judges the result now.
+func (c *Checker) MetaConfirmed(atNs int64, index uint64, cmd []byte, result string) {
 	m := c.metaTruth()
+	if index >= 1 && index <= uint64(len(m.verdicts)) && string(cmd) == m.history[index-1].cmd {
+		v := m.verdicts[index-1]
+		switch {
+		case v.refused:
+			c.fail("meta-catalogue", atNs, "command at index %d confirmed (%s); the catalogue refuses it", index, result)
+		case v.incarnation != 0 && !strings.HasSuffix(result, "incarnation="+strconv.FormatUint(v.incarnation, 10)):
+			c.fail("meta-catalogue", atNs, "declaration at index %d confirmed as %q; the catalogue has incarnation %d", index, result, v.incarnation)
+		}
+	}
 	if len(m.confirms) < metaEntriesMax {
 		m.confirms = append(m.confirms, metaConfirm{atNs: atNs, index: index, cmd: string(cmd)})
 	}

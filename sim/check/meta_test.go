@@ -5,7 +5,17 @@ import (
 	"testing"
 
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/metadata"
 	"github.com/sluicemq/sluice/io/meta"
+)
+
+func enc(c metadata.Command) string { return string(c.Encode(nil)) }
+
+var (
+	setA1 = enc(metadata.Command{Kind: metadata.SetSetting, Key: "liveness.expiry_ms", Value: 1000})
+	setA2 = enc(metadata.Command{Kind: metadata.SetSetting, Key: "liveness.expiry_ms", Value: 2000})
+	setB1 = enc(metadata.Command{Kind: metadata.SetSetting, Key: "replica.lag_time_max_ms", Value: 1000})
+	declQ = enc(metadata.Command{Kind: metadata.DeclareQueue, Queue: "q", Replicas: 3, Policy: core.MajorityDurable, MinInsync: 2})
 )
 
 func metaFailures(c *Checker) string {
@@ -31,7 +41,7 @@ func TestMetaCheckers(t *testing.T) {
 		for _, n := range voters {
 			c.MetaStarted(n)
 			c.MetaApplied(1, n, 1, 1, nil)
-			c.MetaApplied(2, n, 2, 1, []byte("set a 1"))
+			c.MetaApplied(2, n, 2, 1, []byte(setA1))
 		}
 	}
 	noErrs := make([]error, 3)
@@ -41,14 +51,14 @@ func TestMetaCheckers(t *testing.T) {
 	}{
 		{"consistent", "", func(c *Checker) {
 			ok(c)
-			c.MetaConfirmed(3, 2, []byte("set a 1"))
-			c.MetaFinal(9, voters, []*meta.State{disk(2, "", "set a 1"), disk(2, "", "set a 1"), disk(1, "")}, noErrs)
+			c.MetaConfirmed(3, 2, []byte(setA1), "")
+			c.MetaFinal(9, voters, []*meta.State{disk(2, "", setA1), disk(2, "", setA1), disk(1, "")}, noErrs)
 		}},
 		{"diverging apply", "meta-one-history", func(c *Checker) {
 			ok(c)
 			c.MetaStarted(1)
 			c.MetaApplied(4, 1, 1, 1, nil)
-			c.MetaApplied(4, 1, 2, 2, []byte("set a 2"))
+			c.MetaApplied(4, 1, 2, 2, []byte(setA2))
 		}},
 		{"gap in apply", "meta-one-history", func(c *Checker) {
 			c.MetaStarted(1)
@@ -56,21 +66,32 @@ func TestMetaCheckers(t *testing.T) {
 		}},
 		{"confirmed but not in history", "meta-committed", func(c *Checker) {
 			ok(c)
-			c.MetaConfirmed(3, 2, []byte("set b 1"))
-			c.MetaFinal(9, voters, []*meta.State{disk(2, "", "set a 1"), disk(2, "", "set a 1"), disk(2, "", "set a 1")}, noErrs)
+			c.MetaConfirmed(3, 2, []byte(setB1), "")
+			c.MetaFinal(9, voters, []*meta.State{disk(2, "", setA1), disk(2, "", setA1), disk(2, "", setA1)}, noErrs)
 		}},
 		{"confirmed on a minority of disks", "meta-committed", func(c *Checker) {
 			ok(c)
-			c.MetaConfirmed(3, 2, []byte("set a 1"))
-			c.MetaFinal(9, voters, []*meta.State{disk(2, "", "set a 1"), disk(1, ""), disk(1, "")}, noErrs)
+			c.MetaConfirmed(3, 2, []byte(setA1), "")
+			c.MetaFinal(9, voters, []*meta.State{disk(2, "", setA1), disk(1, ""), disk(1, "")}, noErrs)
 		}},
 		{"a disk's committed entry differs", "meta-one-history", func(c *Checker) {
 			ok(c)
-			c.MetaFinal(9, voters, []*meta.State{disk(2, "", "set a 1"), disk(2, "", "set a 9"), disk(1, "")}, noErrs)
+			c.MetaFinal(9, voters, []*meta.State{disk(2, "", setA1), disk(2, "", setB1), disk(1, "")}, noErrs)
+		}},
+		{"declaration confirmed with another incarnation", "meta-catalogue", func(c *Checker) {
+			ok(c)
+			c.MetaApplied(5, 1, 3, 1, []byte(declQ))
+			c.MetaApplied(5, 1, 4, 1, []byte(declQ))
+			c.MetaConfirmed(5, 4, []byte(declQ), "declared \"q\" id=1 incarnation=4")
+		}},
+		{"a conflict-free command answered refused", "meta-catalogue", func(c *Checker) {
+			ok(c)
+			c.MetaApplied(5, 1, 3, 1, []byte(declQ))
+			c.MetaRejected(5, 3, []byte(declQ), "refused: exists")
 		}},
 		{"a disk does not load", "meta-disk", func(c *Checker) {
 			ok(c)
-			c.MetaFinal(9, voters, []*meta.State{disk(2, "", "set a 1"), {}, disk(1, "")}, []error{nil, meta.ErrCorrupt, nil})
+			c.MetaFinal(9, voters, []*meta.State{disk(2, "", setA1), {}, disk(1, "")}, []error{nil, meta.ErrCorrupt, nil})
 		}},
 	}
 	for _, tc := range cases {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/ctrl"
+	"github.com/sluicemq/sluice/core/metadata"
 	"github.com/sluicemq/sluice/io/meta"
 	"github.com/sluicemq/sluice/sim/metamem"
 	"github.com/sluicemq/sluice/sim/prng"
@@ -87,7 +88,10 @@ type admin struct {
 	waiting bool // a request is outstanding
 	probing bool // the drain's probe is the request outstanding
 	probed  bool // a probe was confirmed after the heal
-	stats   struct{ confirmed, failed, unknown, redirects uint64 }
+	stats   struct{ confirmed, failed, rejected, unknown, redirects uint64 }
+	// incarnations: per operator queue, the incarnation its last confirmed
+	// declaration reported
+	incarnations [adminQueues]uint64
 }
 
 // ctrlSetup gives brokers their metadata disks and draw streams.
@@ -136,12 +140,60 @@ func (w *World) adminSend() {
 	// Its connections have ids of their own, apart from the queue
 	// clients' (whose ids stay as they were before the group came).
 	a.cid = adminConnBase + core.ClientID(a.seq)
-	a.cmd = ctrl.SetCommand("sim.k"+strconv.FormatUint(a.seq%8, 10), "v"+strconv.FormatUint(a.seq, 10))
+	c := w.adminCommand()
+	a.cmd = c.Encode(a.cmd[:0])
 	e := w.schedule1(w.now+w.ctrlDelay(), evRequest)
 	e.node, e.inc, e.from = int32(b.id-1), b.inc, core.NodeID(a.cid)
 	e.req = core.Request{Kind: core.ReqMeta, ID: a.seq, Body: a.cmd}
 	t := w.schedule1(w.now+adminTimeoutNs, evAdmin)
 	t.inc = a.seq
+}
+
+// adminQueues is how many queue names the operator declares and deletes:
+// few, so that declarations and deletions of one name race.
+const adminQueues = 3
+
+// adminCommand draws the operator's next command: a setting (one that
+// leaves the liveness timing alone), or a declaration or deletion of one of
+// a few queues (a deletion names the incarnation the operator last learned
+// for that name, which may be stale; one declaration in eight asks for
+// other arguments, which the catalogue refuses when the queue exists).
+func (w *World) adminCommand() metadata.Command {
+	a, r := &w.admin, w.rCtrl
+	if !w.working {
+		return metadata.Command{Kind: metadata.SetSetting, Key: metadata.Settings[metadata.FollowerLossHoldMs].Key, Value: int64(a.seq)}
+	}
+	k := r.Intn(adminQueues)
+	name := "sim-q" + strconv.Itoa(k)
+	switch r.Intn(3) {
+	case 0:
+		i := []int{metadata.ReplicaLagTimeMaxMs, metadata.FollowerLossHoldMs}[r.Intn(2)]
+		spec := &metadata.Settings[i]
+		return metadata.Command{Kind: metadata.SetSetting, Key: spec.Key, Value: spec.Min + r.Int63n(spec.Max-spec.Min+1)}
+	case 1:
+		c := metadata.Command{Kind: metadata.DeclareQueue, Queue: name, Replicas: 1 + k, Policy: core.MajorityDurable, MinInsync: 1}
+		if r.Chance(1, 8) {
+			c.Replicas = 5
+		}
+		return c
+	}
+	inc := a.incarnations[k]
+	if inc == 0 {
+		inc = 1 + uint64(r.Intn(4)) // never declared as far as it knows: a guess
+	}
+	return metadata.Command{Kind: metadata.DeleteQueue, Queue: name, Incarnation: inc}
+}
+
+// adminLearn keeps the incarnation a confirmed declaration reports.
+func (w *World) adminLearn(c *metadata.Command, result string) {
+	if c.Kind != metadata.DeclareQueue {
+		return
+	}
+	_, v, ok := strings.Cut(result, "incarnation=")
+	if n, err := strconv.ParseUint(v, 10, 64); ok && err == nil {
+		k, _ := strconv.Atoi(strings.TrimPrefix(c.Queue, "sim-q"))
+		w.admin.incarnations[k] = n
+	}
 }
 
 // adminTimer is an evAdmin event: the operator's next request, or the
@@ -172,14 +224,21 @@ func (w *World) adminReply(eff *core.Effect) {
 	switch eff.Outcome {
 	case core.Confirmed:
 		a.stats.confirmed++
-		w.checker.MetaConfirmed(w.now, eff.Offset, a.cmd)
+		w.checker.MetaConfirmed(w.now, eff.Offset, a.cmd, eff.Reason)
+		if c, err := metadata.Decode(a.cmd); err == nil {
+			w.adminLearn(&c, eff.Reason)
+		}
 		if a.probing {
 			a.probed = true
 			return
 		}
 	case core.Failed:
 		a.stats.failed++
-		if _, lead, ok := strings.Cut(eff.Reason, "leader="); ok {
+		if eff.Offset != 0 {
+			// Committed, and refused by the metadata (a conflict).
+			a.stats.rejected++
+			w.checker.MetaRejected(w.now, eff.Offset, a.cmd, eff.Reason)
+		} else if _, lead, ok := strings.Cut(eff.Reason, "leader="); ok {
 			if n, err := strconv.Atoi(lead); err == nil && n >= 1 && n <= len(w.voters) {
 				a.target = n - 1
 				a.stats.redirects++
@@ -273,6 +332,7 @@ func (w *World) ctrlFinal() {
 	if !w.admin.probed {
 		w.checker.Liveness(w.now, "the metadata group confirmed no command after the heal")
 	}
-	w.notef("meta: %d entries applied; operator %d confirmed, %d failed (%d redirects), %d unknown",
-		w.checker.MetaHistory(), w.admin.stats.confirmed, w.admin.stats.failed, w.admin.stats.redirects, w.admin.stats.unknown)
+	st := &w.admin.stats
+	w.notef("meta: %d entries applied; operator %d confirmed, %d failed (%d rejected by the metadata, %d redirects), %d unknown",
+		w.checker.MetaHistory(), st.confirmed, st.failed, st.rejected, st.redirects, st.unknown)
 }

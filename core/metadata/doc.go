@@ -1,0 +1,30 @@
+// Package metadata is the controller's metadata state machine: the
+// commands the metadata group commits (core/ctrl, on raft), their
+// versioned binary codec, and the state they fold into: runtime settings,
+// brokers (their exact process and storage instances, live or not,
+// draining or not) and the catalogue of queues (each with the incarnation
+// id its declaration got in the same command). It is pure and
+// deterministic: no clock, randomness, goroutines or I/O, and no Go map
+// (state is kept in sorted slices), so every replica folds the same
+// committed commands into the same state.
+//
+// # Contract
+//
+//   - Decode refuses what it cannot read exactly: an unknown version or
+//     kind, truncated or trailing bytes, a field out of its range. A
+//     refused command is never applied; Validate gives the same verdict
+//     before a command is proposed.
+//   - Apply(index, cmd) is deterministic in (state, index, cmd). A
+//     command that conflicts with the state (a conditional delete whose
+//     incarnation is not the current one, a setting out of range, a
+//     declaration of an existing name with other arguments) is refused
+//     with a reason and changes nothing; every replica refuses it alike.
+//   - Incarnation ids are the index of the entry that declared the queue:
+//     unique over the group's history, never reused, and equal on every
+//     replica. Concurrent declarations of one name keep the first (the
+//     later ones find it declared and are answered with its id); a
+//     deletion names the incarnation it observed, so a delayed deletion
+//     cannot remove a queue recreated since; a recreation gets a new id.
+//   - Limits: BrokersMax brokers, QueuesMax queues, QueueNameBytesMax,
+//     and every setting's range (Settings).
+package metadata

@@ -1,0 +1,165 @@
+package metadata
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/sluicemq/sluice/core/seam"
+)
+
+var examples = []Command{
+	{Kind: SetSetting, Key: "liveness.expiry_ms", Value: 5000},
+	{Kind: RegisterBroker, Node: 3, Process: 7, Storage: 99},
+	{Kind: BrokerDown, Node: 3, Process: 7},
+	{Kind: Drain, Node: 2, Draining: true},
+	{Kind: DeclareQueue, Queue: "orders", Replicas: 3, Policy: seam.MajorityDurable, MinInsync: 2},
+	{Kind: DeleteQueue, Queue: "orders", Incarnation: 12},
+}
+
+func TestCodecRoundTrips(t *testing.T) {
+	for _, c := range examples {
+		b := c.Encode(nil)
+		d, err := Decode(b)
+		if err != nil {
+			t.Fatalf("%s: %v", c.String(), err)
+		}
+		if d != c {
+			t.Fatalf("%s decoded as %s", c.String(), d.String())
+		}
+		// Every strict prefix is truncated; any extra byte is trailing.
+		for n := 0; n < len(b); n++ {
+			if _, err := Decode(b[:n]); !errors.Is(err, ErrDecode) {
+				t.Fatalf("%s: a %d-byte prefix decoded", c.String(), n)
+			}
+		}
+		if _, err := Decode(append(b, 0)); err == nil || !strings.Contains(err.Error(), "trailing") {
+			t.Fatalf("%s: trailing byte accepted: %v", c.String(), err)
+		}
+	}
+}
+
+func TestDecodeRefuses(t *testing.T) {
+	set := examples[0].Encode(nil)
+	cases := map[string][]byte{
+		"version":       append([]byte{2}, set[1:]...),
+		"unknown kind":  {version, 99},
+		"empty":         nil,
+		"bad bool":      {version, byte(Drain), 2, 7},
+		"out of range":  (&Command{Kind: SetSetting, Key: "liveness.expiry_ms", Value: 1}).Encode(nil),
+		"unknown key":   (&Command{Kind: SetSetting, Key: "no.such", Value: 1}).Encode(nil),
+		"zero replicas": (&Command{Kind: DeclareQueue, Queue: "q", Replicas: 0, Policy: seam.LeaderDurable, MinInsync: 1}).Encode(nil),
+		"name":          (&Command{Kind: DeclareQueue, Queue: "a b", Replicas: 1, Policy: seam.LeaderDurable, MinInsync: 1}).Encode(nil),
+		"long string":   {version, byte(DeleteQueue), 200, 'x'},
+		"too big":       make([]byte, CommandBytesMax+1),
+	}
+	for name, b := range cases {
+		if c, err := Decode(b); !errors.Is(err, ErrDecode) {
+			t.Errorf("%s: decoded as %s, err %v", name, c.String(), err)
+		}
+	}
+}
+
+func apply(t *testing.T, s *State, index uint64, c Command) (string, error) {
+	t.Helper()
+	return s.Apply(index, &c)
+}
+
+func TestCatalogueIncarnations(t *testing.T) {
+	var s State
+	decl := Command{Kind: DeclareQueue, Queue: "orders", Replicas: 3, Policy: seam.MajorityDurable, MinInsync: 2}
+	if r, err := apply(t, &s, 5, decl); err != nil || !strings.Contains(r, "incarnation=5") {
+		t.Fatalf("declare: %q %v", r, err)
+	}
+	// A concurrent declaration keeps the first.
+	if r, err := apply(t, &s, 6, decl); err != nil || !strings.Contains(r, "exists") || !strings.Contains(r, "incarnation=5") {
+		t.Fatalf("second declare: %q %v", r, err)
+	}
+	other := decl
+	other.Replicas = 5
+	other.MinInsync = 3
+	if _, err := apply(t, &s, 7, other); err == nil {
+		t.Fatal("a declaration with other arguments was accepted")
+	}
+	// A deletion names the incarnation it observed.
+	if _, err := apply(t, &s, 8, Command{Kind: DeleteQueue, Queue: "orders", Incarnation: 4}); err == nil {
+		t.Fatal("a delete of another incarnation was accepted")
+	}
+	if _, err := apply(t, &s, 9, Command{Kind: DeleteQueue, Queue: "orders", Incarnation: 5}); err != nil {
+		t.Fatal(err)
+	}
+	// Recreation gets a new id and incarnation; the delayed delete of the
+	// old one cannot remove it.
+	if _, err := apply(t, &s, 10, decl); err != nil {
+		t.Fatal(err)
+	}
+	q, _ := s.Queue("orders")
+	if q.Incarnation != 10 || q.ID != 2 {
+		t.Fatalf("recreated as %+v", q)
+	}
+	if _, err := apply(t, &s, 11, Command{Kind: DeleteQueue, Queue: "orders", Incarnation: 5}); err == nil {
+		t.Fatal("a delayed delete removed the recreated queue")
+	}
+	if s.Applied() != 11 {
+		t.Fatalf("applied %d", s.Applied())
+	}
+}
+
+func TestBrokersAndSettings(t *testing.T) {
+	var s State
+	if s.Setting(LivenessExpiryMs) != 9000 {
+		t.Fatal("default")
+	}
+	if _, err := apply(t, &s, 1, Command{Kind: SetSetting, Key: "liveness.expiry_ms", Value: 3000}); err != nil || s.Setting(LivenessExpiryMs) != 3000 {
+		t.Fatalf("set: %v", err)
+	}
+	if _, err := apply(t, &s, 2, Command{Kind: RegisterBroker, Node: 2, Process: 4, Storage: 1}); err != nil {
+		t.Fatal(err)
+	}
+	// A stale down (an older process) changes nothing; the right one does.
+	if _, err := apply(t, &s, 3, Command{Kind: BrokerDown, Node: 2, Process: 3}); err == nil {
+		t.Fatal("a down of an older process was applied")
+	}
+	if b, _ := s.Broker(2); !b.Live {
+		t.Fatal("live lost")
+	}
+	if _, err := apply(t, &s, 4, Command{Kind: BrokerDown, Node: 2, Process: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := s.Broker(2); b.Live || b.Since != 4 {
+		t.Fatalf("after down: %+v", b)
+	}
+	// An older process cannot come back; a newer one can.
+	if _, err := apply(t, &s, 5, Command{Kind: RegisterBroker, Node: 2, Process: 3, Storage: 1}); err == nil {
+		t.Fatal("an older process registered")
+	}
+	if _, err := apply(t, &s, 6, Command{Kind: RegisterBroker, Node: 2, Process: 5, Storage: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseSetting("liveness.expiry_ms", "12x"); err == nil {
+		t.Fatal("a malformed value parsed")
+	}
+	if _, err := ParseSetting("replica.lag_time_max_ms", "99"); err == nil {
+		t.Fatal("a value below the range parsed")
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	for _, c := range examples {
+		f.Add(c.Encode(nil))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := Decode(b)
+		if err != nil {
+			return
+		}
+		// What decodes re-encodes to the same bytes (one encoding per
+		// command) and applies without a panic.
+		if e := c.Encode(nil); !bytes.Equal(e, b) {
+			t.Fatalf("%x decoded as %s, which encodes as %x", b, c.String(), e)
+		}
+		var s State
+		_, _ = s.Apply(1, &c)
+	})
+}

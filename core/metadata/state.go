@@ -1,0 +1,203 @@
+package metadata
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/sluicemq/sluice/core/seam"
+)
+
+// Broker is one broker as the metadata knows it.
+type Broker struct {
+	Node     seam.NodeID
+	Process  uint64 // its registered process instance (new on every start)
+	Storage  uint64 // its registered storage instance (new per data directory)
+	Live     bool
+	Draining bool
+	// Since is the index of the command that last changed Live.
+	Since uint64
+}
+
+// Queue is one catalogue entry.
+type Queue struct {
+	Name string
+	// ID is the queue's id (its replica group's id), unique over the
+	// catalogue's history, given at declaration.
+	ID          seam.QueueID
+	Incarnation uint64 // the declaring entry's index
+	Replicas    int
+	Policy      seam.Policy
+	MinInsync   int
+}
+
+// State is the metadata the committed commands fold into. The zero State
+// is the empty metadata (every setting at its default).
+type State struct {
+	set     [settingsCount]int64
+	isSet   [settingsCount]bool
+	brokers []Broker // by Node
+	queues  []Queue  // by Name
+	// lastQueueID is the last queue id given; ids are never reused.
+	lastQueueID seam.QueueID
+	applied     uint64 // the index of the last command applied
+}
+
+// Setting returns setting i's value (its default until set).
+func (s *State) Setting(i int) int64 {
+	if s.isSet[i] {
+		return s.set[i]
+	}
+	return Settings[i].Default
+}
+
+// Brokers returns the brokers by id (the caller must not change them).
+func (s *State) Brokers() []Broker { return s.brokers }
+
+// Broker returns broker n, if known.
+func (s *State) Broker(n seam.NodeID) (Broker, bool) {
+	i, ok := s.brokerIndex(n)
+	if !ok {
+		return Broker{}, false
+	}
+	return s.brokers[i], true
+}
+
+// Queues returns the catalogue by name (the caller must not change it).
+func (s *State) Queues() []Queue { return s.queues }
+
+// Queue returns the catalogue entry of name, if declared.
+func (s *State) Queue(name string) (Queue, bool) {
+	i, ok := s.queueIndex(name)
+	if !ok {
+		return Queue{}, false
+	}
+	return s.queues[i], true
+}
+
+// Applied is the index of the last command applied.
+func (s *State) Applied() uint64 { return s.applied }
+
+func (s *State) brokerIndex(n seam.NodeID) (int, bool) {
+	return slices.BinarySearchFunc(s.brokers, n, func(b Broker, n seam.NodeID) int {
+		switch {
+		case b.Node < n:
+			return -1
+		case b.Node > n:
+			return 1
+		}
+		return 0
+	})
+}
+
+func (s *State) queueIndex(name string) (int, bool) {
+	return slices.BinarySearchFunc(s.queues, name, func(q Queue, name string) int { return strings.Compare(q.Name, name) })
+}
+
+// Refused is a command that conflicts with the state: committed, applied
+// as a no-op on every replica.
+type Refused struct{ Reason string }
+
+func (r *Refused) Error() string { return "refused: " + r.Reason }
+
+func refuse(format string, a ...any) error { return &Refused{Reason: fmt.Sprintf(format, a...)} }
+
+// Apply applies the command committed at index (indexes increase; each is
+// applied once). It returns the result's text (for the proposer and the
+// trace) or a *Refused error; a refused command changes nothing but the
+// applied index. A command that does not validate is refused too (it
+// cannot come from this package's encoder).
+func (s *State) Apply(index uint64, c *Command) (string, error) {
+	if index <= s.applied {
+		panic(fmt.Sprintf("metadata: apply of %d after %d", index, s.applied))
+	}
+	s.applied = index
+	if err := c.Validate(); err != nil {
+		return "", refuse("%v", err)
+	}
+	switch c.Kind {
+	case SetSetting:
+		i := settingIndex(c.Key)
+		s.set[i], s.isSet[i] = c.Value, true
+		return fmt.Sprintf("%s=%d", c.Key, c.Value), nil
+	case RegisterBroker:
+		return s.register(index, c)
+	case BrokerDown:
+		i, ok := s.brokerIndex(c.Node)
+		if !ok {
+			return "", refuse("n%d is not a known broker", c.Node)
+		}
+		b := &s.brokers[i]
+		if b.Process != c.Process {
+			return "", refuse("n%d runs process %d now, not %d", c.Node, b.Process, c.Process)
+		}
+		if !b.Live {
+			return "", refuse("n%d is not live", c.Node)
+		}
+		b.Live, b.Since = false, index
+		return fmt.Sprintf("n%d down", c.Node), nil
+	case Drain:
+		i, ok := s.brokerIndex(c.Node)
+		if !ok {
+			return "", refuse("n%d is not a known broker", c.Node)
+		}
+		s.brokers[i].Draining = c.Draining
+		return fmt.Sprintf("n%d draining=%t", c.Node, c.Draining), nil
+	case DeclareQueue:
+		return s.declare(index, c)
+	case DeleteQueue:
+		i, ok := s.queueIndex(c.Queue)
+		if !ok {
+			return "", refuse("queue %q is not declared", c.Queue)
+		}
+		if q := s.queues[i]; q.Incarnation != c.Incarnation {
+			return "", refuse("queue %q is incarnation %d now, not %d", c.Queue, q.Incarnation, c.Incarnation)
+		}
+		s.queues = slices.Delete(s.queues, i, i+1)
+		return fmt.Sprintf("deleted %q incarnation=%d", c.Queue, c.Incarnation), nil
+	}
+	panic("metadata: validated command of unknown kind")
+}
+
+func (s *State) register(index uint64, c *Command) (string, error) {
+	i, ok := s.brokerIndex(c.Node)
+	if !ok {
+		if len(s.brokers) >= BrokersMax {
+			return "", refuse("%d brokers already, the limit", BrokersMax)
+		}
+		s.brokers = slices.Insert(s.brokers, i, Broker{Node: c.Node})
+	}
+	b := &s.brokers[i]
+	if b.Live && b.Process == c.Process && b.Storage == c.Storage {
+		return "", refuse("n%d is live with process %d already", c.Node, c.Process)
+	}
+	if c.Process < b.Process {
+		// A delayed registration of an older process: the newer one
+		// stays (process instances only grow).
+		return "", refuse("n%d runs process %d, newer than %d", c.Node, b.Process, c.Process)
+	}
+	b.Process, b.Storage, b.Live, b.Since = c.Process, c.Storage, true, index
+	return fmt.Sprintf("n%d live process=%d storage=%d", c.Node, c.Process, c.Storage), nil
+}
+
+func (s *State) declare(index uint64, c *Command) (string, error) {
+	i, ok := s.queueIndex(c.Queue)
+	if ok {
+		q := s.queues[i]
+		if q.Replicas != c.Replicas || q.Policy != c.Policy || q.MinInsync != c.MinInsync {
+			return "", refuse("queue %q exists with replicas=%d policy=%s min-insync=%d", q.Name, q.Replicas, q.Policy, q.MinInsync)
+		}
+		// Concurrent declarations keep the first.
+		return fmt.Sprintf("exists %q id=%d incarnation=%d", q.Name, q.ID, q.Incarnation), nil
+	}
+	if len(s.queues) >= QueuesMax {
+		return "", refuse("%d queues already, the limit", QueuesMax)
+	}
+	if s.lastQueueID == 1<<32-1 {
+		return "", refuse("queue ids exhausted")
+	}
+	s.lastQueueID++
+	q := Queue{Name: c.Queue, ID: s.lastQueueID, Incarnation: index, Replicas: c.Replicas, Policy: c.Policy, MinInsync: c.MinInsync}
+	s.queues = slices.Insert(s.queues, i, q)
+	return fmt.Sprintf("declared %q id=%d incarnation=%d", q.Name, q.ID, q.Incarnation), nil
+}
