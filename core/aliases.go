@@ -40,6 +40,7 @@ const (
 	InClientGone = seam.InClientGone
 	InStorage    = seam.InStorage
 	InTick       = seam.InTick
+	InPeerLost   = seam.InPeerLost
 
 	ReqPublish   = seam.ReqPublish
 	ReqSubscribe = seam.ReqSubscribe

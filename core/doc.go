@@ -77,7 +77,11 @@
 //     the store loaded in the start input (Input.Meta), and a random
 //     value in every tick input (Input.Draw): the jitter of the group's
 //     failure detector. EfApplied and EfNote effects ask for nothing
-//     (EfApplied tells a watcher what the group applied).
+//     (EfApplied tells a watcher what the group applied). When the
+//     transport sees a peer's connection close and a reconnect fail,
+//     pass InPeerLost naming the process instance it was connected to
+//     (eager failover); never for a silence (a timeout is the group's
+//     own business).
 //
 // A restarted process is a new Node: memory is gone, the logs remain.
 //

@@ -20,6 +20,9 @@ type Config struct {
 	// earlier start's of the same node (the daemon keeps a durable counter;
 	// the simulator counts incarnations).
 	Process uint64
+	// Storage is the node's storage instance: new per data directory (the
+	// daemon draws it when it creates one), never 0 with a metadata group.
+	Storage uint64
 	Queues  []QueueConfig // the queues this node holds a replica of
 	// Ctrl configures this node's replica of the metadata group (group
 	// GroupCtrl), if it holds one: a voter. Nil: none.
@@ -52,7 +55,12 @@ const GroupCtrl = seam.GroupCtrl
 // New returns a node for cfg. It panics on an invalid configuration, which
 // is a programmer error: the driver validates what users write.
 func New(cfg Config) *Node {
-	n := &Node{ctrlCfg: cfg.Ctrl}
+	n := &Node{}
+	if cfg.Ctrl != nil {
+		cc := *cfg.Ctrl
+		cc.Process, cc.Storage = cfg.Process, cfg.Storage
+		n.ctrlCfg = &cc
+	}
 	n.x = queue.Ctx{Node: cfg.Node, Process: cfg.Process, Lim: cfg.Limits.WithDefaults(), Bugs: cfg.Bugs, Out: &n.out}
 	for _, qc := range cfg.Queues {
 		if err := qc.Validate(); err != nil {
@@ -129,6 +137,8 @@ func (n *Node) Step(in *Input) []Effect {
 			r.OnMessage(in.From, in.Data)
 		} else if in.Group == GroupCtrl && n.ctrl != nil {
 			n.stepCtrl(ctrl.Input{Kind: ctrl.InMessage, From: uint64(in.From), Msg: in.Data})
+		} else if in.Group == seam.GroupCtrlPeer && n.ctrl != nil {
+			n.stepCtrl(ctrl.Input{Kind: ctrl.InPeerMessage, From: uint64(in.From), Msg: in.Data})
 		} else {
 			n.x.Refused++ // a group this node does not hold
 		}
@@ -151,6 +161,10 @@ func (n *Node) Step(in *Input) []Effect {
 			panic(fmt.Sprintf("core: storage completion for unknown group %d", in.Done.Group))
 		}
 		r.OnStorage(&in.Done)
+	case InPeerLost:
+		if n.ctrl != nil {
+			n.stepCtrl(ctrl.Input{Kind: ctrl.InPeerLost, From: uint64(in.From), Process: in.Process})
+		}
 	case InTick:
 		for _, r := range n.queues {
 			r.OnTick()
@@ -266,6 +280,9 @@ func (n *Node) ctrlEffects(effects []ctrl.Effect) {
 		case ctrl.EfSend:
 			buf := n.out.Grow(len(e.Msg))
 			n.out.Send(GroupCtrl, NodeID(e.To), append(buf, e.Msg...))
+		case ctrl.EfSendPeer:
+			buf := n.out.Grow(len(e.Msg))
+			n.out.Send(seam.GroupCtrlPeer, NodeID(e.To), append(buf, e.Msg...))
 		case ctrl.EfApplied:
 			n.out.Effects = append(n.out.Effects, seam.Effect{Kind: seam.EfApplied, Group: GroupCtrl,
 				Offset: e.Index, Tag: e.Term, Body: e.Cmd, Reason: e.Note})
@@ -318,8 +335,11 @@ func AppendMsgText(dst []byte, g GroupID, data []byte) []byte {
 	if g < seam.GroupReservedMin {
 		return queue.AppendMsgText(dst, g, data)
 	}
-	if g == GroupCtrl {
+	switch g {
+	case GroupCtrl:
 		return ctrl.AppendMsgText(dst, data)
+	case seam.GroupCtrlPeer:
+		return ctrl.AppendPeerMsgText(dst, data)
 	}
 	return seam.AppendKV(append(dst, "msg"...), "g", uint64(g))
 }

@@ -20,6 +20,18 @@
 // Raft's logger is a bounded recorder (LogLinesMax lines a step; Debug
 // dropped); its lines come out as EfNote effects, never on stderr.
 //
+// # Membership and liveness
+//
+// 1, 3 or 5 voters; every other broker is a raft learner (Learners): it
+// gets the log and applies the committed metadata, never votes, never
+// campaigns. The membership is fixed by configuration. Every member with
+// a process instance heartbeats the leader it knows (GroupCtrlPeer
+// messages, liveness.go); the leader registers brokers from their
+// heartbeats, takes out of the live set a broker not heard for
+// liveness.expiry_ms, and at once one whose connection was lost with a
+// failed reconnect (InPeerLost, eager failover), each guarded by the
+// process instance the metadata holds.
+//
 // # Inputs
 //
 //   - InTick, with the instant and Draw, a random value from the host (the
@@ -34,6 +46,9 @@
 //     a non-voter, is a local or proposal type, or carries an entry that is
 //     not a normal one within io/meta's EntryDataBytesMax, is refused with
 //     a note.
+//   - InPeerMessage: a heartbeat from From (version, kind, node, process,
+//     storage; strict: trailing, truncated or padded bytes are refused).
+//   - InPeerLost: the connection to From's process Process was lost.
 //   - InPersisted: the completion of persist effect Seq, or its failure
 //     (Err), after which the group stops (the driver contract's failure
 //     policy: the host ends the process).
@@ -59,6 +74,8 @@
 //   - EfApplied: a committed entry applied, in index order from 1 after
 //     every start (the state is rebuilt by re-applying the log).
 //   - EfNote: trace notes (raft's log, campaigns, refusals).
+//   - EfOutcome: the answer to a proposal.
+//   - EfSendPeer: a heartbeat for node To.
 //
 // Every effect has a stable one-line text form (Effect.String).
 //
@@ -97,8 +114,7 @@
 //
 // # Left for later steps of issue 10
 //
-// Non-voters following the committed metadata; the applied record and log
-// compaction (snapshots); heartbeats, liveness and eager failover (the
-// metadata records brokers, but nothing registers them yet); placement and
-// assignments; in-sync tracking; the scenarios and checkers of the issue.
+// The applied record and log compaction (snapshots); membership changes
+// (a broker outside the configured members); placement and assignments;
+// in-sync tracking; the scenarios and checkers of the issue.
 package ctrl

@@ -29,8 +29,16 @@ const MsgBytesMax = 4 << 20
 
 // Config configures one node's metadata group.
 type Config struct {
-	ID     uint64   // this node's id, one of Voters
+	ID     uint64   // this node's id, one of Voters or Learners
 	Voters []uint64 // 1, 3 or 5 distinct non-zero node ids, sparse
+	// Learners follow the committed metadata (raft learners: they get
+	// the log, never vote, never campaign): every broker that is not a
+	// voter. Distinct, non-zero, none a voter.
+	Learners []uint64
+	// Process and Storage are this node's process and storage instances,
+	// which its heartbeats carry to the leader (0: no heartbeats, as in
+	// tests of raft alone).
+	Process, Storage uint64
 	// TickNs is one raft tick; the leader heartbeats every HeartbeatTicks.
 	TickNs         int64
 	HeartbeatTicks int
@@ -48,7 +56,31 @@ func DefaultConfig(id uint64, voters []uint64) Config {
 	return Config{ID: id, Voters: voters, TickNs: 10_000_000, HeartbeatTicks: 1, CampaignTimeoutNs: 150_000_000}
 }
 
-func (c Config) validate() ([]uint64, error) {
+func (c Config) validate() (voters, learners []uint64, err error) {
+	vs, err := c.validVoters()
+	if err != nil {
+		return nil, nil, err
+	}
+	ls := slices.Clone(c.Learners)
+	slices.Sort(ls)
+	for i, l := range ls {
+		_, isVoter := slices.BinarySearch(vs, l)
+		if l == 0 || raft.IsLocalMsgTarget(l) || isVoter || (i > 0 && ls[i-1] == l) {
+			return nil, nil, fmt.Errorf("ctrl: learner ids %v must be distinct, non-zero and not voters", c.Learners)
+		}
+	}
+	_, voter := slices.BinarySearch(vs, c.ID)
+	_, learner := slices.BinarySearch(ls, c.ID)
+	if !voter && !learner {
+		return nil, nil, fmt.Errorf("ctrl: node %d is neither a voter %v nor a learner %v", c.ID, vs, ls)
+	}
+	if (c.Process == 0) != (c.Storage == 0) {
+		return nil, nil, fmt.Errorf("ctrl: process %d and storage %d instances: both or neither", c.Process, c.Storage)
+	}
+	return vs, ls, nil
+}
+
+func (c Config) validVoters() ([]uint64, error) {
 	vs := slices.Clone(c.Voters)
 	slices.Sort(vs)
 	switch len(vs) {
@@ -60,9 +92,6 @@ func (c Config) validate() ([]uint64, error) {
 		if v == 0 || raft.IsLocalMsgTarget(v) || (i > 0 && vs[i-1] == v) {
 			return nil, fmt.Errorf("ctrl: voter ids %v must be distinct and non-zero", c.Voters)
 		}
-	}
-	if _, ok := slices.BinarySearch(vs, c.ID); !ok {
-		return nil, fmt.Errorf("ctrl: node %d is not among the voters %v", c.ID, vs)
 	}
 	if c.TickNs <= 0 || c.HeartbeatTicks <= 0 || c.CampaignTimeoutNs <= c.TickNs*int64(c.HeartbeatTicks) {
 		return nil, fmt.Errorf("ctrl: TickNs %d, HeartbeatTicks %d and CampaignTimeoutNs %d: want positive, timeout above the heartbeat",
@@ -85,11 +114,14 @@ type pending struct {
 // by inputs, its effects returned as values. It is not safe for concurrent
 // use; it never reads the clock or draws randomness.
 type Group struct {
-	cfg    Config
-	voters []uint64
-	rn     *raft.RawNode
-	store  *logStore
-	log    *traceLogger
+	cfg      Config
+	voters   []uint64 // sorted
+	learners []uint64 // sorted
+	members  []uint64 // voters and learners, sorted
+	isVoter  bool
+	rn       *raft.RawNode
+	store    *logStore
+	log      *traceLogger
 
 	started      bool
 	nowNs        int64
@@ -104,7 +136,12 @@ type Group struct {
 	applied   uint64
 	md        metadata.State
 	proposals []proposal // in proposal order, all of the current term
-	out       []Effect
+
+	// liveness (liveness.go)
+	nextHeartbeatNs int64
+	heard           []heard // the leader's, by node; reset when heardTerm changes
+	heardTerm       uint64
+	out             []Effect
 
 	// bugSendBeforePersist is a planted bug for this package's tests: the
 	// messages of a Ready leave with its batch, before its completion.
@@ -116,18 +153,20 @@ type Group struct {
 // rebuilt by re-applying the committed entries (st.Applied is not used
 // yet: this step writes no applied record and never compacts).
 func New(cfg Config, st meta.State) (*Group, error) {
-	vs, err := cfg.validate()
+	vs, ls, err := cfg.validate()
 	if err != nil {
 		return nil, err
 	}
 	if st.Snapshot.Index != 0 {
 		return nil, errors.New("ctrl: the store holds a snapshot; this step produces and reads none")
 	}
-	store, err := newLogStore(vs, st)
+	store, err := newLogStore(vs, ls, st)
 	if err != nil {
 		return nil, err
 	}
-	g := &Group{cfg: cfg, voters: vs, store: store, log: &traceLogger{max: LogLinesMax},
+	members := slices.Sorted(slices.Values(append(slices.Clone(vs), ls...)))
+	_, isVoter := slices.BinarySearch(vs, cfg.ID)
+	g := &Group{cfg: cfg, voters: vs, learners: ls, members: members, isVoter: isVoter, store: store, log: &traceLogger{max: LogLinesMax},
 		bugSendBeforePersist: cfg.Bugs.Has(bugs.CtrlSendBeforePersist)}
 	g.rn, err = raft.NewRawNode(&raft.Config{
 		ID:              cfg.ID,
@@ -161,9 +200,17 @@ const (
 	// InPersisted: the batch of persist effect Seq is durable, or failed
 	// with Err.
 	InPersisted
-	// InPropose: Msg is a command to commit (SetCommand), asked by the
-	// caller's Client and ReqID (opaque here), answered by an EfOutcome.
+	// InPropose: Msg is a command to commit (core/metadata's encoding),
+	// asked by the caller's Client and ReqID (opaque here), answered by an
+	// EfOutcome.
 	InPropose
+	// InPeerMessage: Msg is a controller peer message (a heartbeat) from
+	// node From (AppendPeerMsg's encoding).
+	InPeerMessage
+	// InPeerLost: the connection to node From closed and a reconnect
+	// failed: its process Process is gone (eager failover). A silent
+	// failure (a power loss, a partition) gives none.
+	InPeerLost
 )
 
 // Input is one input to the group. NowNs never decreases.
@@ -177,6 +224,8 @@ type Input struct {
 	Err   string
 	// Client and ReqID: who proposed (InPropose), echoed in its EfOutcome.
 	Client, ReqID uint64
+	// Process: InPeerLost's process instance.
+	Process uint64
 }
 
 // EffectKind names an effect.
@@ -198,6 +247,9 @@ const (
 	// EfOutcome: the answer to proposal (Client, ReqID): Result, with the
 	// entry's Index when committed, Note why otherwise.
 	EfOutcome
+	// EfSendPeer: send Msg, a controller peer message (a heartbeat), to
+	// node To.
+	EfSendPeer
 )
 
 // Result is how a proposal ended.
@@ -281,6 +333,8 @@ func (e Effect) String() string {
 		return fmt.Sprintf("applied %d@%d %s", e.Index, e.Term, e.Note)
 	case EfNote:
 		return "note " + e.Note
+	case EfSendPeer:
+		return string(AppendPeerMsgText([]byte(fmt.Sprintf("send-peer to=%d ", e.To)), e.Msg))
 	case EfOutcome:
 		s := fmt.Sprintf("outcome c=%d id=%d %s", e.Client, e.ReqID, e.Result)
 		if e.Result == Committed {
@@ -354,6 +408,10 @@ func (g *Group) Step(in Input) []Effect {
 		g.persisted(in)
 	case InPropose:
 		g.propose(in)
+	case InPeerMessage:
+		g.peerMessage(in)
+	case InPeerLost:
+		g.peerLost(in)
 	default:
 		panic(fmt.Sprintf("ctrl: input kind %d", in.Kind))
 	}
@@ -375,11 +433,16 @@ func (g *Group) tick(in Input) {
 	for i := int64(0); i < min(n, ticksPerStepMax); i++ {
 		g.rn.Tick()
 	}
+	g.heartbeat()
 	// The failure detector.
 	st := g.rn.BasicStatus()
 	if st.RaftState == raft.StateLeader {
 		g.heardNs, g.campaignAtNs = in.NowNs, 0
+		g.livenessCheck()
 		return
+	}
+	if !g.isVoter {
+		return // a learner never campaigns
 	}
 	if g.campaignAtNs == 0 {
 		timeout := uint64(g.cfg.CampaignTimeoutNs)
@@ -404,7 +467,7 @@ func (g *Group) message(in Input) {
 		g.note("refused message from %d: %v", in.From, err)
 		return
 	}
-	_, member := slices.BinarySearch(g.voters, m.GetFrom())
+	_, member := slices.BinarySearch(g.members, m.GetFrom())
 	switch {
 	case m.GetFrom() != in.From || m.GetTo() != g.cfg.ID || !member || m.GetFrom() == g.cfg.ID:
 		g.note("refused message from %d: from %d to %d", in.From, m.GetFrom(), m.GetTo())
@@ -598,7 +661,7 @@ func (g *Group) DeadlineNs() int64 {
 	if !g.started || g.failed != "" {
 		return 1<<63 - 1
 	}
-	return g.lastTickNs + g.cfg.TickNs
+	return g.lastTickNs + g.cfg.TickNs // heartbeats and liveness go by these ticks too
 }
 
 func (g *Group) outcome(client, reqID uint64, r Result, index uint64, note string) {

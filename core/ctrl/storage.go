@@ -13,6 +13,7 @@ import (
 // never reads from it an entry that a crash could lose.
 type logStore struct {
 	voters    []uint64 // sorted
+	learners  []uint64 // sorted
 	hs        meta.HardState
 	compacted meta.EntryID
 	ents      []*pb.Entry // contiguous from compacted.Index+1
@@ -20,8 +21,8 @@ type logStore struct {
 
 var _ raft.Storage = (*logStore)(nil)
 
-func newLogStore(voters []uint64, st meta.State) (*logStore, error) {
-	s := &logStore{voters: voters, hs: st.HardState, compacted: st.Compacted}
+func newLogStore(voters, learners []uint64, st meta.State) (*logStore, error) {
+	s := &logStore{voters: voters, learners: learners, hs: st.HardState, compacted: st.Compacted}
 	for i, e := range st.Entries {
 		if e.Kind != meta.EntryNormal {
 			return nil, fmt.Errorf("ctrl: stored entry %d is a %s entry; this group has none", e.Index, e.Kind)
@@ -72,7 +73,7 @@ func (s *logStore) persisted(b *meta.Batch) {
 
 func (s *logStore) InitialState() (*pb.HardState, *pb.ConfState, error) {
 	hs := &pb.HardState{Term: new(s.hs.Term), Vote: new(s.hs.Vote), Commit: new(s.hs.Commit)}
-	return hs, &pb.ConfState{Voters: append([]uint64(nil), s.voters...)}, nil
+	return hs, s.confState(), nil
 }
 
 func (s *logStore) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
@@ -112,5 +113,14 @@ func (s *logStore) FirstIndex() (uint64, error) { return s.compacted.Index + 1, 
 
 func (s *logStore) Snapshot() (*pb.Snapshot, error) {
 	return &pb.Snapshot{Metadata: &pb.SnapshotMetadata{Index: new(s.compacted.Index), Term: new(s.compacted.Term),
-		ConfState: &pb.ConfState{Voters: append([]uint64(nil), s.voters...)}}}, nil
+		ConfState: s.confState()}}, nil
+}
+
+// confState is the group's fixed membership: its voters and learners.
+func (s *logStore) confState() *pb.ConfState {
+	cs := &pb.ConfState{Voters: append([]uint64(nil), s.voters...)}
+	if len(s.learners) > 0 {
+		cs.Learners = append([]uint64(nil), s.learners...)
+	}
+	return cs
 }

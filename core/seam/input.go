@@ -23,6 +23,11 @@ const (
 	InStorage InputKind = 5
 	// InTick: time passed (a deadline was reached).
 	InTick InputKind = 6
+	// InPeerLost: the connection to peer From closed and a reconnect
+	// failed: its process Process is gone. Only an explicit loss gives
+	// one (a peer's process exited); a silent failure (a power loss, a
+	// partition, a pause) gives none.
+	InPeerLost InputKind = 7
 )
 
 // LogState is what the driver found when it opened one log of a group.
@@ -126,6 +131,8 @@ type Input struct {
 	Logs   []LogState  // InStart
 	Meta   *meta.State // InStart: the metadata store's state; nil without one
 	Draw   uint64      // InTick: a random value (the simulator's PRNG, the daemon's crypto source)
+	// Process: InPeerLost's process instance of From.
+	Process uint64
 }
 
 // MsgText renders a group's peer message as text; the node knows how each
@@ -216,6 +223,9 @@ func (in *Input) AppendText(dst []byte, msgs MsgText) []byte {
 			dst = AppendKVStr(dst, "err", d.Err)
 		}
 		return dst
+	case InPeerLost:
+		dst = AppendKV(append(dst, "peer-lost"...), "from", uint64(in.From))
+		return AppendKV(dst, "process", in.Process)
 	case InTick:
 		dst = append(dst, "tick"...)
 		if in.Draw != 0 {

@@ -22,8 +22,12 @@ type GroupID uint64
 // GroupReservedMin is the first group id that is not a queue's.
 const GroupReservedMin GroupID = 1 << 32
 
-// GroupCtrl is the controller's metadata group (core/ctrl, on raft).
-const GroupCtrl GroupID = GroupReservedMin
+// GroupCtrl is the controller's metadata group (core/ctrl, on raft);
+// GroupCtrlPeer carries the controller's other peer messages (heartbeats).
+const (
+	GroupCtrl     GroupID = GroupReservedMin
+	GroupCtrlPeer GroupID = GroupReservedMin + 1
+)
 
 // QueueGroup returns the group id of queue q's replicas.
 func QueueGroup(q QueueID) GroupID { return GroupID(q) }

@@ -238,6 +238,12 @@ func (h *Host) Request(nowNs int64, c core.ClientID, req core.Request) {
 	h.step(&core.Input{Kind: core.InClient, NowNs: nowNs, Client: c, Req: req})
 }
 
+// PeerLost says that the connection to peer from closed and a reconnect
+// failed: its process instance process is gone (eager failover).
+func (h *Host) PeerLost(nowNs int64, from core.NodeID, process uint64) {
+	h.step(&core.Input{Kind: core.InPeerLost, NowNs: nowNs, From: from, Process: process})
+}
+
 // ClientGone says that connection c closed.
 func (h *Host) ClientGone(nowNs int64, c core.ClientID) {
 	h.step(&core.Input{Kind: core.InClientGone, NowNs: nowNs, Client: c})

@@ -75,7 +75,7 @@ func campaignToVote(t *testing.T, bug bugs.Set) (*Host, *voteScript) {
 	}
 	cc := ctrl.DefaultConfig(1, []uint64{1, 2, 3})
 	cc.Bugs = bug
-	cfg := core.Config{Node: 1, Process: 1, Ctrl: &cc}
+	cfg := core.Config{Node: 1, Process: 1, Storage: 1, Ctrl: &cc}
 	env := &voteScript{disk: disk}
 	h := NewHost(cfg, memfs.New(), nil, &memMeta{s: store}, env, nil, nil, Options{CheckInvariants: true})
 	if err := h.Open(); err != nil {

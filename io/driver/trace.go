@@ -211,6 +211,9 @@ func appendInputBin(b []byte, nowNs int64, node core.NodeID, in *core.Input) []b
 		b = appendStrBin(b, d.Err)
 	case core.InTick:
 		b = binary.AppendUvarint(b, in.Draw)
+	case core.InPeerLost:
+		b = binary.AppendUvarint(b, uint64(in.From))
+		b = binary.AppendUvarint(b, in.Process)
 	}
 	return b
 }

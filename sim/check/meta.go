@@ -59,17 +59,31 @@ type metaConfirm struct {
 }
 
 // metaTruth is the metadata history as brokers applied it.
+// modelBroker is the model's view of one broker.
+type modelBroker struct {
+	process, storage uint64
+	live             bool
+}
+
+// BrokerTruth is a broker as the world knows it: its running process and
+// storage instances (process 0: down).
+type BrokerTruth struct {
+	Node             core.NodeID
+	Process, Storage uint64
+}
+
 type metaTruth struct {
 	history  []metaEntry // index i+1 at i
 	verdicts []verdict   // the model's outcome of each entry, as history
 	next     map[core.NodeID]uint64
 	confirms []metaConfirm
 	catalog  map[string]modelQueue
+	brokers  map[core.NodeID]modelBroker
 }
 
 func (c *Checker) metaTruth() *metaTruth {
 	if c.meta == nil {
-		c.meta = &metaTruth{next: map[core.NodeID]uint64{}, catalog: map[string]modelQueue{}}
+		c.meta = &metaTruth{next: map[core.NodeID]uint64{}, catalog: map[string]modelQueue{}, brokers: map[core.NodeID]modelBroker{}}
 	}
 	return c.meta
 }
@@ -115,7 +129,19 @@ func (m *metaTruth) fold(index uint64, cmd []byte) verdict {
 		return verdict{refused: true}
 	}
 	q, exists := m.catalog[c.Queue]
+	b := m.brokers[c.Node]
 	switch c.Kind {
+	case metadata.RegisterBroker:
+		if c.Process < b.process || (b.live && b.process == c.Process && b.storage == c.Storage) {
+			return verdict{refused: true}
+		}
+		m.brokers[c.Node] = modelBroker{process: c.Process, storage: c.Storage, live: true}
+	case metadata.BrokerDown:
+		if !b.live || b.process != c.Process {
+			return verdict{refused: true}
+		}
+		b.live = false
+		m.brokers[c.Node] = b
 	case metadata.DeclareQueue:
 		if exists {
 			same := q.replicas == c.Replicas && q.minInsync == c.MinInsync && q.policy == c.Policy
@@ -218,4 +244,30 @@ func stateEntry(st *meta.State, index uint64) (meta.Entry, bool) {
 		return meta.Entry{}, false
 	}
 	return st.Entries[index-st.Compacted.Index-1], true
+}
+
+// MetaLiveSet reports whether the applied metadata's live set is the
+// world's: every broker up is live with its running process and storage
+// instances, and every broker down is not live. It says what differs.
+func (c *Checker) MetaLiveSet(truth []BrokerTruth) (bool, string) {
+	m := c.metaTruth()
+	for _, t := range truth {
+		b := m.brokers[t.Node]
+		switch {
+		case t.Process != 0 && (!b.live || b.process != t.Process || b.storage != t.Storage):
+			return false, fmt.Sprintf("n%d runs process %d storage %d; the metadata has live=%t process %d storage %d",
+				t.Node, t.Process, t.Storage, b.live, b.process, b.storage)
+		case t.Process == 0 && b.live:
+			return false, fmt.Sprintf("n%d is down; the metadata has it live (process %d)", t.Node, b.process)
+		}
+	}
+	return true, ""
+}
+
+// MetaLiveSetFinal fails the run when, at its end, the live set is not the
+// world's (meta-live-set).
+func (c *Checker) MetaLiveSetFinal(atNs int64, truth []BrokerTruth) {
+	if ok, why := c.MetaLiveSet(truth); !ok {
+		c.fail("meta-live-set", atNs, "after the drain, %s", why)
+	}
 }

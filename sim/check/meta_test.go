@@ -108,3 +108,35 @@ func TestMetaCheckers(t *testing.T) {
 		})
 	}
 }
+
+// The live-set check compares the applied registrations and losses with
+// the world's brokers.
+func TestMetaLiveSet(t *testing.T) {
+	c := New(nil, func(core.NodeID) Disk { return nil })
+	c.MetaStarted(1)
+	reg := enc(metadata.Command{Kind: metadata.RegisterBroker, Node: 2, Process: 3, Storage: 7})
+	c.MetaApplied(1, 1, 1, 1, []byte(reg))
+	truth := []BrokerTruth{{Node: 2, Process: 3, Storage: 7}}
+	if ok, why := c.MetaLiveSet(truth); !ok {
+		t.Fatalf("a registered broker is not live: %s", why)
+	}
+	if ok, _ := c.MetaLiveSet([]BrokerTruth{{Node: 2, Process: 4, Storage: 7}}); ok {
+		t.Fatal("a broker running a newer process than registered passed")
+	}
+	if ok, _ := c.MetaLiveSet([]BrokerTruth{{Node: 2, Storage: 7}}); ok {
+		t.Fatal("a broker down but live in the metadata passed")
+	}
+	// A stale loss (an older process) changes nothing; the right one does.
+	c.MetaApplied(2, 1, 2, 1, []byte(enc(metadata.Command{Kind: metadata.BrokerDown, Node: 2, Process: 2})))
+	if ok, _ := c.MetaLiveSet(truth); !ok {
+		t.Fatal("a stale loss took the broker out of the live set")
+	}
+	c.MetaApplied(3, 1, 3, 1, []byte(enc(metadata.Command{Kind: metadata.BrokerDown, Node: 2, Process: 3})))
+	if ok, _ := c.MetaLiveSet(truth); ok {
+		t.Fatal("a broker lost in the metadata passed as live")
+	}
+	c.MetaLiveSetFinal(4, truth)
+	if got := metaFailures(c); !strings.HasPrefix(got, "meta-live-set:") {
+		t.Fatalf("want a meta-live-set failure, got %q", got)
+	}
+}

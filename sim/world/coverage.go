@@ -38,6 +38,8 @@ const (
 	MarkSeenAboveLog                        // a follower reported to a rebuilding owner an epoch above its log's last
 	MarkLeaderFault                         // a fault struck the metadata group's leader
 	MarkLeaderChange                        // the metadata group had a leader, then another in a later term
+	MarkBrokerExpired                       // a broker left the live set by its heartbeats' expiry
+	MarkBrokerEager                         // a broker left the live set at once, after its process exited (eager failover)
 	markKinds
 )
 
@@ -64,6 +66,8 @@ var markNames = [...]string{
 	MarkSeenAboveLog:        "seen-above-log",
 	MarkLeaderFault:         "leader-fault",
 	MarkLeaderChange:        "leader-change",
+	MarkBrokerExpired:       "broker-expired",
+	MarkBrokerEager:         "broker-eager",
 }
 
 func (m Mark) String() string {

@@ -9,6 +9,7 @@ import (
 	"github.com/sluicemq/sluice/core/ctrl"
 	"github.com/sluicemq/sluice/core/metadata"
 	"github.com/sluicemq/sluice/io/meta"
+	"github.com/sluicemq/sluice/sim/check"
 	"github.com/sluicemq/sluice/sim/metamem"
 	"github.com/sluicemq/sluice/sim/prng"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -99,14 +100,26 @@ func (w *World) ctrlSetup() {
 	w.voters = ctrlVoters(len(w.brokers))
 	for _, b := range w.brokers {
 		b.draws = prng.New(prng.Derive(w.seed, "draws-n"+strconv.FormatUint(uint64(b.id), 10)))
-		if w.isVoter(b) {
-			b.meta = metamem.NewDisk()
-		}
+		// Every broker is a member: a voter, or a learner that follows
+		// the committed metadata.
+		b.meta = metamem.NewDisk()
+		// Its storage instance: one per data directory, and a simulated
+		// broker keeps its disk for the whole run.
+		b.storage = prng.Derive(w.seed, "storage-n"+strconv.FormatUint(uint64(b.id), 10)) | 1
 	}
 	w.schedule1(w.rCtrl.Range(100e6, 500e6), evAdmin)
 }
 
-func (w *World) isVoter(b *broker) bool { return uint64(b.id) <= uint64(len(w.voters)) }
+// ctrlLearners returns the brokers that are not voters.
+func (w *World) ctrlLearners() []uint64 {
+	var ls []uint64
+	for _, b := range w.brokers {
+		if uint64(b.id) > uint64(len(w.voters)) {
+			ls = append(ls, uint64(b.id))
+		}
+	}
+	return ls
+}
 
 // ctrlConfig opens b's metadata store for a new process: the host's store
 // and the group's configuration, or nils for a broker that is no voter.
@@ -119,6 +132,7 @@ func (w *World) ctrlConfig(b *broker) (*ctrl.Config, *metaStore) {
 		panic(fmt.Sprintf("world: n%d: %v", b.id, err))
 	}
 	cfg := ctrl.DefaultConfig(uint64(b.id), w.voters)
+	cfg.Learners = w.ctrlLearners()
 	cfg.TickNs, cfg.HeartbeatTicks, cfg.CampaignTimeoutNs = ctrlTiming.TickNs, ctrlTiming.HeartbeatTicks, ctrlTiming.CampaignTimeoutNs
 	cfg.Bugs = w.prof.Bugs
 	w.checker.MetaStarted(b.id)
@@ -162,6 +176,11 @@ func (w *World) adminCommand() metadata.Command {
 	a, r := &w.admin, w.rCtrl
 	if !w.working {
 		return metadata.Command{Kind: metadata.SetSetting, Key: metadata.Settings[metadata.FollowerLossHoldMs].Key, Value: int64(a.seq)}
+	}
+	if a.seq == 1 {
+		// A run lasts seconds: a liveness expiry of 1 to 4 s lets it
+		// see brokers expire (the default is 9 s).
+		return metadata.Command{Kind: metadata.SetSetting, Key: metadata.Settings[metadata.LivenessExpiryMs].Key, Value: r.Range(1000, 4000)}
 	}
 	k := r.Intn(adminQueues)
 	name := "sim-q" + strconv.Itoa(k)
@@ -306,6 +325,47 @@ func (w *World) ctrlSeen(from core.NodeID, msg []byte) {
 	}
 }
 
+// peersLost is eager failover's signal: b's process (instance process)
+// exited, so its peers' connections to it close, as TCP's do when a process
+// dies; each peer's transport tries to reconnect, fails while b is down,
+// and reports the loss. (A power loss, a partition or a pause is silent:
+// no report, the expiry decides.)
+func (w *World) peersLost(b *broker, process uint64) {
+	w.exited[b.id] = process
+	for _, p := range w.brokers {
+		if p == b || !p.up {
+			continue
+		}
+		e := w.schedule1(w.now+2*w.ctrlDelay(), evPeerLost)
+		e.node, e.inc, e.from, e.q = int32(p.id-1), p.inc, b.id, int32(process)
+	}
+}
+
+// peerLost delivers one peer's report, if its reconnect fails: b is still
+// down, or runs another process (the reconnect reaches a new process, and
+// the old one is gone all the same).
+func (w *World) peerLost(e *event) {
+	p, b := w.brokers[e.node], w.brokers[e.from-1]
+	process := uint64(e.q)
+	if b.up && b.inc+1 == process {
+		return // the same process answers (cannot happen: it exited)
+	}
+	p.host.PeerLost(w.now, b.id, process)
+}
+
+// brokerTruth is every broker's running process and storage instances.
+func (w *World) brokerTruth() []check.BrokerTruth {
+	out := make([]check.BrokerTruth, 0, len(w.brokers))
+	for _, b := range w.brokers {
+		t := check.BrokerTruth{Node: b.id, Storage: b.storage}
+		if b.up {
+			t.Process = b.inc + 1
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
 // ctrlSyncDelay is a metadata sync's time on b's device, from the
 // controller's stream.
 func (w *World) ctrlSyncDelay(b *broker) int64 {
@@ -329,6 +389,7 @@ func (w *World) ctrlFinal() {
 		voters, states, errs = append(voters, b.id), append(states, &st), append(errs, err)
 	}
 	w.checker.MetaFinal(w.now, voters, states, errs)
+	w.checker.MetaLiveSetFinal(w.now, w.brokerTruth())
 	if !w.admin.probed {
 		w.checker.Liveness(w.now, "the metadata group confirmed no command after the heal")
 	}

@@ -1,7 +1,10 @@
 package world
 
 import (
+	"strings"
+
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/metadata"
 	"github.com/sluicemq/sluice/core/queue"
 	"github.com/sluicemq/sluice/core/record"
 	"github.com/sluicemq/sluice/core/seam"
@@ -60,7 +63,7 @@ func (env *brokerEnv) Send(to core.NodeID, g core.GroupID, msg []byte) {
 	// The metadata group's messages draw from its own stream: adding the
 	// group left the queues' draws as they were.
 	r, delay := w.rNet, w.netDelay
-	if g == core.GroupCtrl {
+	if g >= core.GroupCtrl {
 		r, delay = w.rCtrl, w.ctrlDelay
 	}
 	if rates.DropPer1000 > 0 && r.Intn(1000) < rates.DropPer1000 {
@@ -262,7 +265,16 @@ func (env *brokerEnv) Executed(l int, op *core.Effect, done *core.StorageDone, l
 
 // Applied records what the metadata group applied, for the checkers.
 func (env *brokerEnv) Applied(e *core.Effect) {
-	env.w.checker.MetaApplied(env.w.now, env.b.id, e.Offset, e.Tag, e.Body)
+	w := env.w
+	w.checker.MetaApplied(w.now, env.b.id, e.Offset, e.Tag, e.Body)
+	if c, err := metadata.Decode(e.Body); err == nil && c.Kind == metadata.BrokerDown && strings.HasSuffix(e.Reason, "down") {
+		// Coverage: eager when the world reported this process's exit.
+		if w.exited[c.Node] == c.Process {
+			w.mark(MarkBrokerEager)
+		} else {
+			w.mark(MarkBrokerExpired)
+		}
+	}
 }
 
 // Draw is the randomness of a tick input: the broker's own stream.

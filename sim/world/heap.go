@@ -23,6 +23,7 @@ const (
 	evClose                          // a dead process's connection closes, after its last reply
 	evTear                           // an armed torn-sector power loss strikes during a sync
 	evAdmin                          // the operator's next metadata request (inc 0), or its timeout (inc: its seq)
+	evPeerLost                       // node's connection to broker from (its process q) closed and a reconnect failed
 )
 
 // event is one scheduled happening. Events live in a slab; the heap orders

@@ -78,6 +78,8 @@ type broker struct {
 	host   *driver.Host  // the running process; nil while down
 	meta   *metamem.Disk // the metadata disk of a voter of the metadata group; nil otherwise
 	draws  *prng.Rand    // the randomness its processes' tick inputs carry
+	// storage is its storage instance (one per data directory)
+	storage uint64
 
 	restarting  bool    // a restart is scheduled
 	paused      bool    // a pause holds every event for this broker
@@ -172,6 +174,9 @@ type World struct {
 	voters     []uint64
 	admin      admin
 	leaderTerm uint64 // the highest term a leader's message was seen in
+	// exited: per broker, its last process that exited (eager failover's
+	// signal), for coverage
+	exited map[core.NodeID]uint64
 
 	rNet, rDisk, rCli, rFault *prng.Rand
 	// rCtrl draws for the metadata group (its network, its operator, its
@@ -233,6 +238,7 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 		history:     map[core.QueueID][]linear.Op{},
 		historyFull: map[core.QueueID]bool{},
 		lostHeld:    map[lostKey]bool{},
+		exited:      map[core.NodeID]uint64{},
 	}
 	for i := 0; i < p.Brokers; i++ {
 		w.oneWay = append(w.oneWay, make([]int64, p.Brokers))
@@ -361,7 +367,7 @@ func (w *World) notef(format string, args ...any) {
 // target returns the broker an event is for, or nil.
 func (w *World) target(e *event) *broker {
 	switch e.kind {
-	case evMsg, evStorage, evTick, evRequest, evClientGone:
+	case evMsg, evStorage, evTick, evRequest, evClientGone, evPeerLost:
 		return w.brokers[e.node]
 	}
 	return nil
@@ -454,6 +460,8 @@ func (w *World) handle(e *event) {
 		w.drainCheck()
 	case evAdmin:
 		w.adminTimer(e)
+	case evPeerLost:
+		w.peerLost(e)
 	case evTear:
 		if b := w.brokers[e.node]; b.up && b.inc == e.inc {
 			w.tearSector(b, b.tornDurNs)
@@ -504,6 +512,9 @@ func (w *World) stopProcess(b *broker, restartNs int64, exited bool) {
 	}
 	w.notef("stop n%d inc=%d %s", b.id, b.inc, how)
 	w.noteDown(b)
+	if exited {
+		w.peersLost(b, b.inc+1)
+	}
 	b.up = false
 	b.inc++
 	b.paused = false
@@ -586,7 +597,7 @@ func (w *World) heal() {
 // confirmed, no publish in flight, every confirmed record delivered, and
 // every replica holding exactly its owner's log.
 func (w *World) drainCheck() {
-	if !w.admin.probed {
+	if ok, _ := w.checker.MetaLiveSet(w.brokerTruth()); !w.admin.probed || !ok {
 		w.schedule1(w.now+100e6, evDrainCheck)
 		return
 	}
@@ -619,7 +630,7 @@ func (w *World) startBroker(b *broker) {
 			Opts: seglog.Options{SegmentBytesMax: 8 << 20, SlotsPerSegment: segmentSlots, Bugs: w.prof.Bugs}})
 	}
 	env := &brokerEnv{w: w, b: b}
-	cfg := core.Config{Node: b.id, Process: b.inc + 1, Queues: b.queues, Bugs: w.prof.Bugs}
+	cfg := core.Config{Node: b.id, Process: b.inc + 1, Storage: b.storage, Queues: b.queues, Bugs: w.prof.Bugs}
 	var ms driver.MetaStore
 	if ctrlCfg, store := w.ctrlConfig(b); ctrlCfg != nil {
 		cfg.Ctrl, ms = ctrlCfg, store
@@ -931,6 +942,9 @@ func (w *World) outstanding() string {
 	}
 	if !w.admin.probed {
 		parts = append(parts, "the metadata group confirmed no command after the heal")
+	}
+	if ok, why := w.checker.MetaLiveSet(w.brokerTruth()); !ok {
+		parts = append(parts, "the live set is not the world's: "+why)
 	}
 	if len(parts) == 0 {
 		return "none that the drain check sees"

@@ -1,0 +1,236 @@
+package ctrl
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/sluicemq/sluice/core/metadata"
+	"github.com/sluicemq/sluice/core/seam"
+	"go.etcd.io/raft/v3"
+)
+
+// Brokers and liveness. Every member heartbeats the leader it knows (every
+// voter when it knows none) with its process and storage instances. The
+// leader keeps, in memory, when it last heard each member (all of them
+// count as heard when it takes office, so a new leader first waits a full
+// expiry). From that it proposes:
+//
+//   - RegisterBroker when a heartbeat names instances the metadata does not
+//     hold live (a new broker, a new process, a new data directory, or a
+//     broker back after it left the live set);
+//   - BrokerDown when a live broker's heartbeats stopped for
+//     liveness.expiry_ms (the setting, read on every tick);
+//   - BrokerDown at once on InPeerLost naming the committed process: an
+//     explicit connection loss and a failed reconnect (eager failover).
+//
+// A proposal for a broker is not repeated within proposeRetryNs; a change
+// of leader forgets all of it (the new leader starts over from the
+// committed metadata).
+
+// proposeRetryNs: the leader proposes one broker's change at most this often.
+const proposeRetryNs = 1_000_000_000
+
+// heartbeatIntervalMaxNs bounds the gap between a member's heartbeats; with
+// a short expiry they come more often (expiry/8).
+const heartbeatIntervalMaxNs = 1_000_000_000
+
+// peerMsgVersion and the peer message kinds.
+const (
+	peerMsgVersion   = 1
+	peerMsgHeartbeat = 1
+	peerMsgBytesMax  = 64
+)
+
+// AppendHeartbeat appends a heartbeat's encoding: version, kind, then the
+// node, process and storage instances as uvarints.
+func AppendHeartbeat(dst []byte, node, process, storage uint64) []byte {
+	dst = append(dst, peerMsgVersion, peerMsgHeartbeat)
+	dst = binary.AppendUvarint(dst, node)
+	dst = binary.AppendUvarint(dst, process)
+	return binary.AppendUvarint(dst, storage)
+}
+
+type heartbeatMsg struct{ node, process, storage uint64 }
+
+var errPeerMsg = errors.New("ctrl: peer message does not decode")
+
+// decodeHeartbeat reads a heartbeat exactly: no trailing, truncated or
+// padded bytes, no zero field.
+func decodeHeartbeat(b []byte) (heartbeatMsg, error) {
+	if len(b) > peerMsgBytesMax || len(b) < 2 || b[0] != peerMsgVersion || b[1] != peerMsgHeartbeat {
+		return heartbeatMsg{}, errPeerMsg
+	}
+	b = b[2:]
+	var v [3]uint64
+	for i := range v {
+		x, n := binary.Uvarint(b)
+		if n <= 0 || n != len(binary.AppendUvarint(nil, x)) || x == 0 {
+			return heartbeatMsg{}, errPeerMsg
+		}
+		v[i], b = x, b[n:]
+	}
+	if len(b) != 0 || v[0] > 1<<32-1 {
+		return heartbeatMsg{}, errPeerMsg
+	}
+	return heartbeatMsg{node: v[0], process: v[1], storage: v[2]}, nil
+}
+
+// AppendPeerMsgText renders a controller peer message.
+func AppendPeerMsgText(dst []byte, msg []byte) []byte {
+	hb, err := decodeHeartbeat(msg)
+	if err != nil {
+		return fmt.Appendf(dst, "ctrl-peer undecodable bytes=%d", len(msg))
+	}
+	return fmt.Appendf(dst, "heartbeat n%d process=%d storage=%d", hb.node, hb.process, hb.storage)
+}
+
+// heard is what the leader knows of one member's heartbeats.
+type heard struct {
+	node       uint64
+	atNs       int64 // the last heartbeat (or the leader's taking office)
+	proposedNs int64 // the last proposal about it; 0 none
+	// proposed is that proposal: the same one is not repeated within
+	// proposeRetryNs, another goes at once
+	proposed metadata.Command
+}
+
+// heartbeat sends this node's heartbeat when it is due.
+func (g *Group) heartbeat() {
+	if g.cfg.Process == 0 || g.nowNs < g.nextHeartbeatNs {
+		return
+	}
+	interval := min(g.md.Setting(metadata.LivenessExpiryMs)*1_000_000/8, heartbeatIntervalMaxNs)
+	g.nextHeartbeatNs = g.nowNs + max(interval, g.cfg.TickNs)
+	st := g.rn.BasicStatus()
+	if st.RaftState == raft.StateLeader {
+		g.onHeartbeat(heartbeatMsg{node: g.cfg.ID, process: g.cfg.Process, storage: g.cfg.Storage})
+		return
+	}
+	msg := AppendHeartbeat(nil, g.cfg.ID, g.cfg.Process, g.cfg.Storage)
+	if st.Lead != 0 && st.Lead != g.cfg.ID {
+		g.out = append(g.out, Effect{Kind: EfSendPeer, To: st.Lead, Msg: msg})
+		return
+	}
+	for _, v := range g.voters {
+		if v != g.cfg.ID {
+			g.out = append(g.out, Effect{Kind: EfSendPeer, To: v, Msg: slices.Clone(msg)})
+		}
+	}
+}
+
+func (g *Group) peerMessage(in Input) {
+	hb, err := decodeHeartbeat(in.Msg)
+	if err != nil || hb.node != in.From {
+		g.note("refused peer message from %d: %d bytes that are no heartbeat of it", in.From, len(in.Msg))
+		return
+	}
+	if _, ok := slices.BinarySearch(g.members, hb.node); !ok {
+		g.note("refused heartbeat from %d: not a member", in.From)
+		return
+	}
+	if g.rn.BasicStatus().RaftState != raft.StateLeader {
+		return // a stale view of the leader; the sender learns the new one from raft
+	}
+	g.onHeartbeat(hb)
+}
+
+// office resets the leader's liveness view when it takes office (a new
+// term): every member counts as just heard. It reports whether it did.
+func (g *Group) office() bool {
+	term := g.rn.BasicStatus().GetTerm()
+	if g.heardTerm == term {
+		return false
+	}
+	g.heardTerm = term
+	g.heard = g.heard[:0]
+	for _, m := range g.members {
+		g.heard = append(g.heard, heard{node: m, atNs: g.nowNs})
+	}
+	return true
+}
+
+func (g *Group) heardOf(node uint64) *heard {
+	g.office()
+	i, ok := slices.BinarySearchFunc(g.heard, node, func(h heard, n uint64) int {
+		switch {
+		case h.node < n:
+			return -1
+		case h.node > n:
+			return 1
+		}
+		return 0
+	})
+	if !ok {
+		return nil
+	}
+	return &g.heard[i]
+}
+
+// onHeartbeat is a heartbeat at the leader.
+func (g *Group) onHeartbeat(hb heartbeatMsg) {
+	h := g.heardOf(hb.node)
+	if h == nil {
+		return
+	}
+	b, known := g.md.Broker(seam.NodeID(hb.node))
+	if known && hb.process < b.Process {
+		return // a delayed heartbeat of an older process
+	}
+	h.atNs = g.nowNs
+	if known && b.Live && b.Process == hb.process && b.Storage == hb.storage {
+		return
+	}
+	g.proposeFor(h, metadata.Command{Kind: metadata.RegisterBroker, Node: seam.NodeID(hb.node), Process: hb.process, Storage: hb.storage})
+}
+
+// livenessCheck, at the leader on every tick: a live broker not heard for
+// the expiry leaves the live set.
+func (g *Group) livenessCheck() {
+	if g.office() && g.cfg.Process != 0 {
+		// A leader taking office knows itself alive: its own heartbeat.
+		g.onHeartbeat(heartbeatMsg{node: g.cfg.ID, process: g.cfg.Process, storage: g.cfg.Storage})
+	}
+	expiryNs := g.md.Setting(metadata.LivenessExpiryMs) * 1_000_000
+	for _, b := range g.md.Brokers() {
+		if !b.Live {
+			continue
+		}
+		h := g.heardOf(uint64(b.Node))
+		if h == nil || g.nowNs-h.atNs <= expiryNs {
+			continue
+		}
+		g.proposeFor(h, metadata.Command{Kind: metadata.BrokerDown, Node: b.Node, Process: b.Process})
+	}
+}
+
+// peerLost is eager failover: at the leader, a live broker whose committed
+// process's connection was lost (and a reconnect failed) leaves at once.
+func (g *Group) peerLost(in Input) {
+	if g.rn.BasicStatus().RaftState != raft.StateLeader {
+		return
+	}
+	b, ok := g.md.Broker(seam.NodeID(in.From))
+	if !ok || !b.Live || b.Process != in.Process {
+		return // gone already, or a newer process runs
+	}
+	if h := g.heardOf(in.From); h != nil {
+		g.proposeFor(h, metadata.Command{Kind: metadata.BrokerDown, Node: b.Node, Process: b.Process})
+	}
+}
+
+// proposeFor proposes a change about h's broker; the same change at most
+// once per proposeRetryNs (an earlier one may still be on its way to
+// commit).
+func (g *Group) proposeFor(h *heard, c metadata.Command) {
+	if h.proposedNs != 0 && h.proposed == c && g.nowNs-h.proposedNs < proposeRetryNs {
+		return
+	}
+	h.proposedNs, h.proposed = g.nowNs, c
+	if err := g.rn.Propose(c.Encode(nil)); err != nil {
+		g.note("propose %s: %v", c.String(), err)
+		return
+	}
+	g.note("proposed %s", c.String())
+}

@@ -1,0 +1,150 @@
+package ctrl
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sluicemq/sluice/io/meta"
+)
+
+// soloGroup drives a one-voter group (node 1, learners 2 and 3) that leads
+// alone, completing every persist at once; it collects what was applied.
+type soloGroup struct {
+	t       *testing.T
+	g       *Group
+	nowNs   int64
+	applied []string
+	notes   []string
+}
+
+func newSolo(t *testing.T) *soloGroup {
+	cfg := DefaultConfig(1, []uint64{1})
+	cfg.Learners = []uint64{2, 3}
+	cfg.Process, cfg.Storage = 5, 9
+	g, err := New(cfg, meta.State{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &soloGroup{t: t, g: g}
+	s.effects(g.Begin(0))
+	return s
+}
+
+func (s *soloGroup) effects(effs []Effect) {
+	for _, e := range effs {
+		switch e.Kind {
+		case EfPersist:
+			s.step(Input{Kind: InPersisted, Seq: e.Seq})
+		case EfApplied:
+			s.applied = append(s.applied, e.Note)
+		case EfNote:
+			s.notes = append(s.notes, e.Note)
+		}
+	}
+}
+
+func (s *soloGroup) step(in Input) {
+	in.NowNs = s.nowNs
+	s.effects(s.g.Step(in))
+}
+
+// run ticks every 10 ms for ms milliseconds.
+func (s *soloGroup) run(ms int64) {
+	for end := s.nowNs + ms*1e6; s.nowNs < end; {
+		s.nowNs += 10e6
+		s.step(Input{Kind: InTick, Draw: 1})
+	}
+}
+
+func (s *soloGroup) heartbeat(node, process, storage uint64) {
+	s.step(Input{Kind: InPeerMessage, From: node, Msg: AppendHeartbeat(nil, node, process, storage)})
+}
+
+// appliedSince returns what was applied since mark, joined.
+func (s *soloGroup) appliedSince(mark int) string { return strings.Join(s.applied[mark:], "\n") }
+
+func TestLiveness(t *testing.T) {
+	s := newSolo(t)
+	s.run(1000)
+	if _, _, leader := s.g.Status(); !leader {
+		t.Fatal("the solo voter does not lead")
+	}
+	if !strings.Contains(s.appliedSince(0), "register n1 process=5 storage=9") {
+		t.Fatalf("the leader did not register itself:\n%s", s.appliedSince(0))
+	}
+
+	// A heartbeat registers a broker with its exact instances.
+	m := len(s.applied)
+	s.heartbeat(2, 3, 4)
+	s.run(100)
+	if !strings.Contains(s.appliedSince(m), "register n2 process=3 storage=4 => n2 live") {
+		t.Fatalf("a heartbeat did not register n2:\n%s", s.appliedSince(m))
+	}
+
+	// Heartbeats every 500 ms keep it live; silence past the expiry (9 s
+	// by default) removes it, and not much later.
+	m = len(s.applied)
+	for range 30 {
+		s.heartbeat(2, 3, 4)
+		s.run(500)
+	}
+	if got := s.appliedSince(m); strings.Contains(got, "down") {
+		t.Fatalf("a broker heartbeating every 500 ms went down:\n%s", got)
+	}
+	m = len(s.applied)
+	s.run(8500)
+	if got := s.appliedSince(m); strings.Contains(got, "down") {
+		t.Fatalf("n2 went down before its expiry:\n%s", got)
+	}
+	s.run(1000)
+	if !strings.Contains(s.appliedSince(m), "down n2 process=3 => n2 down") {
+		t.Fatalf("n2 silent past its expiry is still live:\n%s", s.appliedSince(m))
+	}
+
+	// A new process registers again; a delayed heartbeat of the old one
+	// changes nothing.
+	m = len(s.applied)
+	s.heartbeat(2, 4, 4)
+	s.run(100)
+	s.heartbeat(2, 3, 4)
+	s.run(1500)
+	if got := s.appliedSince(m); !strings.Contains(got, "register n2 process=4") || strings.Contains(got, "process=3") {
+		t.Fatalf("re-registration:\n%s", got)
+	}
+
+	// Eager failover: a lost connection of the committed process removes
+	// it at once; one of an older process does nothing.
+	m = len(s.applied)
+	s.step(Input{Kind: InPeerLost, From: 2, Process: 3})
+	s.run(100)
+	if got := s.appliedSince(m); strings.Contains(got, "down") {
+		t.Fatalf("a stale connection loss removed n2:\n%s", got)
+	}
+	s.step(Input{Kind: InPeerLost, From: 2, Process: 4})
+	s.run(100)
+	if got := s.appliedSince(m); !strings.Contains(got, "down n2 process=4 => n2 down") {
+		t.Fatalf("a connection loss did not remove n2 at once:\n%s", got)
+	}
+
+	// A heartbeat that is not what its sender is, or does not decode, is
+	// refused with a note.
+	n := len(s.notes)
+	s.step(Input{Kind: InPeerMessage, From: 3, Msg: AppendHeartbeat(nil, 2, 9, 9)})
+	s.step(Input{Kind: InPeerMessage, From: 3, Msg: append(AppendHeartbeat(nil, 3, 1, 1), 0)})
+	if refused := strings.Count(strings.Join(s.notes[n:], "\n"), "refused peer message"); refused != 2 {
+		t.Fatalf("%d of 2 bad heartbeats refused: %q", refused, s.notes[n:])
+	}
+}
+
+func FuzzHeartbeat(f *testing.F) {
+	f.Add(AppendHeartbeat(nil, 2, 3, 4))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		hb, err := decodeHeartbeat(b)
+		if err != nil {
+			return
+		}
+		if e := AppendHeartbeat(nil, hb.node, hb.process, hb.storage); string(e) != string(b) {
+			t.Fatalf("%x decodes to %+v, which encodes as %x", b, hb, e)
+		}
+	})
+}
