@@ -94,7 +94,10 @@ func (c *Conn) releaseChannel(ch *channel) {
 	cons := slices.Clone(ch.consumers)
 	slices.SortFunc(cons, func(a, b *consumer) int { return cmpSub(a.sub, b.sub) })
 	for _, k := range cons {
-		if k.state == consActive {
+		// An active subscription whose EfCancel has not left is cancelled
+		// now; one whose EfSubscribe is out unanswered is cancelled when
+		// the answer comes (orphanResult); one never issued never existed.
+		if k.state == consActive && !k.cancelIssued {
 			c.orphanCancel(k.sub)
 		}
 		delete(c.subs, k.sub)

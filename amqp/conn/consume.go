@@ -15,7 +15,6 @@ type consState uint8
 const (
 	consSubscribing consState = iota + 1 // EfSubscribe not answered yet
 	consActive
-	consCancelling // EfCancel not answered yet; deliveries still go out
 )
 
 // consumer is one AMQP consumer: a subscription of a channel.
@@ -28,6 +27,12 @@ type consumer struct {
 	prefetch  uint16 // the PrefetchCount the broker was given
 	unsettled int    // its deliveries in ch.unacked
 	state     consState
+	// cancelling: basic.cancel came (deliveries still go out until the
+	// broker answers). The issued flags say whether EfSubscribe and
+	// EfCancel have left, which decides what a closing channel must undo.
+	cancelling   bool
+	subIssued    bool
+	cancelIssued bool
 }
 
 // unacked is a delivery the client has not settled.
@@ -128,13 +133,13 @@ func (c *Conn) dropConsumer(ch *channel, k *consumer) {
 func (c *Conn) onCancel(ch *channel, x *wire.BasicCancel) {
 	cls, id := x.ID()
 	k := ch.consumerByTag(x.ConsumerTag)
-	if k == nil || k.state == consCancelling {
+	if k == nil || k.cancelling {
 		if !x.NoWait {
 			c.reply(ch, &wire.BasicCancelOk{ConsumerTag: x.ConsumerTag})
 		}
 		return
 	}
-	k.state = consCancelling
+	k.cancelling = true
 	c.enqueue(ch, &request{kind: reqCancel, sub: k.sub, cons: k, noWait: x.NoWait, classID: cls, methodID: id,
 		effect: EfCancel{Sub: k.sub}})
 }

@@ -77,6 +77,12 @@ func (c *Conn) issue(ch *channel) {
 			e.ID = r.pub.id
 			c.emit(e)
 		default:
+			switch r.kind {
+			case reqSubscribe:
+				r.cons.subIssued = true
+			case reqCancel:
+				r.cons.cancelIssued = true
+			}
 			c.lastOp++
 			r.op = c.lastOp
 			c.ops[r.op] = r
