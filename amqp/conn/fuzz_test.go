@@ -21,7 +21,7 @@ func FuzzConn(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		runFuzz(t, data)
+		runFuzz(t, data, nil)
 	})
 }
 
@@ -173,16 +173,30 @@ func (b *fuzzBroker) deliver(sub SubID) {
 		Message: Message{Handle: b.handle, RoutingKey: s.queue, Content: Content{Body: []byte("msg")}}})
 }
 
-func runFuzz(t *testing.T, data []byte) {
+// runFuzz drives one machine with data; trace, when not nil, receives every
+// input and effect line.
+func runFuzz(t *testing.T, data []byte, trace *strings.Builder) {
 	c, err := New(Config{Users: []User{{Name: "guest", Password: "guest"}}, FrameMaxBytes: 8192, PublishesInFlightMax: 64,
 		QueuedRequestsMax: 16, MessageBytesMax: 1 << 16, AssemblyBytesMax: 1 << 18, QueuedBytesMax: 1 << 18}, Peer{Loopback: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &fuzzBroker{choices: data, subs: map[SubID]*fuzzSub{}, outstands: map[Handle]SubID{}}
+	// The stream is data as is; chunk sizes and the broker's choices come
+	// from data read backwards, so seeds stay readable frame streams.
+	choices := make([]byte, len(data))
+	for i, x := range data {
+		choices[len(data)-1-i] = x
+	}
+	b := &fuzzBroker{choices: choices, subs: map[SubID]*fuzzSub{}, outstands: map[Handle]SubID{}}
 	var writtenBytes int
 	step := func(in Input) {
 		effects := c.Step(in)
+		if trace != nil {
+			trace.WriteString(in.String() + "\n")
+			for _, e := range effects {
+				trace.WriteString("  " + e.String() + "\n")
+			}
+		}
 		if err := c.CheckInvariants(); err != nil {
 			t.Fatalf("after %s: %v", in, err)
 		}
@@ -210,13 +224,12 @@ func runFuzz(t *testing.T, data []byte) {
 	if c.state != stOpened {
 		t.Fatalf("handshake failed: state %s", c.state)
 	}
-	// Chunks: the first byte of each gives its length (1..64).
 	rest := data
 	now := int64(1)
 	for len(rest) > 0 && !c.Closed() {
-		n := min(int(rest[0]%64)+1, len(rest)-1)
-		chunk := rest[1 : 1+n]
-		rest = rest[1+n:]
+		n := min(int(b.choose(64))+1, len(rest))
+		chunk := rest[:n]
+		rest = rest[n:]
 		now += 1_000_000
 		b.now = now
 		step(InBytes{NowNs: now, Bytes: chunk})
