@@ -188,8 +188,12 @@ func runFuzz(t *testing.T, data []byte, trace *strings.Builder) {
 		choices[len(data)-1-i] = x
 	}
 	b := &fuzzBroker{choices: choices, subs: map[SubID]*fuzzSub{}, outstands: map[Handle]SubID{}}
-	var writtenBytes int
+	var writtenBytes, steps int
 	step := func(in Input) {
+		steps++
+		if steps > 100_000 {
+			t.Fatalf("over %d steps for %d input bytes: a loop between the machine and the broker (%s)", steps, len(data), in)
+		}
 		effects := c.Step(in)
 		if trace != nil {
 			trace.WriteString(in.String() + "\n")
