@@ -196,6 +196,9 @@ func (c *Conn) onBrokerLost(x InBrokerLost) {
 // parse stops at the same limits, so a chunk of many publishes overshoots
 // a limit by at most one request.
 func (c *Conn) updatePause() {
+	if c.state == stClosed {
+		return // EfClose is the last effect
+	}
 	want := c.overLimit()
 	if want == c.paused {
 		return
