@@ -7,6 +7,7 @@ require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/pingcap/failpoint v0.0.0-20240528011301-b51a646c7c86
+	github.com/rabbitmq/amqp091-go v1.10.0
 	go.etcd.io/raft/v3 v3.7.0
 	google.golang.org/protobuf v1.36.11
 	lukechampine.com/blake3 v1.4.1

@@ -1,0 +1,258 @@
+package conn
+
+import (
+	"strings"
+
+	"github.com/sluicemq/sluice/amqp/wire"
+)
+
+// Queue and exchange methods. The machine checks names and arguments and
+// asks the broker; the broker owns the catalogue (queues, exchanges,
+// bindings) and answers with an InResult.
+
+// nameBytesMax and the name alphabet are the spec's exchange-name and
+// queue-name domains: up to 127 octets of letters, digits, '-', '_', '.'
+// and ':'.
+const nameBytesMax = 127
+
+// checkName refuses a queue or exchange name outside the spec's domain
+// with 406 PRECONDITION_FAILED (its syntax rules' on-failure).
+func checkName(what, name string, cls, id uint16) *wire.Error {
+	if len(name) > nameBytesMax {
+		return errorf(wire.PreconditionFailed, cls, id, "%s name of %d bytes, over %d", what, len(name), nameBytesMax)
+	}
+	for i := 0; i < len(name); i++ {
+		b := name[i]
+		ok := b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '-' || b == '_' || b == '.' || b == ':'
+		if !ok {
+			return errorf(wire.PreconditionFailed, cls, id, "%s name %q has byte %#02x outside [a-zA-Z0-9-_.:]", what, name, b)
+		}
+	}
+	return nil
+}
+
+// queueName resolves a queue name: empty means the channel's last declared
+// queue (spec rule default-queue; with none, 530 NOT_ALLOWED).
+func (c *Conn) queueName(ch *channel, name string, cls, id uint16) (string, bool) {
+	if name == "" {
+		if ch.lastQueue == "" {
+			c.fail(ch, errorf(wire.NotAllowed, cls, id, "no queue name given and no queue declared on channel %d", ch.id))
+			return "", false
+		}
+		return ch.lastQueue, true
+	}
+	if e := checkName("queue", name, cls, id); e != nil {
+		c.fail(ch, e)
+		return "", false
+	}
+	return name, true
+}
+
+func (c *Conn) onQueueDeclare(ch *channel, x *wire.QueueDeclare) {
+	cls, id := x.ID()
+	if x.Queue == "" {
+		c.fail(ch, errorf(wire.PreconditionFailed, cls, id, "server-named queues are not supported: name the queue"))
+		return
+	}
+	if e := checkName("queue", x.Queue, cls, id); e != nil {
+		c.fail(ch, e)
+		return
+	}
+	spec := QueueSpec{Name: x.Queue, Passive: x.Passive, Durable: x.Durable}
+	if !x.Passive {
+		if strings.HasPrefix(x.Queue, "amq.") {
+			c.fail(ch, errorf(wire.AccessRefused, cls, id, "queue name %q: the amq. prefix is reserved", x.Queue))
+			return
+		}
+		// Sluice queues are replicated logs, like RabbitMQ's quorum queues,
+		// which refuse the same two properties.
+		if x.Exclusive {
+			c.fail(ch, errorf(wire.PreconditionFailed, cls, id, "invalid property 'exclusive' for queue %q: queues are replicated", x.Queue))
+			return
+		}
+		if x.AutoDelete {
+			c.fail(ch, errorf(wire.PreconditionFailed, cls, id, "invalid property 'auto-delete' for queue %q: queues are replicated", x.Queue))
+			return
+		}
+		if e := parseQueueArgs(&spec, x.Arguments, cls, id); e != nil {
+			c.fail(ch, e)
+			return
+		}
+	}
+	ch.lastQueue = x.Queue
+	c.enqueue(ch, &request{kind: reqDeclareQueue, effect: EfDeclareQueue{Queue: spec}, noWait: x.NoWait,
+		classID: cls, methodID: id, queue: x.Queue})
+}
+
+// parseQueueArgs reads the arguments of queue.declare that Sluice knows:
+//
+//	x-queue-type                 "quorum" or "classic" (both are Sluice queues;
+//	                             quorum also demands durable, as RabbitMQ's)
+//	x-sluice-replicas            1..5 replicas (x-quorum-initial-group-size too)
+//	x-sluice-policy              leader_durable, majority_durable, all_durable, isr
+//	x-sluice-min-insync          1..replicas
+//
+// Any other x- argument (x-message-ttl, x-max-length, x-dead-letter-*, ...)
+// is refused with 406 rather than ignored: a client that sets one relies
+// on behaviour Sluice does not have. Arguments without the x- prefix carry
+// no meaning to any broker and are ignored.
+func parseQueueArgs(spec *QueueSpec, args wire.Table, cls, id uint16) *wire.Error {
+	bad := func(format string, a ...any) *wire.Error {
+		return errorf(wire.PreconditionFailed, cls, id, format, a...)
+	}
+	var quorum bool
+	replicasFrom := ""
+	for _, f := range args {
+		switch f.Name {
+		case "x-queue-type":
+			s, ok := f.Value.(string)
+			if !ok {
+				return bad("x-queue-type must be a string")
+			}
+			switch s {
+			case "quorum":
+				quorum = true
+			case "classic":
+			default:
+				return bad("unknown x-queue-type %q: Sluice accepts quorum and classic", s)
+			}
+		case "x-sluice-replicas", "x-quorum-initial-group-size":
+			n, ok := args.Int(f.Name)
+			if !ok || n < 1 || n > 5 {
+				return bad("%s must be an integer in 1..5", f.Name)
+			}
+			if replicasFrom != "" && int64(spec.Replicas) != n {
+				return bad("%s and %s disagree", replicasFrom, f.Name)
+			}
+			spec.Replicas, replicasFrom = uint8(n), f.Name
+		case "x-sluice-policy":
+			s, ok := f.Value.(string)
+			p := Policy(s)
+			if !ok || (p != PolicyLeaderDurable && p != PolicyMajorityDurable && p != PolicyAllDurable && p != PolicyISR) {
+				return bad("x-sluice-policy must be one of leader_durable, majority_durable, all_durable, isr")
+			}
+			spec.Policy = p
+		case "x-sluice-min-insync":
+			n, ok := args.Int(f.Name)
+			if !ok || n < 1 || n > 5 {
+				return bad("x-sluice-min-insync must be an integer in 1..5")
+			}
+			spec.MinInSync = uint8(n)
+		default:
+			if strings.HasPrefix(f.Name, "x-") {
+				return bad("queue argument %q is not supported", f.Name)
+			}
+		}
+	}
+	if spec.MinInSync > 0 && spec.Replicas > 0 && spec.MinInSync > spec.Replicas {
+		return bad("x-sluice-min-insync %d is above the %d replicas", spec.MinInSync, spec.Replicas)
+	}
+	if quorum && !spec.Durable {
+		return bad("invalid property 'non-durable' for a quorum queue")
+	}
+	return nil
+}
+
+func (c *Conn) onQueueDelete(ch *channel, x *wire.QueueDelete) {
+	cls, id := x.ID()
+	q, ok := c.queueName(ch, x.Queue, cls, id)
+	if !ok {
+		return
+	}
+	c.enqueue(ch, &request{kind: reqDeleteQueue, effect: EfDeleteQueue{Queue: q, IfUnused: x.IfUnused, IfEmpty: x.IfEmpty},
+		noWait: x.NoWait, classID: cls, methodID: id, queue: q})
+}
+
+func (c *Conn) onQueuePurge(ch *channel, x *wire.QueuePurge) {
+	cls, id := x.ID()
+	q, ok := c.queueName(ch, x.Queue, cls, id)
+	if !ok {
+		return
+	}
+	c.enqueue(ch, &request{kind: reqPurgeQueue, effect: EfPurgeQueue{Queue: q}, noWait: x.NoWait, classID: cls, methodID: id, queue: q})
+}
+
+// checkBindExchange refuses the default exchange (its bindings are
+// implicit, RabbitMQ answers 403 too) and bad names.
+func checkBindExchange(name string, cls, id uint16) *wire.Error {
+	if name == "" {
+		return errorf(wire.AccessRefused, cls, id, "operation not permitted on the default exchange")
+	}
+	return checkName("exchange", name, cls, id)
+}
+
+func (c *Conn) onQueueBind(ch *channel, x *wire.QueueBind) {
+	cls, id := x.ID()
+	q, ok := c.queueName(ch, x.Queue, cls, id)
+	if !ok {
+		return
+	}
+	if e := checkBindExchange(x.Exchange, cls, id); e != nil {
+		c.fail(ch, e)
+		return
+	}
+	c.enqueue(ch, &request{kind: reqBind, effect: EfBind{Queue: q, Exchange: x.Exchange, RoutingKey: x.RoutingKey},
+		noWait: x.NoWait, classID: cls, methodID: id, queue: q})
+}
+
+func (c *Conn) onQueueUnbind(ch *channel, x *wire.QueueUnbind) {
+	cls, id := x.ID()
+	q, ok := c.queueName(ch, x.Queue, cls, id)
+	if !ok {
+		return
+	}
+	if e := checkBindExchange(x.Exchange, cls, id); e != nil {
+		c.fail(ch, e)
+		return
+	}
+	c.enqueue(ch, &request{kind: reqUnbind, effect: EfBind{Unbind: true, Queue: q, Exchange: x.Exchange, RoutingKey: x.RoutingKey},
+		classID: cls, methodID: id, queue: q})
+}
+
+// onExchangeDeclare accepts direct exchanges. The spec's other standard
+// types (fanout, topic, headers) are 540 NOT_IMPLEMENTED: the spec defines
+// them and this server does not implement them yet; any other type is 503
+// COMMAND_INVALID, the spec's code for a type the server does not support
+// (exchange.declare type, rule support).
+func (c *Conn) onExchangeDeclare(ch *channel, x *wire.ExchangeDeclare) {
+	cls, id := x.ID()
+	if x.Exchange == "" {
+		c.fail(ch, errorf(wire.AccessRefused, cls, id, "operation not permitted on the default exchange"))
+		return
+	}
+	if e := checkName("exchange", x.Exchange, cls, id); e != nil {
+		c.fail(ch, e)
+		return
+	}
+	if !x.Passive {
+		switch x.Type {
+		case "direct":
+		case "fanout", "topic", "headers":
+			c.fail(ch, errorf(wire.NotImplemented, cls, id, "exchange type %q is not implemented; Sluice has direct exchanges", x.Type))
+			return
+		default:
+			c.fail(ch, errorf(wire.CommandInvalid, cls, id, "unknown exchange type %q", x.Type))
+			return
+		}
+		if strings.HasPrefix(x.Exchange, "amq.") {
+			c.fail(ch, errorf(wire.AccessRefused, cls, id, "exchange name %q: the amq. prefix is reserved", x.Exchange))
+			return
+		}
+		if x.AutoDelete || x.Internal {
+			c.fail(ch, errorf(wire.NotImplemented, cls, id, "auto-delete and internal exchanges are not implemented"))
+			return
+		}
+	}
+	c.enqueue(ch, &request{kind: reqDeclareExchange, effect: EfDeclareExchange{Exchange: x.Exchange, Passive: x.Passive, Durable: x.Durable},
+		noWait: x.NoWait, classID: cls, methodID: id})
+}
+
+func (c *Conn) onExchangeDelete(ch *channel, x *wire.ExchangeDelete) {
+	cls, id := x.ID()
+	if e := checkBindExchange(x.Exchange, cls, id); e != nil {
+		c.fail(ch, e)
+		return
+	}
+	c.enqueue(ch, &request{kind: reqDeleteExchange, effect: EfDeleteExchange{Exchange: x.Exchange, IfUnused: x.IfUnused},
+		noWait: x.NoWait, classID: cls, methodID: id})
+}
