@@ -179,6 +179,10 @@ func InScope(rel string) bool {
 		return true
 	case under("sim"):
 		return !under("sim/sweep")
+	case rel == "amqp/wire", rel == "amqp/conn":
+		// The front door's codec and per-connection state machine: pure,
+		// so that one connection's transcript replays exactly.
+		return true
 	}
 	return false
 }
