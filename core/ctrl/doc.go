@@ -32,6 +32,15 @@
 // failed reconnect (InPeerLost, eager failover), each guarded by the
 // process instance the metadata holds.
 //
+// # Placement
+//
+// The leader places every declared queue on live, undrained brokers and
+// fences a placed queue whose member left the live set (or runs another
+// instance) with a pending transition under the next epoch, bound by its
+// digest (placement.go, core/metadata). A fenced queue admits no writes
+// until the recovery of issue 11 activates the proposal: until then it
+// stays fenced.
+//
 // # Inputs
 //
 //   - InTick, with the instant and Draw, a random value from the host (the
@@ -115,6 +124,8 @@
 // # Left for later steps of issue 10
 //
 // The applied record and log compaction (snapshots); membership changes
-// (a broker outside the configured members); placement and assignments;
-// in-sync tracking; the scenarios and checkers of the issue.
+// (a broker outside the configured members); the nodes' queue groups
+// following the committed assignments (they still follow static ones), and
+// clients learning owners from them; in-sync tracking; the scenarios of
+// the issue.
 package ctrl

@@ -141,6 +141,7 @@ type Group struct {
 	nextHeartbeatNs int64
 	heard           []heard // the leader's, by node; reset when heardTerm changes
 	heardTerm       uint64
+	placing         []placed // the leader's last placement proposals, by queue
 	out             []Effect
 
 	// bugSendBeforePersist is a planted bug for this package's tests: the
@@ -439,6 +440,7 @@ func (g *Group) tick(in Input) {
 	if st.RaftState == raft.StateLeader {
 		g.heardNs, g.campaignAtNs = in.NowNs, 0
 		g.livenessCheck()
+		g.placementCheck()
 		return
 	}
 	if !g.isVoter {

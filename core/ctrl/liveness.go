@@ -145,6 +145,7 @@ func (g *Group) office() bool {
 	}
 	g.heardTerm = term
 	g.heard = g.heard[:0]
+	g.placing = g.placing[:0]
 	for _, m := range g.members {
 		g.heard = append(g.heard, heard{node: m, atNs: g.nowNs})
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicemq/sluice/core/metadata"
+	"github.com/sluicemq/sluice/core/seam"
 	"github.com/sluicemq/sluice/io/meta"
 )
 
@@ -147,4 +149,45 @@ func FuzzHeartbeat(f *testing.F) {
 			t.Fatalf("%x decodes to %+v, which encodes as %x", b, hb, e)
 		}
 	})
+}
+
+func TestPlacement(t *testing.T) {
+	s := newSolo(t)
+	s.run(1000)
+	s.heartbeat(2, 3, 4)
+	s.heartbeat(3, 7, 8)
+	s.run(200)
+	m := len(s.applied)
+	for i, name := range []string{"a", "b", "c"} {
+		c := metadata.Command{Kind: metadata.DeclareQueue, Queue: name, Replicas: 2, Policy: seam.MajorityDurable, MinInsync: 1}
+		s.step(Input{Kind: InPropose, Msg: c.Encode(nil), Client: 1, ReqID: uint64(i)})
+	}
+	s.run(500)
+	got := s.appliedSince(m)
+	// Owners balance: one queue per broker.
+	for _, owner := range []string{"owner=n1", "owner=n2", "owner=n3"} {
+		if !strings.Contains(got, owner) {
+			t.Fatalf("no queue placed with %s:\n%s", owner, got)
+		}
+	}
+	if strings.Count(got, "=> placed") != 3 {
+		t.Fatalf("want 3 placements:\n%s", got)
+	}
+	// n3 leaves the live set: the queues it holds are fenced by a
+	// transition that keeps the survivors and replaces it.
+	m = len(s.applied)
+	s.step(Input{Kind: InPeerLost, From: 3, Process: 7})
+	s.run(500)
+	got = s.appliedSince(m)
+	if strings.Count(got, "=> fenced") != 2 || !strings.Contains(got, "proposed=[1 2]") {
+		t.Fatalf("want the 2 queues on n3 fenced with [1 2] proposed:\n%s", got)
+	}
+	// Nothing is placed on a broker outside the live set.
+	c := metadata.Command{Kind: metadata.DeclareQueue, Queue: "d", Replicas: 3, Policy: seam.MajorityDurable, MinInsync: 1}
+	m = len(s.applied)
+	s.step(Input{Kind: InPropose, Msg: c.Encode(nil)})
+	s.run(2000)
+	if got := s.appliedSince(m); strings.Contains(got, "assign") {
+		t.Fatalf("a 3-replica queue was placed with 2 live brokers:\n%s", got)
+	}
 }

@@ -33,11 +33,21 @@ const (
 	// DeleteQueue deletes queue Name if its incarnation is still
 	// Incarnation.
 	DeleteQueue Kind = 6
+	// Assign places queue Name (of Incarnation), not yet placed: epoch
+	// Epoch, owner Owner, Members (the owner among them) with their exact
+	// process and storage instances, every one live in the metadata with
+	// those instances when it commits.
+	Assign Kind = 7
+	// Transition fences queue Name's assignment of epoch Epoch (a member
+	// left the live set or runs another process): the assignment stops
+	// admitting writes, and the pending transition proposes Proposed as
+	// members under epoch Epoch+1, bound by Digest (TransitionDigest).
+	Transition Kind = 8
 	kindEnd
 )
 
 var kindNames = [...]string{SetSetting: "set", RegisterBroker: "register", BrokerDown: "down",
-	Drain: "drain", DeclareQueue: "declare", DeleteQueue: "delete"}
+	Drain: "drain", DeclareQueue: "declare", DeleteQueue: "delete", Assign: "assign", Transition: "transition"}
 
 func (k Kind) String() string {
 	if k > 0 && k < kindEnd {
@@ -52,7 +62,7 @@ const (
 	QueuesMax         = 1 << 16
 	QueueNameBytesMax = 255 // AMQP's shortstr
 	// CommandBytesMax bounds an encoded command.
-	CommandBytesMax = 512
+	CommandBytesMax = 1024
 )
 
 // version is the codec's version byte.
@@ -70,13 +80,51 @@ type Command struct {
 	Process  uint64
 	Storage  uint64
 	Draining bool
-	// DeclareQueue, DeleteQueue (Queue, Incarnation)
+	// DeclareQueue, DeleteQueue (Queue, Incarnation), Assign and
+	// Transition (Queue, Incarnation)
 	Queue       string
 	Replicas    int
 	Policy      seam.Policy
 	MinInsync   int
 	Incarnation uint64
+	// Assign (Epoch, Owner, Members), Transition (Epoch: the fenced one;
+	// Proposed; Digest)
+	Epoch    uint64
+	Owner    seam.NodeID
+	Members  Members
+	Proposed Nodes
+	Digest   Digest
 }
+
+// Member is one replica of an assignment: a broker and the exact process
+// and storage instances the assignment names.
+type Member struct {
+	Node             seam.NodeID
+	Process, Storage uint64
+}
+
+// Members is an assignment's replicas, by node id, at most
+// seam.ReplicasMax; Nodes a list of node ids, ascending. Both are fixed-size
+// values, so that commands compare with ==.
+type (
+	Members struct {
+		N int
+		M [seam.ReplicasMax]Member
+	}
+	Nodes struct {
+		N  int
+		ID [seam.ReplicasMax]seam.NodeID
+	}
+)
+
+// Slice returns the members in use.
+func (m *Members) Slice() []Member { return m.M[:m.N] }
+
+// Slice returns the nodes in use.
+func (n *Nodes) Slice() []seam.NodeID { return n.ID[:n.N] }
+
+// Digest is a BLAKE3-256 digest.
+type Digest [32]byte
 
 // Set returns the command that sets key to value, validated.
 func Set(key, value string) (Command, error) {
@@ -127,8 +175,45 @@ func (c *Command) Validate() error {
 			return fmt.Errorf("declare %s: min in-sync %d, want 1 to the replica count %d", c.Queue, c.MinInsync, c.Replicas)
 		}
 		return nil
+	case Assign, Transition:
+		if err := checkQueueName(c.Queue); err != nil {
+			return err
+		}
+		if c.Incarnation == 0 || c.Epoch == 0 {
+			return fmt.Errorf("%s %s: incarnation %d, epoch %d: want both non-zero", c.Kind, c.Queue, c.Incarnation, c.Epoch)
+		}
+		if c.Kind == Transition {
+			return checkNodes(c.Proposed.Slice())
+		}
+		ms := c.Members.Slice()
+		if len(ms) == 0 {
+			return fmt.Errorf("assign %s: no members", c.Queue)
+		}
+		owner := false
+		for i, m := range ms {
+			if m.Node == 0 || m.Process == 0 || m.Storage == 0 || (i > 0 && ms[i-1].Node >= m.Node) {
+				return fmt.Errorf("assign %s: members must be distinct, ascending, with non-zero instances", c.Queue)
+			}
+			owner = owner || m.Node == c.Owner
+		}
+		if !owner {
+			return fmt.Errorf("assign %s: owner n%d is not a member", c.Queue, c.Owner)
+		}
+		return nil
 	}
 	return fmt.Errorf("unknown command kind %d", c.Kind)
+}
+
+func checkNodes(ns []seam.NodeID) error {
+	if len(ns) == 0 {
+		return errors.New("no nodes")
+	}
+	for i, n := range ns {
+		if n == 0 || (i > 0 && ns[i-1] >= n) {
+			return errors.New("nodes must be distinct, non-zero and ascending")
+		}
+	}
+	return nil
 }
 
 func checkQueueName(name string) error {
@@ -169,6 +254,26 @@ func (c *Command) Encode(dst []byte) []byte {
 	case DeleteQueue:
 		dst = appendStr(dst, c.Queue)
 		dst = binary.AppendUvarint(dst, c.Incarnation)
+	case Assign:
+		dst = appendStr(dst, c.Queue)
+		dst = binary.AppendUvarint(dst, c.Incarnation)
+		dst = binary.AppendUvarint(dst, c.Epoch)
+		dst = binary.AppendUvarint(dst, uint64(c.Owner))
+		dst = binary.AppendUvarint(dst, uint64(c.Members.N))
+		for _, m := range c.Members.Slice() {
+			dst = binary.AppendUvarint(dst, uint64(m.Node))
+			dst = binary.AppendUvarint(dst, m.Process)
+			dst = binary.AppendUvarint(dst, m.Storage)
+		}
+	case Transition:
+		dst = appendStr(dst, c.Queue)
+		dst = binary.AppendUvarint(dst, c.Incarnation)
+		dst = binary.AppendUvarint(dst, c.Epoch)
+		dst = binary.AppendUvarint(dst, uint64(c.Proposed.N))
+		for _, n := range c.Proposed.Slice() {
+			dst = binary.AppendUvarint(dst, uint64(n))
+		}
+		dst = append(dst, c.Digest[:]...)
 	default:
 		panic(fmt.Sprintf("metadata: encode of command kind %d", c.Kind))
 	}
@@ -222,6 +327,24 @@ func Decode(b []byte) (Command, error) {
 	case DeleteQueue:
 		c.Queue = r.str(QueueNameBytesMax)
 		c.Incarnation = r.uvarint()
+	case Assign:
+		c.Queue = r.str(QueueNameBytesMax)
+		c.Incarnation = r.uvarint()
+		c.Epoch = r.uvarint()
+		c.Owner = r.node()
+		c.Members.N = r.count(seam.ReplicasMax)
+		for i := range c.Members.N {
+			c.Members.M[i] = Member{Node: r.node(), Process: r.uvarint(), Storage: r.uvarint()}
+		}
+	case Transition:
+		c.Queue = r.str(QueueNameBytesMax)
+		c.Incarnation = r.uvarint()
+		c.Epoch = r.uvarint()
+		c.Proposed.N = r.count(seam.ReplicasMax)
+		for i := range c.Proposed.N {
+			c.Proposed.ID[i] = r.node()
+		}
+		copy(c.Digest[:], r.bytes(len(c.Digest)))
 	default:
 		if r.err == nil {
 			r.err = fmt.Errorf("unknown kind %d", c.Kind)
@@ -297,6 +420,25 @@ func (r *reader) small() int {
 	return int(v)
 }
 
+func (r *reader) count(max int) int {
+	v := r.uvarint()
+	if v > uint64(max) {
+		r.fail("count out of range")
+		return 0
+	}
+	return int(v)
+}
+
+func (r *reader) bytes(n int) []byte {
+	if r.err != nil || len(r.b) < n {
+		r.fail("truncated")
+		return nil
+	}
+	v := r.b[:n]
+	r.b = r.b[n:]
+	return v
+}
+
 func (r *reader) node() seam.NodeID {
 	v := r.uvarint()
 	if v > 1<<32-1 {
@@ -346,6 +488,18 @@ func (c *Command) String() string {
 		return fmt.Sprintf("declare %q replicas=%d policy=%s min-insync=%d", c.Queue, c.Replicas, c.Policy, c.MinInsync)
 	case DeleteQueue:
 		return fmt.Sprintf("delete %q incarnation=%d", c.Queue, c.Incarnation)
+	case Assign:
+		s := fmt.Sprintf("assign %q incarnation=%d epoch=%d owner=n%d members=[", c.Queue, c.Incarnation, c.Epoch, c.Owner)
+		for i, m := range c.Members.Slice() {
+			if i > 0 {
+				s += " "
+			}
+			s += fmt.Sprintf("n%d/%d/%d", m.Node, m.Process, m.Storage)
+		}
+		return s + "]"
+	case Transition:
+		return fmt.Sprintf("transition %q incarnation=%d epoch=%d proposed=%v digest=%x", c.Queue, c.Incarnation, c.Epoch,
+			c.Proposed.Slice(), c.Digest[:6])
 	}
 	return fmt.Sprintf("command kind=%d", c.Kind)
 }

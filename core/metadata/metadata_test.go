@@ -16,6 +16,22 @@ var examples = []Command{
 	{Kind: Drain, Node: 2, Draining: true},
 	{Kind: DeclareQueue, Queue: "orders", Replicas: 3, Policy: seam.MajorityDurable, MinInsync: 2},
 	{Kind: DeleteQueue, Queue: "orders", Incarnation: 12},
+	{Kind: Assign, Queue: "orders", Incarnation: 12, Epoch: 1, Owner: 2, Members: members(m(1, 3, 4), m(2, 5, 6))},
+	{Kind: Transition, Queue: "orders", Incarnation: 12, Epoch: 1, Proposed: nodes(1, 3), Digest: Digest{1, 2, 3}},
+}
+
+func m(n seam.NodeID, p, s uint64) Member { return Member{Node: n, Process: p, Storage: s} }
+
+func members(ms ...Member) Members {
+	var out Members
+	out.N = copy(out.M[:], ms)
+	return out
+}
+
+func nodes(ns ...seam.NodeID) Nodes {
+	var out Nodes
+	out.N = copy(out.ID[:], ns)
+	return out
 }
 
 func TestCodecRoundTrips(t *testing.T) {
@@ -162,4 +178,64 @@ func FuzzDecode(f *testing.F) {
 		var s State
 		_, _ = s.Apply(1, &c)
 	})
+}
+
+func TestPlacementAndTransitions(t *testing.T) {
+	var s State
+	for i, n := range []seam.NodeID{1, 2, 3} {
+		if _, err := apply(t, &s, uint64(1+i), Command{Kind: RegisterBroker, Node: n, Process: 10 + uint64(n), Storage: 20 + uint64(n)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := apply(t, &s, 4, Command{Kind: DeclareQueue, Queue: "q", Replicas: 2, Policy: seam.MajorityDurable, MinInsync: 1}); err != nil {
+		t.Fatal(err)
+	}
+	good := Command{Kind: Assign, Queue: "q", Incarnation: 4, Epoch: 1, Owner: 1, Members: members(m(1, 11, 21), m(2, 12, 22))}
+	bad := []Command{good, good, good, good}
+	bad[0].Members = members(m(1, 11, 21), m(2, 99, 22))               // another process
+	bad[1].Members = members(m(1, 11, 21), m(4, 14, 24))               // unknown broker
+	bad[2].Incarnation = 3                                             // another incarnation
+	bad[3].Members = members(m(1, 11, 21), m(2, 12, 22), m(3, 13, 23)) // three of two replicas
+	for i, c := range bad {
+		if _, err := apply(t, &s, uint64(5+i), c); err == nil {
+			t.Fatalf("bad placement %d accepted: %s", i, c.String())
+		}
+	}
+	if _, err := apply(t, &s, 10, good); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply(t, &s, 11, good); err == nil {
+		t.Fatal("a queue was placed twice")
+	}
+	// Placement refuses a broker that left the live set.
+	if _, err := apply(t, &s, 12, Command{Kind: BrokerDown, Node: 2, Process: 12}); err != nil {
+		t.Fatal(err)
+	}
+	q, _ := s.Queue("q")
+	proposed := nodes(1, 3)
+	tr := Command{Kind: Transition, Queue: "q", Incarnation: 4, Epoch: 1, Proposed: proposed, Digest: TransitionDigest(&q, &proposed)}
+	forged := tr
+	forged.Proposed = nodes(1, 2)
+	if _, err := apply(t, &s, 13, forged); err == nil {
+		t.Fatal("a transition whose digest binds other members was accepted")
+	}
+	if _, err := apply(t, &s, 14, tr); err != nil {
+		t.Fatal(err)
+	}
+	q, _ = s.Queue("q")
+	if !q.Assignment.Fenced || q.Assignment.Pending.Epoch != 2 {
+		t.Fatalf("after the transition: %+v", q.Assignment)
+	}
+	if _, err := apply(t, &s, 15, tr); err == nil {
+		t.Fatal("a second transition was accepted")
+	}
+	// The digest binds every part: another incarnation, epoch or member
+	// instance changes it.
+	q2 := q
+	q2.Incarnation++
+	q3 := q
+	q3.Assignment.Members.M[0].Process++
+	if TransitionDigest(&q2, &proposed) == TransitionDigest(&q, &proposed) || TransitionDigest(&q3, &proposed) == TransitionDigest(&q, &proposed) {
+		t.Fatal("the digest does not bind the incarnation and the members' instances")
+	}
 }

@@ -29,6 +29,31 @@ type Queue struct {
 	Replicas    int
 	Policy      seam.Policy
 	MinInsync   int
+	// Assigned: the queue is placed (Assignment holds where); until then
+	// it is declared only.
+	Assigned   bool
+	Assignment Assignment
+}
+
+// Assignment is where a queue lives: its epoch, owner and members with
+// their exact instances. Fenced: a member left the live set or runs
+// another process, and the pending transition (Pending) proposes the next
+// members; a fenced assignment admits no writes until recovery (issue 11)
+// activates the next.
+type Assignment struct {
+	Epoch   uint64
+	Owner   seam.NodeID
+	Members Members
+	Fenced  bool
+	Pending PendingTransition
+}
+
+// PendingTransition is a committed transition: the members proposed for
+// epoch Epoch, and the digest that binds the whole transition.
+type PendingTransition struct {
+	Epoch    uint64
+	Proposed Nodes
+	Digest   Digest
 }
 
 // State is the metadata the committed commands fold into. The zero State
@@ -145,6 +170,10 @@ func (s *State) Apply(index uint64, c *Command) (string, error) {
 		return fmt.Sprintf("n%d draining=%t", c.Node, c.Draining), nil
 	case DeclareQueue:
 		return s.declare(index, c)
+	case Assign:
+		return s.assign(c)
+	case Transition:
+		return s.transition(c)
 	case DeleteQueue:
 		i, ok := s.queueIndex(c.Queue)
 		if !ok {
@@ -200,4 +229,63 @@ func (s *State) declare(index uint64, c *Command) (string, error) {
 	q := Queue{Name: c.Queue, ID: s.lastQueueID, Incarnation: index, Replicas: c.Replicas, Policy: c.Policy, MinInsync: c.MinInsync}
 	s.queues = slices.Insert(s.queues, i, q)
 	return fmt.Sprintf("declared %q id=%d incarnation=%d", q.Name, q.ID, q.Incarnation), nil
+}
+
+// placed returns the catalogue entry c names (by name and incarnation).
+func (s *State) placed(c *Command) (*Queue, error) {
+	i, ok := s.queueIndex(c.Queue)
+	if !ok {
+		return nil, refuse("queue %q is not declared", c.Queue)
+	}
+	q := &s.queues[i]
+	if q.Incarnation != c.Incarnation {
+		return nil, refuse("queue %q is incarnation %d now, not %d", c.Queue, q.Incarnation, c.Incarnation)
+	}
+	return q, nil
+}
+
+func (s *State) assign(c *Command) (string, error) {
+	q, err := s.placed(c)
+	if err != nil {
+		return "", err
+	}
+	if q.Assigned {
+		return "", refuse("queue %q is placed already (epoch %d)", c.Queue, q.Assignment.Epoch)
+	}
+	if c.Members.N != q.Replicas {
+		return "", refuse("queue %q has %d replicas, not %d", c.Queue, q.Replicas, c.Members.N)
+	}
+	// Placement never names a broker outside the live set, or an
+	// instance that is not the one live.
+	for _, m := range c.Members.Slice() {
+		b, ok := s.Broker(m.Node)
+		if !ok || !b.Live || b.Draining || b.Process != m.Process || b.Storage != m.Storage {
+			return "", refuse("n%d/%d/%d is not a live, undrained broker with those instances", m.Node, m.Process, m.Storage)
+		}
+	}
+	q.Assigned = true
+	q.Assignment = Assignment{Epoch: c.Epoch, Owner: c.Owner, Members: c.Members}
+	return fmt.Sprintf("placed %q epoch=%d owner=n%d", c.Queue, c.Epoch, c.Owner), nil
+}
+
+func (s *State) transition(c *Command) (string, error) {
+	q, err := s.placed(c)
+	if err != nil {
+		return "", err
+	}
+	a := &q.Assignment
+	switch {
+	case !q.Assigned:
+		return "", refuse("queue %q is not placed", c.Queue)
+	case a.Fenced:
+		return "", refuse("queue %q has a pending transition already (to epoch %d)", c.Queue, a.Pending.Epoch)
+	case a.Epoch != c.Epoch:
+		return "", refuse("queue %q is at epoch %d, not %d", c.Queue, a.Epoch, c.Epoch)
+	}
+	if want := TransitionDigest(q, &c.Proposed); want != c.Digest {
+		return "", refuse("transition digest %x does not bind the transition (%x)", c.Digest[:6], want[:6])
+	}
+	a.Fenced = true
+	a.Pending = PendingTransition{Epoch: c.Epoch + 1, Proposed: c.Proposed, Digest: c.Digest}
+	return fmt.Sprintf("fenced %q epoch=%d, pending epoch=%d", c.Queue, c.Epoch, c.Epoch+1), nil
 }

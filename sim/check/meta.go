@@ -44,12 +44,17 @@ type modelQueue struct {
 	incarnation         uint64
 	replicas, minInsync int
 	policy              core.Policy
+	epoch               uint64 // the placed assignment's epoch; 0: not placed
+	fenced              bool
 }
 
 // verdict is the model's outcome of one entry.
 type verdict struct {
 	refused     bool
 	incarnation uint64 // a declaration's (new or existing)
+	// outsideLive: a placement naming a broker outside the live set (or
+	// another instance than the live one)
+	outsideLive bool
 }
 
 type metaConfirm struct {
@@ -94,7 +99,10 @@ func (c *Checker) MetaStarted(node core.NodeID) {
 }
 
 // MetaApplied records that node's current process applied entry index.
-func (c *Checker) MetaApplied(atNs int64, node core.NodeID, index, term uint64, cmd []byte) {
+//
+// result is the applied entry's text as the node gave it ("... => refused:
+// why" when its state machine refused it): the model must agree.
+func (c *Checker) MetaApplied(atNs int64, node core.NodeID, index, term uint64, cmd []byte, result string) {
 	m := c.metaTruth()
 	want, ok := m.next[node]
 	if !ok {
@@ -115,7 +123,15 @@ func (c *Checker) MetaApplied(atNs int64, node core.NodeID, index, term uint64, 
 		}
 	case index == uint64(len(m.history))+1 && len(m.history) < metaEntriesMax:
 		m.history = append(m.history, e)
-		m.verdicts = append(m.verdicts, m.fold(index, cmd))
+		v := m.fold(index, cmd)
+		m.verdicts = append(m.verdicts, v)
+		refused := strings.Contains(result, "=> refused")
+		switch {
+		case v.outsideLive && !refused:
+			c.fail("meta-placement", atNs, "n%d applied entry %d, a placement outside the live set: %s", node, index, result)
+		case len(cmd) > 0 && v.refused != refused:
+			c.fail("meta-model", atNs, "n%d applied entry %d as %q; the checker's model says refused=%t", node, index, result, v.refused)
+		}
 	}
 }
 
@@ -154,6 +170,26 @@ func (m *metaTruth) fold(index uint64, cmd []byte) verdict {
 			return verdict{refused: true}
 		}
 		delete(m.catalog, c.Queue)
+	case metadata.Assign:
+		if !exists || q.incarnation != c.Incarnation || q.epoch != 0 || c.Members.N != q.replicas {
+			return verdict{refused: true}
+		}
+		for _, mb := range c.Members.Slice() {
+			if b := m.brokers[mb.Node]; !b.live || b.process != mb.Process || b.storage != mb.Storage {
+				return verdict{refused: true, outsideLive: true}
+			}
+		}
+		q.epoch = c.Epoch
+		m.catalog[c.Queue] = q
+	case metadata.Transition:
+		if !exists || q.incarnation != c.Incarnation || q.epoch == 0 || q.fenced || q.epoch != c.Epoch {
+			return verdict{refused: true}
+		}
+		// The digest is recomputed by the state machine; a mismatch is
+		// refused there, and shows here as a model disagreement only if
+		// the leader proposed a wrong one (it never does).
+		q.fenced = true
+		m.catalog[c.Queue] = q
 	}
 	return verdict{}
 }

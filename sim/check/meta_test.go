@@ -40,8 +40,8 @@ func TestMetaCheckers(t *testing.T) {
 	ok := func(c *Checker) {
 		for _, n := range voters {
 			c.MetaStarted(n)
-			c.MetaApplied(1, n, 1, 1, nil)
-			c.MetaApplied(2, n, 2, 1, []byte(setA1))
+			c.MetaApplied(1, n, 1, 1, nil, "")
+			c.MetaApplied(2, n, 2, 1, []byte(setA1), "")
 		}
 	}
 	noErrs := make([]error, 3)
@@ -57,12 +57,12 @@ func TestMetaCheckers(t *testing.T) {
 		{"diverging apply", "meta-one-history", func(c *Checker) {
 			ok(c)
 			c.MetaStarted(1)
-			c.MetaApplied(4, 1, 1, 1, nil)
-			c.MetaApplied(4, 1, 2, 2, []byte(setA2))
+			c.MetaApplied(4, 1, 1, 1, nil, "")
+			c.MetaApplied(4, 1, 2, 2, []byte(setA2), "")
 		}},
 		{"gap in apply", "meta-one-history", func(c *Checker) {
 			c.MetaStarted(1)
-			c.MetaApplied(4, 1, 2, 1, nil)
+			c.MetaApplied(4, 1, 2, 1, nil, "")
 		}},
 		{"confirmed but not in history", "meta-committed", func(c *Checker) {
 			ok(c)
@@ -80,14 +80,32 @@ func TestMetaCheckers(t *testing.T) {
 		}},
 		{"declaration confirmed with another incarnation", "meta-catalogue", func(c *Checker) {
 			ok(c)
-			c.MetaApplied(5, 1, 3, 1, []byte(declQ))
-			c.MetaApplied(5, 1, 4, 1, []byte(declQ))
+			c.MetaApplied(5, 1, 3, 1, []byte(declQ), "")
+			c.MetaApplied(5, 1, 4, 1, []byte(declQ), "")
 			c.MetaConfirmed(5, 4, []byte(declQ), "declared \"q\" id=1 incarnation=4")
 		}},
 		{"a conflict-free command answered refused", "meta-catalogue", func(c *Checker) {
 			ok(c)
-			c.MetaApplied(5, 1, 3, 1, []byte(declQ))
+			c.MetaApplied(5, 1, 3, 1, []byte(declQ), "")
 			c.MetaRejected(5, 3, []byte(declQ), "refused: exists")
+		}},
+		{"a placement outside the live set", "meta-placement", func(c *Checker) {
+			ok(c)
+			reg := metadata.Command{Kind: metadata.RegisterBroker, Node: 1, Process: 1, Storage: 1}
+			c.MetaApplied(5, 1, 3, 1, []byte(enc(reg)), "")
+			c.MetaApplied(5, 1, 4, 1, []byte(declQ), "")
+			var ms metadata.Members
+			ms.N = 3
+			ms.M[0] = metadata.Member{Node: 1, Process: 1, Storage: 1}
+			ms.M[1] = metadata.Member{Node: 2, Process: 1, Storage: 1} // never registered
+			ms.M[2] = metadata.Member{Node: 3, Process: 1, Storage: 1}
+			as := metadata.Command{Kind: metadata.Assign, Queue: "q", Incarnation: 4, Epoch: 1, Owner: 1, Members: ms}
+			c.MetaApplied(5, 1, 5, 1, []byte(enc(as)), "placed")
+		}},
+		{"the state machine accepts what the model refuses", "meta-model", func(c *Checker) {
+			ok(c)
+			del := metadata.Command{Kind: metadata.DeleteQueue, Queue: "q", Incarnation: 9}
+			c.MetaApplied(5, 1, 3, 1, []byte(enc(del)), "deleted")
 		}},
 		{"a disk does not load", "meta-disk", func(c *Checker) {
 			ok(c)
@@ -115,7 +133,7 @@ func TestMetaLiveSet(t *testing.T) {
 	c := New(nil, func(core.NodeID) Disk { return nil })
 	c.MetaStarted(1)
 	reg := enc(metadata.Command{Kind: metadata.RegisterBroker, Node: 2, Process: 3, Storage: 7})
-	c.MetaApplied(1, 1, 1, 1, []byte(reg))
+	c.MetaApplied(1, 1, 1, 1, []byte(reg), "")
 	truth := []BrokerTruth{{Node: 2, Process: 3, Storage: 7}}
 	if ok, why := c.MetaLiveSet(truth); !ok {
 		t.Fatalf("a registered broker is not live: %s", why)
@@ -127,11 +145,11 @@ func TestMetaLiveSet(t *testing.T) {
 		t.Fatal("a broker down but live in the metadata passed")
 	}
 	// A stale loss (an older process) changes nothing; the right one does.
-	c.MetaApplied(2, 1, 2, 1, []byte(enc(metadata.Command{Kind: metadata.BrokerDown, Node: 2, Process: 2})))
+	c.MetaApplied(2, 1, 2, 1, []byte(enc(metadata.Command{Kind: metadata.BrokerDown, Node: 2, Process: 2})), "=> refused: stale")
 	if ok, _ := c.MetaLiveSet(truth); !ok {
 		t.Fatal("a stale loss took the broker out of the live set")
 	}
-	c.MetaApplied(3, 1, 3, 1, []byte(enc(metadata.Command{Kind: metadata.BrokerDown, Node: 2, Process: 3})))
+	c.MetaApplied(3, 1, 3, 1, []byte(enc(metadata.Command{Kind: metadata.BrokerDown, Node: 2, Process: 3})), "")
 	if ok, _ := c.MetaLiveSet(truth); ok {
 		t.Fatal("a broker lost in the metadata passed as live")
 	}

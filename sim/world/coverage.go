@@ -40,6 +40,8 @@ const (
 	MarkLeaderChange                        // the metadata group had a leader, then another in a later term
 	MarkBrokerExpired                       // a broker left the live set by its heartbeats' expiry
 	MarkBrokerEager                         // a broker left the live set at once, after its process exited (eager failover)
+	MarkQueuePlaced                         // the controller placed a declared queue
+	MarkTransitionFenced                    // the controller fenced a placed queue with a pending transition
 	markKinds
 )
 
@@ -68,6 +70,8 @@ var markNames = [...]string{
 	MarkLeaderChange:        "leader-change",
 	MarkBrokerExpired:       "broker-expired",
 	MarkBrokerEager:         "broker-eager",
+	MarkQueuePlaced:         "queue-placed",
+	MarkTransitionFenced:    "transition-fenced",
 }
 
 func (m Mark) String() string {

@@ -266,14 +266,23 @@ func (env *brokerEnv) Executed(l int, op *core.Effect, done *core.StorageDone, l
 // Applied records what the metadata group applied, for the checkers.
 func (env *brokerEnv) Applied(e *core.Effect) {
 	w := env.w
-	w.checker.MetaApplied(w.now, env.b.id, e.Offset, e.Tag, e.Body)
-	if c, err := metadata.Decode(e.Body); err == nil && c.Kind == metadata.BrokerDown && strings.HasSuffix(e.Reason, "down") {
-		// Coverage: eager when the world reported this process's exit.
+	w.checker.MetaApplied(w.now, env.b.id, e.Offset, e.Tag, e.Body, e.Reason)
+	c, err := metadata.Decode(e.Body)
+	if err != nil || strings.Contains(e.Reason, "=> refused") {
+		return
+	}
+	switch c.Kind {
+	case metadata.BrokerDown:
+		// Eager when the world reported this process's exit.
 		if w.exited[c.Node] == c.Process {
 			w.mark(MarkBrokerEager)
 		} else {
 			w.mark(MarkBrokerExpired)
 		}
+	case metadata.Assign:
+		w.mark(MarkQueuePlaced)
+	case metadata.Transition:
+		w.mark(MarkTransitionFenced)
 	}
 }
 

@@ -1,0 +1,210 @@
+package ctrl
+
+import (
+	"slices"
+
+	"github.com/sluicemq/sluice/core/metadata"
+	"github.com/sluicemq/sluice/core/seam"
+)
+
+// Placement, at the leader on every tick, from the committed metadata:
+//
+//   - a declared queue not yet placed gets its replicas on live brokers
+//     that are not draining, the owner on the broker owning the fewest
+//     queues, the followers on those holding the fewest replicas (ties by
+//     node id); with too few such brokers it waits;
+//   - a placed queue one of whose members left the live set, or runs
+//     another process or storage instance, is fenced by a transition that
+//     proposes the surviving members plus replacements for the rest
+//     (chosen as above), under the next epoch, bound by its digest. The
+//     queue admits no writes until recovery (issue 11) activates the next
+//     assignment.
+//
+// The same proposal about one queue is not repeated within proposeRetryNs.
+
+// placed is the leader's record of its last proposal about one queue.
+type placed struct {
+	queue string
+	cmd   metadata.Command
+	atNs  int64
+}
+
+// placementCheck proposes what placement needs now.
+func (g *Group) placementCheck() {
+	qs := g.md.Queues()
+	if len(qs) == 0 {
+		return
+	}
+	load := g.loads()
+	for i := range qs {
+		q := &qs[i]
+		switch {
+		case !q.Assigned:
+			ms, owner, ok := g.choose(load, q.Replicas, nil)
+			if !ok {
+				continue // too few live brokers: wait
+			}
+			c := metadata.Command{Kind: metadata.Assign, Queue: q.Name, Incarnation: q.Incarnation, Epoch: 1, Owner: owner, Members: ms}
+			if g.proposePlacement(c) {
+				load.add(&c.Members, owner)
+			}
+		case !q.Assignment.Fenced && !g.membersLive(&q.Assignment):
+			var keep []seam.NodeID
+			for _, m := range q.Assignment.Members.Slice() {
+				if g.memberLive(m) {
+					keep = append(keep, m.Node)
+				}
+			}
+			ms, _, _ := g.choose(load, q.Replicas-len(keep), keep)
+			var proposed metadata.Nodes
+			for _, m := range keep {
+				proposed.ID[proposed.N] = m
+				proposed.N++
+			}
+			for _, m := range ms.Slice() {
+				proposed.ID[proposed.N] = m.Node
+				proposed.N++
+			}
+			slices.Sort(proposed.ID[:proposed.N])
+			if proposed.N == 0 {
+				continue // no broker at all: a transition needs one
+			}
+			c := metadata.Command{Kind: metadata.Transition, Queue: q.Name, Incarnation: q.Incarnation, Epoch: q.Assignment.Epoch,
+				Proposed: proposed, Digest: metadata.TransitionDigest(q, &proposed)}
+			g.proposePlacement(c)
+		}
+	}
+}
+
+func (g *Group) memberLive(m metadata.Member) bool {
+	b, ok := g.md.Broker(m.Node)
+	return ok && b.Live && b.Process == m.Process && b.Storage == m.Storage
+}
+
+func (g *Group) membersLive(a *metadata.Assignment) bool {
+	for _, m := range a.Members.Slice() {
+		if !g.memberLive(m) {
+			return false
+		}
+	}
+	return true
+}
+
+// brokerLoad counts, per broker, the queues it owns and the replicas it
+// holds.
+type brokerLoad struct {
+	node            seam.NodeID
+	owned, replicas int
+}
+
+type loads []brokerLoad
+
+func (l loads) at(n seam.NodeID) *brokerLoad {
+	for i := range l {
+		if l[i].node == n {
+			return &l[i]
+		}
+	}
+	return nil
+}
+
+func (l loads) add(ms *metadata.Members, owner seam.NodeID) {
+	for _, m := range ms.Slice() {
+		if b := l.at(m.Node); b != nil {
+			b.replicas++
+			if m.Node == owner {
+				b.owned++
+			}
+		}
+	}
+}
+
+// loads returns the load of every live, undrained broker, by node.
+func (g *Group) loads() loads {
+	var l loads
+	for _, b := range g.md.Brokers() {
+		if b.Live && !b.Draining {
+			l = append(l, brokerLoad{node: b.Node})
+		}
+	}
+	for _, q := range g.md.Queues() {
+		if q.Assigned {
+			l.add(&q.Assignment.Members, q.Assignment.Owner)
+		}
+	}
+	return l
+}
+
+// choose picks n members among the live, undrained brokers not in exclude:
+// the owner (only when exclude is empty) with the fewest owned queues,
+// the rest with the fewest replicas; ties by node id. ok is false when
+// there are fewer than n.
+func (g *Group) choose(l loads, n int, exclude []seam.NodeID) (ms metadata.Members, owner seam.NodeID, ok bool) {
+	var cands []brokerLoad
+	for _, b := range l {
+		if !slices.Contains(exclude, b.node) {
+			cands = append(cands, b)
+		}
+	}
+	if n <= 0 {
+		return ms, 0, true
+	}
+	if len(cands) < n {
+		n = len(cands)
+		ok = false
+	} else {
+		ok = true
+	}
+	if n == 0 {
+		return ms, 0, false
+	}
+	picked := make([]brokerLoad, 0, n)
+	if len(exclude) == 0 {
+		o := slices.MinFunc(cands, func(a, b brokerLoad) int {
+			if a.owned != b.owned {
+				return a.owned - b.owned
+			}
+			return int(a.node) - int(b.node)
+		})
+		owner = o.node
+		picked = append(picked, o)
+		cands = slices.DeleteFunc(cands, func(b brokerLoad) bool { return b.node == o.node })
+	}
+	slices.SortFunc(cands, func(a, b brokerLoad) int {
+		if a.replicas != b.replicas {
+			return a.replicas - b.replicas
+		}
+		return int(a.node) - int(b.node)
+	})
+	picked = append(picked, cands[:n-len(picked)]...)
+	slices.SortFunc(picked, func(a, b brokerLoad) int { return int(a.node) - int(b.node) })
+	for _, p := range picked {
+		b, _ := g.md.Broker(p.node)
+		ms.M[ms.N] = metadata.Member{Node: b.Node, Process: b.Process, Storage: b.Storage}
+		ms.N++
+	}
+	return ms, owner, ok
+}
+
+// proposePlacement proposes c unless the same was proposed within
+// proposeRetryNs; it reports whether it proposed.
+func (g *Group) proposePlacement(c metadata.Command) bool {
+	i := slices.IndexFunc(g.placing, func(p placed) bool { return p.queue == c.Queue })
+	if i >= 0 && g.placing[i].cmd == c && g.nowNs-g.placing[i].atNs < proposeRetryNs {
+		return false
+	}
+	if i < 0 {
+		if len(g.placing) >= metadata.QueuesMax {
+			g.placing = g.placing[:0] // a bound; forgetting only repeats a proposal
+		}
+		g.placing = append(g.placing, placed{queue: c.Queue})
+		i = len(g.placing) - 1
+	}
+	g.placing[i].cmd, g.placing[i].atNs = c, g.nowNs
+	if err := g.rn.Propose(c.Encode(nil)); err != nil {
+		g.note("propose %s: %v", c.String(), err)
+		return false
+	}
+	g.note("proposed %s", c.String())
+	return true
+}
