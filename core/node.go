@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/core/ctrl"
@@ -358,7 +359,7 @@ func (msgTexts) AppendMsgText(dst []byte, g GroupID, data []byte) []byte {
 func (msgTexts) AppendCmdText(dst []byte, cmd []byte) []byte {
 	c, err := metadata.Decode(cmd)
 	if err != nil {
-		return seam.AppendKVStr(dst, "undecodable", err.Error())
+		return strconv.AppendQuote(append(dst, "undecodable="...), err.Error())
 	}
 	return append(dst, c.String()...)
 }

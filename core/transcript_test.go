@@ -21,6 +21,7 @@ package core
 // relative (+100ms); time stays put when not given and never goes back.
 //
 //	node 1 queue=1:[1,2,3]:owner=1:majority_durable [queue=...] [process=2]
+//	     [ctrl=1,2,3 learners=4,5 storage=9]   (the metadata group: its voters)
 //	     [window= batch-recs= batch-bytes= cache-bytes= read-recs= pending=
 //	      ready= consumers= prefetch-max= epochs-max= resend=D scrub=D heartbeat=D]
 //	  (re)create the node: a new process, memory gone (process defaults to 1)
@@ -31,17 +32,21 @@ package core
 //	  append prev= preve= commit= recs=[...] | append-reply ok|reject end= [epochs=]
 //	  log-query | log-report end= epochs= | fetch from= | fetch-reply prev= preve= end= recs=[...]
 //	  raw bytes=<hex>     (bytes as they came: for messages that must be refused)
+//	  raft type=MsgVoteResp term=1 [index= logterm= commit= reject]   (the metadata group's)
+//	  heartbeat process= storage=   (a controller heartbeat of node from)
+//	peer-lost from=2 process=3      (eager failover's signal)
 //	client c=9 publish q=1 id=1 body=hello|size=N | subscribe q=1 id=2 prefetch=8 | ack q=1 id=3 o=5
+//	  | meta id=4 cmd="set liveness.expiry_ms 5000"|"declare NAME REPLICAS POLICY MIN-INSYNC"
 //	gone c=9              (the client's connection closed)
 //	done <op> q=1 [o=N] [tag=N recs=[...]] [n=N] [err="..."]
 //	    (verify: o is where it started, n how many records it verified)
-//	  a storage completion; op is append, sync, read, truncate, discard or
-//	  repaired. The harness holds it to the driver contract (core/doc.go):
+//	  a storage completion; op is append, sync, read, truncate, discard,
+//	  repaired or persist (with seq=N: the metadata group's batch). The harness holds it to the driver contract (core/doc.go):
 //	  it must complete the group's oldest outstanding operation (earlier
 //	  appends, truncations, discards and repaired marks complete silently),
 //	  with the sync's offset or the read's offset and tag; nothing queued
 //	  behind a failure ever completes.
-//	tick
+//	tick [draw=N]
 //
 // Records are epoch:kind[:body], kinds pub, ack (body: the acked offset)
 // and epoch; offsets follow prev= (messages) or o= (reads):
@@ -58,8 +63,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicemq/sluice/core/ctrl"
+	"github.com/sluicemq/sluice/core/metadata"
 	"github.com/sluicemq/sluice/core/queue"
 	"github.com/sluicemq/sluice/core/record"
+	"github.com/sluicemq/sluice/core/seam"
+	"github.com/sluicemq/sluice/io/meta"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the core/testdata transcripts")
@@ -248,12 +259,17 @@ func (h *harness) run(line string) []string {
 		in.Kind, in.From = InMessage, NodeID(h.num(args, "from"))
 		in.Group = max(in.Group, 1)
 		h.recv(&in, args[1:])
+	case "peer-lost":
+		in.Kind, in.From, in.Process = InPeerLost, NodeID(h.num(args, "from")), h.num(args, "process")
 	case "client":
-		kinds := map[string]RequestKind{"publish": ReqPublish, "subscribe": ReqSubscribe, "ack": ReqAck}
+		kinds := map[string]RequestKind{"publish": ReqPublish, "subscribe": ReqSubscribe, "ack": ReqAck, "meta": ReqMeta}
 		in.Kind, in.Req = InClient, Request{Kind: kinds[append(args, arg{})[2].key], ID: h.num(args, "id"),
 			Queue: QueueID(h.num(args, "q")), Body: []byte(h.str(args, "body")), Offset: h.num(args, "o"), Prefetch: int(h.num(args, "prefetch"))}
 		if n := h.num(args, "size"); n > 0 {
 			in.Req.Body = []byte(strings.Repeat("x", int(n)))
+		}
+		if in.Req.Kind == ReqMeta {
+			in.Req.Body = h.metaCmd(h.str(args, "cmd"))
 		}
 		if in.Req.Kind == 0 {
 			h.fatalf("client: want publish, subscribe or ack")
@@ -264,7 +280,7 @@ func (h *harness) run(line string) []string {
 		in.Kind = InStorage
 		h.done(&in, args)
 	case "tick":
-		in.Kind = InTick
+		in.Kind, in.Draw = InTick, h.num(args, "draw")
 	default:
 		h.fatalf("unknown command %q", args[0].key)
 	}
@@ -284,6 +300,21 @@ func (h *harness) newNode(args []arg) {
 			h.cfg.Node = NodeID(h.uint(a.key))
 		case a.key == "process":
 			h.cfg.Process = h.uint(a.val)
+		case a.key == "storage":
+			h.cfg.Storage = h.uint(a.val)
+		case a.key == "ctrl" || a.key == "learners":
+			if h.cfg.Ctrl == nil {
+				h.cfg.Ctrl = &ctrl.Config{}
+			}
+			var ids []uint64
+			for _, v := range strings.Split(a.val, ",") {
+				ids = append(ids, h.uint(v))
+			}
+			if a.key == "ctrl" {
+				h.cfg.Ctrl.Voters = ids
+			} else {
+				h.cfg.Ctrl.Learners = ids
+			}
 		case a.key == "cache-bytes":
 			l.CacheBytesMax = int64(h.uint(a.val))
 		case ints[a.key] != nil:
@@ -308,7 +339,35 @@ func (h *harness) newNode(args []arg) {
 			h.fatalf("node: cannot read %s=%s", a.key, a.val)
 		}
 	}
+	if c := h.cfg.Ctrl; c != nil {
+		d := ctrl.DefaultConfig(uint64(h.cfg.Node), c.Voters)
+		d.Learners = c.Learners
+		h.cfg.Ctrl = &d
+	}
 	h.node = New(h.cfg)
+}
+
+// metaCmd encodes an operator's metadata command.
+func (h *harness) metaCmd(s string) []byte {
+	f := strings.Fields(s)
+	var c metadata.Command
+	switch {
+	case len(f) == 3 && f[0] == "set":
+		v, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			h.fatalf("cmd %q: %v", s, err)
+		}
+		c = metadata.Command{Kind: metadata.SetSetting, Key: f[1], Value: v}
+	case len(f) == 5 && f[0] == "declare":
+		p, err := ParsePolicy(f[3])
+		if err != nil {
+			h.fatalf("cmd %q: %v", s, err)
+		}
+		c = metadata.Command{Kind: metadata.DeclareQueue, Queue: f[1], Replicas: int(h.uint(f[2])), Policy: p, MinInsync: int(h.uint(f[4]))}
+	default:
+		h.fatalf("cmd %q: want set KEY VALUE or declare NAME REPLICAS POLICY MIN-INSYNC", s)
+	}
+	return c.Encode(nil)
 }
 
 func (h *harness) start(in *Input, args []arg) {
@@ -335,6 +394,9 @@ func (h *harness) start(in *Input, args []arg) {
 	for i := 0; len(in.Logs) == 0 && i < len(h.cfg.Queues); i++ {
 		in.Logs = append(in.Logs, LogState{Group: QueueGroup(h.cfg.Queues[i].Queue)})
 	}
+	if h.cfg.Ctrl != nil {
+		in.Meta = &meta.State{} // a new metadata store
+	}
 }
 
 func (h *harness) recv(in *Input, args []arg) {
@@ -352,6 +414,27 @@ func (h *harness) recv(in *Input, args []arg) {
 	kinds := map[string]queue.MsgKind{"append": queue.MsgAppend, "append-reply": queue.MsgAppendReply,
 		"log-query": queue.MsgLogQuery, "log-report": queue.MsgLogReport, "fetch": queue.MsgFetch, "fetch-reply": queue.MsgFetchReply}
 	switch m.Kind = kinds[args[i].key]; {
+	case args[i].key == "raft":
+		in.Group = GroupCtrl
+		types := map[string]pb.MessageType{"MsgVoteResp": pb.MsgVoteResp, "MsgPreVoteResp": pb.MsgPreVoteResp,
+			"MsgAppResp": pb.MsgAppResp, "MsgHeartbeatResp": pb.MsgHeartbeatResp}
+		typ, ok := types[h.str(f, "type")]
+		if !ok {
+			h.fatalf("raft: type=%q is not one the harness writes", h.str(f, "type"))
+		}
+		_, reject := h.get(f, "reject")
+		b, err := proto.Marshal(&pb.Message{Type: typ.Enum(), From: new(uint64(in.From)), To: new(uint64(h.cfg.Node)),
+			Term: new(h.num(f, "term")), Index: new(h.num(f, "index")), LogTerm: new(h.num(f, "logterm")),
+			Commit: new(h.num(f, "commit")), Reject: new(reject)})
+		if err != nil {
+			h.fatalf("raft: %v", err)
+		}
+		in.Data = b
+		return
+	case args[i].key == "heartbeat":
+		in.Group = seam.GroupCtrlPeer
+		in.Data = ctrl.AppendHeartbeat(nil, uint64(in.From), h.num(f, "process"), h.num(f, "storage"))
+		return
 	case args[i].key == "raw":
 		b, err := hex.DecodeString(h.str(f, "bytes"))
 		if err != nil {
@@ -373,12 +456,15 @@ func (h *harness) done(in *Input, args []arg) {
 	d := &in.Done
 	d.Group, d.Offset, d.Tag, d.Err = in.Group, h.num(args, "o"), h.num(args, "tag"), h.str(args, "err")
 	d.Records = h.records(h.str(args, "recs"), d.Offset)
-	for op := OpAppend; op <= OpVerify; op++ {
+	if d.Op = 0; d.Group == 0 && len(args) > 1 && args[1].key == OpPersist.String() {
+		d.Group, d.Tag = GroupCtrl, h.num(args, "seq")
+	}
+	for op := OpAppend; op <= OpPersist; op++ {
 		if len(args) > 1 && args[1].key == op.String() {
 			d.Op = op
 		}
 	}
-	silent := func(op StorageOp) bool { return op != OpSync && op != OpRead && op != OpVerify }
+	silent := func(op StorageOp) bool { return op != OpSync && op != OpRead && op != OpVerify && op != OpPersist }
 	q := h.ops[d.Group]
 	for len(q) > 0 && q[0].Op != d.Op && silent(q[0].Op) {
 		q = q[1:] // completed silently

@@ -127,6 +127,9 @@ func (e *Effect) AppendText(dst []byte, msgs MsgText) []byte {
 		if e.Outcome == Confirmed {
 			dst = AppendKV(dst, "q", uint64(e.Queue))
 			dst = AppendKV(dst, "o", e.Offset)
+			if e.Reason != "" {
+				dst = AppendKVStr(dst, "result", e.Reason) // a metadata request's
+			}
 		} else {
 			dst = AppendKVStr(dst, "reason", e.Reason)
 		}
