@@ -46,6 +46,7 @@ const (
 	ReqSubscribe = seam.ReqSubscribe
 	ReqAck       = seam.ReqAck
 	ReqMeta      = seam.ReqMeta
+	ReqTopology  = seam.ReqTopology
 
 	OpAppend   = seam.OpAppend
 	OpSync     = seam.OpSync
@@ -55,6 +56,7 @@ const (
 	OpRepaired = seam.OpRepaired
 	OpVerify   = seam.OpVerify
 	OpPersist  = seam.OpPersist
+	OpOpen     = seam.OpOpen
 
 	EfSend     = seam.EfSend
 	EfStorage  = seam.EfStorage

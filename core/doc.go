@@ -17,9 +17,13 @@
 // seam's types are in core/seam; the quorum arithmetic in core/quorum. The
 // controller's metadata group (core/ctrl, on raft) is the group GroupCtrl
 // of the nodes configured as its voters (Config.Ctrl): peer messages,
-// persists, ticks and operators' metadata requests (ReqMeta) reach it;
-// it places no queue yet. Sealed recovery and learners come with later
-// issues, each as a group of its own.
+// persists, ticks and operators' metadata requests (ReqMeta) reach it.
+// Queues the controller places on a node run as replica groups too: the
+// node opens a placed queue's log (OpOpen) once the committed assignment
+// names this very process and storage instance, and fences the group
+// (no more writes) when the assignment is fenced or the queue deleted
+// (core/placed.go); ReqTopology answers where a queue lives. Sealed
+// recovery and learners come with later issues, each as a group of its own.
 //
 // # The driver contract
 //
@@ -82,6 +86,11 @@
 //     pass InPeerLost naming the process instance it was connected to
 //     (eager failover); never for a silence (a timeout is the group's
 //     own business).
+//  11. Open a placed queue's log on OpOpen (creating it if new, in a place
+//     of the driver's choosing, one per group), recover it, and return
+//     the completion as an InStorage input of its own carrying what it
+//     recovered (StorageDone.State); from then on the log's operations
+//     follow point 3. A failed open is a failed operation (rule 4).
 //
 // A restarted process is a new Node: memory is gone, the logs remain.
 //

@@ -47,7 +47,10 @@ type Node struct {
 	// with the start input, from what the metadata store loaded.
 	ctrl       *ctrl.Group
 	ctrlCfg    *ctrl.Config
-	deadlineNs int64 // the last deadline emitted
+	storage    uint64        // this node's storage instance
+	placed     []placedGroup // queues the controller placed here (placed.go)
+	reconciled uint64        // the metadata index reconcile last followed
+	deadlineNs int64         // the last deadline emitted
 }
 
 // GroupCtrl is the metadata group's id.
@@ -56,7 +59,7 @@ const GroupCtrl = seam.GroupCtrl
 // New returns a node for cfg. It panics on an invalid configuration, which
 // is a programmer error: the driver validates what users write.
 func New(cfg Config) *Node {
-	n := &Node{}
+	n := &Node{storage: cfg.Storage}
 	if cfg.Ctrl != nil {
 		cc := *cfg.Ctrl
 		cc.Process, cc.Storage = cfg.Process, cfg.Storage
@@ -150,6 +153,10 @@ func (n *Node) Step(in *Input) []Effect {
 			r.OnClientGone(in.Client)
 		}
 	case InStorage:
+		if in.Done.Op == seam.OpOpen {
+			n.opened(&in.Done)
+			break
+		}
 		if in.Done.Op == seam.OpPersist {
 			if in.Done.Group != GroupCtrl || n.ctrl == nil {
 				panic(fmt.Sprintf("core: persist completion for group %d", in.Done.Group))
@@ -207,6 +214,10 @@ func (n *Node) start(logs []LogState, st *meta.State) {
 }
 
 func (n *Node) onClient(c ClientID, req *Request) {
+	if req.Kind == seam.ReqTopology {
+		n.topology(c, req)
+		return
+	}
 	if req.Kind == seam.ReqMeta {
 		if n.ctrl == nil {
 			n.out.Reply(c, req.ID, Failed, 0, 0, "no metadata group here")
@@ -270,6 +281,7 @@ func (n *Node) Invariants() {
 func (n *Node) stepCtrl(in ctrl.Input) {
 	in.NowNs = n.x.NowNs
 	n.ctrlEffects(n.ctrl.Step(in))
+	n.reconcile()
 }
 
 // ctrlEffects turns the metadata group's effects into the node's.

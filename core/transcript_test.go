@@ -37,11 +37,13 @@ package core
 //	peer-lost from=2 process=3      (eager failover's signal)
 //	client c=9 publish q=1 id=1 body=hello|size=N | subscribe q=1 id=2 prefetch=8 | ack q=1 id=3 o=5
 //	  | meta id=4 cmd="set liveness.expiry_ms 5000"|"declare NAME REPLICAS POLICY MIN-INSYNC"
+//	  | topology id=5 name=NAME
 //	gone c=9              (the client's connection closed)
 //	done <op> q=1 [o=N] [tag=N recs=[...]] [n=N] [err="..."]
 //	    (verify: o is where it started, n how many records it verified)
 //	  a storage completion; op is append, sync, read, truncate, discard,
-//	  repaired or persist (with seq=N: the metadata group's batch). The harness holds it to the driver contract (core/doc.go):
+//	  repaired, persist (with seq=N: the metadata group's batch) or open
+//	  (a placed queue's log, new and empty unless end= says). The harness holds it to the driver contract (core/doc.go):
 //	  it must complete the group's oldest outstanding operation (earlier
 //	  appends, truncations, discards and repaired marks complete silently),
 //	  with the sync's offset or the read's offset and tag; nothing queued
@@ -262,7 +264,7 @@ func (h *harness) run(line string) []string {
 	case "peer-lost":
 		in.Kind, in.From, in.Process = InPeerLost, NodeID(h.num(args, "from")), h.num(args, "process")
 	case "client":
-		kinds := map[string]RequestKind{"publish": ReqPublish, "subscribe": ReqSubscribe, "ack": ReqAck, "meta": ReqMeta}
+		kinds := map[string]RequestKind{"publish": ReqPublish, "subscribe": ReqSubscribe, "ack": ReqAck, "meta": ReqMeta, "topology": ReqTopology}
 		in.Kind, in.Req = InClient, Request{Kind: kinds[append(args, arg{})[2].key], ID: h.num(args, "id"),
 			Queue: QueueID(h.num(args, "q")), Body: []byte(h.str(args, "body")), Offset: h.num(args, "o"), Prefetch: int(h.num(args, "prefetch"))}
 		if n := h.num(args, "size"); n > 0 {
@@ -270,6 +272,9 @@ func (h *harness) run(line string) []string {
 		}
 		if in.Req.Kind == ReqMeta {
 			in.Req.Body = h.metaCmd(h.str(args, "cmd"))
+		}
+		if in.Req.Kind == ReqTopology {
+			in.Req.Body = []byte(h.str(args, "name"))
 		}
 		if in.Req.Kind == 0 {
 			h.fatalf("client: want publish, subscribe or ack")
@@ -459,12 +464,17 @@ func (h *harness) done(in *Input, args []arg) {
 	if d.Op = 0; d.Group == 0 && len(args) > 1 && args[1].key == OpPersist.String() {
 		d.Group, d.Tag = GroupCtrl, h.num(args, "seq")
 	}
-	for op := OpAppend; op <= OpPersist; op++ {
+	for op := OpAppend; op <= OpOpen; op++ {
 		if len(args) > 1 && args[1].key == op.String() {
 			d.Op = op
 		}
 	}
-	silent := func(op StorageOp) bool { return op != OpSync && op != OpRead && op != OpVerify && op != OpPersist }
+	silent := func(op StorageOp) bool {
+		return op != OpSync && op != OpRead && op != OpVerify && op != OpPersist && op != OpOpen
+	}
+	if d.Op == OpOpen && d.Err == "" {
+		d.State = &LogState{Group: d.Group, End: h.num(args, "end")} // a new, empty log unless end= says
+	}
 	q := h.ops[d.Group]
 	for len(q) > 0 && q[0].Op != d.Op && silent(q[0].Op) {
 		q = q[1:] // completed silently

@@ -111,7 +111,7 @@ func TestCatalogueIncarnations(t *testing.T) {
 		t.Fatal(err)
 	}
 	q, _ := s.Queue("orders")
-	if q.Incarnation != 10 || q.ID != 2 {
+	if q.Incarnation != 10 || q.ID != FirstQueueID+1 {
 		t.Fatalf("recreated as %+v", q)
 	}
 	if _, err := apply(t, &s, 11, Command{Kind: DeleteQueue, Queue: "orders", Incarnation: 5}); err == nil {

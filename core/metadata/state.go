@@ -119,6 +119,11 @@ func (s *State) queueIndex(name string) (int, bool) {
 	return slices.BinarySearchFunc(s.queues, name, func(q Queue, name string) int { return strings.Compare(q.Name, name) })
 }
 
+// FirstQueueID is the first id the catalogue gives: ids below it belong to
+// statically configured queues (tests, the simulator's profiles), which
+// run beside placed ones until the static configuration goes.
+const FirstQueueID seam.QueueID = 1 << 20
+
 // Refused is a command that conflicts with the state: committed, applied
 // as a no-op on every replica.
 type Refused struct{ Reason string }
@@ -225,7 +230,7 @@ func (s *State) declare(index uint64, c *Command) (string, error) {
 	if s.lastQueueID == 1<<32-1 {
 		return "", refuse("queue ids exhausted")
 	}
-	s.lastQueueID++
+	s.lastQueueID = max(s.lastQueueID+1, FirstQueueID)
 	q := Queue{Name: c.Queue, ID: s.lastQueueID, Incarnation: index, Replicas: c.Replicas, Policy: c.Policy, MinInsync: c.MinInsync}
 	s.queues = slices.Insert(s.queues, i, q)
 	return fmt.Sprintf("declared %q id=%d incarnation=%d", q.Name, q.ID, q.Incarnation), nil

@@ -69,6 +69,9 @@ type Replica struct {
 
 	failed     bool
 	failReason string
+	// fenced: the controller fenced the assignment this replica serves
+	// (a pending transition): it admits no more writes, why says fenced.
+	fenced string
 	// unrepaired: the log lost records to damage (now or at an earlier
 	// start) and the loss is not yet repaired from other replicas.
 	unrepaired bool
@@ -230,12 +233,29 @@ func (r *Replica) DeadlineNs() int64 {
 
 // OnPublish, OnSubscribe, OnAck and OnClientGone handle clients.
 func (r *Replica) OnPublish(c seam.ClientID, req *seam.Request) {
-	if r.owner == nil {
+	switch {
+	case r.owner == nil:
 		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, 0, "not the owner")
-		return
+	case r.fenced != "":
+		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, 0, r.fenced)
+	default:
+		r.owner.onPublish(c, req)
 	}
-	r.owner.onPublish(c, req)
 }
+
+// Fence stops the replica admitting writes: the controller fenced its
+// assignment (a member was lost), and only recovery activates the next.
+// Publishes in flight still confirm if they reach W (their copies are
+// durable and a recovery finds them); new publishes, subscriptions and
+// acks are refused with why.
+func (r *Replica) Fence(why string) {
+	if r.fenced == "" {
+		r.fenced = "fenced: " + why
+	}
+}
+
+// Fenced reports whether the replica is fenced.
+func (r *Replica) Fenced() bool { return r.fenced != "" }
 
 // OnSubscribe starts a consumer.
 func (r *Replica) OnSubscribe(c seam.ClientID, req *seam.Request) {
@@ -244,6 +264,8 @@ func (r *Replica) OnSubscribe(c seam.ClientID, req *seam.Request) {
 		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, 0, "not the owner")
 	case r.failed:
 		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, 0, "log failed: "+r.failReason)
+	case r.fenced != "":
+		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, 0, r.fenced)
 	default:
 		r.owner.state.onSubscribe(c, req)
 	}
@@ -259,6 +281,8 @@ func (r *Replica) OnAck(c seam.ClientID, req *seam.Request) {
 		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, req.Offset, "log failed: "+r.failReason)
 	case !r.owner.ready:
 		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, req.Offset, "epoch not ready")
+	case r.fenced != "":
+		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, req.Offset, r.fenced)
 	default:
 		r.owner.onAck(c, req)
 	}

@@ -57,6 +57,11 @@ const (
 	// node applied it, failed when it cannot (not the leader: Reason
 	// names the leader if known), unknown when leadership was lost first.
 	ReqMeta RequestKind = 4
+	// ReqTopology asks where the queue named Body lives, by the metadata
+	// this node applied: confirmed with the queue's id (Queue) and its
+	// owner's node id (Offset), or failed (no such queue, not placed,
+	// fenced). Any node holding the metadata group answers.
+	ReqTopology RequestKind = 5
 )
 
 // Request is a client request.
@@ -83,6 +88,10 @@ const (
 	// OpPersist makes a metadata batch durable on the node's metadata
 	// store (core/doc.go, point 10); its completion echoes Tag.
 	OpPersist StorageOp = 8
+	// OpOpen opens (creating it if new) and recovers the log of a group
+	// the node starts holding while it runs (a queue the controller placed
+	// on it); its completion carries what the log recovered (State).
+	OpOpen StorageOp = 9
 )
 
 func (o StorageOp) String() string {
@@ -103,6 +112,8 @@ func (o StorageOp) String() string {
 		return "verify"
 	case OpPersist:
 		return "persist"
+	case OpOpen:
+		return "open"
 	}
 	return "op?"
 }
@@ -115,6 +126,7 @@ type StorageDone struct {
 	Offset  uint64          // sync: the end it made durable; read: from; verify: the end verified
 	Tag     uint64          // read, persist: the effect's tag
 	Records []record.Record // read
+	State   *LogState       // open: what the log recovered
 	Err     string          // non-empty: the operation failed; the log is failed
 }
 
@@ -192,6 +204,10 @@ func (in *Input) AppendText(dst []byte, msgs MsgText) []byte {
 			dst = AppendKV(dst, "q", uint64(r.Queue))
 			dst = AppendKV(dst, "id", r.ID)
 			dst = AppendKV(dst, "o", r.Offset)
+		case ReqTopology:
+			dst = append(dst, " topology"...)
+			dst = AppendKV(dst, "id", r.ID)
+			dst = AppendKVStr(dst, "queue", string(r.Body))
 		case ReqMeta:
 			dst = append(dst, " meta"...)
 			dst = AppendKV(dst, "id", r.ID)
@@ -218,6 +234,15 @@ func (in *Input) AppendText(dst []byte, msgs MsgText) []byte {
 			dst = AppendRecords(dst, d.Records)
 		case OpPersist:
 			dst = AppendKV(dst, "seq", d.Tag)
+		case OpOpen:
+			if st := d.State; st != nil {
+				dst = AppendKV(dst, "start", st.Start)
+				dst = AppendKV(dst, "end", st.End)
+				dst = AppendEpochs(dst, st.Epochs)
+				if st.Damage != "" {
+					dst = AppendKVStr(dst, "damage", st.Damage)
+				}
+			}
 		}
 		if d.Err != "" {
 			dst = AppendKVStr(dst, "err", d.Err)

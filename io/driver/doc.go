@@ -15,6 +15,8 @@
 // queue of storage effects: a persist's batch is written as it starts and
 // reported durable only when its sync completes (point 10), so the
 // metadata group's messages never leave ahead of its votes and entries.
+// A placed queue's log is opened while the process runs (OpOpen, point
+// 11), where Options.PlacedLog says, and joins the host's queues.
 // Observer lets the simulator's checkers see every storage operation as
 // it runs and every metadata entry the node applies.
 package driver

@@ -75,6 +75,9 @@ type LogSpec struct {
 	Log   core.LogID
 	Dir   string
 	Opts  seglog.Options
+	// FS, if set, is the file system the log lives on instead of the
+	// host's (the simulator keeps placed queues on a disk of their own).
+	FS vfs.FS
 }
 
 // Options tune a host.
@@ -82,6 +85,10 @@ type Options struct {
 	// CheckInvariants runs the core's invariants after every step (the
 	// simulator always does).
 	CheckInvariants bool
+	// PlacedLog says where the log of a group the node starts holding
+	// while it runs (a placed queue, OpOpen) lives; nil: such a group
+	// cannot be opened (the operation fails).
+	PlacedLog func(g core.GroupID) LogSpec
 }
 
 // storageOpsMax bounds a log's queue of storage effects; the core's own
@@ -289,6 +296,15 @@ func (h *Host) Run(nowNs int64, l int) {
 	q := &h.logs[l]
 	if d := q.failed; d != nil {
 		q.failed = nil
+		if d.Op == core.OpOpen {
+			// An open's completion: the log's queue starts now.
+			q.busy = false
+			h.complete(nowNs, d)
+			if !h.exited {
+				h.kick(l)
+			}
+			return
+		}
 		h.complete(nowNs, d)
 		return
 	}
@@ -414,8 +430,54 @@ func (h *Host) step(in *core.Input) {
 	}
 }
 
+// open opens the log of a group the node starts holding (OpOpen): the log
+// joins the host's queues, and its recovery comes back as the open's
+// completion, an input of its own (RunLater).
+func (h *Host) open(e *core.Effect) {
+	for i := range h.logs {
+		if h.logs[i].spec.Group == e.Group {
+			panic(fmt.Sprintf("driver: open of group %d, whose log is open", e.Group))
+		}
+	}
+	d := core.StorageDone{Op: core.OpOpen, Group: e.Group}
+	var spec LogSpec
+	if h.opts.PlacedLog == nil {
+		d.Err = "no place for placed logs"
+	} else {
+		spec = h.opts.PlacedLog(e.Group)
+		spec.Group = e.Group
+	}
+	q := logQueue{spec: spec}
+	if d.Err == "" {
+		fs := h.fs
+		if spec.FS != nil {
+			fs = spec.FS
+		}
+		l, st, err := OpenLog(fs, spec.Dir, e.Group, spec.Opts)
+		if err != nil {
+			d.Err = "open: " + errKind(err)
+		} else {
+			st.Log = spec.Log
+			q.log = l
+			d.State = &st
+		}
+	}
+	h.logs = append(h.logs, q)
+	l := len(h.logs) - 1
+	if h.obs != nil && d.State != nil {
+		h.obs.Recovered(l, *d.State)
+	}
+	q2 := &h.logs[l]
+	q2.busy, q2.failed = true, &d
+	h.env.RunLater(l)
+}
+
 // storage queues a storage effect on its log and starts it if it is next.
 func (h *Host) storage(e *core.Effect) {
+	if e.Op == core.OpOpen {
+		h.open(e)
+		return
+	}
 	l := h.logIndex(e.Group, e.Log)
 	q := &h.logs[l]
 	if len(q.ops)-q.head >= storageOpsMax {

@@ -46,6 +46,19 @@ type modelQueue struct {
 	policy              core.Policy
 	epoch               uint64 // the placed assignment's epoch; 0: not placed
 	fenced              bool
+	id                  core.QueueID
+}
+
+// MetaQueueInfo is a declared queue as the checker's model holds it.
+type MetaQueueInfo struct {
+	ID     core.QueueID
+	Policy core.Policy
+}
+
+// MetaQueue returns the declared queue name, by the model.
+func (c *Checker) MetaQueue(name string) (MetaQueueInfo, bool) {
+	q, ok := c.metaTruth().catalog[name]
+	return MetaQueueInfo{ID: q.id, Policy: q.policy}, ok
 }
 
 // verdict is the model's outcome of one entry.
@@ -84,6 +97,7 @@ type metaTruth struct {
 	confirms []metaConfirm
 	catalog  map[string]modelQueue
 	brokers  map[core.NodeID]modelBroker
+	lastID   core.QueueID // the last queue id the catalogue gave
 }
 
 func (c *Checker) metaTruth() *metaTruth {
@@ -163,7 +177,8 @@ func (m *metaTruth) fold(index uint64, cmd []byte) verdict {
 			same := q.replicas == c.Replicas && q.minInsync == c.MinInsync && q.policy == c.Policy
 			return verdict{refused: !same, incarnation: q.incarnation}
 		}
-		m.catalog[c.Queue] = modelQueue{incarnation: index, replicas: c.Replicas, minInsync: c.MinInsync, policy: c.Policy}
+		m.lastID = max(m.lastID+1, metadata.FirstQueueID)
+		m.catalog[c.Queue] = modelQueue{incarnation: index, replicas: c.Replicas, minInsync: c.MinInsync, policy: c.Policy, id: m.lastID}
 		return verdict{incarnation: index}
 	case metadata.DeleteQueue:
 		if !exists || q.incarnation != c.Incarnation {

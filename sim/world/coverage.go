@@ -162,5 +162,8 @@ func isOwner(b *broker, q core.QueueID) bool {
 			return b.queues[i].Owner == b.id
 		}
 	}
+	if p, ok := b.w.placedByID[q]; ok {
+		return p.owner == b.id
+	}
 	return false
 }

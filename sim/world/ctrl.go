@@ -2,6 +2,8 @@ package world
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -365,6 +367,69 @@ func (w *World) brokerTruth() []check.BrokerTruth {
 		out = append(out, t)
 	}
 	return out
+}
+
+// placedQueue is a queue the controller placed, as the world follows it.
+type placedQueue struct {
+	id          core.QueueID
+	incarnation uint64
+	owner       core.NodeID
+}
+
+// placedApplied follows a placement as the first broker applies it: the
+// checkers learn the queue (its replicas, owner, W and log directory)
+// before any replica opens its log, which happens after its broker
+// applied the placement. The first application of an entry is when the
+// checker's model folds it, so the model's catalogue is the one of that
+// entry's index; later ones (other brokers, a restarted process applying
+// the log again) are known by the incarnation, placed once.
+func (w *World) placedApplied(c *metadata.Command) {
+	if w.placedIncs[c.Incarnation] {
+		return // applied by an earlier broker or process
+	}
+	w.placedIncs[c.Incarnation] = true
+	// The queue's id and policy: from the declaration the model holds.
+	q, ok := w.checker.MetaQueue(c.Queue)
+	if !ok {
+		panic(fmt.Sprintf("world: placement of %q, which the checker's model does not hold", c.Queue))
+	}
+	spec := check.QueueSpec{Queue: q.ID, Owner: c.Owner, W: q.Policy.WriteQuorum(c.Members.N), Dir: logDir(q.ID),
+		Disks: func(n core.NodeID) check.Disk { return w.brokers[n-1].pfs }}
+	for _, m := range c.Members.Slice() {
+		spec.Replicas = append(spec.Replicas, m.Node)
+	}
+	w.checker.AddQueue(spec)
+	p := placedQueue{id: q.ID, incarnation: c.Incarnation, owner: c.Owner}
+	w.placed[c.Queue], w.placedByID[q.ID] = p, p
+}
+
+// fencedApplied follows a fencing transition or a deletion.
+func (w *World) fencedApplied(name string, incarnation uint64) {
+	if p, ok := w.placed[name]; ok && p.incarnation == incarnation {
+		w.checker.Fence(p.id)
+	}
+}
+
+// placedSettled reports whether every placed queue not fenced has
+// converged: the drain waits for it.
+func (w *World) placedSettled() bool {
+	for _, name := range slices.Sorted(maps.Keys(w.placed)) {
+		p := w.placed[name]
+		if w.checker.Fenced(p.id) {
+			continue
+		}
+		if ok, _ := w.checker.Converged(p.id); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// powerLossCtrl is a power loss of b's metadata disk and its placed
+// queues' disk (the static queues' disk crashes on its own stream).
+func (w *World) powerLossCtrl(b *broker) {
+	b.pfs.Crash(w.rCtrl)
+	b.meta.PowerLoss(w.rCtrl.Intn(b.meta.Pending() + 1))
 }
 
 // ctrlSyncDelay is a metadata sync's time on b's device, from the

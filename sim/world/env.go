@@ -63,7 +63,7 @@ func (env *brokerEnv) Send(to core.NodeID, g core.GroupID, msg []byte) {
 	// The metadata group's messages draw from its own stream: adding the
 	// group left the queues' draws as they were.
 	r, delay := w.rNet, w.netDelay
-	if g >= core.GroupCtrl {
+	if controlled(g) {
 		r, delay = w.rCtrl, w.ctrlDelay
 	}
 	if rates.DropPer1000 > 0 && r.Intn(1000) < rates.DropPer1000 {
@@ -148,6 +148,10 @@ func (env *brokerEnv) StartStorage(l int, op *core.Effect) bool {
 	if op.Op != core.OpSync && op.Op != core.OpRead && op.Op != core.OpVerify {
 		return true
 	}
+	r := w.rDisk
+	if controlled(op.Group) {
+		r = w.rCtrl
+	}
 	if op.Op == core.OpSync {
 		// The writes reach the page cache as the sync starts; the device
 		// takes its time to make them durable, and a power loss meanwhile
@@ -156,7 +160,7 @@ func (env *brokerEnv) StartStorage(l int, op *core.Effect) bool {
 		if err := b.host.Log(l).Flush(); err != nil {
 			b.flushErrNs = w.now
 		}
-		if b.armed&armTorn != 0 {
+		if b.armed&armTorn != 0 && !controlled(op.Group) {
 			// The armed torn write strikes now, while this sync's writes
 			// share sectors with synced bytes.
 			b.armed &^= armTorn
@@ -164,7 +168,7 @@ func (env *brokerEnv) StartStorage(l int, op *core.Effect) bool {
 			e.node, e.inc = int32(b.id-1), b.inc
 		}
 	}
-	env.runAt(w.now+w.storageDelay(b, op.Op), l)
+	env.runAt(w.now+w.storageDelay(r, b, op.Op), l)
 	return false
 }
 
@@ -281,8 +285,12 @@ func (env *brokerEnv) Applied(e *core.Effect) {
 		}
 	case metadata.Assign:
 		w.mark(MarkQueuePlaced)
+		w.placedApplied(&c)
 	case metadata.Transition:
 		w.mark(MarkTransitionFenced)
+		w.fencedApplied(c.Queue, c.Incarnation)
+	case metadata.DeleteQueue:
+		w.fencedApplied(c.Queue, c.Incarnation)
 	}
 }
 

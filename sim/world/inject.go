@@ -291,6 +291,7 @@ func (w *World) tearSector(b *broker, restartNs int64) {
 			return
 		}
 	}
+	w.powerLossCtrl(b)
 	if n := b.fs.CrashTearSynced(w.rFault); n > 0 {
 		for _, q := range b.queues {
 			w.checker.Injected(b.id, q.Queue)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/metadata"
 	"github.com/sluicemq/sluice/core/queue"
 	"github.com/sluicemq/sluice/core/seam"
 	"github.com/sluicemq/sluice/core/wire"
@@ -70,10 +71,15 @@ type Stats struct {
 }
 
 type broker struct {
-	id     core.NodeID
-	up     bool
-	inc    uint64 // incarnation: bumps on every crash
-	fs     *memfs.FS
+	w   *World
+	id  core.NodeID
+	up  bool
+	inc uint64 // incarnation: bumps on every crash
+	fs  *memfs.FS
+	// pfs holds the logs of the queues the controller placed: a disk of
+	// their own, so that adding them left the static queues' disks, and
+	// the draws their faults make, as they were
+	pfs    *memfs.FS
 	queues []core.QueueConfig
 	host   *driver.Host  // the running process; nil while down
 	meta   *metamem.Disk // the metadata disk of a voter of the metadata group; nil otherwise
@@ -177,6 +183,11 @@ type World struct {
 	// exited: per broker, its last process that exited (eager failover's
 	// signal), for coverage
 	exited map[core.NodeID]uint64
+	// placed: the queues the controller placed, by name (the current
+	// incarnation's) and by id
+	placed     map[string]placedQueue
+	placedByID map[core.QueueID]placedQueue
+	placedIncs map[uint64]bool // the incarnations whose placement was followed
 
 	rNet, rDisk, rCli, rFault *prng.Rand
 	// rCtrl draws for the metadata group (its network, its operator, its
@@ -239,6 +250,9 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 		historyFull: map[core.QueueID]bool{},
 		lostHeld:    map[lostKey]bool{},
 		exited:      map[core.NodeID]uint64{},
+		placed:      map[string]placedQueue{},
+		placedByID:  map[core.QueueID]placedQueue{},
+		placedIncs:  map[uint64]bool{},
 	}
 	for i := 0; i < p.Brokers; i++ {
 		w.oneWay = append(w.oneWay, make([]int64, p.Brokers))
@@ -262,7 +276,7 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 	}
 	w.checker.SetLines(w.trace.Lines)
 	for i := 0; i < p.Brokers; i++ {
-		b := &broker{id: core.NodeID(i + 1), fs: memfs.New()}
+		b := &broker{w: w, id: core.NodeID(i + 1), fs: memfs.New(), pfs: memfs.New()}
 		b.fs.SetInjector(memfs.InjectorFunc(func(a memfs.Access) error { return w.diskAccess(b, a) }))
 		b.fs.SetSyncFailureDropsPages(w.rFault)
 		for _, q := range p.Queues {
@@ -492,10 +506,8 @@ const diskEvent = math.MaxUint64
 // a power loss leaves; it restarts after restartNs.
 func (w *World) crash(b *broker, restartNs int64) {
 	b.fs.Crash(w.rFault)
+	w.powerLossCtrl(b)
 	w.checker.DiskChanged(b.id)
-	if b.meta != nil {
-		b.meta.PowerLoss(w.rCtrl.Intn(b.meta.Pending() + 1))
-	}
 	w.stopProcess(b, restartNs, false)
 }
 
@@ -613,6 +625,10 @@ func (w *World) drainCheck() {
 			return
 		}
 	}
+	if !w.placedSettled() {
+		w.schedule1(w.now+100e6, evDrainCheck)
+		return
+	}
 	w.stop = true
 }
 
@@ -635,7 +651,11 @@ func (w *World) startBroker(b *broker) {
 	if ctrlCfg, store := w.ctrlConfig(b); ctrlCfg != nil {
 		cfg.Ctrl, ms = ctrlCfg, store
 	}
-	b.host = driver.NewHost(cfg, b.fs, specs, ms, env, env, w.trace, driver.Options{CheckInvariants: true})
+	b.host = driver.NewHost(cfg, b.fs, specs, ms, env, env, w.trace, driver.Options{CheckInvariants: true,
+		PlacedLog: func(g core.GroupID) driver.LogSpec {
+			return driver.LogSpec{Dir: logDir(queueOf(g)), FS: b.pfs,
+				Opts: seglog.Options{SegmentBytesMax: 8 << 20, SlotsPerSegment: segmentSlots, Bugs: w.prof.Bugs}}
+		}})
 	if err := b.host.Open(); err != nil {
 		panic(fmt.Sprintf("world: n%d: %v", b.id, err))
 	}
@@ -661,21 +681,32 @@ func (w *World) ownerOf(q core.QueueID) core.NodeID {
 			return w.prof.Queues[i].Owner
 		}
 	}
+	if p, ok := w.placedByID[q]; ok {
+		return p.owner
+	}
 	panic("world: no such queue")
 }
 
-func (w *World) storageDelay(b *broker, op core.StorageOp) int64 {
+// storageDelay draws a storage operation's time on b's device, from r.
+func (w *World) storageDelay(r *prng.Rand, b *broker, op core.StorageOp) int64 {
 	switch op {
 	case core.OpSync:
-		d := w.rDisk.Range(w.prof.SyncUsMin, w.prof.SyncUsMax) * 1000
+		d := r.Range(w.prof.SyncUsMin, w.prof.SyncUsMax) * 1000
 		if w.now < b.slowSyncEnd {
 			d *= SlowSyncFactor
 		}
 		return d
 	case core.OpRead, core.OpVerify:
-		return w.rDisk.Range(10, 100) * 1000
+		return r.Range(10, 100) * 1000
 	}
-	return w.rDisk.Range(1, 10) * 1000
+	return r.Range(1, 10) * 1000
+}
+
+// controlled reports whether group g is the controller's or one it placed:
+// their draws come from the controller's stream (rCtrl), so that adding
+// them left the static queues' runs as they were.
+func controlled(g core.GroupID) bool {
+	return g >= core.GroupID(metadata.FirstQueueID)
 }
 
 // --- clients ---

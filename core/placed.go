@@ -1,0 +1,153 @@
+package core
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/sluicemq/sluice/core/metadata"
+	"github.com/sluicemq/sluice/core/queue"
+	"github.com/sluicemq/sluice/core/seam"
+)
+
+// Queues the controller places. A node holds a replica of a placed queue
+// when the committed assignment names it with this very process and
+// storage instance: it opens the queue's log (an OpOpen storage effect),
+// and once the log is open runs the replica group as it runs a statically
+// configured one. When the assignment is fenced (a pending transition),
+// or the queue deleted or recreated, the group is fenced: it admits no
+// more writes. A restarted process is named by no assignment (its process
+// instance is new), so it serves none of the queues it held: their logs
+// wait, untouched, for recovery (issue 11).
+
+// placedGroup is one placed queue this node holds (or is opening).
+type placedGroup struct {
+	queue       QueueID
+	incarnation uint64
+	opening     bool
+}
+
+// placedMax bounds the placed queues a node tracks: the catalogue's limit.
+const placedMax = metadata.QueuesMax
+
+// reconcile follows the committed assignments after the metadata group
+// applied something.
+func (n *Node) reconcile() {
+	md := n.ctrl.Metadata()
+	if md.Applied() == n.reconciled {
+		return
+	}
+	n.reconciled = md.Applied()
+	qs := md.Queues()
+	for i := range qs {
+		q := &qs[i]
+		if !q.Assigned || q.Assignment.Fenced || !n.mine(&q.Assignment) || n.placedIndex(q.ID) >= 0 {
+			continue
+		}
+		if len(n.placed) >= placedMax {
+			panic("core: more placed queues than the catalogue holds")
+		}
+		n.placed = append(n.placed, placedGroup{queue: q.ID, incarnation: q.Incarnation, opening: true})
+		n.out.Storage(seam.Effect{Op: seam.OpOpen, Group: seam.QueueGroup(q.ID)})
+	}
+	for _, p := range n.placed {
+		if r := n.queue(seam.QueueGroup(p.queue)); r != nil && !r.Fenced() {
+			if why := fenceReason(md, p); why != "" {
+				r.Fence(why)
+			}
+		}
+	}
+}
+
+// mine reports whether assignment a names this node's process and storage.
+func (n *Node) mine(a *metadata.Assignment) bool {
+	for _, m := range a.Members.Slice() {
+		if m.Node == n.x.Node {
+			return m.Process == n.x.Process && m.Storage == n.storage
+		}
+	}
+	return false
+}
+
+func (n *Node) placedIndex(q QueueID) int {
+	return slices.IndexFunc(n.placed, func(p placedGroup) bool { return p.queue == q })
+}
+
+// placedQueue returns the catalogue entry of queue id q, if declared.
+func placedQueue(md *metadata.State, q QueueID) (*metadata.Queue, bool) {
+	qs := md.Queues()
+	for i := range qs {
+		if qs[i].ID == q {
+			return &qs[i], true
+		}
+	}
+	return nil, false
+}
+
+// fenceReason says why placed group p must be fenced, or "".
+func fenceReason(md *metadata.State, p placedGroup) string {
+	q, ok := placedQueue(md, p.queue)
+	switch {
+	case !ok || q.Incarnation != p.incarnation:
+		return "the queue was deleted"
+	case q.Assignment.Fenced:
+		return fmt.Sprintf("pending transition to epoch %d", q.Assignment.Pending.Epoch)
+	}
+	return ""
+}
+
+// opened is the completion of a placed queue's OpOpen: the replica group
+// starts from what its log recovered.
+func (n *Node) opened(d *StorageDone) {
+	i := n.placedIndex(QueueID(d.Group))
+	if i < 0 || !n.placed[i].opening {
+		panic(fmt.Sprintf("core: open completion for group %d, which is not opening", d.Group))
+	}
+	p := &n.placed[i]
+	p.opening = false
+	if d.Err != "" {
+		return // the failure policy: the process exits
+	}
+	md := n.ctrl.Metadata()
+	if fenceReason(md, *p) != "" {
+		// Fenced or deleted while its log opened: no group runs on it, so
+		// nothing writes to the log (recovery reads it as it is).
+		return
+	}
+	q, _ := placedQueue(md, p.queue)
+	qc := QueueConfig{Queue: p.queue, Owner: q.Assignment.Owner, Policy: q.Policy}
+	for _, m := range q.Assignment.Members.Slice() {
+		qc.Replicas = append(qc.Replicas, m.Node)
+	}
+	r := queue.New(&n.x, qc)
+	at, _ := slices.BinarySearchFunc(n.queues, r.Group(), func(r *queue.Replica, g GroupID) int {
+		switch {
+		case r.Group() < g:
+			return -1
+		case r.Group() > g:
+			return 1
+		}
+		return 0
+	})
+	n.queues = slices.Insert(n.queues, at, r)
+	r.Restore(d.State)
+	r.Begin()
+}
+
+// topology answers where a queue lives, by the applied metadata.
+func (n *Node) topology(c ClientID, req *Request) {
+	if n.ctrl == nil {
+		n.out.Reply(c, req.ID, Failed, 0, 0, "no metadata here")
+		return
+	}
+	q, ok := n.ctrl.Metadata().Queue(string(req.Body))
+	switch {
+	case !ok:
+		n.out.Reply(c, req.ID, Failed, 0, 0, "no such queue")
+	case !q.Assigned:
+		n.out.Reply(c, req.ID, Failed, q.ID, 0, "not placed yet")
+	case q.Assignment.Fenced:
+		n.out.Reply(c, req.ID, Failed, q.ID, 0, fmt.Sprintf("fenced: pending transition to epoch %d", q.Assignment.Pending.Epoch))
+	default:
+		n.out.Reply(c, req.ID, Confirmed, q.ID, uint64(q.Assignment.Owner), fmt.Sprintf("owner=n%d", q.Assignment.Owner))
+	}
+}
