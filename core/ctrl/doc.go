@@ -124,8 +124,8 @@
 // # Left for later steps of issue 10
 //
 // The applied record and log compaction (snapshots); membership changes
-// (a broker outside the configured members); the simulated clients of
-// placed queues (the nodes run placed queues' groups and answer topology
-// requests, but no simulated client uses them yet), and retiring the
-// static configuration; in-sync tracking; the scenarios of the issue.
+// (a broker outside the configured members); consumers of placed queues
+// in the simulator (publishers learn owners from topology requests
+// already), and retiring the static configuration; in-sync tracking; the
+// scenarios of the issue.
 package ctrl

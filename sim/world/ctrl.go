@@ -459,6 +459,9 @@ func (w *World) ctrlFinal() {
 	if !w.admin.probed {
 		w.checker.Liveness(w.now, "the metadata group confirmed no command after the heal")
 	}
+	for _, p := range w.pubs {
+		w.notef("placed publisher of %s: %d confirmed, %d failed, %d unknown", p.name, p.stats.confirmed, p.stats.failed, p.stats.unknown)
+	}
 	st := &w.admin.stats
 	w.notef("meta: %d entries applied; operator %d confirmed, %d failed (%d rejected by the metadata, %d redirects), %d unknown",
 		w.checker.MetaHistory(), st.confirmed, st.failed, st.rejected, st.redirects, st.unknown)

@@ -114,6 +114,10 @@ func (env *brokerEnv) Client(eff *core.Effect) {
 			w.adminReply(eff)
 			return
 		}
+		if p := w.placedPubOf(eff.Client); p != nil {
+			w.placedReply(p, eff)
+			return
+		}
 		if w.connKind[eff.Client] == publisher && eff.Outcome == core.Confirmed {
 			w.checker.ConfirmEmitted(w.now, eff.Queue, eff.Offset)
 		}

@@ -24,6 +24,7 @@ const (
 	evTear                           // an armed torn-sector power loss strikes during a sync
 	evAdmin                          // the operator's next metadata request (inc 0), or its timeout (inc: its seq)
 	evPeerLost                       // node's connection to broker from (its process q) closed and a reconnect failed
+	evPlaced                         // placed publisher cli's next request (inc 0), or its timeout (inc: the request's connection)
 )
 
 // event is one scheduled happening. Events live in a slab; the heap orders

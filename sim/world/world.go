@@ -188,6 +188,7 @@ type World struct {
 	placed     map[string]placedQueue
 	placedByID map[core.QueueID]placedQueue
 	placedIncs map[uint64]bool // the incarnations whose placement was followed
+	pubs       []*placedPub    // the placed queues' publishers (placedpub.go)
 
 	rNet, rDisk, rCli, rFault *prng.Rand
 	// rCtrl draws for the metadata group (its network, its operator, its
@@ -289,6 +290,7 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 		w.brokers = append(w.brokers, b)
 	}
 	w.ctrlSetup()
+	w.placedStart()
 	for _, q := range p.Queues {
 		for i := 0; i < p.PublishersPerQueue; i++ {
 			w.clients = append(w.clients, &client{kind: publisher, q: q, owner: int32(q.Owner - 1)})
@@ -476,6 +478,8 @@ func (w *World) handle(e *event) {
 		w.adminTimer(e)
 	case evPeerLost:
 		w.peerLost(e)
+	case evPlaced:
+		w.placedTimer(e)
 	case evTear:
 		if b := w.brokers[e.node]; b.up && b.inc == e.inc {
 			w.tearSector(b, b.tornDurNs)

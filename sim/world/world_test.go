@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/io/driver"
 )
 
@@ -115,4 +116,24 @@ func TestTraceOutputDoesNotChangeTheHash(t *testing.T) {
 	if !strings.Contains(out.String(), "> send to=") || strings.Contains(out.String(), "t=0.1") {
 		t.Fatalf("want text from 500ms on:\n%.300s", out.String())
 	}
+}
+
+// The queues the controller places are judged like static ones: with the
+// static queues' publishers off, a planted confirm-short is caught on a
+// placed queue (ids from 2^20 up) by confirm-durable.
+func TestPlacedQueuesAreJudged(t *testing.T) {
+	p := Draw(3)
+	p.PublishersPerQueue = 0
+	p.ConsumersPerQueue = 0
+	p.Bugs = bugs.ConfirmShort
+	r, err := Run(3, p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range r.Failures {
+		if f.Checker == "confirm-durable" && strings.Contains(f.Detail, "q=1048") {
+			return
+		}
+	}
+	t.Fatalf("confirm-short on placed queues not caught: %v", r.Failures)
 }

@@ -1,0 +1,151 @@
+package world
+
+import (
+	"encoding/binary"
+
+	"github.com/sluicemq/sluice/core"
+)
+
+// Publishers of the queues the controller places (the operator's queues
+// sim-q0..2). Each learns where its queue lives by asking a random broker
+// (ReqTopology, answered from the metadata it applied), then publishes to
+// the owner, one publish at a time, and asks again when the answer says
+// the queue moved, is fenced, or is gone, or when no answer comes. Every
+// request goes on a connection of its own (ids from placedConnBase), and
+// every draw comes from the controller's stream, so that the static
+// queues' clients and runs stayed as they were. The checkers judge these
+// publishes as any other (confirm-durable at the confirm, confirmed-lost
+// at the end); fenced queues only refuse them.
+
+// placedConnBase is the first of the placed publishers' connection ids
+// (within the events' 32-bit from field, below the operator's).
+const placedConnBase core.ClientID = 1 << 30
+
+// placedGapNs is the mean gap between a placed publisher's publishes;
+// placedTimeoutNs how long it waits for an answer.
+const (
+	placedGapNs     = 50e6
+	placedTimeoutNs = 2e9
+)
+
+// placedPub is one placed queue's publisher.
+type placedPub struct {
+	idx     int    // its index: keys and the queue name
+	name    string // the queue it publishes to
+	queue   core.QueueID
+	owner   core.NodeID // 0: not known
+	seq     uint64      // publishes sent
+	reqs    uint64      // requests sent
+	waiting core.ClientID
+	asking  bool // the request outstanding is a topology request
+	key     uint64
+	stats   struct{ confirmed, failed, unknown uint64 }
+}
+
+// placedStart creates the placed queues' publishers.
+func (w *World) placedStart() {
+	for k := range adminQueues {
+		w.pubs = append(w.pubs, &placedPub{idx: k, name: "sim-q" + itoa(k)})
+	}
+	for _, p := range w.pubs {
+		e := w.schedule1(w.now+w.rCtrl.Range(500e6, 1500e6), evPlaced)
+		e.cli = int32(p.idx)
+	}
+}
+
+func itoa(k int) string { return string(rune('0' + k)) }
+
+// placedTimer is an evPlaced event: publisher cli's next request (inc 0),
+// or the timeout of its request inc.
+func (w *World) placedTimer(e *event) {
+	p := w.pubs[e.cli]
+	if e.inc != 0 {
+		if p.waiting != core.ClientID(e.inc) {
+			return // answered
+		}
+		w.placedEnd(p, core.Unknown, 0, 0)
+		p.owner = 0
+	}
+	w.placedSend(p)
+}
+
+// placedSend sends p's next request: a topology request when it does not
+// know the owner, else a publish.
+func (w *World) placedSend(p *placedPub) {
+	if p.waiting != 0 || !w.working {
+		return
+	}
+	p.reqs++
+	cid := placedConnBase + core.ClientID(p.idx)<<20 + core.ClientID(p.reqs&(1<<20-1))
+	p.waiting = cid
+	to := p.owner
+	var req core.Request
+	if to == 0 {
+		p.asking = true
+		to = core.NodeID(1 + w.rCtrl.Intn(len(w.brokers)))
+		req = core.Request{Kind: core.ReqTopology, ID: p.reqs, Body: []byte(p.name)}
+	} else {
+		p.asking = false
+		p.seq++
+		p.key = uint64(1000+p.idx)<<40 | p.seq
+		n := int(w.rCtrl.Range(int64(w.prof.BodyBytesMin), int64(w.prof.BodyBytesMax)))
+		body := make([]byte, max(n, 8))
+		binary.LittleEndian.PutUint64(body, p.key)
+		w.checker.PublishStarted(p.key, len(body))
+		req = core.Request{Kind: core.ReqPublish, ID: p.reqs, Queue: p.queue, Body: body}
+	}
+	b := w.brokers[to-1]
+	e := w.schedule1(w.now+w.ctrlDelay(), evRequest)
+	e.node, e.inc, e.from, e.req = int32(to-1), b.inc, core.NodeID(cid), req
+	t := w.schedule1(w.now+placedTimeoutNs, evPlaced)
+	t.cli, t.inc = int32(p.idx), uint64(cid)
+}
+
+// placedPubOf returns the placed publisher whose request connection c is.
+func (w *World) placedPubOf(c core.ClientID) *placedPub {
+	if c < placedConnBase || c >= adminConnBase {
+		return nil
+	}
+	k := int((c - placedConnBase) >> 20)
+	if k >= len(w.pubs) || w.pubs[k].waiting != c {
+		return nil
+	}
+	return w.pubs[k]
+}
+
+// placedReply is a broker's answer to a placed publisher, judged as it
+// leaves the broker.
+func (w *World) placedReply(p *placedPub, eff *core.Effect) {
+	if p.asking {
+		p.waiting = 0
+		if eff.Outcome == core.Confirmed {
+			p.queue, p.owner = eff.Queue, core.NodeID(eff.Offset)
+		}
+	} else {
+		if eff.Outcome == core.Confirmed {
+			w.checker.ConfirmEmitted(w.now, eff.Queue, eff.Offset)
+		}
+		w.placedEnd(p, eff.Outcome, eff.Queue, eff.Offset)
+		if eff.Outcome != core.Confirmed {
+			p.owner = 0 // moved, fenced or gone: ask again
+		}
+	}
+	w.schedule1(w.now+w.rCtrl.Range(placedGapNs/2, 3*placedGapNs/2), evPlaced).cli = int32(p.idx)
+}
+
+// placedEnd ends p's request: a publish's outcome goes to the checker.
+func (w *World) placedEnd(p *placedPub, o core.Outcome, q core.QueueID, offset uint64) {
+	p.waiting = 0
+	if p.asking {
+		return
+	}
+	w.checker.PublishEnded(w.now, p.key, o, q, offset)
+	switch o {
+	case core.Confirmed:
+		p.stats.confirmed++
+	case core.Failed:
+		p.stats.failed++
+	default:
+		p.stats.unknown++
+	}
+}
