@@ -9,14 +9,21 @@ import (
 	"github.com/sluicemq/sluice/sim/shrink"
 )
 
-func TestReplayRegressions(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("regressions", "*.json"))
+func TestReplayRegressions(t *testing.T) { replayAll(t, "regressions") }
+
+// TestNamedScenarios replays the named scenarios: situations an issue asks
+// to be run by name (the controller's: its leader lost under load, its
+// leader isolated, declarations and deletions racing).
+func TestNamedScenarios(t *testing.T) { replayAll(t, "named") }
+
+func replayAll(t *testing.T, dir string) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	sort.Strings(files)
 	if len(files) == 0 {
-		t.Fatal("no saved regressions under scenarios/regressions")
+		t.Fatalf("no scenarios under scenarios/%s", dir)
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {

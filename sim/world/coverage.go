@@ -42,6 +42,7 @@ const (
 	MarkBrokerEager                         // a broker left the live set at once, after its process exited (eager failover)
 	MarkQueuePlaced                         // the controller placed a declared queue
 	MarkTransitionFenced                    // the controller fenced a placed queue with a pending transition
+	MarkQueueRecreated                      // a queue name was declared again after a deletion: a new incarnation
 	markKinds
 )
 
@@ -72,6 +73,7 @@ var markNames = [...]string{
 	MarkBrokerEager:         "broker-eager",
 	MarkQueuePlaced:         "queue-placed",
 	MarkTransitionFenced:    "transition-fenced",
+	MarkQueueRecreated:      "queue-recreated",
 }
 
 func (m Mark) String() string {

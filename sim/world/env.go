@@ -295,6 +295,11 @@ func (env *brokerEnv) Applied(e *core.Effect) {
 		w.fencedApplied(c.Queue, c.Incarnation)
 	case metadata.DeleteQueue:
 		w.fencedApplied(c.Queue, c.Incarnation)
+		w.deletedNames[c.Queue] = true
+	case metadata.DeclareQueue:
+		if w.deletedNames[c.Queue] && strings.Contains(e.Reason, "=> declared") {
+			w.mark(MarkQueueRecreated)
+		}
 	}
 }
 

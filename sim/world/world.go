@@ -189,6 +189,8 @@ type World struct {
 	placedByID map[core.QueueID]placedQueue
 	placedIncs map[uint64]bool // the incarnations whose placement was followed
 	pubs       []*placedPub    // the placed queues' publishers (placedpub.go)
+	// deletedNames: queue names deleted at least once (coverage)
+	deletedNames map[string]bool
 
 	rNet, rDisk, rCli, rFault *prng.Rand
 	// rCtrl draws for the metadata group (its network, its operator, its
@@ -234,26 +236,27 @@ func (w *World) runGuarded() (panicked string) {
 
 func newWorld(seed uint64, p Profile, opts Options) *World {
 	w := &World{
-		seed:        seed,
-		prof:        p,
-		conns:       map[core.ClientID]int32{},
-		connKind:    map[core.ClientID]clientKind{},
-		trace:       driver.NewTrace(opts.Trace, opts.TraceFilter),
-		interrupt:   opts.Interrupt,
-		rNet:        prng.New(prng.Derive(seed, "net")),
-		rDisk:       prng.New(prng.Derive(seed, "disk")),
-		rCli:        prng.New(prng.Derive(seed, "clients")),
-		rFault:      prng.New(prng.Derive(seed, "faults")),
-		rCtrl:       prng.New(prng.Derive(seed, "ctrl")),
-		working:     true,
-		isolated:    make([]int64, p.Brokers),
-		history:     map[core.QueueID][]linear.Op{},
-		historyFull: map[core.QueueID]bool{},
-		lostHeld:    map[lostKey]bool{},
-		exited:      map[core.NodeID]uint64{},
-		placed:      map[string]placedQueue{},
-		placedByID:  map[core.QueueID]placedQueue{},
-		placedIncs:  map[uint64]bool{},
+		seed:         seed,
+		prof:         p,
+		conns:        map[core.ClientID]int32{},
+		connKind:     map[core.ClientID]clientKind{},
+		trace:        driver.NewTrace(opts.Trace, opts.TraceFilter),
+		interrupt:    opts.Interrupt,
+		rNet:         prng.New(prng.Derive(seed, "net")),
+		rDisk:        prng.New(prng.Derive(seed, "disk")),
+		rCli:         prng.New(prng.Derive(seed, "clients")),
+		rFault:       prng.New(prng.Derive(seed, "faults")),
+		rCtrl:        prng.New(prng.Derive(seed, "ctrl")),
+		working:      true,
+		isolated:     make([]int64, p.Brokers),
+		history:      map[core.QueueID][]linear.Op{},
+		historyFull:  map[core.QueueID]bool{},
+		lostHeld:     map[lostKey]bool{},
+		exited:       map[core.NodeID]uint64{},
+		placed:       map[string]placedQueue{},
+		placedByID:   map[core.QueueID]placedQueue{},
+		placedIncs:   map[uint64]bool{},
+		deletedNames: map[string]bool{},
 	}
 	for i := 0; i < p.Brokers; i++ {
 		w.oneWay = append(w.oneWay, make([]int64, p.Brokers))
