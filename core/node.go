@@ -179,6 +179,7 @@ func (n *Node) Step(in *Input) []Effect {
 		}
 		if n.ctrl != nil {
 			n.stepCtrl(ctrl.Input{Kind: ctrl.InTick, Draw: in.Draw})
+			n.inSyncTick()
 		}
 	default:
 		panic("core: unknown input kind")

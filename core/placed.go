@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/sluicemq/sluice/core/ctrl"
 	"github.com/sluicemq/sluice/core/metadata"
 	"github.com/sluicemq/sluice/core/queue"
 	"github.com/sluicemq/sluice/core/seam"
@@ -55,6 +56,32 @@ func (n *Node) reconcile() {
 				r.Fence(why)
 			}
 		}
+	}
+}
+
+// inSyncTick feeds every placed group this node owns its committed in-sync
+// set and the lag time (read on every tick), and carries the set its owner
+// wants to the controller's leader.
+func (n *Node) inSyncTick() {
+	md := n.ctrl.Metadata()
+	lagMs := md.Setting(metadata.ReplicaLagTimeMaxMs)
+	for _, p := range n.placed {
+		r := n.queue(seam.QueueGroup(p.queue))
+		if r == nil || r.Fenced() {
+			continue
+		}
+		q, ok := placedQueue(md, p.queue)
+		if !ok || q.Incarnation != p.incarnation || q.Assignment.Owner != n.x.Node {
+			continue
+		}
+		r.SetInSync(q.Assignment.InSync.Slice(), lagMs)
+		want, ok := r.InSyncWanted()
+		if !ok {
+			continue
+		}
+		var ns metadata.Nodes
+		ns.N = copy(ns.ID[:], want)
+		n.stepCtrl(ctrl.Input{Kind: ctrl.InRequestInSync, Msg: ctrl.AppendInSyncRequest(nil, p.queue, p.incarnation, q.Assignment.Epoch, &ns)})
 	}
 }
 

@@ -127,5 +127,6 @@
 // (a broker outside the configured members); consumers of placed queues
 // in the simulator (publishers learn owners from topology requests
 // already), and retiring the static configuration; in-sync tracking; the
-// scenarios of the issue.
+// scenarios of the issue; the isr policy (in-sync sets are tracked and
+// committed: insync.go, core/queue/insync.go).
 package ctrl

@@ -212,6 +212,9 @@ const (
 	// failed: its process Process is gone (eager failover). A silent
 	// failure (a power loss, a partition) gives none.
 	InPeerLost
+	// InRequestInSync: Msg is this node's owner's in-sync request
+	// (AppendInSyncRequest), for the leader.
+	InRequestInSync
 )
 
 // Input is one input to the group. NowNs never decreases.
@@ -413,6 +416,8 @@ func (g *Group) Step(in Input) []Effect {
 		g.peerMessage(in)
 	case InPeerLost:
 		g.peerLost(in)
+	case InRequestInSync:
+		g.requestInSync(in)
 	default:
 		panic(fmt.Sprintf("ctrl: input kind %d", in.Kind))
 	}

@@ -79,6 +79,13 @@ func decodeHeartbeat(b []byte) (heartbeatMsg, error) {
 
 // AppendPeerMsgText renders a controller peer message.
 func AppendPeerMsgText(dst []byte, msg []byte) []byte {
+	if len(msg) >= 2 && msg[1] == peerMsgInSync {
+		r, err := decodeInSync(msg)
+		if err != nil {
+			return fmt.Appendf(dst, "ctrl-peer undecodable bytes=%d", len(msg))
+		}
+		return fmt.Appendf(dst, "in-sync-request q=%d incarnation=%d epoch=%d in-sync=%v", r.queue, r.incarnation, r.epoch, r.inSync.Slice())
+	}
 	hb, err := decodeHeartbeat(msg)
 	if err != nil {
 		return fmt.Appendf(dst, "ctrl-peer undecodable bytes=%d", len(msg))
@@ -121,6 +128,15 @@ func (g *Group) heartbeat() {
 }
 
 func (g *Group) peerMessage(in Input) {
+	if len(in.Msg) >= 2 && in.Msg[1] == peerMsgInSync {
+		r, err := decodeInSync(in.Msg)
+		if err != nil {
+			g.note("refused peer message from %d: %v", in.From, err)
+			return
+		}
+		g.onInSync(in.From, r)
+		return
+	}
 	hb, err := decodeHeartbeat(in.Msg)
 	if err != nil || hb.node != in.From {
 		g.note("refused peer message from %d: %d bytes that are no heartbeat of it", in.From, len(in.Msg))

@@ -43,11 +43,15 @@ const (
 	// admitting writes, and the pending transition proposes Proposed as
 	// members under epoch Epoch+1, bound by Digest (TransitionDigest).
 	Transition Kind = 8
+	// SetInSync records queue Name's in-sync set under epoch Epoch (the
+	// owner's proposal, seed 003): InSync, the owner among them, all
+	// members of the assignment.
+	SetInSync Kind = 9
 	kindEnd
 )
 
 var kindNames = [...]string{SetSetting: "set", RegisterBroker: "register", BrokerDown: "down",
-	Drain: "drain", DeclareQueue: "declare", DeleteQueue: "delete", Assign: "assign", Transition: "transition"}
+	Drain: "drain", DeclareQueue: "declare", DeleteQueue: "delete", Assign: "assign", Transition: "transition", SetInSync: "in-sync"}
 
 func (k Kind) String() string {
 	if k > 0 && k < kindEnd {
@@ -94,6 +98,8 @@ type Command struct {
 	Members  Members
 	Proposed Nodes
 	Digest   Digest
+	// SetInSync (Queue, Incarnation, Epoch, InSync)
+	InSync Nodes
 }
 
 // Member is one replica of an assignment: a broker and the exact process
@@ -175,7 +181,7 @@ func (c *Command) Validate() error {
 			return fmt.Errorf("declare %s: min in-sync %d, want 1 to the replica count %d", c.Queue, c.MinInsync, c.Replicas)
 		}
 		return nil
-	case Assign, Transition:
+	case Assign, Transition, SetInSync:
 		if err := checkQueueName(c.Queue); err != nil {
 			return err
 		}
@@ -184,6 +190,9 @@ func (c *Command) Validate() error {
 		}
 		if c.Kind == Transition {
 			return checkNodes(c.Proposed.Slice())
+		}
+		if c.Kind == SetInSync {
+			return checkNodes(c.InSync.Slice())
 		}
 		ms := c.Members.Slice()
 		if len(ms) == 0 {
@@ -274,6 +283,14 @@ func (c *Command) Encode(dst []byte) []byte {
 			dst = binary.AppendUvarint(dst, uint64(n))
 		}
 		dst = append(dst, c.Digest[:]...)
+	case SetInSync:
+		dst = appendStr(dst, c.Queue)
+		dst = binary.AppendUvarint(dst, c.Incarnation)
+		dst = binary.AppendUvarint(dst, c.Epoch)
+		dst = binary.AppendUvarint(dst, uint64(c.InSync.N))
+		for _, n := range c.InSync.Slice() {
+			dst = binary.AppendUvarint(dst, uint64(n))
+		}
 	default:
 		panic(fmt.Sprintf("metadata: encode of command kind %d", c.Kind))
 	}
@@ -345,6 +362,14 @@ func Decode(b []byte) (Command, error) {
 			c.Proposed.ID[i] = r.node()
 		}
 		copy(c.Digest[:], r.bytes(len(c.Digest)))
+	case SetInSync:
+		c.Queue = r.str(QueueNameBytesMax)
+		c.Incarnation = r.uvarint()
+		c.Epoch = r.uvarint()
+		c.InSync.N = r.count(seam.ReplicasMax)
+		for i := range c.InSync.N {
+			c.InSync.ID[i] = r.node()
+		}
 	default:
 		if r.err == nil {
 			r.err = fmt.Errorf("unknown kind %d", c.Kind)
@@ -497,6 +522,8 @@ func (c *Command) String() string {
 			s += fmt.Sprintf("n%d/%d/%d", m.Node, m.Process, m.Storage)
 		}
 		return s + "]"
+	case SetInSync:
+		return fmt.Sprintf("in-sync %q incarnation=%d epoch=%d in-sync=%v", c.Queue, c.Incarnation, c.Epoch, c.InSync.Slice())
 	case Transition:
 		return fmt.Sprintf("transition %q incarnation=%d epoch=%d proposed=%v digest=%x", c.Queue, c.Incarnation, c.Epoch,
 			c.Proposed.Slice(), c.Digest[:6])

@@ -18,6 +18,7 @@ var examples = []Command{
 	{Kind: DeleteQueue, Queue: "orders", Incarnation: 12},
 	{Kind: Assign, Queue: "orders", Incarnation: 12, Epoch: 1, Owner: 2, Members: members(m(1, 3, 4), m(2, 5, 6))},
 	{Kind: Transition, Queue: "orders", Incarnation: 12, Epoch: 1, Proposed: nodes(1, 3), Digest: Digest{1, 2, 3}},
+	{Kind: SetInSync, Queue: "orders", Incarnation: 12, Epoch: 1, InSync: nodes(1, 2)},
 }
 
 func m(n seam.NodeID, p, s uint64) Member { return Member{Node: n, Process: p, Storage: s} }
@@ -207,8 +208,25 @@ func TestPlacementAndTransitions(t *testing.T) {
 	if _, err := apply(t, &s, 11, good); err == nil {
 		t.Fatal("a queue was placed twice")
 	}
+	// The in-sync set: every member at placement; an owner's proposal of
+	// members, the owner among them, for the current epoch.
+	if q, _ := s.Queue("q"); q.Assignment.InSync != nodes(1, 2) {
+		t.Fatalf("in-sync at placement: %v", q.Assignment.InSync.Slice())
+	}
+	for i, c := range []Command{
+		{Kind: SetInSync, Queue: "q", Incarnation: 4, Epoch: 1, InSync: nodes(2)},    // without the owner
+		{Kind: SetInSync, Queue: "q", Incarnation: 4, Epoch: 1, InSync: nodes(1, 3)}, // a non-member
+		{Kind: SetInSync, Queue: "q", Incarnation: 4, Epoch: 2, InSync: nodes(1)},    // another epoch
+	} {
+		if _, err := apply(t, &s, uint64(20+i), c); err == nil {
+			t.Fatalf("bad in-sync set %d accepted: %s", i, c.String())
+		}
+	}
+	if _, err := apply(t, &s, 30, Command{Kind: SetInSync, Queue: "q", Incarnation: 4, Epoch: 1, InSync: nodes(1)}); err != nil {
+		t.Fatal(err)
+	}
 	// Placement refuses a broker that left the live set.
-	if _, err := apply(t, &s, 12, Command{Kind: BrokerDown, Node: 2, Process: 12}); err != nil {
+	if _, err := apply(t, &s, 32, Command{Kind: BrokerDown, Node: 2, Process: 12}); err != nil {
 		t.Fatal(err)
 	}
 	q, _ := s.Queue("q")
@@ -216,17 +234,17 @@ func TestPlacementAndTransitions(t *testing.T) {
 	tr := Command{Kind: Transition, Queue: "q", Incarnation: 4, Epoch: 1, Proposed: proposed, Digest: TransitionDigest(&q, &proposed)}
 	forged := tr
 	forged.Proposed = nodes(1, 2)
-	if _, err := apply(t, &s, 13, forged); err == nil {
+	if _, err := apply(t, &s, 33, forged); err == nil {
 		t.Fatal("a transition whose digest binds other members was accepted")
 	}
-	if _, err := apply(t, &s, 14, tr); err != nil {
+	if _, err := apply(t, &s, 34, tr); err != nil {
 		t.Fatal(err)
 	}
 	q, _ = s.Queue("q")
 	if !q.Assignment.Fenced || q.Assignment.Pending.Epoch != 2 {
 		t.Fatalf("after the transition: %+v", q.Assignment)
 	}
-	if _, err := apply(t, &s, 15, tr); err == nil {
+	if _, err := apply(t, &s, 35, tr); err == nil {
 		t.Fatal("a second transition was accepted")
 	}
 	// The digest binds every part: another incarnation, epoch or member

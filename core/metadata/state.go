@@ -44,6 +44,9 @@ type Assignment struct {
 	Epoch   uint64
 	Owner   seam.NodeID
 	Members Members
+	// InSync is the committed in-sync set (seed 003): every member at
+	// placement, then as the owner's proposals commit.
+	InSync  Nodes
 	Fenced  bool
 	Pending PendingTransition
 }
@@ -179,6 +182,8 @@ func (s *State) Apply(index uint64, c *Command) (string, error) {
 		return s.assign(c)
 	case Transition:
 		return s.transition(c)
+	case SetInSync:
+		return s.setInSync(c)
 	case DeleteQueue:
 		i, ok := s.queueIndex(c.Queue)
 		if !ok {
@@ -270,6 +275,10 @@ func (s *State) assign(c *Command) (string, error) {
 	}
 	q.Assigned = true
 	q.Assignment = Assignment{Epoch: c.Epoch, Owner: c.Owner, Members: c.Members}
+	for _, m := range c.Members.Slice() {
+		q.Assignment.InSync.ID[q.Assignment.InSync.N] = m.Node
+		q.Assignment.InSync.N++
+	}
 	return fmt.Sprintf("placed %q epoch=%d owner=n%d", c.Queue, c.Epoch, c.Owner), nil
 }
 
@@ -293,4 +302,40 @@ func (s *State) transition(c *Command) (string, error) {
 	a.Fenced = true
 	a.Pending = PendingTransition{Epoch: c.Epoch + 1, Proposed: c.Proposed, Digest: c.Digest}
 	return fmt.Sprintf("fenced %q epoch=%d, pending epoch=%d", c.Queue, c.Epoch, c.Epoch+1), nil
+}
+
+// setInSync records an owner's in-sync set: for the current, unfenced
+// assignment of that epoch, the owner in it, every node a member.
+func (s *State) setInSync(c *Command) (string, error) {
+	q, err := s.placed(c)
+	if err != nil {
+		return "", err
+	}
+	a := &q.Assignment
+	switch {
+	case !q.Assigned:
+		return "", refuse("queue %q is not placed", c.Queue)
+	case a.Fenced:
+		return "", refuse("queue %q is fenced", c.Queue)
+	case a.Epoch != c.Epoch:
+		return "", refuse("queue %q is at epoch %d, not %d", c.Queue, a.Epoch, c.Epoch)
+	case a.InSync == c.InSync:
+		return "", refuse("queue %q has that in-sync set already", c.Queue)
+	}
+	owner := false
+	for _, n := range c.InSync.Slice() {
+		member := false
+		for _, m := range a.Members.Slice() {
+			member = member || m.Node == n
+		}
+		if !member {
+			return "", refuse("n%d is not a member of queue %q", n, c.Queue)
+		}
+		owner = owner || n == a.Owner
+	}
+	if !owner {
+		return "", refuse("the owner n%d must stay in queue %q's in-sync set", a.Owner, c.Queue)
+	}
+	a.InSync = c.InSync
+	return fmt.Sprintf("in-sync %q %v", c.Queue, c.InSync.Slice()), nil
 }

@@ -38,7 +38,7 @@ func newOwner(r *Replica) *owner {
 	o := &owner{r: r}
 	for _, n := range r.cfg.Replicas {
 		if n != r.x.Node {
-			o.peers = append(o.peers, progress{node: n})
+			o.peers = append(o.peers, progress{node: n, caughtUpNs: r.x.NowNs})
 		}
 	}
 	o.state.init(o)
@@ -281,6 +281,9 @@ func (o *owner) onAppendReply(from seam.NodeID, m *Msg) {
 			return
 		}
 		p.acked(m.End)
+		if m.End >= r.log.end {
+			p.caughtUpNs = r.x.NowNs
+		}
 		o.advanceCommit()
 	} else {
 		if len(m.Epochs) > r.x.Lim.EpochsMax {

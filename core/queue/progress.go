@@ -20,6 +20,9 @@ type progress struct {
 	// slow: a resend timed out; send one batch at a time until it answers,
 	// so a lost or stalled follower costs one message per resend interval.
 	slow bool
+	// caughtUpNs: the last instant the follower reported the owner's whole
+	// log durable (seed 003's moment; the owner's start counts as one)
+	caughtUpNs int64
 
 	// The log the peer reported to a rebuilding owner.
 	reported  bool

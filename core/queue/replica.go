@@ -78,6 +78,8 @@ type Replica struct {
 
 	scrub scrubState
 
+	inSync inSync // in-sync tracking, for placed queues (insync.go)
+
 	owner    *owner    // nil unless this replica owns the queue
 	follower *follower // nil unless it follows
 }

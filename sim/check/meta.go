@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -47,6 +48,9 @@ type modelQueue struct {
 	epoch               uint64 // the placed assignment's epoch; 0: not placed
 	fenced              bool
 	id                  core.QueueID
+	owner               core.NodeID
+	members             []core.NodeID
+	inSync              metadata.Nodes
 }
 
 // MetaQueueInfo is a declared queue as the checker's model holds it.
@@ -194,7 +198,29 @@ func (m *metaTruth) fold(index uint64, cmd []byte) verdict {
 				return verdict{refused: true, outsideLive: true}
 			}
 		}
-		q.epoch = c.Epoch
+		q.epoch, q.owner, q.members = c.Epoch, c.Owner, nil
+		q.inSync = metadata.Nodes{}
+		for _, mb := range c.Members.Slice() {
+			q.members = append(q.members, mb.Node)
+			q.inSync.ID[q.inSync.N] = mb.Node
+			q.inSync.N++
+		}
+		m.catalog[c.Queue] = q
+	case metadata.SetInSync:
+		if !exists || q.incarnation != c.Incarnation || q.epoch == 0 || q.fenced || q.epoch != c.Epoch || q.inSync == c.InSync {
+			return verdict{refused: true}
+		}
+		owner := false
+		for _, n := range c.InSync.Slice() {
+			if !slices.Contains(q.members, n) {
+				return verdict{refused: true}
+			}
+			owner = owner || n == q.owner
+		}
+		if !owner {
+			return verdict{refused: true}
+		}
+		q.inSync = c.InSync
 		m.catalog[c.Queue] = q
 	case metadata.Transition:
 		if !exists || q.incarnation != c.Incarnation || q.epoch == 0 || q.fenced || q.epoch != c.Epoch {

@@ -43,6 +43,7 @@ const (
 	MarkQueuePlaced                         // the controller placed a declared queue
 	MarkTransitionFenced                    // the controller fenced a placed queue with a pending transition
 	MarkQueueRecreated                      // a queue name was declared again after a deletion: a new incarnation
+	MarkInSyncChange                        // the controller committed a placed queue owner's change of its in-sync set
 	markKinds
 )
 
@@ -74,6 +75,7 @@ var markNames = [...]string{
 	MarkQueuePlaced:         "queue-placed",
 	MarkTransitionFenced:    "transition-fenced",
 	MarkQueueRecreated:      "queue-recreated",
+	MarkInSyncChange:        "insync-change",
 }
 
 func (m Mark) String() string {

@@ -185,12 +185,20 @@ func (w *World) adminCommand() metadata.Command {
 		// see brokers expire (the default is 9 s).
 		return metadata.Command{Kind: metadata.SetSetting, Key: metadata.Settings[metadata.LivenessExpiryMs].Key, Value: r.Range(1000, 4000)}
 	}
+	lag := metadata.Command{Kind: metadata.SetSetting, Key: metadata.Settings[metadata.ReplicaLagTimeMaxMs].Key, Value: r.Range(300, 5000)}
+	if a.seq == 2 {
+		// And a lag time of 0.3 to 5 s lets it see followers leave the
+		// in-sync set and come back (the default is 30 s).
+		return lag
+	}
 	k := r.Intn(adminQueues)
 	name := "sim-q" + strconv.Itoa(k)
 	switch r.Intn(3) {
 	case 0:
-		i := []int{metadata.ReplicaLagTimeMaxMs, metadata.FollowerLossHoldMs}[r.Intn(2)]
-		spec := &metadata.Settings[i]
+		if r.Chance(1, 2) {
+			return lag
+		}
+		spec := &metadata.Settings[metadata.FollowerLossHoldMs]
 		return metadata.Command{Kind: metadata.SetSetting, Key: spec.Key, Value: spec.Min + r.Int63n(spec.Max-spec.Min+1)}
 	case 1:
 		c := metadata.Command{Kind: metadata.DeclareQueue, Queue: name, Replicas: 1 + k, Policy: core.MajorityDurable, MinInsync: 1}

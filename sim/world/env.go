@@ -300,6 +300,8 @@ func (env *brokerEnv) Applied(e *core.Effect) {
 		if w.deletedNames[c.Queue] && strings.Contains(e.Reason, "=> declared") {
 			w.mark(MarkQueueRecreated)
 		}
+	case metadata.SetInSync:
+		w.mark(MarkInSyncChange)
 	}
 }
 

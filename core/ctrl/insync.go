@@ -1,0 +1,117 @@
+package ctrl
+
+import (
+	"encoding/binary"
+	"errors"
+	"slices"
+
+	"github.com/sluicemq/sluice/core/metadata"
+	"github.com/sluicemq/sluice/core/seam"
+	"go.etcd.io/raft/v3"
+)
+
+// In-sync requests (seed 003): a placed queue's owner asks the leader to
+// record a new in-sync set for its assignment (a follower that stopped
+// reaching the log end for replica.lag_time_max_ms leaves it; one that
+// reached the high watermark again comes back). The owner keeps using the
+// committed set until the change commits. The leader proposes SetInSync
+// when the request names the current, unfenced assignment and differs from
+// the committed set; the metadata guards the rest.
+
+// peerMsgInSync is the in-sync request's kind.
+const peerMsgInSync = 2
+
+// inSyncReq is one owner's request.
+type inSyncReq struct {
+	queue              seam.QueueID
+	incarnation, epoch uint64
+	inSync             metadata.Nodes
+}
+
+// AppendInSyncRequest appends an in-sync request's encoding: version, kind,
+// then the queue id, incarnation, epoch, the count and the nodes, as
+// uvarints.
+func AppendInSyncRequest(dst []byte, q seam.QueueID, incarnation, epoch uint64, inSync *metadata.Nodes) []byte {
+	dst = append(dst, peerMsgVersion, peerMsgInSync)
+	dst = binary.AppendUvarint(dst, uint64(q))
+	dst = binary.AppendUvarint(dst, incarnation)
+	dst = binary.AppendUvarint(dst, epoch)
+	dst = binary.AppendUvarint(dst, uint64(inSync.N))
+	for _, n := range inSync.Slice() {
+		dst = binary.AppendUvarint(dst, uint64(n))
+	}
+	return dst
+}
+
+var errInSync = errors.New("not an in-sync request")
+
+// decodeInSync reads an in-sync request exactly.
+func decodeInSync(b []byte) (inSyncReq, error) {
+	if len(b) > peerMsgBytesMax || len(b) < 2 || b[0] != peerMsgVersion || b[1] != peerMsgInSync {
+		return inSyncReq{}, errInSync
+	}
+	b = b[2:]
+	next := func(max uint64) (uint64, bool) {
+		x, n := binary.Uvarint(b)
+		if n <= 0 || n != len(binary.AppendUvarint(nil, x)) || x > max {
+			return 0, false
+		}
+		b = b[n:]
+		return x, true
+	}
+	var r inSyncReq
+	q, ok1 := next(1<<32 - 1)
+	inc, ok2 := next(1<<63 - 1)
+	ep, ok3 := next(1<<63 - 1)
+	cnt, ok4 := next(seam.ReplicasMax)
+	if !ok1 || !ok2 || !ok3 || !ok4 || q == 0 || inc == 0 || ep == 0 || cnt == 0 {
+		return inSyncReq{}, errInSync
+	}
+	r.queue, r.incarnation, r.epoch, r.inSync.N = seam.QueueID(q), inc, ep, int(cnt)
+	for i := range r.inSync.N {
+		n, ok := next(1<<32 - 1)
+		if !ok || n == 0 || (i > 0 && seam.NodeID(n) <= r.inSync.ID[i-1]) {
+			return inSyncReq{}, errInSync
+		}
+		r.inSync.ID[i] = seam.NodeID(n)
+	}
+	if len(b) != 0 {
+		return inSyncReq{}, errInSync
+	}
+	return r, nil
+}
+
+// requestInSync is this node's owner asking: handled here when this node
+// leads, else sent to the leader it knows (dropped when it knows none; the
+// owner asks again).
+func (g *Group) requestInSync(in Input) {
+	r, err := decodeInSync(in.Msg)
+	if err != nil {
+		panic("ctrl: the node's own in-sync request does not decode")
+	}
+	st := g.rn.BasicStatus()
+	switch {
+	case st.RaftState == raft.StateLeader:
+		g.onInSync(g.cfg.ID, r)
+	case st.Lead != 0:
+		g.out = append(g.out, Effect{Kind: EfSendPeer, To: st.Lead, Msg: slices.Clone(in.Msg)})
+	}
+}
+
+// onInSync is a request at the leader.
+func (g *Group) onInSync(from uint64, r inSyncReq) {
+	if g.rn.BasicStatus().RaftState != raft.StateLeader {
+		return
+	}
+	qs := g.md.Queues()
+	i := slices.IndexFunc(qs, func(q metadata.Queue) bool { return q.ID == r.queue })
+	if i < 0 {
+		return
+	}
+	q := &qs[i]
+	a := &q.Assignment
+	if q.Incarnation != r.incarnation || !q.Assigned || a.Fenced || a.Epoch != r.epoch || a.Owner != seam.NodeID(from) || a.InSync == r.inSync {
+		return // stale, or not the owner's, or nothing to change
+	}
+	g.proposePlacement(metadata.Command{Kind: metadata.SetInSync, Queue: q.Name, Incarnation: q.Incarnation, Epoch: a.Epoch, InSync: r.inSync})
+}
