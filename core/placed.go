@@ -28,6 +28,9 @@ type placedGroup struct {
 }
 
 // placedMax bounds the placed queues a node tracks: the catalogue's limit.
+// TODO(issue 10): a deleted queue's group and entry stay (fenced) for the
+// process's life, and its log stays open in the host; a long-lived daemon
+// with queue churn needs them retired once the group's storage is idle.
 const placedMax = metadata.QueuesMax
 
 // reconcile follows the committed assignments after the metadata group
