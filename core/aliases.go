@@ -32,6 +32,7 @@ const (
 	LeaderDurable   = seam.LeaderDurable
 	MajorityDurable = seam.MajorityDurable
 	AllDurable      = seam.AllDurable
+	ISR             = seam.ISR
 	ReplicasMax     = seam.ReplicasMax
 
 	InStart      = seam.InStart
@@ -58,13 +59,14 @@ const (
 	OpPersist  = seam.OpPersist
 	OpOpen     = seam.OpOpen
 
-	EfSend     = seam.EfSend
-	EfStorage  = seam.EfStorage
-	EfReply    = seam.EfReply
-	EfDeliver  = seam.EfDeliver
-	EfDeadline = seam.EfDeadline
-	EfApplied  = seam.EfApplied
-	EfNote     = seam.EfNote
+	EfSend      = seam.EfSend
+	EfStorage   = seam.EfStorage
+	EfReply     = seam.EfReply
+	EfDeliver   = seam.EfDeliver
+	EfDeadline  = seam.EfDeadline
+	EfApplied   = seam.EfApplied
+	EfNote      = seam.EfNote
+	EfWatermark = seam.EfWatermark
 
 	Confirmed = seam.Confirmed
 	Failed    = seam.Failed

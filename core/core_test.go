@@ -33,8 +33,9 @@ func TestDivergence(t *testing.T) {
 }
 
 func TestPolicyQuorum(t *testing.T) {
-	for n, want := range map[int][3]int{1: {1, 1, 1}, 3: {1, 2, 3}, 5: {1, 3, 5}, 4: {1, 3, 4}} {
-		got := [3]int{LeaderDurable.WriteQuorum(n), MajorityDurable.WriteQuorum(n), AllDurable.WriteQuorum(n)}
+	// n: W under each policy, isr with min in-sync 2
+	for n, want := range map[int][4]int{1: {1, 1, 1, 2}, 3: {1, 2, 3, 2}, 5: {1, 3, 5, 2}, 4: {1, 3, 4, 2}} {
+		got := [4]int{LeaderDurable.WriteQuorum(n, 2), MajorityDurable.WriteQuorum(n, 2), AllDurable.WriteQuorum(n, 2), ISR.WriteQuorum(n, 2)}
 		if got != want {
 			t.Errorf("n=%d: %v, want %v", n, got, want)
 		}

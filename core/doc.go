@@ -10,7 +10,8 @@
 // The groups today are the replica groups of queues (core/queue): queues
 // under a static assignment (one owner, N followers, an epoch), W-of-N
 // durable confirms under the leader_durable, majority_durable and
-// all_durable policies, log matching across epochs, group commit, consumers
+// all_durable policies (and, for queues the controller placed, isr:
+// confirms at the high watermark of the in-sync set), log matching across epochs, group commit, consumers
 // with prefetch, acks through the log, redelivery after a consumer is lost,
 // queue state rebuilt from the log after a restart, the rebuild of an
 // owner's damaged log from its followers, heartbeats and scrubbing. The
@@ -80,8 +81,9 @@
 //     acknowledged append would be forgotten by a crash). Pass the state
 //     the store loaded in the start input (Input.Meta), and a random
 //     value in every tick input (Input.Draw): the jitter of the group's
-//     failure detector. EfApplied and EfNote effects ask for nothing
-//     (EfApplied tells a watcher what the group applied). When the
+//     failure detector. EfApplied, EfNote and EfWatermark effects ask
+//     for nothing (EfApplied tells a watcher what the group applied,
+//     EfWatermark a queue's new high watermark). When the
 //     transport sees a peer's connection close and a reconnect fail,
 //     pass InPeerLost naming the process instance it was connected to
 //     (eager failover); never for a silence (a timeout is the group's

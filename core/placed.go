@@ -77,14 +77,14 @@ func (n *Node) inSyncTick() {
 		if !ok || q.Incarnation != p.incarnation || q.Assignment.Owner != n.x.Node {
 			continue
 		}
-		r.SetInSync(q.Assignment.InSync.Slice(), lagMs)
-		want, ok := r.InSyncWanted()
+		r.SetInSync(q.Assignment.InSync.Slice(), q.Assignment.InSyncVersion, lagMs)
+		want, version, ok := r.InSyncWanted()
 		if !ok {
 			continue
 		}
 		var ns metadata.Nodes
 		ns.N = copy(ns.ID[:], want)
-		n.stepCtrl(ctrl.Input{Kind: ctrl.InRequestInSync, Msg: ctrl.AppendInSyncRequest(nil, p.queue, p.incarnation, q.Assignment.Epoch, &ns)})
+		n.stepCtrl(ctrl.Input{Kind: ctrl.InRequestInSync, Msg: ctrl.AppendInSyncRequest(nil, p.queue, p.incarnation, q.Assignment.Epoch, version, &ns)})
 	}
 }
 
@@ -145,6 +145,9 @@ func (n *Node) opened(d *StorageDone) {
 	}
 	q, _ := placedQueue(md, p.queue)
 	qc := QueueConfig{Queue: p.queue, Owner: q.Assignment.Owner, Policy: q.Policy}
+	if q.Policy == ISR {
+		qc.MinInSync = q.MinInsync
+	}
 	for _, m := range q.Assignment.Members.Slice() {
 		qc.Replicas = append(qc.Replicas, m.Node)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/io/driver"
+	"github.com/sluicemq/sluice/sim/check"
 	"github.com/sluicemq/sluice/sim/sweep"
 	"github.com/sluicemq/sluice/sim/world"
 )
@@ -446,31 +447,36 @@ func summaryLine(r world.Result, wall time.Duration) string {
 	for _, n := range s.Struck {
 		faults += n
 	}
-	return fmt.Sprintf("seed=%d %s hash=%s events=%d sim=%.1fs wall=%.2fs events/s=%.0f publishes=%d confirmed=%d failed=%d unknown=%d deliveries=%d faults=%d",
+	return fmt.Sprintf("seed=%d %s hash=%s events=%d sim=%.1fs wall=%.2fs events/s=%.0f publishes=%d confirmed=%d failed=%d unknown=%d deliveries=%d faults=%d placed=%d under-replicated=%d under-min-insync=%d",
 		r.Seed, verdict, r.TraceHash, r.Events, float64(r.SimNs)/1e9, wall.Seconds(), float64(r.Events)/max(wall.Seconds(), 1e-9),
-		s.Publishes, s.Confirmed, s.FailedPubs, s.Unknown, s.Deliveries, faults)
+		s.Publishes, s.Confirmed, s.FailedPubs, s.Unknown, s.Deliveries, faults, s.InSync.Placed, s.InSync.UnderReplicated, s.InSync.UnderMinInSync)
 }
 
 type jsonResult struct {
-	Seed       uint64            `json:"seed"`
-	OK         bool              `json:"ok"`
-	TimedOut   bool              `json:"timed_out,omitempty"`
-	Error      string            `json:"error,omitempty"`
-	Hash       string            `json:"hash,omitempty"`
-	Events     uint64            `json:"events,omitempty"`
-	SimNs      int64             `json:"sim_ns,omitempty"`
-	WallNs     int64             `json:"wall_ns"`
-	Failures   []string          `json:"failures,omitempty"`
-	Reproduce  string            `json:"reproduce,omitempty"` // on every line that is not ok
-	Profile    string            `json:"profile,omitempty"`
-	Publishes  uint64            `json:"publishes"`
-	Confirmed  uint64            `json:"confirmed"`
-	FailedPubs uint64            `json:"failed"`
-	Unknown    uint64            `json:"unknown"`
-	Deliveries uint64            `json:"deliveries"`
-	Faults     map[string]uint64 `json:"faults,omitempty"` // struck, by kind
-	Armed      map[string]uint64 `json:"armed,omitempty"`  // armed, by kind
-	Coverage   map[string]uint64 `json:"coverage,omitempty"`
+	Seed       uint64   `json:"seed"`
+	OK         bool     `json:"ok"`
+	TimedOut   bool     `json:"timed_out,omitempty"`
+	Error      string   `json:"error,omitempty"`
+	Hash       string   `json:"hash,omitempty"`
+	Events     uint64   `json:"events,omitempty"`
+	SimNs      int64    `json:"sim_ns,omitempty"`
+	WallNs     int64    `json:"wall_ns"`
+	Failures   []string `json:"failures,omitempty"`
+	Reproduce  string   `json:"reproduce,omitempty"` // on every line that is not ok
+	Profile    string   `json:"profile,omitempty"`
+	Publishes  uint64   `json:"publishes"`
+	Confirmed  uint64   `json:"confirmed"`
+	FailedPubs uint64   `json:"failed"`
+	Unknown    uint64   `json:"unknown"`
+	Deliveries uint64   `json:"deliveries"`
+	// the placed queues at the end, and of them those under-replicated
+	// and under min in-sync (by the committed metadata)
+	Placed          int               `json:"placed"`
+	UnderReplicated int               `json:"under_replicated"`
+	UnderMinInSync  int               `json:"under_min_insync"`
+	Faults          map[string]uint64 `json:"faults,omitempty"` // struck, by kind
+	Armed           map[string]uint64 `json:"armed,omitempty"`  // armed, by kind
+	Coverage        map[string]uint64 `json:"coverage,omitempty"`
 }
 
 func printJSON(w io.Writer, r world.Result, wall time.Duration, reproduce string) {
@@ -478,6 +484,7 @@ func printJSON(w io.Writer, r world.Result, wall time.Duration, reproduce string
 	j := jsonResult{Seed: r.Seed, OK: r.Failed == 0, Hash: r.TraceHash, Events: r.Events, SimNs: r.SimNs,
 		WallNs: wall.Nanoseconds(), Profile: r.Profile.String(), Publishes: s.Publishes, Confirmed: s.Confirmed,
 		FailedPubs: s.FailedPubs, Unknown: s.Unknown, Deliveries: s.Deliveries,
+		Placed: s.InSync.Placed, UnderReplicated: s.InSync.UnderReplicated, UnderMinInSync: s.InSync.UnderMinInSync,
 		Faults: map[string]uint64{}, Armed: map[string]uint64{}, Coverage: map[string]uint64{}}
 	for _, k := range world.FaultKinds() {
 		if n := s.Struck[k]; n > 0 {
@@ -511,6 +518,7 @@ type sweepTotals struct {
 	byChecker                                   map[string]int
 	failing, timedOutSeeds                      []uint64
 	cov                                         sweep.Coverage
+	inSync                                      check.InSyncHealth
 	lastReported                                uint64
 	stoppedByFailures, stoppedByInterrupt, stop bool
 }
@@ -586,6 +594,13 @@ func runSweep(f *simFlags, prof func(uint64) world.Profile, e env) int {
 			t.unknown += s.Unknown
 			t.deliveries += s.Deliveries
 			t.consumerLosses += s.ConsumerLosses
+			t.inSync.Placed += s.InSync.Placed
+			t.inSync.UnderReplicated += s.InSync.UnderReplicated
+			t.inSync.UnderMinInSync += s.InSync.UnderMinInSync
+			t.inSync.UnderReplicatedSpells += s.InSync.UnderReplicatedSpells
+			t.inSync.UnderMinInSyncSpells += s.InSync.UnderMinInSyncSpells
+			t.inSync.UnderReplicatedNs += s.InSync.UnderReplicatedNs
+			t.inSync.UnderMinInSyncNs += s.InSync.UnderMinInSyncNs
 			if f.jsonOut {
 				printJSON(out, r, o.Wall, f.reproduce(r.Seed))
 			}
@@ -665,6 +680,9 @@ func printSweepSummary(w io.Writer, f *simFlags, t *sweepTotals, first, count ui
 	}
 	fmt.Fprintf(w, "events     %d (%.0f events/s over %d workers, %.1fs wall)\n", t.events, float64(t.events)/max(wall.Seconds(), 1e-9), f.parallel, wall.Seconds())
 	fmt.Fprintf(w, "publishes  %d: confirmed %d, failed %d, unknown %d; deliveries %d\n", t.publishes, t.confirmed, t.failedPubs, t.unknown, t.deliveries)
+	h := &t.inSync
+	fmt.Fprintf(w, "in-sync    placed queues at the end %d: under-replicated %d, under-min-insync %d; spells under-replicated %d (%.1fs), under-min-insync %d (%.1fs)\n",
+		h.Placed, h.UnderReplicated, h.UnderMinInSync, h.UnderReplicatedSpells, float64(h.UnderReplicatedNs)/1e9, h.UnderMinInSyncSpells, float64(h.UnderMinInSyncNs)/1e9)
 	fmt.Fprintf(w, "faults     struck/armed: consumer-loss=%d", t.consumerLosses)
 	for _, k := range world.FaultKinds() {
 		fmt.Fprintf(w, " %s=%d/%d", k, t.struck[k], t.armed[k])

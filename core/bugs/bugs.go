@@ -90,6 +90,18 @@ const (
 	// proposal committed once its own batch holding the entry is durable,
 	// before a majority holds it.
 	CtrlConfirmUncommitted
+	// ISRConfirmAtW: an isr queue's owner confirms once min_insync
+	// replicas hold a publish, like a fixed W, not once its whole in-sync
+	// set does.
+	ISRConfirmAtW
+	// WatermarkMovesBack: the high watermark follows the lowest durable end
+	// of the in-sync set down when a counted follower falls back.
+	WatermarkMovesBack
+	// ISRIgnoresAskedBack: the high watermark counts only the committed
+	// in-sync set, not the followers the owner asked back, so a follower
+	// the controller adds may miss records confirmed before the owner
+	// applied the change.
+	ISRIgnoresAskedBack
 	end
 )
 
@@ -124,6 +136,9 @@ var Registry = []Bug{
 	{RepairedMarkEarly, "repaired-mark-early", "recovery", "a rebuilding owner clears its unrepaired mark before its fetch is durable"},
 	{CtrlSendBeforePersist, "ctrl-send-before-persist", "metadata group", "the metadata group sends a Ready's votes and acks before its batch is durable"},
 	{CtrlConfirmUncommitted, "ctrl-confirm-uncommitted", "metadata group", "the metadata leader confirms a proposal once its own copy is durable, before a majority's"},
+	{ISRConfirmAtW, "isr-confirm-at-w", "confirms", "an isr queue confirms once min_insync replicas hold a publish, not its whole in-sync set"},
+	{WatermarkMovesBack, "watermark-moves-back", "in-sync tracking", "the high watermark follows a counted follower that fell back"},
+	{ISRIgnoresAskedBack, "isr-ignores-asked-back", "in-sync tracking", "the high watermark ignores followers asked back until their return commits"},
 }
 
 // Has reports whether every bug of b is in s.

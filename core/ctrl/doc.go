@@ -126,7 +126,7 @@
 // The applied record and log compaction (snapshots); membership changes
 // (a broker outside the configured members); consumers of placed queues
 // in the simulator (publishers learn owners from topology requests
-// already), and retiring the static configuration; in-sync tracking; the
-// scenarios of the issue; the isr policy (in-sync sets are tracked and
-// committed: insync.go, core/queue/insync.go).
+// already), and retiring the static configuration; seed 003's timeline
+// scenarios. (In-sync tracking and the isr policy: insync.go,
+// core/queue/insync.go.)
 package ctrl

@@ -15,8 +15,10 @@ import (
 // reaching the log end for replica.lag_time_max_ms leaves it; one that
 // reached the high watermark again comes back). The owner keeps using the
 // committed set until the change commits. The leader proposes SetInSync
-// when the request names the current, unfenced assignment and differs from
-// the committed set; the metadata guards the rest.
+// when the request names the current, unfenced assignment and the
+// version of the committed set it was asked from; the metadata guards the
+// rest (again at apply: only from the version still current). A request
+// for the committed set itself withdraws the owner's pending requests.
 
 // peerMsgInSync is the in-sync request's kind.
 const peerMsgInSync = 2
@@ -26,16 +28,18 @@ type inSyncReq struct {
 	queue              seam.QueueID
 	incarnation, epoch uint64
 	inSync             metadata.Nodes
+	version            uint64 // of the committed set it was asked from
 }
 
 // AppendInSyncRequest appends an in-sync request's encoding: version, kind,
-// then the queue id, incarnation, epoch, the count and the nodes, as
-// uvarints.
-func AppendInSyncRequest(dst []byte, q seam.QueueID, incarnation, epoch uint64, inSync *metadata.Nodes) []byte {
+// then the queue id, incarnation, epoch, the in-sync version it was asked
+// from, the count and the nodes, as uvarints.
+func AppendInSyncRequest(dst []byte, q seam.QueueID, incarnation, epoch, version uint64, inSync *metadata.Nodes) []byte {
 	dst = append(dst, peerMsgVersion, peerMsgInSync)
 	dst = binary.AppendUvarint(dst, uint64(q))
 	dst = binary.AppendUvarint(dst, incarnation)
 	dst = binary.AppendUvarint(dst, epoch)
+	dst = binary.AppendUvarint(dst, version)
 	dst = binary.AppendUvarint(dst, uint64(inSync.N))
 	for _, n := range inSync.Slice() {
 		dst = binary.AppendUvarint(dst, uint64(n))
@@ -63,11 +67,12 @@ func decodeInSync(b []byte) (inSyncReq, error) {
 	q, ok1 := next(1<<32 - 1)
 	inc, ok2 := next(1<<63 - 1)
 	ep, ok3 := next(1<<63 - 1)
-	cnt, ok4 := next(seam.ReplicasMax)
-	if !ok1 || !ok2 || !ok3 || !ok4 || q == 0 || inc == 0 || ep == 0 || cnt == 0 {
+	ver, ok4 := next(1<<63 - 1)
+	cnt, ok5 := next(seam.ReplicasMax)
+	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || q == 0 || inc == 0 || ep == 0 || cnt == 0 {
 		return inSyncReq{}, errInSync
 	}
-	r.queue, r.incarnation, r.epoch, r.inSync.N = seam.QueueID(q), inc, ep, int(cnt)
+	r.queue, r.incarnation, r.epoch, r.version, r.inSync.N = seam.QueueID(q), inc, ep, ver, int(cnt)
 	for i := range r.inSync.N {
 		n, ok := next(1<<32 - 1)
 		if !ok || n == 0 || (i > 0 && seam.NodeID(n) <= r.inSync.ID[i-1]) {
@@ -110,8 +115,8 @@ func (g *Group) onInSync(from uint64, r inSyncReq) {
 	}
 	q := &qs[i]
 	a := &q.Assignment
-	if q.Incarnation != r.incarnation || !q.Assigned || a.Fenced || a.Epoch != r.epoch || a.Owner != seam.NodeID(from) || a.InSync == r.inSync {
-		return // stale, or not the owner's, or nothing to change
+	if q.Incarnation != r.incarnation || !q.Assigned || a.Fenced || a.Epoch != r.epoch || a.Owner != seam.NodeID(from) || a.InSyncVersion != r.version {
+		return // stale, or not the owner's
 	}
-	g.proposePlacement(metadata.Command{Kind: metadata.SetInSync, Queue: q.Name, Incarnation: q.Incarnation, Epoch: a.Epoch, InSync: r.inSync})
+	g.proposePlacement(metadata.Command{Kind: metadata.SetInSync, Queue: q.Name, Incarnation: q.Incarnation, Epoch: a.Epoch, InSync: r.inSync, InSyncVersion: r.version})
 }

@@ -84,7 +84,7 @@ func AppendPeerMsgText(dst []byte, msg []byte) []byte {
 		if err != nil {
 			return fmt.Appendf(dst, "ctrl-peer undecodable bytes=%d", len(msg))
 		}
-		return fmt.Appendf(dst, "in-sync-request q=%d incarnation=%d epoch=%d in-sync=%v", r.queue, r.incarnation, r.epoch, r.inSync.Slice())
+		return fmt.Appendf(dst, "in-sync-request q=%d incarnation=%d epoch=%d version=%d in-sync=%v", r.queue, r.incarnation, r.epoch, r.version, r.inSync.Slice())
 	}
 	hb, err := decodeHeartbeat(msg)
 	if err != nil {

@@ -195,13 +195,13 @@ func TestPlacement(t *testing.T) {
 func FuzzInSyncRequest(f *testing.F) {
 	var ns metadata.Nodes
 	ns.N = copy(ns.ID[:], []seam.NodeID{1, 3})
-	f.Add(AppendInSyncRequest(nil, 1<<20, 7, 1, &ns))
+	f.Add(AppendInSyncRequest(nil, 1<<20, 7, 1, 3, &ns))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := decodeInSync(b)
 		if err != nil {
 			return
 		}
-		if e := AppendInSyncRequest(nil, r.queue, r.incarnation, r.epoch, &r.inSync); string(e) != string(b) {
+		if e := AppendInSyncRequest(nil, r.queue, r.incarnation, r.epoch, r.version, &r.inSync); string(e) != string(b) {
 			t.Fatalf("%x decodes to %+v, which encodes as %x", b, r, e)
 		}
 	})

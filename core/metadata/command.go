@@ -98,8 +98,13 @@ type Command struct {
 	Members  Members
 	Proposed Nodes
 	Digest   Digest
-	// SetInSync (Queue, Incarnation, Epoch, InSync)
-	InSync Nodes
+	// SetInSync (Queue, Incarnation, Epoch, InSync, InSyncVersion: the
+	// version of the committed set the owner asked from; the change
+	// applies only while that version is current, and every change, even
+	// to the same set, makes the next version, so a delayed request can
+	// never bring back a set the owner has moved on from)
+	InSync        Nodes
+	InSyncVersion uint64
 }
 
 // Member is one replica of an assignment: a broker and the exact process
@@ -174,7 +179,7 @@ func (c *Command) Validate() error {
 		if c.Replicas < 1 || c.Replicas > seam.ReplicasMax {
 			return fmt.Errorf("declare %s: %d replicas, want 1 to %d", c.Queue, c.Replicas, seam.ReplicasMax)
 		}
-		if c.Policy < seam.LeaderDurable || c.Policy > seam.AllDurable {
+		if !c.Policy.Valid() {
 			return fmt.Errorf("declare %s: unknown policy %d", c.Queue, c.Policy)
 		}
 		if c.MinInsync < 1 || c.MinInsync > c.Replicas {
@@ -291,6 +296,7 @@ func (c *Command) Encode(dst []byte) []byte {
 		for _, n := range c.InSync.Slice() {
 			dst = binary.AppendUvarint(dst, uint64(n))
 		}
+		dst = binary.AppendUvarint(dst, c.InSyncVersion)
 	default:
 		panic(fmt.Sprintf("metadata: encode of command kind %d", c.Kind))
 	}
@@ -370,6 +376,7 @@ func Decode(b []byte) (Command, error) {
 		for i := range c.InSync.N {
 			c.InSync.ID[i] = r.node()
 		}
+		c.InSyncVersion = r.uvarint()
 	default:
 		if r.err == nil {
 			r.err = fmt.Errorf("unknown kind %d", c.Kind)
@@ -523,7 +530,7 @@ func (c *Command) String() string {
 		}
 		return s + "]"
 	case SetInSync:
-		return fmt.Sprintf("in-sync %q incarnation=%d epoch=%d in-sync=%v", c.Queue, c.Incarnation, c.Epoch, c.InSync.Slice())
+		return fmt.Sprintf("in-sync %q incarnation=%d epoch=%d in-sync=%v version=%d", c.Queue, c.Incarnation, c.Epoch, c.InSync.Slice(), c.InSyncVersion)
 	case Transition:
 		return fmt.Sprintf("transition %q incarnation=%d epoch=%d proposed=%v digest=%x", c.Queue, c.Incarnation, c.Epoch,
 			c.Proposed.Slice(), c.Digest[:6])

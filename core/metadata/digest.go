@@ -21,8 +21,11 @@ const digestDomain = "sluice transition v1\x00"
 func TransitionDigest(q *Queue, proposed *Nodes) Digest {
 	a := &q.Assignment
 	e := a.Members.N
-	oldW := q.Policy.WriteQuorum(e)
-	newW := q.Policy.WriteQuorum(proposed.N)
+	// An isr queue's W is its min in-sync (the copies a confirm
+	// guarantees); its recovery follows the clean-election rule instead of
+	// R, but the digest binds the same numbers either way.
+	oldW := q.Policy.WriteQuorum(e, q.MinInsync)
+	newW := q.Policy.WriteQuorum(proposed.N, min(q.MinInsync, proposed.N))
 	b := make([]byte, 0, 256)
 	b = append(b, digestDomain...)
 	b = binary.AppendUvarint(b, q.Incarnation)

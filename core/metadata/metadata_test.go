@@ -18,7 +18,7 @@ var examples = []Command{
 	{Kind: DeleteQueue, Queue: "orders", Incarnation: 12},
 	{Kind: Assign, Queue: "orders", Incarnation: 12, Epoch: 1, Owner: 2, Members: members(m(1, 3, 4), m(2, 5, 6))},
 	{Kind: Transition, Queue: "orders", Incarnation: 12, Epoch: 1, Proposed: nodes(1, 3), Digest: Digest{1, 2, 3}},
-	{Kind: SetInSync, Queue: "orders", Incarnation: 12, Epoch: 1, InSync: nodes(1, 2)},
+	{Kind: SetInSync, Queue: "orders", Incarnation: 12, Epoch: 1, InSync: nodes(1, 2), InSyncVersion: 4},
 }
 
 func m(n seam.NodeID, p, s uint64) Member { return Member{Node: n, Process: p, Storage: s} }
@@ -214,19 +214,29 @@ func TestPlacementAndTransitions(t *testing.T) {
 		t.Fatalf("in-sync at placement: %v", q.Assignment.InSync.Slice())
 	}
 	for i, c := range []Command{
-		{Kind: SetInSync, Queue: "q", Incarnation: 4, Epoch: 1, InSync: nodes(2)},    // without the owner
-		{Kind: SetInSync, Queue: "q", Incarnation: 4, Epoch: 1, InSync: nodes(1, 3)}, // a non-member
-		{Kind: SetInSync, Queue: "q", Incarnation: 4, Epoch: 2, InSync: nodes(1)},    // another epoch
+		{Kind: SetInSync, Queue: "q", Incarnation: 4, Epoch: 1, InSync: nodes(2)},                   // without the owner
+		{Kind: SetInSync, Queue: "q", Incarnation: 4, Epoch: 1, InSync: nodes(1, 3)},                // a non-member
+		{Kind: SetInSync, Queue: "q", Incarnation: 4, Epoch: 2, InSync: nodes(1)},                   // another epoch
+		{Kind: SetInSync, Queue: "q", Incarnation: 4, Epoch: 1, InSync: nodes(1), InSyncVersion: 1}, // from a version not current
 	} {
 		if _, err := apply(t, &s, uint64(20+i), c); err == nil {
 			t.Fatalf("bad in-sync set %d accepted: %s", i, c.String())
 		}
 	}
-	if _, err := apply(t, &s, 30, Command{Kind: SetInSync, Queue: "q", Incarnation: 4, Epoch: 1, InSync: nodes(1)}); err != nil {
-		t.Fatal(err)
+	if r, err := apply(t, &s, 30, Command{Kind: SetInSync, Queue: "q", Incarnation: 4, Epoch: 1, InSync: nodes(1)}); err != nil || r != `in-sync "q" [1] version=1 under-replicated` {
+		t.Fatalf("%q %v", r, err)
+	}
+	// A delayed request from the version before is refused: the owner
+	// moved on. The same set again makes the next version (the owner
+	// withdrawing a request that asked a follower back).
+	if _, err := apply(t, &s, 31, Command{Kind: SetInSync, Queue: "q", Incarnation: 4, Epoch: 1, InSync: nodes(1, 2)}); err == nil {
+		t.Fatal("an in-sync change from an old version was accepted")
+	}
+	if r, err := apply(t, &s, 32, Command{Kind: SetInSync, Queue: "q", Incarnation: 4, Epoch: 1, InSync: nodes(1), InSyncVersion: 1}); err != nil || r != `in-sync "q" [1] version=2 under-replicated` {
+		t.Fatalf("%q %v", r, err)
 	}
 	// Placement refuses a broker that left the live set.
-	if _, err := apply(t, &s, 32, Command{Kind: BrokerDown, Node: 2, Process: 12}); err != nil {
+	if _, err := apply(t, &s, 33, Command{Kind: BrokerDown, Node: 2, Process: 12}); err != nil {
 		t.Fatal(err)
 	}
 	q, _ := s.Queue("q")
@@ -234,17 +244,17 @@ func TestPlacementAndTransitions(t *testing.T) {
 	tr := Command{Kind: Transition, Queue: "q", Incarnation: 4, Epoch: 1, Proposed: proposed, Digest: TransitionDigest(&q, &proposed)}
 	forged := tr
 	forged.Proposed = nodes(1, 2)
-	if _, err := apply(t, &s, 33, forged); err == nil {
+	if _, err := apply(t, &s, 34, forged); err == nil {
 		t.Fatal("a transition whose digest binds other members was accepted")
 	}
-	if _, err := apply(t, &s, 34, tr); err != nil {
+	if _, err := apply(t, &s, 35, tr); err != nil {
 		t.Fatal(err)
 	}
 	q, _ = s.Queue("q")
 	if !q.Assignment.Fenced || q.Assignment.Pending.Epoch != 2 {
 		t.Fatalf("after the transition: %+v", q.Assignment)
 	}
-	if _, err := apply(t, &s, 35, tr); err == nil {
+	if _, err := apply(t, &s, 36, tr); err == nil {
 		t.Fatal("a second transition was accepted")
 	}
 	// The digest binds every part: another incarnation, epoch or member

@@ -35,6 +35,27 @@ type Queue struct {
 	Assignment Assignment
 }
 
+// UnderReplicated reports a placed queue whose in-sync set is smaller than
+// its replica count (seed 003); UnderMinInSync one whose set is below its
+// min in-sync (an isr queue then refuses publishes).
+func (q *Queue) UnderReplicated() bool { return q.Assigned && q.Assignment.InSync.N < q.Replicas }
+
+// UnderMinInSync: see UnderReplicated.
+func (q *Queue) UnderMinInSync() bool { return q.Assigned && q.Assignment.InSync.N < q.MinInsync }
+
+// Health is " under-replicated", " under-replicated under-min-insync" or
+// "", as traces print it after the in-sync set.
+func (q *Queue) Health() string {
+	s := ""
+	if q.UnderReplicated() {
+		s += " under-replicated"
+	}
+	if q.UnderMinInSync() {
+		s += " under-min-insync"
+	}
+	return s
+}
+
 // Assignment is where a queue lives: its epoch, owner and members with
 // their exact instances. Fenced: a member left the live set or runs
 // another process, and the pending transition (Pending) proposes the next
@@ -45,10 +66,12 @@ type Assignment struct {
 	Owner   seam.NodeID
 	Members Members
 	// InSync is the committed in-sync set (seed 003): every member at
-	// placement, then as the owner's proposals commit.
-	InSync  Nodes
-	Fenced  bool
-	Pending PendingTransition
+	// placement, then as the owner's proposals commit; InSyncVersion
+	// counts its changes (a change from an older version is refused).
+	InSync        Nodes
+	InSyncVersion uint64
+	Fenced        bool
+	Pending       PendingTransition
 }
 
 // PendingTransition is a committed transition: the members proposed for
@@ -319,8 +342,8 @@ func (s *State) setInSync(c *Command) (string, error) {
 		return "", refuse("queue %q is fenced", c.Queue)
 	case a.Epoch != c.Epoch:
 		return "", refuse("queue %q is at epoch %d, not %d", c.Queue, a.Epoch, c.Epoch)
-	case a.InSync == c.InSync:
-		return "", refuse("queue %q has that in-sync set already", c.Queue)
+	case a.InSyncVersion != c.InSyncVersion:
+		return "", refuse("queue %q's in-sync set is at version %d, not %d", c.Queue, a.InSyncVersion, c.InSyncVersion)
 	}
 	owner := false
 	for _, n := range c.InSync.Slice() {
@@ -337,5 +360,6 @@ func (s *State) setInSync(c *Command) (string, error) {
 		return "", refuse("the owner n%d must stay in queue %q's in-sync set", a.Owner, c.Queue)
 	}
 	a.InSync = c.InSync
-	return fmt.Sprintf("in-sync %q %v", c.Queue, c.InSync.Slice()), nil
+	a.InSyncVersion++
+	return fmt.Sprintf("in-sync %q %v version=%d%s", c.Queue, c.InSync.Slice(), a.InSyncVersion, q.Health()), nil
 }

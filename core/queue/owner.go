@@ -304,28 +304,19 @@ func (o *owner) peer(n seam.NodeID) *progress {
 	return nil
 }
 
-// advanceCommit moves the confirmed end to the highest offset that the
-// owner and W-1 matching followers hold durably, then confirms and applies.
+// advanceCommit moves the confirmed end (W replicas hold [0, end)
+// durably, or for an isr queue the high watermark), then confirms and
+// applies.
 func (o *owner) advanceCommit() {
 	r := o.r
-	c := r.log.syncedEnd
-	need := r.w - 1
-	if need > 0 && r.x.Bugs.Has(bugs.ConfirmWithoutOwner) {
-		c = math.MaxUint64 // planted: the owner's own sync is not waited for
+	o.raiseWatermark()
+	var c uint64
+	var ok bool
+	if r.cfg.Policy == seam.ISR {
+		c, ok = o.isrConfirmable()
+	} else {
+		c, ok = o.quorumConfirmable()
 	}
-	if need > 0 && r.x.Bugs.Has(bugs.ConfirmShort) {
-		need-- // planted: one durable copy fewer than W
-		c = min(c, r.log.syncedEnd)
-	}
-	var durables [seam.ReplicasMax]uint64
-	n := 0
-	for i := range o.peers {
-		if o.peers[i].matched {
-			durables[n] = o.peers[i].durable
-			n++
-		}
-	}
-	c, ok := quorum.ConfirmedEnd(c, durables[:n], need, o.scratch[:0])
 	if !ok {
 		return
 	}
@@ -344,6 +335,30 @@ func (o *owner) advanceCommit() {
 	o.state.apply()
 }
 
+// quorumConfirmable is the highest offset that the owner and W-1 matching
+// followers hold durably.
+func (o *owner) quorumConfirmable() (uint64, bool) {
+	r := o.r
+	c := r.log.syncedEnd
+	need := r.w - 1
+	if need > 0 && r.x.Bugs.Has(bugs.ConfirmWithoutOwner) {
+		c = math.MaxUint64 // planted: the owner's own sync is not waited for
+	}
+	if need > 0 && r.x.Bugs.Has(bugs.ConfirmShort) {
+		need-- // planted: one durable copy fewer than W
+		c = min(c, r.log.syncedEnd)
+	}
+	var durables [seam.ReplicasMax]uint64
+	n := 0
+	for i := range o.peers {
+		if o.peers[i].matched {
+			durables[n] = o.peers[i].durable
+			n++
+		}
+	}
+	return quorum.ConfirmedEnd(c, durables[:n], need, o.scratch[:0])
+}
+
 // --- clients ---
 
 func (o *owner) onPublish(c seam.ClientID, req *seam.Request) {
@@ -355,6 +370,8 @@ func (o *owner) onPublish(c seam.ClientID, req *seam.Request) {
 		r.x.Out.Reply(c, req.ID, seam.Failed, q, 0, "log failed: "+r.failReason)
 	case !o.ready:
 		r.x.Out.Reply(c, req.ID, seam.Failed, q, 0, "epoch not ready")
+	case o.belowMinInSync() != "":
+		r.x.Out.Reply(c, req.ID, seam.Failed, q, 0, o.belowMinInSync())
 	case len(req.Body) > record.BodyBytesMax:
 		r.x.Out.Reply(c, req.ID, seam.Failed, q, 0, "body too large")
 	case len(o.pending) >= r.x.Lim.PendingPublishesMax:
@@ -408,5 +425,6 @@ func (o *owner) invariants() {
 			panic(fmt.Sprintf("queue %d: n%d durable %d beyond the log end %d", r.cfg.Queue, p.node, p.durable, r.log.end))
 		}
 	}
+	r.inSync.invariants(r)
 	o.state.invariants()
 }

@@ -86,7 +86,7 @@ type Replica struct {
 
 // New returns the replica of queue qc on the node of x.
 func New(x *Ctx, qc seam.QueueConfig) *Replica {
-	r := &Replica{x: x, cfg: qc, g: seam.QueueGroup(qc.Queue), w: qc.Policy.WriteQuorum(len(qc.Replicas))}
+	r := &Replica{x: x, cfg: qc, g: seam.QueueGroup(qc.Queue), w: qc.Policy.WriteQuorum(len(qc.Replicas), qc.MinInSync)}
 	r.log.truncLow = noTrunc
 	if qc.Owner == x.Node {
 		r.owner = newOwner(r)

@@ -34,6 +34,12 @@ const (
 	// detector's campaigns, refusals); Reason is its text. Nothing to do
 	// but trace it.
 	EfNote EffectKind = 7
+	// EfWatermark: the owner of queue Queue (group Group) moved its high
+	// watermark (seed 003: the lowest durable end over its in-sync set) to
+	// Offset. Nothing to do: the world may watch it (the simulator's
+	// checkers, the daemon's metrics). Only queues with an in-sync set
+	// (placed by the controller) have one; it never moves back.
+	EfWatermark EffectKind = 8
 )
 
 // Outcome is how a request ended.
@@ -153,6 +159,9 @@ func (e *Effect) AppendText(dst []byte, msgs MsgText) []byte {
 	case EfNote:
 		dst = AppendKV(append(dst, "note"...), "g", uint64(e.Group))
 		return append(append(dst, ' '), e.Reason...)
+	case EfWatermark:
+		dst = AppendKV(append(dst, "watermark"...), "q", uint64(e.Queue))
+		return AppendKV(dst, "end", e.Offset)
 	}
 	return AppendKV(append(dst, "effect?"...), "kind", uint64(e.Kind))
 }

@@ -59,3 +59,8 @@ func (o *Out) Deliver(c ClientID, q QueueID, rec *record.Record, redelivered boo
 func (o *Out) Deadline(atNs int64) {
 	o.Effects = append(o.Effects, Effect{Kind: EfDeadline, AtNs: atNs})
 }
+
+// Watermark emits queue q's new high watermark.
+func (o *Out) Watermark(q QueueID, end uint64) {
+	o.Effects = append(o.Effects, Effect{Kind: EfWatermark, Group: QueueGroup(q), Queue: q, Offset: end})
+}

@@ -48,6 +48,13 @@ const (
 	MajorityDurable Policy = 2
 	// AllDurable confirms once every replica holds it (W=N).
 	AllDurable Policy = 3
+	// ISR confirms at the high watermark: once every member of the queue's
+	// committed in-sync set holds a publish durably (seed 003, Kafka's
+	// acks=all), and admits publishes only while that set has at least
+	// min_insync members. Only a queue the controller placed has an
+	// in-sync set; W, the fewest durable copies a confirm guarantees, is
+	// min_insync.
+	ISR Policy = 4
 )
 
 func (p Policy) String() string {
@@ -58,6 +65,8 @@ func (p Policy) String() string {
 		return "majority_durable"
 	case AllDurable:
 		return "all_durable"
+	case ISR:
+		return "isr"
 	}
 	return "policy" + strconv.Itoa(int(p))
 }
@@ -74,16 +83,22 @@ func (p *Policy) UnmarshalText(b []byte) error {
 
 // ParsePolicy reads a policy name as String prints it.
 func ParsePolicy(s string) (Policy, error) {
-	for p := LeaderDurable; p <= AllDurable; p++ {
+	for p := LeaderDurable; p <= ISR; p++ {
 		if p.String() == s {
 			return p, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown durability policy %q (want leader_durable, majority_durable or all_durable)", s)
+	return 0, fmt.Errorf("unknown durability policy %q (want leader_durable, majority_durable, all_durable or isr)", s)
 }
 
-// WriteQuorum returns W for n replicas under p.
-func (p Policy) WriteQuorum(n int) int {
+// Valid reports whether p is a known policy.
+func (p Policy) Valid() bool { return p >= LeaderDurable && p <= ISR }
+
+// WriteQuorum returns W for n replicas under p: the fewest durable copies
+// a confirm guarantees. For ISR that is minInSync (a confirm needs the
+// whole in-sync set, which is never smaller while publishes are admitted);
+// the other policies ignore it.
+func (p Policy) WriteQuorum(n, minInSync int) int {
 	switch p {
 	case LeaderDurable:
 		return 1
@@ -91,6 +106,8 @@ func (p Policy) WriteQuorum(n int) int {
 		return n/2 + 1
 	case AllDurable:
 		return n
+	case ISR:
+		return minInSync
 	}
 	panic("core: unknown policy")
 }
@@ -105,6 +122,9 @@ type QueueConfig struct {
 	Replicas []NodeID // distinct, 1..ReplicasMax, owner among them
 	Owner    NodeID
 	Policy   Policy
+	// MinInSync is an ISR queue's min_insync (1..len(Replicas)); the other
+	// policies leave it 0.
+	MinInSync int
 }
 
 // Validate reports a malformed assignment.
@@ -125,8 +145,11 @@ func (q QueueConfig) Validate() error {
 	if !owner {
 		return fmt.Errorf("queue %d: owner n%d is not a replica", q.Queue, q.Owner)
 	}
-	if q.Policy < LeaderDurable || q.Policy > AllDurable {
+	if !q.Policy.Valid() {
 		return fmt.Errorf("queue %d: unknown policy %d", q.Queue, q.Policy)
+	}
+	if q.Policy == ISR && (q.MinInSync < 1 || q.MinInSync > n) {
+		return fmt.Errorf("queue %d: min in-sync %d, want 1 to the replica count %d", q.Queue, q.MinInSync, n)
 	}
 	return nil
 }

@@ -67,6 +67,8 @@ type Observer interface {
 	// Applied: the metadata group applied a committed entry (an EfApplied
 	// effect), as a consumer sees a delivery.
 	Applied(e *core.Effect)
+	// Watermark: a queue's owner moved its high watermark (EfWatermark).
+	Watermark(e *core.Effect)
 }
 
 // LogSpec says where one log of a group lives.
@@ -419,6 +421,10 @@ func (h *Host) step(in *core.Input) {
 			}
 		case core.EfNote:
 			// Traced above; nothing to do.
+		case core.EfWatermark:
+			if h.obs != nil {
+				h.obs.Watermark(e)
+			}
 		case core.EfDeadline:
 			h.deadline = max(e.AtNs, in.NowNs)
 			if h.timerAt == 0 || h.deadline < h.timerAt {

@@ -262,6 +262,9 @@ func appendEffectBin(b []byte, node core.NodeID, e *core.Effect) []byte {
 	case core.EfNote:
 		b = binary.AppendUvarint(b, uint64(e.Group))
 		b = appendStrBin(b, e.Reason)
+	case core.EfWatermark:
+		b = binary.AppendUvarint(b, uint64(e.Queue))
+		b = binary.AppendUvarint(b, e.Offset)
 	}
 	return b
 }

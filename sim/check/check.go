@@ -48,7 +48,11 @@ type QueueSpec struct {
 	Replicas []core.NodeID
 	Owner    core.NodeID
 	W        int
-	Dir      string // the log's directory on each replica's disk
+	// ISR: the queue confirms at its high watermark, so every member of
+	// its committed in-sync set (by the model's fold) must hold a
+	// confirmed record durably, not only W replicas.
+	ISR bool
+	Dir string // the log's directory on each replica's disk
 	// Disks returns a replica's disk when the queue's logs live on other
 	// disks than the checker's (placed queues); nil: the checker's.
 	Disks func(core.NodeID) Disk
@@ -125,6 +129,8 @@ type queueTruth struct {
 	ackRecs []ackSlot
 	// seen: per offset, the durable copies made (see seenCopy)
 	seen []seenAt
+	// watermark: the highest high watermark its owner announced
+	watermark uint64
 }
 
 // addSeen records that replica i durably held id at o.
@@ -637,6 +643,45 @@ func (c *Checker) ConfirmEmitted(atNs int64, q core.QueueID, o uint64) {
 	if !id.Intact() || !ownerHas || n < qt.spec.W {
 		c.fail("confirm-durable", atNs, "q=%d o=%d (%s) confirmed with %d durable copies (owner n%d has it: %v), W=%d; held by%s%s",
 			q, o, id, n, qt.spec.Owner, ownerHas, qt.spec.W, qt.names(mask), qt.earlyReports(o, id))
+	}
+	if qt.spec.ISR {
+		c.inSyncHolds(atNs, "isr-confirm", qt, o, "confirmed")
+	}
+}
+
+// Watermark checks, at the instant the owner of q announces its high
+// watermark end, that it never moved back and that every member of the
+// committed in-sync set (by the model's fold) holds the record below it
+// durably (by their disks).
+func (c *Checker) Watermark(atNs int64, q core.QueueID, end uint64) {
+	qt := c.queues[q]
+	if qt == nil {
+		return
+	}
+	if end < qt.watermark {
+		c.fail("watermark-back", atNs, "q=%d: the high watermark moved back from %d to %d", q, qt.watermark, end)
+	}
+	qt.watermark = max(qt.watermark, end)
+	if end > 0 {
+		c.inSyncHolds(atNs, "watermark-durable", qt, end-1, "below the high watermark")
+	}
+}
+
+// inSyncHolds fails checker when a member of q's committed in-sync set
+// does not hold the owner's record at o durably.
+func (c *Checker) inSyncHolds(atNs int64, checker string, qt *queueTruth, o uint64, what string) {
+	set, ok := c.inSyncOf(qt.spec.Queue)
+	if !ok {
+		return
+	}
+	id := qt.ownerIssued(o)
+	mask := qt.seenMask(o, id)
+	for _, n := range set {
+		if r := qt.replica(n); r != nil && mask&(1<<r.idx) == 0 {
+			c.fail(checker, atNs, "q=%d o=%d (%s) %s, but n%d of the committed in-sync set %v holds no durable copy; held by%s%s",
+				qt.spec.Queue, o, id, what, n, set, qt.names(mask), qt.earlyReports(o, id))
+			return
+		}
 	}
 }
 

@@ -37,6 +37,12 @@
 //   - at-least-once: at the end of a finished drain, every confirmed publish
 //     reached a live consumer, and every one whose consumer was lost before
 //     acking it was received again.
+//   - isr-confirm: an isr queue's confirm leaves the owner only while every
+//     member of its committed in-sync set (the model's fold of the applied
+//     history) was read to hold the record durably.
+//   - watermark-back, watermark-durable: an owner's announced high
+//     watermark never moves back, and every member of the committed
+//     in-sync set holds the record below it durably.
 //   - linearizable, liveness: reported by the world (sim/linear; the drain).
 //
 // The fault budget's bookkeeping lives here too: Injected marks a copy

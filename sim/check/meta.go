@@ -51,18 +51,32 @@ type modelQueue struct {
 	owner               core.NodeID
 	members             []core.NodeID
 	inSync              metadata.Nodes
+	inSyncVersion       uint64
+	// since when it has been under-replicated / under min in-sync (0:
+	// it is not), for the summaries
+	underReplicatedNs, underMinNs int64
 }
+
+// underReplicated and underMin say the queue's health by the model: a
+// placed, unfenced queue whose committed in-sync set is smaller than its
+// replica count, or than its min in-sync.
+func (q *modelQueue) underReplicated() bool {
+	return q.epoch != 0 && !q.fenced && q.inSync.N < q.replicas
+}
+
+func (q *modelQueue) underMin() bool { return q.epoch != 0 && !q.fenced && q.inSync.N < q.minInsync }
 
 // MetaQueueInfo is a declared queue as the checker's model holds it.
 type MetaQueueInfo struct {
-	ID     core.QueueID
-	Policy core.Policy
+	ID        core.QueueID
+	Policy    core.Policy
+	MinInsync int
 }
 
 // MetaQueue returns the declared queue name, by the model.
 func (c *Checker) MetaQueue(name string) (MetaQueueInfo, bool) {
 	q, ok := c.metaTruth().catalog[name]
-	return MetaQueueInfo{ID: q.id, Policy: q.policy}, ok
+	return MetaQueueInfo{ID: q.id, Policy: q.policy, MinInsync: q.minInsync}, ok
 }
 
 // verdict is the model's outcome of one entry.
@@ -102,11 +116,14 @@ type metaTruth struct {
 	catalog  map[string]modelQueue
 	brokers  map[core.NodeID]modelBroker
 	lastID   core.QueueID // the last queue id the catalogue gave
+	names    map[core.QueueID]string
+	health   InSyncHealth // spells and time of queues no longer so
 }
 
 func (c *Checker) metaTruth() *metaTruth {
 	if c.meta == nil {
-		c.meta = &metaTruth{next: map[core.NodeID]uint64{}, catalog: map[string]modelQueue{}, brokers: map[core.NodeID]modelBroker{}}
+		c.meta = &metaTruth{next: map[core.NodeID]uint64{}, catalog: map[string]modelQueue{}, brokers: map[core.NodeID]modelBroker{},
+			names: map[core.QueueID]string{}}
 	}
 	return c.meta
 }
@@ -141,7 +158,9 @@ func (c *Checker) MetaApplied(atNs int64, node core.NodeID, index, term uint64, 
 		}
 	case index == uint64(len(m.history))+1 && len(m.history) < metaEntriesMax:
 		m.history = append(m.history, e)
+		before := m.healthOf(cmd)
 		v := m.fold(index, cmd)
+		m.healthChanged(atNs, cmd, before)
 		m.verdicts = append(m.verdicts, v)
 		refused := strings.Contains(result, "=> refused")
 		switch {
@@ -183,6 +202,7 @@ func (m *metaTruth) fold(index uint64, cmd []byte) verdict {
 		}
 		m.lastID = max(m.lastID+1, metadata.FirstQueueID)
 		m.catalog[c.Queue] = modelQueue{incarnation: index, replicas: c.Replicas, minInsync: c.MinInsync, policy: c.Policy, id: m.lastID}
+		m.names[m.lastID] = c.Queue
 		return verdict{incarnation: index}
 	case metadata.DeleteQueue:
 		if !exists || q.incarnation != c.Incarnation {
@@ -199,7 +219,7 @@ func (m *metaTruth) fold(index uint64, cmd []byte) verdict {
 			}
 		}
 		q.epoch, q.owner, q.members = c.Epoch, c.Owner, nil
-		q.inSync = metadata.Nodes{}
+		q.inSync, q.inSyncVersion = metadata.Nodes{}, 0
 		for _, mb := range c.Members.Slice() {
 			q.members = append(q.members, mb.Node)
 			q.inSync.ID[q.inSync.N] = mb.Node
@@ -207,7 +227,7 @@ func (m *metaTruth) fold(index uint64, cmd []byte) verdict {
 		}
 		m.catalog[c.Queue] = q
 	case metadata.SetInSync:
-		if !exists || q.incarnation != c.Incarnation || q.epoch == 0 || q.fenced || q.epoch != c.Epoch || q.inSync == c.InSync {
+		if !exists || q.incarnation != c.Incarnation || q.epoch == 0 || q.fenced || q.epoch != c.Epoch || q.inSyncVersion != c.InSyncVersion {
 			return verdict{refused: true}
 		}
 		owner := false
@@ -221,6 +241,7 @@ func (m *metaTruth) fold(index uint64, cmd []byte) verdict {
 			return verdict{refused: true}
 		}
 		q.inSync = c.InSync
+		q.inSyncVersion++
 		m.catalog[c.Queue] = q
 	case metadata.Transition:
 		if !exists || q.incarnation != c.Incarnation || q.epoch == 0 || q.fenced || q.epoch != c.Epoch {
@@ -347,4 +368,98 @@ func (c *Checker) MetaLiveSetFinal(atNs int64, truth []BrokerTruth) {
 	if ok, why := c.MetaLiveSet(truth); !ok {
 		c.fail("meta-live-set", atNs, "after the drain, %s", why)
 	}
+}
+
+// inSyncOf returns placed queue q's committed in-sync set by the model's
+// fold of the applied history (the latest any broker applied).
+func (c *Checker) inSyncOf(q core.QueueID) ([]core.NodeID, bool) {
+	if c.meta == nil {
+		return nil, false
+	}
+	mq, ok := c.meta.catalog[c.meta.names[q]]
+	if !ok || mq.id != q || mq.epoch == 0 {
+		return nil, false
+	}
+	return mq.inSync.Slice(), true
+}
+
+// healthOf returns the queue that cmd names, as the model holds it now.
+func (m *metaTruth) healthOf(cmd []byte) modelQueue {
+	c, err := metadata.Decode(cmd)
+	if err != nil {
+		return modelQueue{}
+	}
+	return m.catalog[c.Queue]
+}
+
+// healthChanged accounts the time the queue cmd names spent
+// under-replicated and under min in-sync, once the command is folded.
+func (m *metaTruth) healthChanged(atNs int64, cmd []byte, before modelQueue) {
+	c, err := metadata.Decode(cmd)
+	if err != nil || c.Queue == "" {
+		return
+	}
+	after, exists := m.catalog[c.Queue]
+	if exists && after.incarnation != before.incarnation {
+		before = modelQueue{} // a new declaration
+	}
+	if before.underReplicated() && (!exists || !after.underReplicated()) {
+		m.health.UnderReplicatedNs += atNs - before.underReplicatedNs
+	}
+	if before.underMin() && (!exists || !after.underMin()) {
+		m.health.UnderMinInSyncNs += atNs - before.underMinNs
+	}
+	if !exists {
+		return
+	}
+	switch {
+	case !after.underReplicated():
+		after.underReplicatedNs = 0
+	case !before.underReplicated():
+		after.underReplicatedNs = atNs
+		m.health.UnderReplicatedSpells++
+	}
+	switch {
+	case !after.underMin():
+		after.underMinNs = 0
+	case !before.underMin():
+		after.underMinNs = atNs
+		m.health.UnderMinInSyncSpells++
+	}
+	m.catalog[c.Queue] = after
+}
+
+// InSyncHealth is what the committed metadata said of the placed queues'
+// in-sync sets (seed 003) over a run, by the checker's model.
+type InSyncHealth struct {
+	Placed          int // placed, unfenced queues at the end
+	UnderReplicated int // of them, with an in-sync set smaller than the replicas
+	UnderMinInSync  int // of them, below min in-sync
+	// Spells: times a queue became so; Ns: the time spent so, summed over
+	// queues, up to the end
+	UnderReplicatedSpells, UnderMinInSyncSpells int
+	UnderReplicatedNs, UnderMinInSyncNs         int64
+}
+
+// InSyncHealth returns the placed queues' in-sync health at atNs.
+func (c *Checker) InSyncHealth(atNs int64) InSyncHealth {
+	if c.meta == nil {
+		return InSyncHealth{}
+	}
+	h := c.meta.health
+	for _, q := range c.meta.catalog { //detguard:order-independent sums and counts
+		if q.epoch == 0 || q.fenced {
+			continue
+		}
+		h.Placed++
+		if q.underReplicated() {
+			h.UnderReplicated++
+			h.UnderReplicatedNs += atNs - q.underReplicatedNs
+		}
+		if q.underMin() {
+			h.UnderMinInSync++
+			h.UnderMinInSyncNs += atNs - q.underMinNs
+		}
+	}
+	return h
 }

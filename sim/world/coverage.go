@@ -44,6 +44,9 @@ const (
 	MarkTransitionFenced                    // the controller fenced a placed queue with a pending transition
 	MarkQueueRecreated                      // a queue name was declared again after a deletion: a new incarnation
 	MarkInSyncChange                        // the controller committed a placed queue owner's change of its in-sync set
+	MarkISRConfirm                          // an isr queue confirmed a publish at its high watermark
+	MarkUnderMinInSync                      // a committed in-sync change left a queue below its min in-sync
+	MarkISRRefused                          // an isr queue refused a publish: its in-sync set below min in-sync
 	markKinds
 )
 
@@ -76,6 +79,9 @@ var markNames = [...]string{
 	MarkTransitionFenced:    "transition-fenced",
 	MarkQueueRecreated:      "queue-recreated",
 	MarkInSyncChange:        "insync-change",
+	MarkISRConfirm:          "isr-confirm",
+	MarkUnderMinInSync:      "under-min-insync",
+	MarkISRRefused:          "isr-refused",
 }
 
 func (m Mark) String() string {
@@ -132,7 +138,7 @@ func (w *World) noteDown(b *broker) {
 				down++
 			}
 		}
-		if wq := q.Policy.WriteQuorum(len(q.Replicas)); wq >= 2 && down >= wq {
+		if wq := q.Policy.WriteQuorum(len(q.Replicas), q.MinInSync); wq >= 2 && down >= wq {
 			w.mark(MarkWDown)
 		}
 		if down == len(q.Replicas) {
@@ -149,7 +155,7 @@ func (w *World) noteDown(b *broker) {
 // of a commit, and two independent faults on one commit of one copy are
 // outside the model (the repaired copy can be damaged again).
 func (w *World) damageAllowed(b *broker, q core.QueueConfig) bool {
-	budget := q.Policy.WriteQuorum(len(q.Replicas)) - 1
+	budget := q.Policy.WriteQuorum(len(q.Replicas), q.MinInSync) - 1
 	damaged := w.checker.Damaged(q.Queue)
 	for _, n := range damaged {
 		if n == b.id {

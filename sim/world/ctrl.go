@@ -205,6 +205,11 @@ func (w *World) adminCommand() metadata.Command {
 		if r.Chance(1, 8) {
 			c.Replicas = 5
 		}
+		if k%2 == 1 {
+			// Odd queues confirm at the high watermark and need a
+			// majority in sync to admit publishes.
+			c.Policy, c.MinInsync = core.ISR, c.Replicas/2+1
+		}
 		return c
 	}
 	inc := a.incarnations[k]
@@ -382,6 +387,7 @@ type placedQueue struct {
 	id          core.QueueID
 	incarnation uint64
 	owner       core.NodeID
+	isr         bool // policy isr: confirms at the high watermark
 }
 
 // placedApplied follows a placement as the first broker applies it: the
@@ -401,13 +407,13 @@ func (w *World) placedApplied(c *metadata.Command) {
 	if !ok {
 		panic(fmt.Sprintf("world: placement of %q, which the checker's model does not hold", c.Queue))
 	}
-	spec := check.QueueSpec{Queue: q.ID, Owner: c.Owner, W: q.Policy.WriteQuorum(c.Members.N), Dir: logDir(q.ID),
+	spec := check.QueueSpec{Queue: q.ID, Owner: c.Owner, W: q.Policy.WriteQuorum(c.Members.N, q.MinInsync), ISR: q.Policy == core.ISR, Dir: logDir(q.ID),
 		Disks: func(n core.NodeID) check.Disk { return w.brokers[n-1].pfs }}
 	for _, m := range c.Members.Slice() {
 		spec.Replicas = append(spec.Replicas, m.Node)
 	}
 	w.checker.AddQueue(spec)
-	p := placedQueue{id: q.ID, incarnation: c.Incarnation, owner: c.Owner}
+	p := placedQueue{id: q.ID, incarnation: c.Incarnation, owner: c.Owner, isr: q.Policy == core.ISR}
 	w.placed[c.Queue], w.placedByID[q.ID] = p, p
 }
 

@@ -271,6 +271,11 @@ func (env *brokerEnv) Executed(l int, op *core.Effect, done *core.StorageDone, l
 	}
 }
 
+// Watermark passes a queue owner's high watermark to the checkers.
+func (env *brokerEnv) Watermark(e *core.Effect) {
+	env.w.checker.Watermark(env.w.now, e.Queue, e.Offset)
+}
+
 // Applied records what the metadata group applied, for the checkers.
 func (env *brokerEnv) Applied(e *core.Effect) {
 	w := env.w
@@ -302,6 +307,9 @@ func (env *brokerEnv) Applied(e *core.Effect) {
 		}
 	case metadata.SetInSync:
 		w.mark(MarkInSyncChange)
+		if strings.Contains(e.Reason, "under-min-insync") {
+			w.mark(MarkUnderMinInSync)
+		}
 	}
 }
 

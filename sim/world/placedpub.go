@@ -2,6 +2,7 @@ package world
 
 import (
 	"encoding/binary"
+	"strings"
 
 	"github.com/sluicemq/sluice/core"
 )
@@ -124,6 +125,12 @@ func (w *World) placedReply(p *placedPub, eff *core.Effect) {
 	} else {
 		if eff.Outcome == core.Confirmed {
 			w.checker.ConfirmEmitted(w.now, eff.Queue, eff.Offset)
+			if w.placedByID[eff.Queue].isr {
+				w.mark(MarkISRConfirm)
+			}
+		}
+		if eff.Outcome == core.Failed && strings.Contains(eff.Reason, "below min_insync") {
+			w.mark(MarkISRRefused)
 		}
 		w.placedEnd(p, eff.Outcome, eff.Queue, eff.Offset)
 		if eff.Outcome != core.Confirmed {

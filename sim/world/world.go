@@ -68,6 +68,9 @@ type Stats struct {
 	// it, and a crash may end it unmet).
 	Armed, Struck [faultKinds]uint64
 	Coverage      Coverage // protocol states reached (see Mark)
+	// InSync: the placed queues' in-sync health by the committed
+	// metadata (seed 003: under-replicated, under min in-sync)
+	InSync check.InSyncHealth
 }
 
 type broker struct {
@@ -269,7 +272,7 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 	}
 	var specs []check.QueueSpec
 	for _, q := range p.Queues {
-		specs = append(specs, check.QueueSpec{Queue: q.Queue, Replicas: q.Replicas, Owner: q.Owner, W: q.Policy.WriteQuorum(len(q.Replicas)), Dir: logDir(q.Queue)})
+		specs = append(specs, check.QueueSpec{Queue: q.Queue, Replicas: q.Replicas, Owner: q.Owner, W: q.Policy.WriteQuorum(len(q.Replicas), q.MinInSync), Dir: logDir(q.Queue)})
 	}
 	w.checker = check.New(specs, func(n core.NodeID) check.Disk { return w.brokers[n-1].fs })
 	expect := p.PublishersPerQueue * p.PublishesPerSec * int(p.DurationMs/1000+1)
@@ -317,7 +320,7 @@ func (w *World) schedule1(at int64, kind evKind) *event {
 
 func (w *World) run() {
 	for _, q := range w.prof.Queues {
-		if q.Policy.WriteQuorum(len(q.Replicas)) >= 2 {
+		if q.Policy.WriteQuorum(len(q.Replicas), q.MinInSync) >= 2 {
 			w.mark(MarkQueueW2)
 			break
 		}
@@ -991,6 +994,7 @@ func (w *World) outstanding() string {
 }
 
 func (w *World) result() Result {
+	w.stats.InSync = w.checker.InSyncHealth(w.now)
 	return Result{
 		Seed:      w.seed,
 		Profile:   w.prof,
