@@ -1,0 +1,89 @@
+package check
+
+import (
+	"testing"
+
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/metadata"
+	"github.com/sluicemq/sluice/core/record"
+)
+
+// isrWorld is a checker that follows an isr queue "q" (3 replicas, min
+// in-sync 2) declared and placed on n1..n3 through applied metadata, with
+// the disks of its replicas; the queue's id is the catalogue's first.
+func isrWorld(t *testing.T) (*Checker, fakeDisks, core.QueueID, func(metadata.Command)) {
+	t.Helper()
+	fd := fakeDisks{}
+	q := core.QueueID(metadata.FirstQueueID)
+	c := New([]QueueSpec{{Queue: q, Replicas: []core.NodeID{1, 2, 3}, Owner: 1, W: 2, ISR: true, Dir: "q1"}}, fd.disk)
+	index := uint64(0)
+	apply := func(cmd metadata.Command) {
+		index++
+		c.MetaApplied(int64(index), 1, index, 1, cmd.Encode(nil), "")
+	}
+	var members metadata.Members
+	for n := core.NodeID(1); n <= 3; n++ {
+		apply(metadata.Command{Kind: metadata.RegisterBroker, Node: n, Process: 1, Storage: 1})
+		members.M[members.N] = metadata.Member{Node: n, Process: 1, Storage: 1}
+		members.N++
+	}
+	apply(metadata.Command{Kind: metadata.DeclareQueue, Queue: "q", Replicas: 3, Policy: core.ISR, MinInsync: 2})
+	apply(metadata.Command{Kind: metadata.Assign, Queue: "q", Incarnation: index, Epoch: 1, Owner: 1, Members: members})
+	if len(c.Failures()) != 0 {
+		t.Fatalf("placing the queue: %v", c.Failures())
+	}
+	return c, fd, q, apply
+}
+
+func writtenQ(c *Checker, fd fakeDisks, q core.QueueID, n core.NodeID, recs ...record.Record) {
+	fd.write(n, recs...)
+	if r := c.rep(n, q); len(recs) > len(r.issued) {
+		c.Appended(n, q, recs[len(r.issued):])
+	}
+	c.SyncAcked(1, n, q, uint64(len(recs)))
+}
+
+// An isr confirm with a member of the committed in-sync set lacking the
+// record fails isr-confirm, though W = min in-sync copies hold it; once
+// the set no longer names that member, the same confirm passes.
+func TestISRConfirmNeedsTheWholeInSyncSet(t *testing.T) {
+	c, fd, q, apply := isrWorld(t)
+	writtenQ(c, fd, q, 1, pub(1, 0, 7))
+	writtenQ(c, fd, q, 2, pub(1, 0, 7))
+	c.ConfirmEmitted(10, q, 0)
+	wantFailure(t, c, "isr-confirm")
+
+	c, fd, q, apply = isrWorld(t)
+	var set metadata.Nodes
+	set.N = copy(set.ID[:], []core.NodeID{1, 2})
+	apply(metadata.Command{Kind: metadata.SetInSync, Queue: "q", Incarnation: 4, Epoch: 1, InSync: set})
+	writtenQ(c, fd, q, 1, pub(1, 0, 7))
+	writtenQ(c, fd, q, 2, pub(1, 0, 7))
+	c.ConfirmEmitted(10, q, 0)
+	wantClean(t, c)
+	if h := c.InSyncHealth(20); h.Placed != 1 || h.UnderReplicated != 1 || h.UnderMinInSync != 0 || h.UnderReplicatedNs != 20-6 {
+		t.Fatalf("health %+v: want 1 placed, 1 under-replicated since t=6 (entry 6)", h)
+	}
+}
+
+// A watermark that moves back fails watermark-back; one above what a
+// member of the in-sync set holds fails watermark-durable.
+func TestWatermarkCheckers(t *testing.T) {
+	c, fd, q, _ := isrWorld(t)
+	for n := core.NodeID(1); n <= 3; n++ {
+		writtenQ(c, fd, q, n, pub(1, 0, 7), pub(1, 1, 8))
+	}
+	c.Watermark(10, q, 2)
+	wantClean(t, c)
+	c.Watermark(11, q, 1)
+	wantFailure(t, c, "watermark-back")
+
+	c, fd, q, _ = isrWorld(t)
+	writtenQ(c, fd, q, 1, pub(1, 0, 7), pub(1, 1, 8))
+	writtenQ(c, fd, q, 2, pub(1, 0, 7), pub(1, 1, 8))
+	writtenQ(c, fd, q, 3, pub(1, 0, 7))
+	c.Watermark(10, q, 1)
+	wantClean(t, c)
+	c.Watermark(11, q, 2)
+	wantFailure(t, c, "watermark-durable")
+}
