@@ -25,6 +25,7 @@ import (
 // placed is the leader's record of its last proposal about one queue.
 type placed struct {
 	queue string
+	kind  metadata.Kind
 	cmd   metadata.Command
 	atNs  int64
 }
@@ -49,6 +50,7 @@ func (g *Group) placementCheck() {
 				load.add(&c.Members, owner)
 			}
 		case !q.Assignment.Fenced && !g.membersLive(&q.Assignment):
+			g.dropLostFromInSync(q)
 			var keep []seam.NodeID
 			for _, m := range q.Assignment.Members.Slice() {
 				if g.memberLive(m) {
@@ -73,6 +75,27 @@ func (g *Group) placementCheck() {
 				Proposed: proposed, Digest: metadata.TransitionDigest(q, &proposed)}
 			g.proposePlacement(c)
 		}
+	}
+}
+
+// dropLostFromInSync proposes queue q's in-sync set without its followers
+// that left the live set (seed 003: a stopped broker loses its place as
+// soon as the controller sees it gone, not when its owner's lag timer runs
+// out), under the set's current version, so that it commits before the
+// transition that fences the queue. The owner stays: it is never out of
+// its own set.
+func (g *Group) dropLostFromInSync(q *metadata.Queue) {
+	a := &q.Assignment
+	var set metadata.Nodes
+	for _, n := range a.InSync.Slice() {
+		i := slices.IndexFunc(a.Members.Slice(), func(m metadata.Member) bool { return m.Node == n })
+		if n == a.Owner || (i >= 0 && g.memberLive(a.Members.M[i])) {
+			set.ID[set.N] = n
+			set.N++
+		}
+	}
+	if set != a.InSync {
+		g.proposePlacement(metadata.Command{Kind: metadata.SetInSync, Queue: q.Name, Incarnation: q.Incarnation, Epoch: a.Epoch, InSync: set, InSyncVersion: a.InSyncVersion})
 	}
 }
 
@@ -189,7 +212,10 @@ func (g *Group) choose(l loads, n int, exclude []seam.NodeID) (ms metadata.Membe
 // proposePlacement proposes c unless the same was proposed within
 // proposeRetryNs; it reports whether it proposed.
 func (g *Group) proposePlacement(c metadata.Command) bool {
-	i := slices.IndexFunc(g.placing, func(p placed) bool { return p.queue == c.Queue })
+	// One entry per queue and kind: a loss proposes an in-sync change and
+	// a transition for the same queue, each repeated only after the retry
+	// time.
+	i := slices.IndexFunc(g.placing, func(p placed) bool { return p.queue == c.Queue && p.kind == c.Kind })
 	if i >= 0 && g.placing[i].cmd == c && g.nowNs-g.placing[i].atNs < proposeRetryNs {
 		return false
 	}
@@ -197,7 +223,7 @@ func (g *Group) proposePlacement(c metadata.Command) bool {
 		if len(g.placing) >= metadata.QueuesMax {
 			g.placing = g.placing[:0] // a bound; forgetting only repeats a proposal
 		}
-		g.placing = append(g.placing, placed{queue: c.Queue})
+		g.placing = append(g.placing, placed{queue: c.Queue, kind: c.Kind})
 		i = len(g.placing) - 1
 	}
 	g.placing[i].cmd, g.placing[i].atNs = c, g.nowNs

@@ -43,7 +43,9 @@ const (
 	MarkQueuePlaced                         // the controller placed a declared queue
 	MarkTransitionFenced                    // the controller fenced a placed queue with a pending transition
 	MarkQueueRecreated                      // a queue name was declared again after a deletion: a new incarnation
-	MarkInSyncChange                        // the controller committed a placed queue owner's change of its in-sync set
+	MarkInSyncChange                        // the controller committed a change of a placed queue's in-sync set (its owner's request, or a lost follower dropped)
+	MarkInSyncDropLive                      // a follower whose process still ran left the in-sync set (its owner's lag timer)
+	MarkInSyncBack                          // a follower came back into the in-sync set (it reached the high watermark)
 	MarkISRConfirm                          // an isr queue confirmed a publish at its high watermark
 	MarkUnderMinInSync                      // a committed in-sync change left a queue below its min in-sync
 	MarkISRRefused                          // an isr queue refused a publish: its in-sync set below min in-sync
@@ -79,6 +81,8 @@ var markNames = [...]string{
 	MarkTransitionFenced:    "transition-fenced",
 	MarkQueueRecreated:      "queue-recreated",
 	MarkInSyncChange:        "insync-change",
+	MarkInSyncDropLive:      "insync-drop-live",
+	MarkInSyncBack:          "insync-back",
 	MarkISRConfirm:          "isr-confirm",
 	MarkUnderMinInSync:      "under-min-insync",
 	MarkISRRefused:          "isr-refused",

@@ -480,3 +480,46 @@ func (w *World) ctrlFinal() {
 	w.notef("meta: %d entries applied; operator %d confirmed, %d failed (%d rejected by the metadata, %d redirects), %d unknown",
 		w.checker.MetaHistory(), st.confirmed, st.failed, st.rejected, st.redirects, st.unknown)
 }
+
+// inSyncTruth is a placed queue's members and committed in-sync set.
+type inSyncTruth struct {
+	members metadata.Members
+	inSync  metadata.Nodes
+}
+
+// inSyncApplied follows an applied placement or in-sync change (entry
+// index; only its first application counts): a follower dropped while its
+// process still runs left by its owner's lag timer (insync-drop-live); one
+// added came back at the high watermark (insync-back).
+func (w *World) inSyncApplied(index uint64, c *metadata.Command) {
+	if index <= w.inSyncSeen {
+		return
+	}
+	w.inSyncSeen = index
+	if c.Kind == metadata.Assign {
+		var all metadata.Nodes
+		for _, m := range c.Members.Slice() {
+			all.ID[all.N] = m.Node
+			all.N++
+		}
+		w.inSyncOf[c.Queue] = inSyncTruth{members: c.Members, inSync: all}
+		return
+	}
+	t, ok := w.inSyncOf[c.Queue]
+	if !ok {
+		return
+	}
+	was, now := t.inSync.Slice(), c.InSync.Slice()
+	for _, m := range t.members.Slice() {
+		in, wasIn := slices.Contains(now, m.Node), slices.Contains(was, m.Node)
+		b := w.brokers[m.Node-1]
+		switch {
+		case wasIn && !in && b.up && b.inc+1 == m.Process:
+			w.mark(MarkInSyncDropLive)
+		case !wasIn && in:
+			w.mark(MarkInSyncBack)
+		}
+	}
+	t.inSync = c.InSync
+	w.inSyncOf[c.Queue] = t
+}

@@ -295,6 +295,7 @@ func (env *brokerEnv) Applied(e *core.Effect) {
 	case metadata.Assign:
 		w.mark(MarkQueuePlaced)
 		w.placedApplied(&c)
+		w.inSyncApplied(e.Offset, &c)
 	case metadata.Transition:
 		w.mark(MarkTransitionFenced)
 		w.fencedApplied(c.Queue, c.Incarnation)
@@ -307,6 +308,7 @@ func (env *brokerEnv) Applied(e *core.Effect) {
 		}
 	case metadata.SetInSync:
 		w.mark(MarkInSyncChange)
+		w.inSyncApplied(e.Offset, &c)
 		if strings.Contains(e.Reason, "under-min-insync") {
 			w.mark(MarkUnderMinInSync)
 		}

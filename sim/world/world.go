@@ -194,6 +194,11 @@ type World struct {
 	pubs       []*placedPub    // the placed queues' publishers (placedpub.go)
 	// deletedNames: queue names deleted at least once (coverage)
 	deletedNames map[string]bool
+	// inSyncSeen: the last metadata index whose in-sync meaning was
+	// followed; inSyncOf: per queue name, its assignment's members and
+	// committed in-sync set, for the in-sync coverage rows
+	inSyncSeen uint64
+	inSyncOf   map[string]inSyncTruth
 
 	rNet, rDisk, rCli, rFault *prng.Rand
 	// rCtrl draws for the metadata group (its network, its operator, its
@@ -260,6 +265,7 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 		placedByID:   map[core.QueueID]placedQueue{},
 		placedIncs:   map[uint64]bool{},
 		deletedNames: map[string]bool{},
+		inSyncOf:     map[string]inSyncTruth{},
 	}
 	for i := 0; i < p.Brokers; i++ {
 		w.oneWay = append(w.oneWay, make([]int64, p.Brokers))
