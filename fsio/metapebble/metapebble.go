@@ -50,6 +50,15 @@ func Open(dir string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metapebble: open %s: %w", dir, err)
 	}
+	// What the open recovered from the write-ahead log may sit only in the
+	// page cache (a killed process's unsynced batches): raft takes what it
+	// loads for its stable log, so make it durable before anyone loads it
+	// (a flush writes and syncs the recovered memtable). sim/metamem does
+	// the same at its open; swarm seed 423 showed why.
+	if err := db.Flush(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("metapebble: open %s: making the recovered state durable: %w", dir, err)
+	}
 	return &Store{db: db, noSync: o.noSync}, nil
 }
 

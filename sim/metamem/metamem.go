@@ -47,10 +47,23 @@ func NewDisk() *Disk {
 }
 
 // Open opens a store on d. At most one store is open on a disk at a time.
+//
+// Opening first makes durable every batch a killed process left written
+// and not durable (in the page cache): the new process loads them, and
+// raft takes what it loads for its stable log, so they must survive a
+// later power loss. Without this sync (a real store's fsync on open), a
+// process that exited, restarted, acknowledged entries from its loaded
+// log and then lost power came back without entries it had acknowledged:
+// raft's "tocommit out of range" panic, found by swarm seed 423 on
+// 2026-12-01 (with an operator one command off from today's).
 func (d *Disk) Open() (*Store, error) {
 	if d.open != nil {
 		return nil, errors.New("metamem: disk already has an open store")
 	}
+	for i := range d.pending {
+		applyOps(d.durable, d.pending[i].ops)
+	}
+	d.pending = nil
 	s := &Store{d: d}
 	d.open = s
 	return s, nil

@@ -75,6 +75,7 @@ type profileJSON struct {
 	SyncUsMax       int64         `json:"sync_us_max"`
 	DurationMs      int64         `json:"duration_ms"`
 	DrainMs         int64         `json:"drain_ms"`
+	Operator        []string      `json:"operator,omitempty"`
 }
 
 type queueJSON struct {
@@ -99,7 +100,7 @@ func toJSON(p world.Profile) profileJSON {
 		ConsumersPerQueue: p.ConsumersPerQueue, Prefetch: p.Prefetch, AckDelayUsMax: p.AckDelayUsMax,
 		ConsumerLossPerMin: p.ConsumerLossPerMin, Faults: p.Faults, Schedule: p.Schedule, Bugs: p.Bugs,
 		NetLatencyUsMin: p.NetLatencyUsMin, NetLatencyUsMax: p.NetLatencyUsMax, SyncUsMin: p.SyncUsMin,
-		SyncUsMax: p.SyncUsMax, DurationMs: p.DurationMs, DrainMs: p.DrainMs}
+		SyncUsMax: p.SyncUsMax, DurationMs: p.DurationMs, DrainMs: p.DrainMs, Operator: p.Operator}
 	for _, q := range p.Queues {
 		j.Queues = append(j.Queues, queueJSON{Queue: q.Queue, Replicas: q.Replicas, Owner: q.Owner, Policy: q.Policy})
 	}
@@ -112,7 +113,7 @@ func (j profileJSON) profile() world.Profile {
 		ConsumersPerQueue: j.ConsumersPerQueue, Prefetch: j.Prefetch, AckDelayUsMax: j.AckDelayUsMax,
 		ConsumerLossPerMin: j.ConsumerLossPerMin, Faults: j.Faults, Schedule: j.Schedule, Bugs: j.Bugs,
 		NetLatencyUsMin: j.NetLatencyUsMin, NetLatencyUsMax: j.NetLatencyUsMax, SyncUsMin: j.SyncUsMin,
-		SyncUsMax: j.SyncUsMax, DurationMs: j.DurationMs, DrainMs: j.DrainMs}
+		SyncUsMax: j.SyncUsMax, DurationMs: j.DurationMs, DrainMs: j.DrainMs, Operator: j.Operator}
 	for _, q := range j.Queues {
 		p.Queues = append(p.Queues, core.QueueConfig{Queue: q.Queue, Replicas: q.Replicas, Owner: q.Owner, Policy: q.Policy})
 	}

@@ -96,6 +96,8 @@ type admin struct {
 	// incarnations: per operator queue, the incarnation its last confirmed
 	// declaration reported
 	incarnations [adminQueues]uint64
+	// scriptNext: the scripted operator's next step (operator.go)
+	scriptNext int
 }
 
 // ctrlSetup gives brokers their metadata disks and draw streams.
@@ -151,13 +153,27 @@ func (w *World) adminSend() {
 	if !w.working && a.probed {
 		return
 	}
+	scripted := len(w.script) > 0 && w.working
+	var c metadata.Command
+	if scripted {
+		var due bool
+		var nextNs int64
+		if c, due, nextNs = w.scriptCommand(); !due {
+			if nextNs != 0 {
+				w.schedule1(nextNs, evAdmin)
+			}
+			return // nothing else to send until the drain's probe
+		}
+	}
 	b := w.brokers[a.target%len(w.voters)]
 	a.seq++
 	a.waiting, a.probing = true, !w.working
 	// Its connections have ids of their own, apart from the queue
 	// clients' (whose ids stay as they were before the group came).
 	a.cid = adminConnBase + core.ClientID(a.seq)
-	c := w.adminCommand()
+	if !scripted {
+		c = w.adminCommand() // after a.seq++: its first commands go by seq
+	}
 	a.cmd = c.Encode(a.cmd[:0])
 	e := w.schedule1(w.now+w.ctrlDelay(), evRequest)
 	e.node, e.inc, e.from = int32(b.id-1), b.inc, core.NodeID(a.cid)
@@ -225,7 +241,7 @@ func (w *World) adminLearn(c *metadata.Command, result string) {
 		return
 	}
 	_, v, ok := strings.Cut(result, "incarnation=")
-	if n, err := strconv.ParseUint(v, 10, 64); ok && err == nil {
+	if n, err := strconv.ParseUint(v, 10, 64); ok && err == nil && strings.HasPrefix(c.Queue, "sim-q") {
 		k, _ := strconv.Atoi(strings.TrimPrefix(c.Queue, "sim-q"))
 		w.admin.incarnations[k] = n
 	}
@@ -259,6 +275,7 @@ func (w *World) adminReply(eff *core.Effect) {
 	switch eff.Outcome {
 	case core.Confirmed:
 		a.stats.confirmed++
+		w.scriptDone()
 		w.checker.MetaConfirmed(w.now, eff.Offset, a.cmd, eff.Reason)
 		if c, err := metadata.Decode(a.cmd); err == nil {
 			w.adminLearn(&c, eff.Reason)
@@ -272,6 +289,7 @@ func (w *World) adminReply(eff *core.Effect) {
 		if eff.Offset != 0 {
 			// Committed, and refused by the metadata (a conflict).
 			a.stats.rejected++
+			w.scriptDone()
 			w.checker.MetaRejected(w.now, eff.Offset, a.cmd, eff.Reason)
 		} else if _, lead, ok := strings.Cut(eff.Reason, "leader="); ok {
 			if n, err := strconv.Atoi(lead); err == nil && n >= 1 && n <= len(w.voters) {

@@ -70,6 +70,15 @@ const (
 	FaultLeaderCrash
 	FaultLeaderIsolate
 	FaultLeaderPause
+	// FaultKill: a broker's process is killed (kill -9: its memory is
+	// gone, its disk and page cache stay, and its peers' connections see
+	// the exit, as TCP reports it) and restarts after Dur. Only scenarios
+	// schedule it (seed 003's restarted follower); the swarm draws none
+	// yet (its exits come from the failure policy): drawn in the swarm
+	// (then with a restart at the same instant) it found seed 1305
+	// failing liveness on a static queue, not yet understood (TODO in the
+	// closing note of 2026-12-01).
+	FaultKill
 	// Per-message network faults, counted when they strike.
 	FaultDrop
 	FaultDuplicate
@@ -84,7 +93,7 @@ var faultNames = [...]string{
 	FaultLostWrite: "lost-write", FaultUnreadable: "unreadable", FaultTornSector: "torn-sector",
 	FaultCorruptLive: "corrupt-live", FaultPowerCycle: "power-cycle",
 	FaultLeaderCrash: "leader-crash", FaultLeaderIsolate: "leader-isolate", FaultLeaderPause: "leader-pause",
-	FaultDrop: "drop", FaultDuplicate: "duplicate", FaultCorruptMsg: "corrupt-msg",
+	FaultKill: "kill", FaultDrop: "drop", FaultDuplicate: "duplicate", FaultCorruptMsg: "corrupt-msg",
 }
 
 func (k FaultKind) String() string {
@@ -250,7 +259,7 @@ func drawSchedule(r *prng.Rand, rates FaultRates, brokers int, durationNs int64)
 		for at := expGap(r, rate); at < durationNs; at += expGap(r, rate) {
 			f := Fault{AtNs: at, Kind: k, Node: 1 + r.Intn(brokers)}
 			switch k {
-			case FaultCrash:
+			case FaultCrash, FaultKill:
 				f.DurNs = r.Range(1e6, 3e9)
 			case FaultPause:
 				f.DurNs = r.Range(100e6, 5e9)

@@ -95,6 +95,12 @@ func (w *World) strike(b *broker, f Fault) {
 
 		w.notef("fault %s", f)
 		w.crash(b, f.DurNs)
+	case FaultKill:
+		if !b.up {
+			return
+		}
+		w.notef("fault %s", f)
+		w.stopProcess(b, f.DurNs, true)
 	case FaultPause:
 		if !b.up || b.paused {
 			return

@@ -2,9 +2,11 @@ package world
 
 import (
 	"encoding/binary"
+	"slices"
 	"strings"
 
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/metadata"
 )
 
 // Publishers of the queues the controller places (the operator's queues
@@ -41,10 +43,27 @@ type placedPub struct {
 	asking  bool // the request outstanding is a topology request
 	key     uint64
 	stats   struct{ confirmed, failed, unknown uint64 }
+	// nextNs: a scripted publisher's next publish slot
+	nextNs int64
 }
 
-// placedStart creates the placed queues' publishers.
+// placedStart creates the placed queues' publishers: one per operator
+// queue, or scriptPublishers per queue the script declares (they start at
+// the first publish step that names it).
 func (w *World) placedStart() {
+	if len(w.script) > 0 {
+		for _, st := range w.script {
+			if st.cmd.Kind != metadata.DeclareQueue || slices.ContainsFunc(w.pubs, func(p *placedPub) bool { return p.name == st.cmd.Queue }) {
+				continue
+			}
+			for range scriptPublishers {
+				p := &placedPub{idx: len(w.pubs), name: st.cmd.Queue}
+				w.pubs = append(w.pubs, p)
+				w.schedule1(w.now, evPlaced).cli = int32(p.idx)
+			}
+		}
+		return
+	}
 	for k := range adminQueues {
 		w.pubs = append(w.pubs, &placedPub{idx: k, name: "sim-q" + itoa(k)})
 	}
@@ -75,6 +94,25 @@ func (w *World) placedTimer(e *event) {
 func (w *World) placedSend(p *placedPub) {
 	if p.waiting != 0 || !w.working {
 		return
+	}
+	if len(w.script) > 0 && p.owner != 0 {
+		// A scripted publish: at its slot of the rate (the publishers of
+		// a queue start a quarter gap apart); none while stopped.
+		gap, next := w.scriptGap(p.name)
+		if gap != 0 && p.nextNs == 0 {
+			p.nextNs = w.now + int64(p.idx%scriptPublishers)*gap/scriptPublishers
+		}
+		if gap == 0 || w.now < p.nextNs {
+			at := next
+			if gap != 0 && (at == 0 || p.nextNs < at) {
+				at = p.nextNs
+			}
+			if at != 0 {
+				w.schedule1(at, evPlaced).cli = int32(p.idx)
+			}
+			return
+		}
+		p.nextNs = max(p.nextNs, w.now-gap) + gap // late by more than a gap: from now
 	}
 	p.reqs++
 	cid := placedConnBase + core.ClientID(p.idx)<<20 + core.ClientID(p.reqs&(1<<20-1))
@@ -136,6 +174,10 @@ func (w *World) placedReply(p *placedPub, eff *core.Effect) {
 		if eff.Outcome != core.Confirmed {
 			p.owner = 0 // moved, fenced or gone: ask again
 		}
+	}
+	if len(w.script) > 0 {
+		w.placedSend(p) // at its rate (placedSend waits out the gap)
+		return
 	}
 	w.schedule1(w.now+w.rCtrl.Range(placedGapNs/2, 3*placedGapNs/2), evPlaced).cli = int32(p.idx)
 }

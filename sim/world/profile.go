@@ -40,6 +40,11 @@ type Profile struct {
 
 	DurationMs int64 // workload phase
 	DrainMs    int64 // bound on the drain phase
+
+	// Operator, when not empty, scripts the operator of the metadata
+	// group and the placed queues' publishers (operator.go) instead of the
+	// swarm's random operator.
+	Operator []string
 }
 
 // Standard returns the standard world of the benchmark: 3 brokers, 1 queue
@@ -72,6 +77,9 @@ func Standard() Profile {
 func StandardWithFaults() Profile {
 	p := Standard()
 	for k := FaultCrash; k < FaultDrop; k++ {
+		if k == FaultKill {
+			continue // scenarios only, for now (see FaultKill)
+		}
 		p.Faults.PerMin[k] = PerMin(2)
 	}
 	p.Faults.DropPer1000, p.Faults.DupPer1000, p.Faults.CorruptPer1000 = 1, 1, 1
@@ -165,7 +173,7 @@ func Draw(seed uint64) Profile {
 	// adding them left every earlier draw of a seed as it was): each on in
 	// about half the seeds.
 	rc := prng.New(prng.Derive(seed, "profile-ctrl"))
-	for k := FaultLeaderCrash; k < FaultDrop; k++ {
+	for k := FaultLeaderCrash; k <= FaultLeaderPause; k++ {
 		if rc.Chance(1, 2) {
 			p.Faults.PerMin[k] = []Rate{PerMin(2), PerMin(6), PerMin(20)}[rc.Intn(3)]
 		}
@@ -222,6 +230,9 @@ func (p Profile) Validate() error {
 	}
 	if p.Brokers < 1 || p.Brokers > BrokersMax {
 		return bad("brokers", "%d, want 1..%d", p.Brokers, BrokersMax)
+	}
+	if _, err := parseOperator(p.Operator); err != nil {
+		return bad("operator", "%v", err)
 	}
 	if len(p.Queues) < 1 || len(p.Queues) > QueuesMax {
 		return bad("queues", "%d queues, want 1..%d", len(p.Queues), QueuesMax)

@@ -199,6 +199,9 @@ type World struct {
 	// committed in-sync set, for the in-sync coverage rows
 	inSyncSeen uint64
 	inSyncOf   map[string]inSyncTruth
+	// script: the scripted operator's steps (Profile.Operator; nil: the
+	// swarm's random operator)
+	script []operatorStep
 
 	rNet, rDisk, rCli, rFault *prng.Rand
 	// rCtrl draws for the metadata group (its network, its operator, its
@@ -267,6 +270,7 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 		deletedNames: map[string]bool{},
 		inSyncOf:     map[string]inSyncTruth{},
 	}
+	w.script, _ = parseOperator(p.Operator) // validated by Run
 	for i := 0; i < p.Brokers; i++ {
 		w.oneWay = append(w.oneWay, make([]int64, p.Brokers))
 		w.clogged = append(w.clogged, make([]int64, p.Brokers))
