@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"github.com/sluicemq/sluice/core/bugs"
 	"slices"
 
 	"github.com/sluicemq/sluice/core/ctrl"
@@ -92,6 +93,9 @@ func (n *Node) inSyncTick() {
 func (n *Node) mine(a *metadata.Assignment) bool {
 	for _, m := range a.Members.Slice() {
 		if m.Node == n.x.Node {
+			if n.x.Bugs.Has(bugs.ServePredecessorsQueues) {
+				return m.Storage == n.storage // planted: any process of this data directory
+			}
 			return m.Process == n.x.Process && m.Storage == n.storage
 		}
 	}

@@ -102,6 +102,11 @@ const (
 	// the controller adds may miss records confirmed before the owner
 	// applied the change.
 	ISRIgnoresAskedBack
+	// ServePredecessorsQueues: a restarted broker serves the placed queues
+	// its previous process was assigned (the assignment names the old
+	// process), so two processes of one broker admit writes under one
+	// assignment.
+	ServePredecessorsQueues
 	end
 )
 
@@ -139,6 +144,7 @@ var Registry = []Bug{
 	{ISRConfirmAtW, "isr-confirm-at-w", "confirms", "an isr queue confirms once min_insync replicas hold a publish, not its whole in-sync set"},
 	{WatermarkMovesBack, "watermark-moves-back", "in-sync tracking", "the high watermark follows a counted follower that fell back"},
 	{ISRIgnoresAskedBack, "isr-ignores-asked-back", "in-sync tracking", "the high watermark ignores followers asked back until their return commits"},
+	{ServePredecessorsQueues, "serve-predecessors-queues", "epochs and fencing", "a restarted broker serves the placed queues its previous process was assigned"},
 }
 
 // Has reports whether every bug of b is in s.

@@ -52,7 +52,10 @@ type QueueSpec struct {
 	// its committed in-sync set (by the model's fold) must hold a
 	// confirmed record durably, not only W replicas.
 	ISR bool
-	Dir string // the log's directory on each replica's disk
+	// Placed: the controller placed the queue (its assignment names the
+	// owner's exact process); else its owner is configured.
+	Placed bool
+	Dir    string // the log's directory on each replica's disk
 	// Disks returns a replica's disk when the queue's logs live on other
 	// disks than the checker's (placed queues); nil: the checker's.
 	Disks func(core.NodeID) Disk
@@ -131,6 +134,9 @@ type queueTruth struct {
 	seen []seenAt
 	// watermark: the highest high watermark its owner announced
 	watermark uint64
+	// ownerProcess: the process of the owner that confirmed the placed
+	// queue's writes (0: none yet)
+	ownerProcess uint64
 }
 
 // addSeen records that replica i durably held id at o.
@@ -646,6 +652,32 @@ func (c *Checker) ConfirmEmitted(atNs int64, q core.QueueID, o uint64) {
 	}
 	if qt.spec.ISR {
 		c.inSyncHolds(atNs, "isr-confirm", qt, o, "confirmed")
+	}
+}
+
+// ConfirmedBy checks, at a confirm of a write to q by node's process
+// process, that at most one owner admits writes to the queue per
+// assignment: the node is the owner the assignment names (the committed
+// placement, or the configuration of a static queue), and for a placed
+// queue every confirm comes from one process (its assignment names that
+// exact process; until recovery, issue 11, a placed queue has one
+// assignment epoch).
+func (c *Checker) ConfirmedBy(atNs int64, q core.QueueID, node core.NodeID, process uint64) {
+	qt := c.queues[q]
+	if qt == nil {
+		return
+	}
+	if node != qt.spec.Owner {
+		c.fail("one-owner", atNs, "q=%d: n%d confirmed a write; the owner is n%d", q, node, qt.spec.Owner)
+		return
+	}
+	if !qt.spec.Placed {
+		return
+	}
+	if qt.ownerProcess == 0 {
+		qt.ownerProcess = process
+	} else if qt.ownerProcess != process {
+		c.fail("one-owner", atNs, "q=%d: process %d of n%d confirmed a write after its process %d did, under one assignment", q, process, node, qt.ownerProcess)
 	}
 }
 

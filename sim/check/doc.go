@@ -37,6 +37,10 @@
 //   - at-least-once: at the end of a finished drain, every confirmed publish
 //     reached a live consumer, and every one whose consumer was lost before
 //     acking it was received again.
+//   - one-owner: every confirm comes from the owner the committed
+//     placement (or a static queue's configuration) names, and for a
+//     placed queue from one process of it: at most one owner admits writes
+//     per queue and assignment.
 //   - isr-confirm: an isr queue's confirm leaves the owner only while every
 //     member of its committed in-sync set (the model's fold of the applied
 //     history) was read to hold the record durably.

@@ -87,3 +87,22 @@ func TestWatermarkCheckers(t *testing.T) {
 	c.Watermark(11, q, 2)
 	wantFailure(t, c, "watermark-durable")
 }
+
+// A confirm from a node other than the owner, or from a second process of
+// the owner under one placed assignment, fails one-owner.
+func TestOneOwnerPerAssignment(t *testing.T) {
+	c, _, q, _ := isrWorld(t)
+	c.queues[q].spec.Placed = true
+	c.ConfirmedBy(1, q, 1, 7)
+	c.ConfirmedBy(2, q, 1, 7)
+	wantClean(t, c)
+	c.ConfirmedBy(3, q, 1, 8)
+	wantFailure(t, c, "one-owner")
+
+	c, _ = newChecker() // a static queue: owner n1, any of its processes
+	c.ConfirmedBy(1, 1, 1, 1)
+	c.ConfirmedBy(2, 1, 1, 2)
+	wantClean(t, c)
+	c.ConfirmedBy(3, 1, 2, 1)
+	wantFailure(t, c, "one-owner")
+}

@@ -425,7 +425,7 @@ func (w *World) placedApplied(c *metadata.Command) {
 	if !ok {
 		panic(fmt.Sprintf("world: placement of %q, which the checker's model does not hold", c.Queue))
 	}
-	spec := check.QueueSpec{Queue: q.ID, Owner: c.Owner, W: q.Policy.WriteQuorum(c.Members.N, q.MinInsync), ISR: q.Policy == core.ISR, Dir: logDir(q.ID),
+	spec := check.QueueSpec{Queue: q.ID, Owner: c.Owner, W: q.Policy.WriteQuorum(c.Members.N, q.MinInsync), ISR: q.Policy == core.ISR, Placed: true, Dir: logDir(q.ID),
 		Disks: func(n core.NodeID) check.Disk { return w.brokers[n-1].pfs }}
 	for _, m := range c.Members.Slice() {
 		spec.Replicas = append(spec.Replicas, m.Node)

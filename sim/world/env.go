@@ -115,11 +115,15 @@ func (env *brokerEnv) Client(eff *core.Effect) {
 			return
 		}
 		if p := w.placedPubOf(eff.Client); p != nil {
+			if !p.asking && eff.Outcome == core.Confirmed {
+				w.checker.ConfirmedBy(w.now, eff.Queue, env.b.id, env.b.inc+1)
+			}
 			w.placedReply(p, eff)
 			return
 		}
 		if w.connKind[eff.Client] == publisher && eff.Outcome == core.Confirmed {
 			w.checker.ConfirmEmitted(w.now, eff.Queue, eff.Offset)
+			w.checker.ConfirmedBy(w.now, eff.Queue, env.b.id, env.b.inc+1)
 		}
 	case core.EfDeliver:
 		w.checker.DeliverEmitted(w.now, eff.Queue, eff.Offset, KeyOf(eff.Body), eff.Redelivered)
