@@ -106,3 +106,29 @@ func TestOneOwnerPerAssignment(t *testing.T) {
 	c.ConfirmedBy(3, 1, 2, 1)
 	wantFailure(t, c, "one-owner")
 }
+
+// A record acked by one consumer stays settled when a stale copy reaches
+// another consumer later and that consumer is lost before acking it (the
+// regression stale-delivery-after-ack).
+func TestAckedReceiptSettles(t *testing.T) {
+	c, _ := newChecker()
+	c.PublishStarted(7, 16)
+	c.queues[1].confirmed[0] = 7
+	c.DeliveryReceived(1, 1, 0, 15, body(7))
+	c.AckSent(1, 0, 15)
+	c.DeliveryReceived(2, 1, 0, 14, body(7)) // the old process's copy, late
+	c.ConsumerLost(1, 14, []uint64{0})
+	if n, why := c.UndeliveredFirst(1); n != 0 {
+		t.Fatalf("an acked record counted as undelivered: %s", why)
+	}
+	// Without the ack, the loss counts.
+	c, _ = newChecker()
+	c.PublishStarted(7, 16)
+	c.queues[1].confirmed[0] = 7
+	c.DeliveryReceived(1, 1, 0, 15, body(7))
+	c.DeliveryReceived(2, 1, 0, 14, body(7))
+	c.ConsumerLost(1, 14, []uint64{0})
+	if n, _ := c.UndeliveredFirst(1); n != 1 {
+		t.Fatalf("a record whose last receipt was lost unacked counted %d undelivered, want 1", n)
+	}
+}

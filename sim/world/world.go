@@ -981,8 +981,8 @@ func (w *World) outstanding() string {
 			parts = append(parts, fmt.Sprintf("q%d not converged (%s)", q.Queue, why))
 		}
 		if w.prof.ConsumersPerQueue > 0 {
-			if n := w.checker.Undelivered(q.Queue); n > 0 {
-				parts = append(parts, fmt.Sprintf("q%d has %d confirmed publishes no live consumer holds", q.Queue, n))
+			if n, first := w.checker.UndeliveredFirst(q.Queue); n > 0 {
+				parts = append(parts, fmt.Sprintf("q%d has %d confirmed publishes no live consumer holds (%s)", q.Queue, n, first))
 			}
 		}
 	}
