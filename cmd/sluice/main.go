@@ -1,6 +1,6 @@
-// Command sluice is the Sluice broker's command line. Today it runs the
-// deterministic simulator: `sluice sim --seed S` runs one world,
-// `sluice sim --seeds N` sweeps seeds. The daemon comes with a later issue.
+// Command sluice is the Sluice broker's command line: `sluice sim --seed S`
+// runs one simulated world, `sluice sim --seeds N` sweeps seeds, and
+// `sluice serve` runs a broker (package daemon; single node today).
 package main
 
 import (
@@ -15,6 +15,7 @@ const usage = `usage: sluice <command> [arguments]
 
 commands:
   sim    run the deterministic simulator (sluice sim --help)
+  serve  run a broker: AMQP 0-9-1 on 127.0.0.1:5672, data in ./sluice-data
   help   show help: sluice help [command [subcommand]]
 
 Exit status: 0 success, 1 a failure found (a checker, a coverage minimum, a
@@ -56,6 +57,8 @@ func run(args []string, e env) int {
 		// memory to spare, so collect less often.
 		debug.SetGCPercent(400)
 		return runSim(args[1:], e)
+	case "serve":
+		return runServe(args[1:], e)
 	case "-h", "--help", "-help":
 		fmt.Fprint(e.stdout, usage)
 		return 0
@@ -64,13 +67,16 @@ func run(args []string, e env) int {
 			fmt.Fprint(e.stdout, usage)
 			return 0
 		}
+		if args[1] == "serve" {
+			return runServe([]string{"--help"}, e)
+		}
 		if args[1] == "sim" {
 			// sluice help sim [subcommand] is sluice sim [subcommand] --help.
 			return runSim(append(append([]string{}, args[2:]...), "--help"), e)
 		}
-		return usageError(e, "sluice help", "", fmt.Sprintf("unknown command %q%s", args[1], suggest(args[1], []string{"sim"})))
+		return usageError(e, "sluice help", "", fmt.Sprintf("unknown command %q%s", args[1], suggest(args[1], []string{"sim", "serve"})))
 	}
-	return usageError(e, "sluice", "", fmt.Sprintf("unknown command %q%s", args[0], suggest(args[0], []string{"sim", "help"})))
+	return usageError(e, "sluice", "", fmt.Sprintf("unknown command %q%s", args[0], suggest(args[0], []string{"sim", "serve", "help"})))
 }
 
 // usageError prints a bad-usage message naming the problem and where help
