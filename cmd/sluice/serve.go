@@ -57,15 +57,17 @@ func runServe(args []string, e env) int {
 		h = slog.NewJSONHandler(e.stderr, opts)
 	}
 	lg := slog.New(h)
+	// SIGTERM is caught from before the broker starts, so that it always
+	// drains rather than dies.
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	defer signal.Stop(term)
 	srv, err := daemon.Start(daemon.Config{DataDir: *dataDir, AMQPAddr: *addr, Node: uint32(*node), Logger: lg})
 	if err != nil {
 		lg.Error("cannot start", "err", err)
 		return 1
 	}
 	lg.Info("ready", "amqp", srv.Addr().String())
-	term := make(chan os.Signal, 1)
-	signal.Notify(term, syscall.SIGTERM)
-	defer signal.Stop(term)
 	select {
 	case <-srv.Done():
 		if err := srv.Err(); err != nil {

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startServe runs `sluice serve` in-process on an ephemeral port and
+// returns its AMQP address, its log and its exit status (when it ends).
+func startServe(t *testing.T, args ...string) (addr string, logs *syncBuffer, status chan int) {
+	t.Helper()
+	logs = &syncBuffer{}
+	status = make(chan int, 1)
+	args = append([]string{"serve", "--data-dir", t.TempDir(), "--amqp-addr", "127.0.0.1:0"}, args...)
+	go func() { status <- run(args, env{stdout: &bytes.Buffer{}, stderr: logs}) }()
+	ready := regexp.MustCompile(`msg=ready amqp=(\S+)`)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := ready.FindStringSubmatch(logs.String()); m != nil {
+			return m[1], logs, status
+		}
+		select {
+		case code := <-status:
+			t.Fatalf("serve exited %d before it was ready:\n%s", code, logs.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	t.Fatalf("serve not ready in 10 s:\n%s", logs.String())
+	return "", nil, nil
+}
+
+// TestServeSIGTERM: `sluice serve` starts, takes a confirmed publish, and
+// on SIGTERM drains and exits 0.
+func TestServeSIGTERM(t *testing.T) {
+	addr, logs, status := startServe(t)
+	c, err := amqp.Dial(fmt.Sprintf("amqp://guest:guest@%s/", addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, _ := c.Channel()
+	if _, err := ch.QueueDeclare("q", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	ch.Confirm(false)
+	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, 1))
+	ch.Publish("", "q", false, false, amqp.Publishing{Body: []byte("x")})
+	if cf := <-confirms; !cf.Ack {
+		t.Fatal("nacked")
+	}
+	closed := c.NotifyClose(make(chan *amqp.Error, 1))
+	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-status:
+		if code != 0 {
+			t.Fatalf("exit %d after SIGTERM:\n%s", code, logs.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no exit 10 s after SIGTERM:\n%s", logs.String())
+	}
+	for _, want := range []string{"msg=draining", "msg=drained", "msg=stopped"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, logs.String())
+		}
+	}
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Errorf("the client's connection did not close")
+	}
+}
+
+// TestServeBadFlags: a bad flag is a usage error (exit 2), nothing starts.
+func TestServeBadFlags(t *testing.T) {
+	code, _, stderr := runCmd(t, "serve", "--log-level", "loud")
+	if code != 2 || !strings.Contains(stderr, "--log-level") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = runCmd(t, "serve", "--amqp-adr", "x")
+	if code != 2 || !strings.Contains(stderr, `unknown flag --amqp-adr (did you mean "amqp-addr"?)`) {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
