@@ -14,9 +14,11 @@ import (
 const usage = `usage: sluice <command> [arguments]
 
 commands:
-  sim    run the deterministic simulator (sluice sim --help)
-  serve  run a broker: AMQP 0-9-1 on 127.0.0.1:5672, data in ./sluice-data
-  help   show help: sluice help [command [subcommand]]
+  sim      run the deterministic simulator (sluice sim --help)
+  serve    run a broker: AMQP 0-9-1 on 127.0.0.1:5672, data in ./sluice-data
+  publish  publish messages to a queue with confirms (sluice publish --help)
+  consume  consume and print a queue's messages (sluice consume --help)
+  help     show help: sluice help [command [subcommand]]
 
 Exit status: 0 success, 1 a failure found (a checker, a coverage minimum, a
 scenario not as expected), 2 bad usage or input, 3 seeds that timed out and no
@@ -59,6 +61,10 @@ func run(args []string, e env) int {
 		return runSim(args[1:], e)
 	case "serve":
 		return runServe(args[1:], e)
+	case "publish":
+		return runPublish(args[1:], e)
+	case "consume":
+		return runConsume(args[1:], e)
 	case "-h", "--help", "-help":
 		fmt.Fprint(e.stdout, usage)
 		return 0
@@ -67,16 +73,21 @@ func run(args []string, e env) int {
 			fmt.Fprint(e.stdout, usage)
 			return 0
 		}
-		if args[1] == "serve" {
+		switch args[1] {
+		case "serve":
 			return runServe([]string{"--help"}, e)
+		case "publish":
+			return runPublish([]string{"--help"}, e)
+		case "consume":
+			return runConsume([]string{"--help"}, e)
 		}
 		if args[1] == "sim" {
 			// sluice help sim [subcommand] is sluice sim [subcommand] --help.
 			return runSim(append(append([]string{}, args[2:]...), "--help"), e)
 		}
-		return usageError(e, "sluice help", "", fmt.Sprintf("unknown command %q%s", args[1], suggest(args[1], []string{"sim", "serve"})))
+		return usageError(e, "sluice help", "", fmt.Sprintf("unknown command %q%s", args[1], suggest(args[1], []string{"sim", "serve", "publish", "consume"})))
 	}
-	return usageError(e, "sluice", "", fmt.Sprintf("unknown command %q%s", args[0], suggest(args[0], []string{"sim", "serve", "help"})))
+	return usageError(e, "sluice", "", fmt.Sprintf("unknown command %q%s", args[0], suggest(args[0], []string{"sim", "serve", "publish", "consume", "help"})))
 }
 
 // usageError prints a bad-usage message naming the problem and where help

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -106,5 +108,72 @@ func TestServeBadFlags(t *testing.T) {
 	code, _, stderr = runCmd(t, "serve", "--amqp-adr", "x")
 	if code != 2 || !strings.Contains(stderr, `unknown flag --amqp-adr (did you mean "amqp-addr"?)`) {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// readmeServeBlock returns the command lines of README.md's fenced block
+// under "## Run a broker", comments cut.
+func readmeServeBlock(t *testing.T) [][]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "## Run a broker")
+	if !ok {
+		t.Fatal("README.md has no section \"## Run a broker\"")
+	}
+	_, blk, ok := strings.Cut(sec, "```sh\n")
+	blk, _, ok2 := strings.Cut(blk, "```")
+	if !ok || !ok2 {
+		t.Fatal("README.md's \"Run a broker\" has no ```sh block")
+	}
+	var cmds [][]string
+	for _, l := range strings.Split(blk, "\n") {
+		if i := strings.Index(l, " #"); i >= 0 {
+			l = l[:i]
+		}
+		rest, ok := strings.CutPrefix(strings.TrimSpace(l), "go run ./cmd/sluice ")
+		if ok {
+			cmds = append(cmds, strings.Fields(rest))
+		}
+	}
+	return cmds
+}
+
+// TestReadmeRoundTrip runs README.md's broker round trip as printed: the
+// server (on an ephemeral port and a temporary data directory instead of
+// the defaults, which a test machine may have in use), then the publish
+// and consume lines against it, checking what the comments promise.
+func TestReadmeRoundTrip(t *testing.T) {
+	cmds := readmeServeBlock(t)
+	if len(cmds) != 3 || cmds[0][0] != "serve" || cmds[1][0] != "publish" || cmds[2][0] != "consume" {
+		t.Fatalf("README's round trip is %v; this test knows serve, publish, consume", cmds)
+	}
+	addr, logs, status := startServe(t, cmds[0][1:]...)
+	url := "amqp://guest:guest@" + addr + "/"
+	code, out, errOut := runCmd(t, append(append([]string{}, cmds[1]...), "--url", url)...)
+	if code != 0 || out != "published 2, confirmed 2, nacked 0\n" {
+		t.Fatalf("%v: exit %d, stdout %q, stderr %q", cmds[1], code, out, errOut)
+	}
+	code, out, errOut = runCmd(t, append(append([]string{}, cmds[2]...), "--url", url)...)
+	if code != 0 || out != "hello\nworld\n" {
+		t.Fatalf("%v: exit %d, stdout %q, stderr %q", cmds[2], code, out, errOut)
+	}
+	// Acked: a second consumer finds nothing within its idle time.
+	code, out, _ = runCmd(t, "consume", "--idle", "200ms", "--url", url, "orders")
+	if code != 0 || out != "" {
+		t.Fatalf("after the acks: exit %d, stdout %q", code, out)
+	}
+	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-status:
+		if code != 0 {
+			t.Fatalf("serve exit %d:\n%s", code, logs.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop")
 	}
 }
