@@ -63,6 +63,7 @@ type Server struct {
 	hostAt    int64
 	frontTime *time.Timer
 	logsSeen  int // one past the highest log index the host used
+	syncing   int // sync goroutines running
 	exitErr   error
 	accepting atomic.Bool
 	wg        sync.WaitGroup // accept and reader goroutines
@@ -74,12 +75,14 @@ type event struct {
 	id    front.ConnID
 	sock  *sock
 	bytes []byte
+	log   int
 }
 
 const (
 	evAccept uint8 = iota + 1
 	evBytes
 	evGone
+	evSynced // a sync goroutine finished with log
 )
 
 // sock is one client socket and its reader's pause gate.
@@ -324,6 +327,9 @@ func (s *Server) onEvent(ev event) {
 			s.closeSock(k)
 			s.frontEffects(s.front.SocketGone(s.now(), ev.id))
 		}
+	case evSynced:
+		s.syncing--
+		s.host.Run(s.now(), ev.log)
 	}
 }
 
@@ -397,7 +403,7 @@ func (s *Server) drain() error {
 		if s.exitErr != nil {
 			return s.exitErr
 		}
-		if s.front.Publishing() == 0 {
+		if s.front.Publishing() == 0 && s.syncing == 0 && len(s.work) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -420,22 +426,48 @@ func (s *Server) drain() error {
 		}
 	}
 	// Every outcome is answered: end the sessions (their deliveries
-	// return) and run the storage work they cause.
+	// return) and finish the storage work they cause.
 	for id, k := range s.socks {
 		s.closeSock(k)
 		s.frontEffects(s.front.SocketGone(s.now(), id))
 	}
-	s.runWork()
+	for s.exitErr == nil {
+		s.runWork()
+		if s.syncing == 0 || time.Now().After(deadline) {
+			break
+		}
+		switch ev := <-s.events; ev.kind {
+		case evSynced:
+			s.onEvent(ev)
+		case evAccept:
+			ev.sock.c.Close()
+		}
+	}
 	s.log.Info("drained")
 	return s.exitErr
 }
 
-// teardown closes what the loop owned.
+// teardown closes what the loop owned, once no sync goroutine uses a log.
 func (s *Server) teardown() {
 	s.accepting.Store(false)
 	s.ln.Close()
 	for _, k := range s.socks {
 		s.closeSock(k)
+	}
+	wait := time.After(30 * time.Second)
+	for s.syncing > 0 {
+		select {
+		case ev := <-s.events:
+			switch ev.kind {
+			case evSynced:
+				s.syncing--
+			case evAccept:
+				ev.sock.c.Close()
+			}
+		case <-wait:
+			s.log.Error("a sync did not finish in 30 s; closing anyway", "syncing", s.syncing)
+			s.syncing = 0
+		}
 	}
 	s.hostTimer.Stop()
 	s.frontTime.Stop()

@@ -18,14 +18,18 @@ import (
 	"github.com/sluicemq/sluice/io/seglog"
 )
 
-// startServer starts a broker on an ephemeral loopback port over dir.
-func startServer(t *testing.T, dir string) *Server {
-	t.Helper()
+func quietLogger() *slog.Logger {
 	var w io.Writer = io.Discard
 	if testing.Verbose() {
 		w = os.Stderr
 	}
-	s, err := Start(Config{DataDir: dir, AMQPAddr: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(w, nil))})
+	return slog.New(slog.NewTextHandler(w, nil))
+}
+
+// startServer starts a broker on an ephemeral loopback port over dir.
+func startServer(t *testing.T, dir string) *Server {
+	t.Helper()
+	s, err := Start(Config{DataDir: dir, AMQPAddr: "127.0.0.1:0", Logger: quietLogger()})
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}

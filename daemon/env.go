@@ -38,15 +38,31 @@ func (e *env) Client(ef *core.Effect) {
 	s.work = append(s.work, func() { s.frontEffects(s.front.Core(s.now(), &c)) })
 }
 
-// StartStorage runs writes into the page cache inline; everything whose
-// completion the core waits for (sync, read, verify, persist) is the
-// loop's next work.
+// StartStorage runs writes into the page cache inline. A queue log's sync
+// starts on a goroutine of its own, which flushes and fdatasyncs the log
+// while the loop goes on taking publishes (the host runs nothing else on
+// that log until the sync's completion: its later appends wait in the
+// host's queue, and the next sync covers them all: group commit); the
+// completion is then the host's Run, whose own sync finds nothing left
+// to write. Reads, verifies and persists are the loop's next work.
 func (e *env) StartStorage(l int, op *core.Effect) bool {
 	s := e.s
 	s.logsSeen = max(s.logsSeen, l+1)
 	switch op.Op {
 	case core.OpAppend, core.OpTruncate, core.OpDiscard, core.OpRepaired:
 		return true
+	case core.OpSync:
+		if lg := s.host.Log(l); lg != nil {
+			s.syncing++
+			go func() {
+				lg.Sync() // a failure fails the log: Run's sync reports it
+				select {
+				case s.events <- event{kind: evSynced, log: l}:
+				case <-s.done:
+				}
+			}()
+			return false
+		}
 	}
 	s.work = append(s.work, func() { s.host.Run(s.now(), l) })
 	return false
