@@ -114,20 +114,29 @@ func Start(cfg Config) (*Server, error) {
 		events: make(chan event, 1024), stopReq: make(chan chan error), done: make(chan struct{}),
 		socks: map[front.ConnID]*sock{}}
 
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, err
+	}
+	// The metadata store's lock comes first: a second process on the same
+	// directory stops here, before it touches anything.
+	var err error
+	s.store, err = metapebble.Open(filepath.Join(cfg.DataDir, "meta"), metapebble.Options{})
+	if err != nil {
+		return nil, err
+	}
 	id, process, err := openDataDir(cfg.DataDir, cfg.Node)
 	if err != nil {
+		s.store.Close()
 		return nil, fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
 	}
 	qdir := filepath.Join(cfg.DataDir, "queues")
 	if err := os.MkdirAll(qdir, 0o755); err != nil {
+		s.store.Close()
 		return nil, err
 	}
 	fs, err := fsio.New(qdir)
 	if err != nil {
-		return nil, err
-	}
-	s.store, err = metapebble.Open(filepath.Join(cfg.DataDir, "meta"), metapebble.Options{})
-	if err != nil {
+		s.store.Close()
 		return nil, err
 	}
 	cc := ctrl.DefaultConfig(uint64(cfg.Node), []uint64{uint64(cfg.Node)})
@@ -425,8 +434,10 @@ func (s *Server) drain() error {
 		case <-tick.C:
 		}
 	}
-	// Every outcome is answered: end the sessions (their deliveries
-	// return) and finish the storage work they cause.
+	// Every outcome is answered: tell the clients (320 CONNECTION_FORCED),
+	// end the sessions (their deliveries return) and finish the storage
+	// work they cause.
+	s.frontEffects(s.front.Shutdown(s.now(), "the broker is shutting down"))
 	for id, k := range s.socks {
 		s.closeSock(k)
 		s.frontEffects(s.front.SocketGone(s.now(), id))

@@ -367,3 +367,43 @@ func readQueueLog(t *testing.T, dir string) (publishes, acks int) {
 	}
 	return publishes, acks
 }
+
+// TestServeOneProcessPerDataDir: a second broker on a data directory in
+// use refuses to start (the metadata store's lock), and does not bump the
+// process counter.
+func TestServeOneProcessPerDataDir(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, dir)
+	defer stopServer(t, s)
+	before, _ := os.ReadFile(filepath.Join(dir, "process"))
+	if _, err := Start(Config{DataDir: dir, AMQPAddr: "127.0.0.1:0", Logger: quietLogger()}); err == nil {
+		t.Fatal("a second broker started on a data directory in use")
+	}
+	after, _ := os.ReadFile(filepath.Join(dir, "process"))
+	if string(before) != "1\n" || string(after) != string(before) {
+		t.Fatalf("process counter %q, then %q", before, after)
+	}
+}
+
+// TestServeDrainTellsClients: a drain closes client connections with 320
+// CONNECTION_FORCED, after their publishes were confirmed.
+func TestServeDrainTellsClients(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	c := mustDial(t, s)
+	defer c.Close()
+	closed := c.NotifyClose(make(chan *amqp.Error, 1))
+	ch, _ := c.Channel()
+	if _, err := ch.QueueDeclare("d", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	publishConfirmed(t, ch, "d", 0, 50)
+	stopServer(t, s)
+	select {
+	case err := <-closed:
+		if err == nil || err.Code != amqp.ConnectionForced {
+			t.Fatalf("closed with %v, want 320", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client was not told")
+	}
+}

@@ -236,6 +236,20 @@ func (f *Front) SocketGone(nowNs int64, id ConnID) []Effect {
 	return f.finish()
 }
 
+// Shutdown tells every connection the broker is going away (amqp/conn's
+// InBrokerLost: connection.close 320 CONNECTION_FORCED with reason). The
+// driver then ends their sockets (SocketGone) without waiting for the
+// clients' close-ok.
+func (f *Front) Shutdown(nowNs int64, reason string) []Effect {
+	f.begin(nowNs)
+	for _, id := range slices.Clone(f.ids) {
+		if c := f.conns[id]; c != nil {
+			f.step(c, conn.InBrokerLost{NowNs: nowNs, Reason: reason})
+		}
+	}
+	return f.finish()
+}
+
 // Tick is the timer firing.
 func (f *Front) Tick(nowNs int64) []Effect {
 	f.begin(nowNs)
