@@ -281,7 +281,8 @@ func TestServeUnroutable(t *testing.T) {
 // process instance, so the controller fences the queue's assignment (its
 // member runs another process) and, until recovery (issue 11) activates
 // the next epoch, the queue is not served: declare, publish and consume
-// are refused, never answered from a guess.
+// are refused, never answered from a guess. A queue the new process
+// declares is placed on it and serves (here with an auto-ack consumer).
 func TestServeRestart(t *testing.T) {
 	dir := t.TempDir()
 	s := startServer(t, dir)
@@ -328,6 +329,27 @@ func TestServeRestart(t *testing.T) {
 		t.Fatalf("declare after a restart: %v, want 405 (fenced until recovery)", err)
 	}
 	t.Logf("after the restart: %v", err)
+
+	// A queue declared by the new process is placed on it and works.
+	ch3, _ := c2.Channel()
+	if _, err := ch3.QueueDeclare("fresh", true, false, false, false, nil); err != nil {
+		t.Fatalf("declare a new queue after the restart: %v", err)
+	}
+	publishConfirmed(t, ch3, "fresh", 0, 5)
+	msgs, err = ch3.Consume("fresh", "", true, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		select {
+		case d := <-msgs:
+			if string(d.Body) != fmt.Sprintf("m%d", i) {
+				t.Fatalf("fresh: got %q", d.Body)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("fresh: delivery %d timed out", i)
+		}
+	}
 }
 
 // readQueueLog counts the publish and ack records of the one queue log
