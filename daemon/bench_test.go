@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,11 +10,17 @@ import (
 )
 
 // BenchmarkConfirmedPublish: one amqp091-go publisher on one confirm
-// channel, keeping up to 1,000 publishes unconfirmed, 128-byte bodies, to
+// channel, keeping up to 1,000 publishes unconfirmed, 128 B and 1 KiB bodies, to
 // one queue of a single-node broker on fsio (fdatasync per group commit).
 // Reports confirmed msgs/s. Not a timed test: `go test -run '^$' -bench
 // ConfirmedPublish ./daemon`.
 func BenchmarkConfirmedPublish(b *testing.B) {
+	for _, size := range []int{128, 1024} {
+		b.Run(fmt.Sprintf("body=%dB", size), func(b *testing.B) { benchConfirmed(b, size) })
+	}
+}
+
+func benchConfirmed(b *testing.B, size int) {
 	s, err := Start(Config{DataDir: b.TempDir(), AMQPAddr: "127.0.0.1:0", Logger: quietLogger()})
 	if err != nil {
 		b.Fatal(err)
@@ -31,7 +38,7 @@ func BenchmarkConfirmedPublish(b *testing.B) {
 	ch.Confirm(false)
 	const window = 1000
 	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, window))
-	body := make([]byte, 128)
+	body := make([]byte, size)
 	b.ResetTimer()
 	start := time.Now()
 	inFlight := 0
