@@ -36,6 +36,9 @@ type Config struct {
 	// DrainTimeout bounds Shutdown's wait for outstanding confirms.
 	// Default 10 s.
 	DrainTimeout time.Duration
+	// WriteTimeout bounds one write to a client socket: a client that
+	// reads nothing for this long is disconnected. Default 30 s.
+	WriteTimeout time.Duration
 }
 
 // Server is one running broker.
@@ -64,6 +67,7 @@ type Server struct {
 	frontTime *time.Timer
 	logsSeen  int // one past the highest log index the host used
 	syncing   int // sync goroutines running
+	draining  bool
 	exitErr   error
 	accepting atomic.Bool
 	wg        sync.WaitGroup // accept and reader goroutines
@@ -85,14 +89,32 @@ const (
 	evSynced // a sync goroutine finished with log
 )
 
-// sock is one client socket and its reader's pause gate.
+// sock is one client socket, its reader's credit and its writer's queue.
 type sock struct {
-	id     front.ConnID
-	c      net.Conn
-	paused atomic.Bool
-	resume chan struct{} // a token when reading resumes
-	closed bool          // loop-owned
+	id front.ConnID
+	c  net.Conn
+	// credit lets the reader read its next chunk: it reads one, hands it
+	// to the loop and waits for the credit, which the loop gives back once
+	// the chunk went to the front, unless the front paused reading (then
+	// once it resumes). So at most one chunk is read ahead of a pause, as
+	// amqp/conn's contract allows.
+	credit     chan struct{}
+	paused     bool // loop-owned: the front paused reading
+	creditOwed bool // loop-owned: a chunk was taken while paused
+	// out is the writer goroutine's queue: bytes to write in order; nil
+	// means close the socket once what came before is written.
+	out       chan []byte
+	closed    bool // loop-owned: no more writes are queued
+	outClosed bool // loop-owned: out is closed
 }
+
+// readChunkBytes is the most one read takes from a socket.
+const readChunkBytes = 64 << 10
+
+// writeQueueMax bounds the writes queued for one socket: a client that
+// leaves this many unread is disconnected rather than allowed to hold
+// memory (the loop never blocks on a socket).
+const writeQueueMax = 8192
 
 // Start opens the data directory, recovers the node's state, listens for
 // AMQP clients and starts the loop.
@@ -102,6 +124,9 @@ func Start(cfg Config) (*Server, error) {
 	}
 	if cfg.DrainTimeout <= 0 {
 		cfg.DrainTimeout = 10 * time.Second
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 30 * time.Second
 	}
 	if cfg.Users == nil {
 		cfg.Users = []conn.User{{Name: "guest", Password: "guest", LoopbackOnly: true}}
@@ -150,7 +175,9 @@ func Start(cfg Config) (*Server, error) {
 		s.store.Close()
 		return nil, err
 	}
-	s.front, err = front.New(front.Config{Conn: conn.Config{Users: cfg.Users}, Node: s.node, Brokers: 1,
+	s.front, err = front.New(front.Config{Conn: conn.Config{Users: cfg.Users,
+		// One connection alone never meets the owner's own limit.
+		PublishesInFlightMax: core.DefaultLimits.PendingPublishesMax}, Node: s.node, Brokers: 1,
 		Serves: func(q core.QueueID) bool { return s.host.Node().Serves(q) }})
 	if err != nil {
 		s.store.Close()
@@ -221,7 +248,7 @@ func (s *Server) acceptLoop() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		k := &sock{id: front.ConnID(s.lastConn.Add(1)), c: c, resume: make(chan struct{}, 1)}
+		k := &sock{id: front.ConnID(s.lastConn.Add(1)), c: c, credit: make(chan struct{}, 1), out: make(chan []byte, writeQueueMax)}
 		if tc, ok := c.(*net.TCPConn); ok {
 			tc.SetNoDelay(true)
 		}
@@ -234,22 +261,21 @@ func (s *Server) acceptLoop() {
 	}
 }
 
-// read is a socket's reader: chunks go to the loop; it waits while paused.
+// read is a socket's reader: each chunk goes to the loop, and the next is
+// read once the loop gives the credit back.
 func (s *Server) read(k *sock) {
 	defer s.wg.Done()
 	for {
-		for k.paused.Load() {
-			select {
-			case <-k.resume:
-			case <-s.done:
-				return
-			}
-		}
-		buf := make([]byte, 64<<10)
+		buf := make([]byte, readChunkBytes)
 		n, err := k.c.Read(buf)
 		if n > 0 {
 			select {
 			case s.events <- event{kind: evBytes, id: k.id, bytes: buf[:n]}:
+			case <-s.done:
+				return
+			}
+			select {
+			case <-k.credit:
 			case <-s.done:
 				return
 			}
@@ -259,6 +285,24 @@ func (s *Server) read(k *sock) {
 			case s.events <- event{kind: evGone, id: k.id}:
 			case <-s.done:
 			}
+			return
+		}
+	}
+}
+
+// write is a socket's writer: it writes what the loop queued, in order,
+// and closes the socket at the queue's close mark, or on a failed write.
+func (s *Server) write(k *sock) {
+	defer s.wg.Done()
+	for b := range k.out {
+		if b == nil {
+			k.c.Close()
+			return
+		}
+		k.c.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+		if _, err := k.c.Write(b); err != nil {
+			// The reader sees the closed socket and reports it gone.
+			k.c.Close()
 			return
 		}
 	}
@@ -324,12 +368,18 @@ func (s *Server) onEvent(ev event) {
 			peer.Loopback = a.IP.IsLoopback()
 		}
 		s.log.Debug("accepted", "conn", k.id, "peer", k.c.RemoteAddr().String())
-		s.wg.Add(1)
+		s.wg.Add(2)
 		go s.read(k)
+		go s.write(k)
 		s.frontEffects(s.front.Accept(s.now(), k.id, peer))
 	case evBytes:
 		if k := s.socks[ev.id]; k != nil && !k.closed {
 			s.frontEffects(s.front.Bytes(s.now(), ev.id, ev.bytes))
+			if k.paused {
+				k.creditOwed = true
+			} else {
+				k.credit <- struct{}{}
+			}
 		}
 	case evGone:
 		if k := s.socks[ev.id]; k != nil {
@@ -342,12 +392,34 @@ func (s *Server) onEvent(ev event) {
 	}
 }
 
+// closeSock closes k once the writes queued before are written, and
+// forgets it.
 func (s *Server) closeSock(k *sock) {
 	if !k.closed {
 		k.closed = true
-		k.c.Close()
+		select {
+		case k.out <- nil:
+		default:
+			k.c.Close() // the queue is full: its client reads nothing
+		}
 	}
+	s.endQueue(k)
 	delete(s.socks, k.id)
+}
+
+// closeNow closes k at once, dropping the writes still queued.
+func (s *Server) closeNow(k *sock) {
+	k.closed = true
+	k.c.Close()
+	s.endQueue(k)
+	delete(s.socks, k.id)
+}
+
+func (s *Server) endQueue(k *sock) {
+	if !k.outClosed {
+		k.outClosed = true
+		close(k.out)
+	}
 }
 
 // frontEffects carries out the front's effects.
@@ -360,12 +432,12 @@ func (s *Server) frontEffects(effects []front.Effect) {
 			if k == nil || k.closed {
 				continue
 			}
-			k.c.SetWriteDeadline(time.Now().Add(10 * time.Second))
-			if _, err := k.c.Write(e.Bytes); err != nil {
-				// A client that does not read, or is gone: its session ends.
-				s.log.Info("write failed; closing", "conn", e.Conn, "err", err)
-				k.closed = true
-				k.c.Close()
+			select {
+			case k.out <- e.Bytes:
+			default:
+				// A client that leaves this much unread: its session ends.
+				s.log.Warn("client reads nothing; closing", "conn", e.Conn, "writes_queued", writeQueueMax)
+				s.closeNow(k)
 				id := e.Conn
 				s.work = append(s.work, func() { s.frontEffects(s.front.SocketGone(s.now(), id)) })
 			}
@@ -376,14 +448,14 @@ func (s *Server) frontEffects(effects []front.Effect) {
 			}
 		case front.EfPauseRead:
 			if k := s.socks[e.Conn]; k != nil {
-				k.paused.Store(true)
+				k.paused = true
 			}
 		case front.EfResumeRead:
-			if k := s.socks[e.Conn]; k != nil && k.paused.Load() {
-				k.paused.Store(false)
-				select {
-				case k.resume <- struct{}{}:
-				default:
+			if k := s.socks[e.Conn]; k != nil && k.paused && !s.draining {
+				k.paused = false
+				if k.creditOwed {
+					k.creditOwed = false
+					k.credit <- struct{}{}
 				}
 			}
 		case front.EfRequest:
@@ -401,8 +473,9 @@ func (s *Server) drain() error {
 	s.log.Info("draining")
 	s.accepting.Store(false)
 	s.ln.Close()
+	s.draining = true
 	for _, k := range s.socks {
-		k.paused.Store(true) // no new requests; bytes already read still count
+		k.paused = true // no new requests; a chunk already read still counts
 	}
 	deadline := time.Now().Add(s.cfg.DrainTimeout)
 	tick := time.NewTicker(time.Millisecond)
@@ -463,7 +536,7 @@ func (s *Server) teardown() {
 	s.accepting.Store(false)
 	s.ln.Close()
 	for _, k := range s.socks {
-		s.closeSock(k)
+		s.closeNow(k)
 	}
 	wait := time.After(30 * time.Second)
 	for s.syncing > 0 {

@@ -1,11 +1,13 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,6 +15,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/sluicemq/sluice/amqp/wire"
 	"github.com/sluicemq/sluice/core/record"
 	"github.com/sluicemq/sluice/fsio"
 	"github.com/sluicemq/sluice/io/seglog"
@@ -428,4 +431,90 @@ func TestServeDrainTellsClients(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the client was not told")
 	}
+}
+
+// TestServeStuckClient: a consumer whose client stops reading its socket
+// neither stalls the broker (another client's confirmed publishes go on)
+// nor holds memory without bound (it is disconnected once a write waits
+// past the write timeout, or its queued writes reach their limit).
+func TestServeStuckClient(t *testing.T) {
+	s, err := Start(Config{DataDir: t.TempDir(), AMQPAddr: "127.0.0.1:0", Logger: quietLogger(), WriteTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopServer(t, s)
+	pc := mustDial(t, s)
+	defer pc.Close()
+	ch, _ := pc.Channel()
+	if _, err := ch.QueueDeclare("big", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare("other", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	ch.Confirm(false)
+	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, 30000))
+	body := make([]byte, 1024)
+	const n = 20000
+	for i := 0; i < n; i++ {
+		if err := ch.Publish("", "big", false, false, amqp.Publishing{Body: body}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < n; i++ {
+		if cf := <-confirms; !cf.Ack {
+			t.Fatalf("confirm %d: %+v (connection closed: %v)", i, cf, pc.IsClosed())
+		}
+	}
+	// The stuck client: a raw socket that logs in, starts a no-ack
+	// consumer and never reads a byte.
+	raw, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var hs bytes.Buffer
+	hs.Write(wire.ProtocolHeader[:])
+	fw, _ := wire.NewFrameWriter(&hs, wire.FrameBytesMin)
+	for _, m := range []struct {
+		ch uint16
+		m  wire.Method
+	}{
+		{0, &wire.ConnectionStartOk{Mechanism: "PLAIN", Response: "\x00guest\x00guest", Locale: "en_US"}},
+		{0, &wire.ConnectionTuneOk{ChannelMax: 16, FrameMax: wire.FrameBytesDefault}},
+		{0, &wire.ConnectionOpen{VirtualHost: "/"}},
+		{1, &wire.ChannelOpen{}},
+		{1, &wire.BasicConsume{Queue: "big", NoAck: true}},
+	} {
+		if err := fw.WriteMethod(m.ch, m.m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := raw.Write(hs.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	for i := 0; i < 100; i++ {
+		if err := ch.Publish("", "other", false, false, amqp.Publishing{Body: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case cf := <-confirms:
+			if !cf.Ack {
+				t.Fatal("nack")
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("publish %d not confirmed in 5 s beside a stuck client", i)
+		}
+	}
+	t.Logf("100 sequential confirmed publishes beside the stuck client: %v", time.Since(start))
+	// Disconnected: once the broker closed it, reading drains what the
+	// socket holds and ends.
+	raw.SetReadDeadline(time.Now().Add(15 * time.Second))
+	got, err := io.Copy(io.Discard, raw)
+	if err != nil {
+		t.Fatalf("the stuck client was not disconnected (%d bytes read): %v", got, err)
+	}
+	t.Logf("the stuck client had %d bytes to read when it was disconnected", got)
 }

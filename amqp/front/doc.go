@@ -55,9 +55,12 @@
 // was published. The core's outcome maps one to one: confirmed is
 // basic.ack, failed basic.nack, unknown closes the connection (amqp/conn).
 // A publish the core refuses only because its owner's new epoch is not yet
-// durable ("epoch not ready": definitely not stored) is sent again after
-// RetryNs, and every later publish of the connection to that queue waits
-// behind it, so a publisher's order holds.
+// durable ("epoch not ready") or because the owner holds its limit of
+// unconfirmed publishes ("too many publishes in flight"), both definitely
+// not stored, is sent again after RetryNs, and every later publish of the
+// connection to that queue waits behind it, so a publisher's order holds;
+// the connection's limit on publishes in flight pauses its reading
+// meanwhile (back-pressure rather than a nack).
 //
 // Consumers. Every subscription is a core client of its own (the core
 // keeps one consumer per client and queue), with the subscription's

@@ -18,6 +18,13 @@ import (
 // a real core.
 const reasonNotReady = "epoch not ready"
 
+// reasonBusy is the core's reason for refusing a publish because the
+// queue's owner holds PendingPublishesMax publishes not yet confirmed:
+// definitely not stored, so the front sends it again (the connection's own
+// limit on publishes in flight then pauses its reading: back-pressure, not
+// a nack). Pinned in front_test.go like reasonNotReady.
+const reasonBusy = "too many publishes in flight"
+
 // reasonNotServed: the topology places the queue here, and the node does
 // not run its group (yet: the log is opening; or no more: a restarted
 // process, until the controller fences the old assignment).
@@ -563,7 +570,7 @@ func (f *Front) reply(c *connState, e *seam.Effect) {
 		switch {
 		case e.Outcome == seam.Confirmed:
 			r.Outcome = conn.Confirmed
-		case e.Outcome == seam.Failed && e.Reason == reasonNotReady:
+		case e.Outcome == seam.Failed && (e.Reason == reasonNotReady || e.Reason == reasonBusy):
 			if len(c.retry) == 0 {
 				c.retryAtNs = f.nowNs + f.cfg.RetryNs
 			}

@@ -202,6 +202,33 @@ func TestReasonNotReadyIsTheCores(t *testing.T) {
 	t.Fatalf("no reply to a publish before the epoch is durable: %v", effects)
 }
 
+// TestReasonBusyIsTheCores pins the other retried reason: an owner at its
+// limit of unconfirmed publishes refuses one more with exactly that reason.
+func TestReasonBusyIsTheCores(t *testing.T) {
+	n := core.New(core.Config{Node: 1, Process: 1, Limits: core.Limits{PendingPublishesMax: 2},
+		Queues: []core.QueueConfig{{Queue: 7, Replicas: []core.NodeID{1}, Owner: 1, Policy: core.LeaderDurable}}})
+	var syncAt uint64
+	for _, e := range n.Step(&core.Input{Kind: core.InStart, NowNs: 1, Logs: []core.LogState{{Group: core.QueueGroup(7)}}}) {
+		if e.Kind == core.EfStorage && e.Op == core.OpSync {
+			syncAt = e.Offset
+		}
+	}
+	// The epoch record is durable: the owner is ready.
+	n.Step(&core.Input{Kind: core.InStorage, NowNs: 2, Done: core.StorageDone{Op: core.OpSync, Group: core.QueueGroup(7), Offset: syncAt}})
+	for id := uint64(1); id <= 3; id++ {
+		for _, e := range n.Step(&core.Input{Kind: core.InClient, NowNs: 3, Client: 1, Req: core.Request{Kind: core.ReqPublish, ID: id, Queue: 7, Body: []byte("x")}}) {
+			if e.Kind != core.EfReply {
+				continue
+			}
+			if id < 3 || e.Outcome != core.Failed || e.Reason != reasonBusy {
+				t.Fatalf("publish %d: %s; the front retries on %q", id, e.String(), reasonBusy)
+			}
+			return
+		}
+	}
+	t.Fatal("no refusal of a publish beyond the limit")
+}
+
 // publishRetryScript: publishes A and B are refused while the epoch is not
 // ready, C arrives meanwhile; all three go again in order, and their
 // confirms become basic.acks. It returns the effect log.
