@@ -7,11 +7,16 @@
 //
 // The host, the core and the front are single-threaded state machines. One
 // goroutine, the loop, owns all three: it takes events from the other
-// goroutines (an accepted socket, bytes read, a socket's end, a timer, a
-// stop) one at a time, and work the machines asked for (a storage
-// operation to run, a core reply to hand to the front) from its own FIFO,
-// which it empties before it takes the next event. The other goroutines
-// only accept sockets and read them: nothing else touches the machines.
+// goroutines (an accepted socket, bytes read, a socket's end, a finished
+// sync, a timer, a stop) one at a time, and work the machines asked for (a
+// storage operation to run, a core reply to hand to the front) from its
+// own FIFO, which it empties before it takes the next event. The other
+// goroutines accept sockets, read and write them, and fdatasync a log the
+// host handed over for its sync: nothing else touches the machines. A
+// socket's reader reads one chunk ahead at most (a credit the loop gives
+// back unless the connection paused reading); its writer takes a bounded
+// queue, so the loop never blocks on a client (a client that reads nothing
+// is disconnected).
 // Every input carries the instant of the monotonic clock (nanoseconds
 // since the process started); the tick inputs carry 64 random bits from
 // crypto/rand (the metadata group's failure detector jitter).
