@@ -65,8 +65,9 @@ type Server struct {
 	hostTimer *time.Timer
 	hostAt    int64
 	frontTime *time.Timer
-	logsSeen  int // one past the highest log index the host used
-	syncing   int // sync goroutines running
+	logsSeen  int           // one past the highest log index the host used
+	syncing   int           // sync goroutines running
+	toFront   []core.Effect // core replies and deliveries for the front's next batch
 	draining  bool
 	exitErr   error
 	accepting atomic.Bool

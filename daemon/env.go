@@ -29,13 +29,21 @@ func (e *env) Send(to core.NodeID, g core.GroupID, msg []byte) {
 	s.work = append(s.work, func() { s.host.Message(s.now(), s.node, g, m) })
 }
 
-// Client hands a reply or delivery to the front, after the host's step.
+// Client hands a reply or delivery to the front after the host's step:
+// every one emitted before the front takes them goes in one batch.
 func (e *env) Client(ef *core.Effect) {
 	s := e.s
 	c := *ef
 	c.Body = slices.Clone(ef.Body)
 	c.Records = nil
-	s.work = append(s.work, func() { s.frontEffects(s.front.Core(s.now(), &c)) })
+	if len(s.toFront) == 0 {
+		s.work = append(s.work, func() {
+			batch := s.toFront
+			s.toFront = nil
+			s.frontEffects(s.front.CoreBatch(s.now(), batch))
+		})
+	}
+	s.toFront = append(s.toFront, c)
 }
 
 // StartStorage runs writes into the page cache inline. A queue log's sync

@@ -299,10 +299,27 @@ func (f *Front) Tick(nowNs int64) []Effect {
 // effect).
 func (f *Front) Core(nowNs int64, e *seam.Effect) []Effect {
 	f.begin(nowNs)
+	f.core(e)
+	return f.finish()
+}
+
+// CoreBatch passes replies and deliveries of the core, in the order the
+// core emitted them. Publish outcomes of one connection that follow each
+// other become one input, so a group commit's confirms leave as one
+// basic.ack with multiple where amqp/conn can.
+func (f *Front) CoreBatch(nowNs int64, effects []seam.Effect) []Effect {
+	f.begin(nowNs)
+	for i := range effects {
+		f.core(&effects[i])
+	}
+	return f.finish()
+}
+
+func (f *Front) core(e *seam.Effect) {
 	ref, ok := f.clients[e.Client]
 	c := f.conns[ref.conn]
 	if !ok || c == nil {
-		return f.finish() // the connection is gone: drop it (contract point 7)
+		return // the connection is gone: drop it (contract point 7)
 	}
 	switch e.Kind {
 	case seam.EfReply:
@@ -312,7 +329,6 @@ func (f *Front) Core(nowNs int64, e *seam.Effect) []Effect {
 	default:
 		panic("front: core effect " + e.String())
 	}
-	return f.finish()
 }
 
 func (f *Front) newClient(id ConnID, s conn.SubID) seam.ClientID {
@@ -331,8 +347,19 @@ func (f *Front) request(c *connState, cl seam.ClientID, req seam.Request, p *pen
 	f.out = append(f.out, Effect{Kind: EfRequest, Conn: c.id, Client: cl, Req: req})
 }
 
-// input queues an input for connection c's machine.
-func (f *Front) input(c *connState, in conn.Input) { f.work = append(f.work, work{c: c.id, in: in}) }
+// input queues an input for connection c's machine; publish outcomes
+// right after the connection's last queued ones join them.
+func (f *Front) input(c *connState, in conn.Input) {
+	if p, ok := in.(conn.InPublished); ok && len(f.work) > 0 {
+		last := &f.work[len(f.work)-1]
+		if q, ok := last.in.(conn.InPublished); ok && last.c == c.id {
+			q.Results = append(q.Results, p.Results...)
+			last.in = q
+			return
+		}
+	}
+	f.work = append(f.work, work{c: c.id, in: in})
+}
 
 // step steps connection c's machine with in and carries out its effects.
 func (f *Front) step(c *connState, in conn.Input) {

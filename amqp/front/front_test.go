@@ -387,3 +387,22 @@ func TestBody(t *testing.T) {
 		t.Fatal("padded: accepted")
 	}
 }
+
+// TestCoreBatchOneAck: confirms the core emits together leave as one
+// basic.ack with multiple.
+func TestCoreBatchOneAck(t *testing.T) {
+	h := newHarness(t)
+	h.cl.publish(t, 1, "q", "A").publish(t, 1, "q", "B").publish(t, 1, "q", "C")
+	h.send()
+	h.reply(h.next(seam.ReqTopology), seam.Confirmed, 7, 1, "owner=n1")
+	var batch []seam.Effect
+	for i := 0; i < 3; i++ {
+		r := h.next(seam.ReqPublish)
+		batch = append(batch, seam.Effect{Kind: seam.EfReply, Client: r.Client, ReqID: r.Req.ID, Outcome: seam.Confirmed, Queue: 7, Offset: uint64(i + 1)})
+	}
+	h.now++
+	h.take(h.f.CoreBatch(h.now, batch))
+	if got := h.methods(); strings.Join(got, ",") != "60.80 tag=3 multiple=true" {
+		t.Fatalf("client got %v, want one basic.ack tag=3 multiple", got)
+	}
+}
