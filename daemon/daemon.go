@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -36,6 +37,9 @@ type Config struct {
 	// DrainTimeout bounds Shutdown's wait for outstanding confirms.
 	// Default 10 s.
 	DrainTimeout time.Duration
+	// HTTPAddr serves /metrics, /healthz and /readyz (host:port; port 0
+	// picks one, Server.HTTPAddr says which); "" serves none.
+	HTTPAddr string
 	// WriteTimeout bounds one write to a client socket: a client that
 	// reads nothing for this long is disconnected. Default 30 s.
 	WriteTimeout time.Duration
@@ -52,6 +56,10 @@ type Server struct {
 	front *front.Front
 	store *metapebble.Store
 	node  core.NodeID
+
+	process uint64
+	http    *http.Server
+	httpLn  net.Listener
 
 	events  chan event
 	stopReq chan chan error // Shutdown's request to the loop
@@ -81,6 +89,7 @@ type event struct {
 	sock  *sock
 	bytes []byte
 	log   int
+	reply chan snapshot // evQuery
 }
 
 const (
@@ -88,6 +97,7 @@ const (
 	evBytes
 	evGone
 	evSynced // a sync goroutine finished with log
+	evQuery  // the HTTP side asks for a snapshot
 )
 
 // sock is one client socket, its reader's credit and its writer's queue.
@@ -151,6 +161,7 @@ func Start(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	id, process, err := openDataDir(cfg.DataDir, cfg.Node)
+	s.process = process
 	if err != nil {
 		s.store.Close()
 		return nil, fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
@@ -189,12 +200,19 @@ func Start(cfg Config) (*Server, error) {
 		s.store.Close()
 		return nil, err
 	}
+	if cfg.HTTPAddr != "" {
+		if err := s.startHTTP(cfg.HTTPAddr); err != nil {
+			s.ln.Close()
+			s.store.Close()
+			return nil, fmt.Errorf("http: %w", err)
+		}
+	}
 	s.hostTimer = time.NewTimer(time.Hour)
 	s.hostTimer.Stop()
 	s.frontTime = time.NewTimer(time.Hour)
 	s.frontTime.Stop()
 	lg.Info("starting", "node", cfg.Node, "process", process, "storage", id.Storage,
-		"data_dir", cfg.DataDir, "amqp", s.ln.Addr().String())
+		"data_dir", cfg.DataDir, "amqp", s.ln.Addr().String(), "http", s.HTTPAddr())
 	s.host.Start(s.now())
 	s.accepting.Store(true)
 	s.wg.Add(1)
@@ -205,6 +223,14 @@ func Start(cfg Config) (*Server, error) {
 
 // Addr is the AMQP listener's address.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// HTTPAddr is the metrics listener's address, "" without one.
+func (s *Server) HTTPAddr() string {
+	if s.httpLn == nil {
+		return ""
+	}
+	return s.httpLn.Addr().String()
+}
 
 // Done is closed when the broker stopped (a drain, or a storage failure).
 func (s *Server) Done() <-chan struct{} { return s.done }
@@ -390,6 +416,8 @@ func (s *Server) onEvent(ev event) {
 	case evSynced:
 		s.syncing--
 		s.host.Run(s.now(), ev.log)
+	case evQuery:
+		ev.reply <- s.snapshot()
 	}
 }
 
@@ -536,6 +564,9 @@ func (s *Server) drain() error {
 func (s *Server) teardown() {
 	s.accepting.Store(false)
 	s.ln.Close()
+	if s.http != nil {
+		s.http.Close()
+	}
 	for _, k := range s.socks {
 		s.closeNow(k)
 	}

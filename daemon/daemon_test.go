@@ -8,8 +8,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -517,4 +519,62 @@ func TestServeStuckClient(t *testing.T) {
 		t.Fatalf("the stuck client was not disconnected (%d bytes read): %v", got, err)
 	}
 	t.Logf("the stuck client had %d bytes to read when it was disconnected", got)
+}
+
+// TestServeHTTP: /healthz answers, /readyz once the metadata group has its
+// leader, and /metrics counts the confirmed publishes and their latency.
+func TestServeHTTP(t *testing.T) {
+	s, err := Start(Config{DataDir: t.TempDir(), AMQPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopServer(t, s)
+	get := func(path string) (int, string) {
+		t.Helper()
+		r, err := http.Get("http://" + s.HTTPAddr() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		b, _ := io.ReadAll(r.Body)
+		return r.StatusCode, string(b)
+	}
+	if code, body := get("/healthz"); code != 200 {
+		t.Fatalf("/healthz: %d %s", code, body)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		code, body := get("/readyz")
+		if code == 200 {
+			if !strings.Contains(body, "leader n1") {
+				t.Fatalf("/readyz: %s", body)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz never ready: %d %s", code, body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c := mustDial(t, s)
+	defer c.Close()
+	ch, _ := c.Channel()
+	if _, err := ch.QueueDeclare("m", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	publishConfirmed(t, ch, "m", 0, 25)
+	code, body := get("/metrics")
+	for _, want := range []string{
+		`sluice_publishes_total{outcome="confirmed"} 25`,
+		`sluice_publishes_total{outcome="failed"} 0`,
+		`sluice_confirm_latency_seconds_count 25`,
+		`sluice_amqp_connections 1`,
+		`sluice_raft_is_leader 1`,
+		`sluice_raft_leader_node 1`,
+		`sluice_process_instance 1`,
+	} {
+		if code != 200 || !strings.Contains(body, want+"\n") {
+			t.Errorf("/metrics (%d) lacks %q:\n%s", code, want, body)
+		}
+	}
 }

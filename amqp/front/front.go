@@ -51,6 +51,49 @@ type Front struct {
 	// front makes itself, without the core), so that no call recurses.
 	work    []work
 	timerAt int64 // the EfTimer last emitted, 0 for none
+	stats   Stats
+}
+
+// Stats counts what the front did, for a daemon's metrics.
+type Stats struct {
+	Connections int // open
+	// Publish outcomes answered to clients.
+	Confirmed, Failed, Unknown, Unroutable, Refused uint64
+	// Retried counts publishes sent to the core again (epoch not ready,
+	// owner at its limit).
+	Retried uint64
+	// ConfirmLatency counts confirmed publishes by the time from their
+	// first request to the core until the core's confirm: bucket i holds
+	// those at or below LatencyBoundsNs[i] and above the bound before; the
+	// last bucket those above every bound. LatencySumNs is their total.
+	LatencyCounts [len(LatencyBoundsNs) + 1]uint64
+	LatencySumNs  int64
+}
+
+// LatencyBoundsNs are the confirm latency buckets' upper bounds.
+var LatencyBoundsNs = [...]int64{100e3, 250e3, 500e3, 1e6, 2.5e6, 5e6, 10e6, 25e6, 50e6, 100e6, 250e6, 500e6, 1e9, 2.5e9, 5e9}
+
+// Stats returns the counts so far.
+func (f *Front) Stats() Stats {
+	st := f.stats
+	st.Connections = len(f.ids)
+	return st
+}
+
+// countOutcome counts a publish outcome answered to a client.
+func (f *Front) countOutcome(r *conn.PublishResult) {
+	switch r.Outcome {
+	case conn.Confirmed:
+		f.stats.Confirmed++
+	case conn.Failed:
+		f.stats.Failed++
+	case conn.Unknown:
+		f.stats.Unknown++
+	case conn.Unroutable:
+		f.stats.Unroutable++
+	case conn.Refused:
+		f.stats.Refused++
+	}
 }
 
 type work struct {
@@ -106,6 +149,7 @@ type sub struct {
 // pubItem is a publish on its way to a queue.
 type pubItem struct {
 	id        conn.PublishID
+	firstNs   int64 // when it was first sent to the core
 	queue     seam.QueueID
 	body      []byte
 	mandatory bool
@@ -350,6 +394,11 @@ func (f *Front) request(c *connState, cl seam.ClientID, req seam.Request, p *pen
 // input queues an input for connection c's machine; publish outcomes
 // right after the connection's last queued ones join them.
 func (f *Front) input(c *connState, in conn.Input) {
+	if p, ok := in.(conn.InPublished); ok {
+		for i := range p.Results {
+			f.countOutcome(&p.Results[i])
+		}
+	}
 	if p, ok := in.(conn.InPublished); ok && len(f.work) > 0 {
 		last := &f.work[len(f.work)-1]
 		if q, ok := last.in.(conn.InPublished); ok && last.c == c.id {
@@ -456,7 +505,7 @@ func (f *Front) resolved(c *connState, q seam.QueueID, op conn.Effect) {
 			f.input(c, conn.InPublished{NowNs: f.nowNs, Results: []conn.PublishResult{{ID: x.ID, Outcome: conn.Failed, Text: err.Error()}}})
 			return
 		}
-		f.publish(c, pubItem{id: x.ID, queue: q, body: body, mandatory: x.Mandatory, content: x.Content})
+		f.publish(c, pubItem{id: x.ID, firstNs: f.nowNs, queue: q, body: body, mandatory: x.Mandatory, content: x.Content})
 	case conn.EfSubscribe:
 		f.subscribe(c, q, x)
 	default:
@@ -597,10 +646,12 @@ func (f *Front) reply(c *connState, e *seam.Effect) {
 		switch {
 		case e.Outcome == seam.Confirmed:
 			r.Outcome = conn.Confirmed
+			f.latency(f.nowNs - p.pub.firstNs)
 		case e.Outcome == seam.Failed && (e.Reason == reasonNotReady || e.Reason == reasonBusy):
 			if len(c.retry) == 0 {
 				c.retryAtNs = f.nowNs + f.cfg.RetryNs
 			}
+			f.stats.Retried++
 			c.retry = append(c.retry, p.pub)
 			return
 		case e.Outcome == seam.Failed:
@@ -787,4 +838,14 @@ func (c *connState) sub(id conn.SubID) *sub {
 
 func (c *connState) dropSubID(id conn.SubID) {
 	c.subs = slices.DeleteFunc(c.subs, func(s *sub) bool { return s.id == id })
+}
+
+// latency counts one confirm latency.
+func (f *Front) latency(ns int64) {
+	i := 0
+	for i < len(LatencyBoundsNs) && ns > LatencyBoundsNs[i] {
+		i++
+	}
+	f.stats.LatencyCounts[i]++
+	f.stats.LatencySumNs += ns
 }

@@ -14,9 +14,9 @@ import (
 
 const serveAbout = `Runs one broker: the core the simulator exercises, on real files (fdatasync)
 and real sockets, with an AMQP 0-9-1 front door. With no flags it is a
-single-node broker with its data in ./sluice-data and AMQP on
-127.0.0.1:5672; the user guest (password guest) may log in from loopback
-only. The broker is the sole voter of the metadata group: queue.declare
+single-node broker with its data in ./sluice-data, AMQP on
+127.0.0.1:5672 and /metrics, /healthz, /readyz on 127.0.0.1:15692; the user
+guest (password guest) may log in from loopback only. The broker is the sole voter of the metadata group: queue.declare
 commits through it and places the queue here; publishes on a confirm
 channel are acked once the queue's log holds them durably.
 
@@ -34,6 +34,7 @@ func runServe(args []string, e env) int {
 	c := newCommand("sluice serve", "sluice serve [--data-dir DIR] [--amqp-addr HOST:PORT]", serveAbout)
 	dataDir := c.fs.String("data-dir", "./sluice-data", "the data directory (created if missing)")
 	addr := c.fs.String("amqp-addr", "127.0.0.1:5672", "where AMQP 0-9-1 clients connect")
+	httpAddr := c.fs.String("http-addr", "127.0.0.1:15692", `where /metrics (Prometheus), /healthz and /readyz are served; "" for none`)
 	node := c.fs.Uint("node", 1, "this broker's node id")
 	level := c.fs.String("log-level", "info", "debug, info, warn or error")
 	logJSON := c.fs.Bool("log-json", false, "log JSON lines instead of text")
@@ -62,12 +63,12 @@ func runServe(args []string, e env) int {
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
 	defer signal.Stop(term)
-	srv, err := daemon.Start(daemon.Config{DataDir: *dataDir, AMQPAddr: *addr, Node: uint32(*node), Logger: lg})
+	srv, err := daemon.Start(daemon.Config{DataDir: *dataDir, AMQPAddr: *addr, HTTPAddr: *httpAddr, Node: uint32(*node), Logger: lg})
 	if err != nil {
 		lg.Error("cannot start", "err", err)
 		return 1
 	}
-	lg.Info("ready", "amqp", srv.Addr().String())
+	lg.Info("ready", "amqp", srv.Addr().String(), "http", srv.HTTPAddr())
 	select {
 	case <-srv.Done():
 		if err := srv.Err(); err != nil {

@@ -39,9 +39,9 @@ func startServe(t *testing.T, args ...string) (addr string, logs *syncBuffer, st
 	t.Helper()
 	logs = &syncBuffer{}
 	status = make(chan int, 1)
-	args = append([]string{"serve", "--data-dir", t.TempDir(), "--amqp-addr", "127.0.0.1:0"}, args...)
+	args = append([]string{"serve", "--data-dir", t.TempDir(), "--amqp-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, args...)
 	go func() { status <- run(args, env{stdout: &bytes.Buffer{}, stderr: logs}) }()
-	ready := regexp.MustCompile(`msg=ready amqp=(\S+)`)
+	ready := regexp.MustCompile(`msg=ready amqp=(\S+) http=\S+`)
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		if m := ready.FindStringSubmatch(logs.String()); m != nil {
