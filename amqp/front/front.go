@@ -207,6 +207,17 @@ func (f *Front) Publishing() int {
 	return n
 }
 
+// CheckInvariants checks every connection machine's invariants (tests
+// and fuzzing call it after every step).
+func (f *Front) CheckInvariants() error {
+	for _, id := range f.ids {
+		if err := f.conns[id].m.CheckInvariants(); err != nil {
+			return fmt.Errorf("connection %d: %w", id, err)
+		}
+	}
+	return nil
+}
+
 // Conns returns how many connections are open.
 func (f *Front) Conns() int { return len(f.ids) }
 

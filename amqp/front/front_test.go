@@ -19,7 +19,7 @@ type client struct {
 	fw  *wire.FrameWriter
 }
 
-func newClient(t *testing.T) *client {
+func newClient(t testing.TB) *client {
 	c := &client{}
 	fw, err := wire.NewFrameWriter(&c.buf, wire.FrameBytesMin)
 	if err != nil {
@@ -29,7 +29,7 @@ func newClient(t *testing.T) *client {
 	return c
 }
 
-func (c *client) method(t *testing.T, ch uint16, m wire.Method) *client {
+func (c *client) method(t testing.TB, ch uint16, m wire.Method) *client {
 	t.Helper()
 	if err := c.fw.WriteMethod(ch, m); err != nil {
 		t.Fatal(err)
@@ -37,7 +37,7 @@ func (c *client) method(t *testing.T, ch uint16, m wire.Method) *client {
 	return c
 }
 
-func (c *client) publish(t *testing.T, ch uint16, rk, body string) *client {
+func (c *client) publish(t testing.TB, ch uint16, rk, body string) *client {
 	t.Helper()
 	c.method(t, ch, &wire.BasicPublish{RoutingKey: rk})
 	if err := c.fw.WriteContentHeader(ch, &wire.ContentHeader{ClassID: wire.ClassBasic, BodySize: uint64(len(body))}); err != nil {
