@@ -14,11 +14,12 @@ import (
 
 const serveAbout = `Runs one broker: the core the simulator exercises, on real files (fdatasync)
 and real sockets, with an AMQP 0-9-1 front door. With no flags it is a
-single-node broker with its data in ./sluice-data, AMQP on
-127.0.0.1:5672 and /metrics, /healthz, /readyz on 127.0.0.1:15692; the user
-guest (password guest) may log in from loopback only. The broker is the sole voter of the metadata group: queue.declare
-commits through it and places the queue here; publishes on a confirm
-channel are acked once the queue's log holds them durably.
+single-node broker with its data in ./sluice-data, AMQP on 127.0.0.1:5672,
+and /metrics, /healthz and /readyz on 127.0.0.1:15692; the user guest
+(password guest) may log in from loopback only. The broker is the sole voter
+of the metadata group: queue.declare commits through it and places the
+queue here; publishes on a confirm channel are acked once the queue's log
+holds them durably.
 
 SIGTERM (or Ctrl-C) drains: stop accepting, answer every publish in
 flight, close the connections, exit 0. A storage failure ends the process
@@ -27,11 +28,11 @@ stderr. What is built and what is not: docs/daemon.md.
 
 Example:
   sluice serve
-  sluice serve --data-dir /var/lib/sluice --amqp-addr 0.0.0.0:5672
+  sluice serve --data-dir /var/lib/sluice --amqp-addr 127.0.0.1:5673 --http-addr ""
 `
 
 func runServe(args []string, e env) int {
-	c := newCommand("sluice serve", "sluice serve [--data-dir DIR] [--amqp-addr HOST:PORT]", serveAbout)
+	c := newCommand("sluice serve", "sluice serve [--data-dir DIR] [--amqp-addr HOST:PORT] [--http-addr HOST:PORT]", serveAbout)
 	dataDir := c.fs.String("data-dir", "./sluice-data", "the data directory (created if missing)")
 	addr := c.fs.String("amqp-addr", "127.0.0.1:5672", "where AMQP 0-9-1 clients connect")
 	httpAddr := c.fs.String("http-addr", "127.0.0.1:15692", `where /metrics (Prometheus), /healthz and /readyz are served; "" for none`)
