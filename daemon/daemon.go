@@ -75,6 +75,7 @@ type Server struct {
 	frontTime *time.Timer
 	logsSeen  int           // one past the highest log index the host used
 	syncing   int           // sync goroutines running
+	lastNow   int64         // the last instant given (loop-owned after Start)
 	toFront   []core.Effect // core replies and deliveries for the front's next batch
 	draining  bool
 	exitErr   error
@@ -260,8 +261,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // now is the loop's instant: nanoseconds of the monotonic clock since the
-// process started, never 0.
-func (s *Server) now() int64 { return int64(time.Since(s.start)) + 1 }
+// process started, never 0, and never below an instant already given (a
+// tick input may carry its timer's instant, a hair ahead of the clock).
+func (s *Server) now() int64 {
+	s.lastNow = max(s.lastNow, int64(time.Since(s.start))+1)
+	return s.lastNow
+}
 
 func (s *Server) acceptLoop() {
 	defer s.wg.Done()
@@ -368,7 +373,8 @@ func (s *Server) loop() {
 			s.onEvent(ev)
 		case <-s.hostTimer.C:
 			at := s.hostAt
-			s.host.Tick(max(s.now(), at), at)
+			s.lastNow = max(s.lastNow, at)
+			s.host.Tick(s.now(), at)
 		case <-s.frontTime.C:
 			s.frontEffects(s.front.Tick(s.now()))
 		case stopReply = <-s.stopReq:
@@ -530,7 +536,8 @@ func (s *Server) drain() error {
 			}
 		case <-s.hostTimer.C:
 			at := s.hostAt
-			s.host.Tick(max(s.now(), at), at)
+			s.lastNow = max(s.lastNow, at)
+			s.host.Tick(s.now(), at)
 		case <-s.frontTime.C:
 			s.frontEffects(s.front.Tick(s.now()))
 		case <-tick.C:
