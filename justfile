@@ -37,9 +37,10 @@ bench-disk:
 serve:
     go run ./cmd/sluice serve
 
-# the single-node broker's confirmed publish rate (one amqp091-go publisher)
+# the single-node broker's confirmed publish rate and one-at-a-time confirm latency (amqp091-go)
 bench-serve:
     go test -run '^$' -bench ConfirmedPublish -benchtime 30000x ./daemon
+    go test -run '^$' -bench ConfirmLatency -benchtime 2000x ./daemon
 
 # failpoint tests on the real file system (enable, test, always disable)
 failpoints:
