@@ -408,9 +408,12 @@ func (s *Server) onEvent(ev event) {
 	case evBytes:
 		if k := s.socks[ev.id]; k != nil && !k.closed {
 			s.frontEffects(s.front.Bytes(s.now(), ev.id, ev.bytes))
-			if k.paused {
+			switch {
+			case k.outClosed:
+				// Closed by what the chunk caused: the reader was released.
+			case k.paused:
 				k.creditOwed = true
-			} else {
+			default:
 				k.credit <- struct{}{}
 			}
 		}
@@ -450,10 +453,14 @@ func (s *Server) closeNow(k *sock) {
 	delete(s.socks, k.id)
 }
 
+// endQueue ends k's writer (after what is queued) and releases its
+// reader from waiting for a credit: its next read fails on the closed
+// socket and it reports the socket gone, which the loop ignores.
 func (s *Server) endQueue(k *sock) {
 	if !k.outClosed {
 		k.outClosed = true
 		close(k.out)
+		close(k.credit)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -576,5 +577,41 @@ func TestServeHTTP(t *testing.T) {
 		if code != 200 || !strings.Contains(body, want+"\n") {
 			t.Errorf("/metrics (%d) lacks %q:\n%s", code, want, body)
 		}
+	}
+}
+
+// TestServeConnectionsEndClean: connections that end every way (client
+// close, refused login, a socket dropped mid-handshake) leave no reader
+// or writer goroutine behind.
+func TestServeConnectionsEndClean(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	defer stopServer(t, s)
+	c := mustDial(t, s) // warm up: the client library's own goroutines
+	c.Close()
+	time.Sleep(100 * time.Millisecond)
+	base := runtime.NumGoroutine()
+	for i := 0; i < 20; i++ {
+		c := mustDial(t, s)
+		ch, _ := c.Channel()
+		ch.QueueDeclare("g", true, false, false, false, nil)
+		c.Close()
+		if _, err := dial(t, s, "guest", "bad"); err == nil {
+			t.Fatal("bad password accepted")
+		}
+		raw, err := net.Dial("tcp", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw.Write([]byte("AMQP\x00\x00\x09\x01"))
+		raw.Close()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > base+2 {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			n := runtime.Stack(buf, true)
+			t.Fatalf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), base, buf[:n])
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
