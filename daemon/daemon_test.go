@@ -615,3 +615,51 @@ func TestServeConnectionsEndClean(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestServeLargeMessages: a body that fits a log record with any
+// properties goes through whole; a larger one is refused with 311
+// CONTENT_TOO_LARGE on its channel, never nacked or cut.
+func TestServeLargeMessages(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	defer stopServer(t, s)
+	c := mustDial(t, s)
+	defer c.Close()
+	ch, _ := c.Channel()
+	if _, err := ch.QueueDeclare("large", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	ch.Confirm(false)
+	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, 1))
+	big := bytes.Repeat([]byte("0123456789abcdef"), 700<<10/16)
+	if err := ch.Publish("", "large", false, false, amqp.Publishing{Body: big}); err != nil {
+		t.Fatal(err)
+	}
+	if cf := <-confirms; !cf.Ack {
+		t.Fatal("a 700 KiB publish was nacked")
+	}
+	msgs, err := ch.Consume("large", "", true, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case d := <-msgs:
+		if !bytes.Equal(d.Body, big) {
+			t.Fatalf("got %d bytes back, want the %d published", len(d.Body), len(big))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no delivery")
+	}
+	ch2, _ := c.Channel()
+	closed := ch2.NotifyClose(make(chan *amqp.Error, 1))
+	if err := ch2.Publish("", "large", false, false, amqp.Publishing{Body: make([]byte, 1<<20)}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-closed:
+		if err == nil || err.Code != amqp.ContentTooLarge {
+			t.Fatalf("a 1 MiB publish: channel closed with %v, want 311", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a 1 MiB publish was not refused")
+	}
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sluicemq/sluice/amqp/conn"
 	"github.com/sluicemq/sluice/amqp/wire"
+	"github.com/sluicemq/sluice/core/record"
 )
 
 // A record's body, as the front writes a publish into a queue's log:
@@ -25,6 +26,13 @@ const bodyVersion = 1
 // headerBytesMax bounds the encoded content header a record may carry
 // (amqp/wire's table limit plus the fixed fields).
 const headerBytesMax = wire.TableBytesMax + 4096
+
+// MessageBytesMax is the largest message body whose record always fits a
+// log record (core/record.BodyBytesMax) whatever its properties, exchange
+// and routing key: the front door's limit on a publish's body size (a
+// larger one is refused with 311 CONTENT_TOO_LARGE before it reaches the
+// core).
+const MessageBytesMax = record.BodyBytesMax - headerBytesMax - 2*(1+255) - 1 - 4
 
 // encodeBody writes a publish as a record body.
 func encodeBody(dst []byte, exchange, routingKey string, c *conn.Content) ([]byte, error) {

@@ -188,6 +188,9 @@ type pending struct {
 // New returns a front; it fails on a configuration no connection could
 // honour.
 func New(cfg Config) (*Front, error) {
+	if cfg.Conn.MessageBytesMax == 0 || cfg.Conn.MessageBytesMax > MessageBytesMax {
+		cfg.Conn.MessageBytesMax = MessageBytesMax
+	}
 	if err := cfg.Conn.Validate(); err != nil {
 		return nil, err
 	}
