@@ -354,3 +354,28 @@ func FuzzFront(f *testing.F) {
 		w.settle(1e9)
 	})
 }
+
+// TestWorldPause: a single-node broker paused for longer than the
+// liveness expiry (a stopped process, a laptop asleep) does not take
+// itself out of the live set and fence its own queues: a publish after the
+// pause is confirmed.
+func TestWorldPause(t *testing.T) {
+	w := newMemWorld(t)
+	w.settle(1e9)
+	w.login(t, 1)
+	cl := newClient(t)
+	cl.method(t, 1, &wire.QueueDeclare{Queue: "q", Durable: true}).method(t, 1, &wire.ConfirmSelect{}).publish(t, 1, "q", "a")
+	w.send(1, cl.take())
+	w.settle(1e9)
+	if got := w.frames(1); !slices.Equal(got, []string{"50.11", "85.11", "60.80 ack tag=1 multiple=false"}) {
+		t.Fatalf("before the pause: %v", got)
+	}
+	w.now += 60e9 // no input for 60 s; the default liveness expiry is 9 s
+	w.settle(1e9)
+	cl.publish(t, 1, "q", "b")
+	w.send(1, cl.take())
+	w.settle(1e9)
+	if got := w.frames(1); !slices.Equal(got, []string{"60.80 ack tag=2 multiple=false"}) {
+		t.Fatalf("after the pause: %v", got)
+	}
+}
