@@ -73,9 +73,11 @@ type Server struct {
 	hostTimer *time.Timer
 	hostAt    int64
 	frontTime *time.Timer
-	logsSeen  int           // one past the highest log index the host used
-	syncing   int           // sync goroutines running
-	lastNow   int64         // the last instant given (loop-owned after Start)
+	logsSeen  int    // one past the highest log index the host used
+	syncing   int    // sync goroutines running
+	lastNow   int64  // the last instant given (loop-owned after Start)
+	adminSeq  uint64 // operators' requests proposed
+	admin     map[uint64]chan adminReply
 	toFront   []core.Effect // core replies and deliveries for the front's next batch
 	draining  bool
 	exitErr   error
@@ -91,6 +93,7 @@ type event struct {
 	bytes []byte
 	log   int
 	reply chan snapshot // evQuery
+	admin *adminEvent   // evAdmin
 }
 
 const (
@@ -99,6 +102,7 @@ const (
 	evGone
 	evSynced // a sync goroutine finished with log
 	evQuery  // the HTTP side asks for a snapshot
+	evAdmin  // the HTTP side proposes an operator's command
 )
 
 // sock is one client socket, its reader's credit and its writer's queue.
@@ -149,7 +153,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: lg, start: time.Now(), node: core.NodeID(cfg.Node),
 		events: make(chan event, 1024), stopReq: make(chan chan error), done: make(chan struct{}),
-		socks: map[front.ConnID]*sock{}}
+		socks: map[front.ConnID]*sock{}, admin: map[uint64]chan adminReply{}}
 
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, err
@@ -427,6 +431,8 @@ func (s *Server) onEvent(ev event) {
 		s.host.Run(s.now(), ev.log)
 	case evQuery:
 		ev.reply <- s.snapshot()
+	case evAdmin:
+		s.propose(ev.admin)
 	}
 }
 

@@ -33,6 +33,12 @@ func (e *env) Send(to core.NodeID, g core.GroupID, msg []byte) {
 // every one emitted before the front takes them goes in one batch.
 func (e *env) Client(ef *core.Effect) {
 	s := e.s
+	if ef.Client == adminClient {
+		if ef.Kind == core.EfReply {
+			s.adminAnswer(ef) // answers a waiting handler; re-enters nothing
+		}
+		return
+	}
 	c := *ef
 	c.Body = slices.Clone(ef.Body)
 	c.Records = nil

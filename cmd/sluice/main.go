@@ -18,6 +18,7 @@ commands:
   serve    run a broker: AMQP 0-9-1 on 127.0.0.1:5672, data in ./sluice-data
   publish  publish messages to a queue with confirms (sluice publish --help)
   consume  consume and print a queue's messages (sluice consume --help)
+  settings set a runtime setting on a running broker (sluice settings --help)
   help     show help: sluice help [command [subcommand]]
 
 Exit status: 0 success, 1 a failure found (a checker, a coverage minimum, a
@@ -65,6 +66,8 @@ func run(args []string, e env) int {
 		return runPublish(args[1:], e)
 	case "consume":
 		return runConsume(args[1:], e)
+	case "settings":
+		return runSettings(args[1:], e)
 	case "-h", "--help", "-help":
 		fmt.Fprint(e.stdout, usage)
 		return 0
@@ -80,14 +83,16 @@ func run(args []string, e env) int {
 			return runPublish([]string{"--help"}, e)
 		case "consume":
 			return runConsume([]string{"--help"}, e)
+		case "settings":
+			return runSettings([]string{"--help"}, e)
 		}
 		if args[1] == "sim" {
 			// sluice help sim [subcommand] is sluice sim [subcommand] --help.
 			return runSim(append(append([]string{}, args[2:]...), "--help"), e)
 		}
-		return usageError(e, "sluice help", "", fmt.Sprintf("unknown command %q%s", args[1], suggest(args[1], []string{"sim", "serve", "publish", "consume"})))
+		return usageError(e, "sluice help", "", fmt.Sprintf("unknown command %q%s", args[1], suggest(args[1], []string{"sim", "serve", "publish", "consume", "settings"})))
 	}
-	return usageError(e, "sluice", "", fmt.Sprintf("unknown command %q%s", args[0], suggest(args[0], []string{"sim", "serve", "publish", "consume", "help"})))
+	return usageError(e, "sluice", "", fmt.Sprintf("unknown command %q%s", args[0], suggest(args[0], []string{"sim", "serve", "publish", "consume", "settings", "help"})))
 }
 
 // usageError prints a bad-usage message naming the problem and where help

@@ -177,3 +177,29 @@ func TestReadmeRoundTrip(t *testing.T) {
 		t.Fatal("serve did not stop")
 	}
 }
+
+// TestSettingsSet: sluice settings set commits a setting through the
+// running broker's metadata group; an unknown key or a value out of range
+// is a usage error before anything is sent.
+func TestSettingsSet(t *testing.T) {
+	_, logs, status := startServe(t)
+	m := regexp.MustCompile(`msg=ready amqp=\S+ http=(\S+)`).FindStringSubmatch(logs.String())
+	code, out, errOut := runCmd(t, "settings", "set", "liveness.expiry_ms", "5000", "--http", m[1])
+	if code != 0 || !strings.Contains(out, "liveness.expiry_ms=5000 (metadata entry ") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, _, errOut = runCmd(t, "settings", "set", "liveness.expiry_ms", "1", "--http", m[1])
+	if code != 2 || !strings.Contains(errOut, "liveness.expiry_ms") {
+		t.Fatalf("out of range: exit %d, stderr %q", code, errOut)
+	}
+	code, _, errOut = runCmd(t, "settings", "set", "no.such", "1", "--http", m[1])
+	if code != 2 || !strings.Contains(errOut, `unknown setting "no.such"`) {
+		t.Fatalf("unknown key: exit %d, stderr %q", code, errOut)
+	}
+	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := <-status; code != 0 {
+		t.Fatalf("serve exit %d", code)
+	}
+}
