@@ -77,7 +77,7 @@
 // consumer is cancelled or its channel or connection ends, and then comes
 // back redelivered. Without requeue they drop the message (an ack; no dead
 // lettering). basic.get, queue.delete, queue.purge, exchanges other than
-// the default one, bindings, and the isr policy are refused with 540
-// NOT_IMPLEMENTED (a connection error) or 406 where the argument is the
-// problem.
+// the default one and bindings are refused with 540 NOT_IMPLEMENTED (a
+// connection error); a policy the core does not have (isr, before the
+// core has it) with 406.
 package front

@@ -749,14 +749,11 @@ func (f *Front) declareCommand(q conn.QueueSpec) (metadata.Command, error) {
 	if cmd.MinInsync == 0 {
 		cmd.MinInsync = 1
 	}
-	switch q.Policy {
-	case "":
-	case conn.PolicyISR:
-		return cmd, fmt.Errorf("x-sluice-policy isr is not implemented yet")
-	default:
+	if q.Policy != "" {
+		// The core's policies decide (isr once the core has it).
 		p, err := seam.ParsePolicy(string(q.Policy))
 		if err != nil {
-			return cmd, err
+			return cmd, fmt.Errorf("x-sluice-policy: %w", err)
 		}
 		cmd.Policy = p
 	}

@@ -332,13 +332,20 @@ func TestDeclare(t *testing.T) {
 // anything is committed; a conflict the metadata refuses is 406; a fenced
 // queue is 405.
 func TestDeclareRefusals(t *testing.T) {
-	for _, c := range []struct {
+	cases := []struct {
 		args wire.Table
 		want string
 	}{
 		{wire.Table{{Name: "x-sluice-replicas", Value: int32(3)}}, "406"},
-		{wire.Table{{Name: "x-sluice-policy", Value: "isr"}}, "406"},
-	} {
+	}
+	if _, err := seam.ParsePolicy("isr"); err != nil {
+		// A core without the isr policy: the front says so.
+		cases = append(cases, struct {
+			args wire.Table
+			want string
+		}{wire.Table{{Name: "x-sluice-policy", Value: "isr"}}, "406"})
+	}
+	for _, c := range cases {
 		h := newHarness(t)
 		h.cl.method(t, 1, &wire.QueueDeclare{Queue: "q", Durable: true, Arguments: c.args})
 		h.send()
