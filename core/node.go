@@ -123,6 +123,16 @@ func (n *Node) Serves(q QueueID) bool {
 	return r != nil && !r.Fenced()
 }
 
+// Metadata is the metadata this node applied (nil on a node without the
+// metadata group), for operators' listings (sluice describe). Read-only:
+// the caller reads it between two steps and keeps nothing of it.
+func (n *Node) Metadata() *metadata.State {
+	if n.ctrl == nil {
+		return nil
+	}
+	return n.ctrl.Metadata()
+}
+
 // Refused counts the peer messages refused as malformed or impossible (a
 // report beyond what the owner ever wrote, say): a buggy or hostile peer,
 // never a panic.

@@ -97,6 +97,12 @@ func (s *Server) handleSettings(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	s.answerCommand(w, r, c)
+}
+
+// answerCommand commits c and answers the operator's request with its
+// result.
+func (s *Server) answerCommand(w http.ResponseWriter, r *http.Request, c metadata.Command) {
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
 	rep, err := s.command(ctx, c.Encode(nil))

@@ -87,22 +87,25 @@ type Server struct {
 
 // event is something from another goroutine for the loop.
 type event struct {
-	kind  uint8
-	id    front.ConnID
-	sock  *sock
-	bytes []byte
-	log   int
-	reply chan snapshot // evQuery
-	admin *adminEvent   // evAdmin
+	kind   uint8
+	id     front.ConnID
+	sock   *sock
+	bytes  []byte
+	log    int
+	reply  chan snapshot // evQuery
+	admin  *adminEvent   // evAdmin
+	filter string        // evDescribe
+	text   chan string   // evDescribe
 }
 
 const (
 	evAccept uint8 = iota + 1
 	evBytes
 	evGone
-	evSynced // a sync goroutine finished with log
-	evQuery  // the HTTP side asks for a snapshot
-	evAdmin  // the HTTP side proposes an operator's command
+	evSynced   // a sync goroutine finished with log
+	evQuery    // the HTTP side asks for a snapshot
+	evAdmin    // the HTTP side proposes an operator's command
+	evDescribe // the HTTP side asks for the catalogue
 )
 
 // sock is one client socket, its reader's credit and its writer's queue.
@@ -433,6 +436,8 @@ func (s *Server) onEvent(ev event) {
 		ev.reply <- s.snapshot()
 	case evAdmin:
 		s.propose(ev.admin)
+	case evDescribe:
+		ev.text <- s.describe(ev.filter)
 	}
 }
 

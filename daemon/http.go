@@ -69,6 +69,8 @@ func (s *Server) startHTTP(addr string) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/settings", s.handleSettings)
+	mux.HandleFunc("/describe", s.handleDescribe)
+	mux.HandleFunc("/drain", s.handleDrain)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()

@@ -19,6 +19,8 @@ commands:
   publish  publish messages to a queue with confirms (sluice publish --help)
   consume  consume and print a queue's messages (sluice consume --help)
   settings set a runtime setting on a running broker (sluice settings --help)
+  describe list a running broker's queues, or only those in trouble
+  drain    mark a broker draining: no new queue is placed on it
   help     show help: sluice help [command [subcommand]]
 
 Exit status: 0 success, 1 a failure found (a checker, a coverage minimum, a
@@ -68,6 +70,10 @@ func run(args []string, e env) int {
 		return runConsume(args[1:], e)
 	case "settings":
 		return runSettings(args[1:], e)
+	case "describe":
+		return runDescribe(args[1:], e)
+	case "drain":
+		return runDrain(args[1:], e)
 	case "-h", "--help", "-help":
 		fmt.Fprint(e.stdout, usage)
 		return 0
@@ -85,14 +91,18 @@ func run(args []string, e env) int {
 			return runConsume([]string{"--help"}, e)
 		case "settings":
 			return runSettings([]string{"--help"}, e)
+		case "describe":
+			return runDescribe([]string{"--help"}, e)
+		case "drain":
+			return runDrain([]string{"--help"}, e)
 		}
 		if args[1] == "sim" {
 			// sluice help sim [subcommand] is sluice sim [subcommand] --help.
 			return runSim(append(append([]string{}, args[2:]...), "--help"), e)
 		}
-		return usageError(e, "sluice help", "", fmt.Sprintf("unknown command %q%s", args[1], suggest(args[1], []string{"sim", "serve", "publish", "consume", "settings"})))
+		return usageError(e, "sluice help", "", fmt.Sprintf("unknown command %q%s", args[1], suggest(args[1], []string{"sim", "serve", "publish", "consume", "settings", "describe", "drain"})))
 	}
-	return usageError(e, "sluice", "", fmt.Sprintf("unknown command %q%s", args[0], suggest(args[0], []string{"sim", "serve", "publish", "consume", "settings", "help"})))
+	return usageError(e, "sluice", "", fmt.Sprintf("unknown command %q%s", args[0], suggest(args[0], []string{"sim", "serve", "publish", "consume", "settings", "describe", "drain", "help"})))
 }
 
 // usageError prints a bad-usage message naming the problem and where help

@@ -203,3 +203,57 @@ func TestSettingsSet(t *testing.T) {
 		t.Fatalf("serve exit %d", code)
 	}
 }
+
+// TestDescribeAndDrain: describe lists a placed queue, its filters print
+// nothing on a healthy broker, drain marks and unmarks the broker, and
+// after a restart describe --unavailable names the queue the new process
+// cannot serve (fenced until recovery).
+func TestDescribeAndDrain(t *testing.T) {
+	dir := t.TempDir()
+	addr, logs, status := startServe(t, "--data-dir", dir)
+	httpAddr := regexp.MustCompile(`msg=ready amqp=\S+ http=(\S+)`).FindStringSubmatch(logs.String())[1]
+	url := "amqp://guest:guest@" + addr + "/"
+	if code, out, errOut := runCmd(t, "publish", "--url", url, "orders", "x"); code != 0 {
+		t.Fatalf("publish: %d %q %q", code, out, errOut)
+	}
+	code, out, errOut := runCmd(t, "describe", "--http", httpAddr)
+	if code != 0 || !regexp.MustCompile(`^orders id=\d+ replicas=1 policy=majority_durable min-insync=1 epoch=\d+ owner=n1 members=n1 in-sync=n1\n$`).MatchString(out) {
+		t.Fatalf("describe: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	for _, f := range []string{"--under-replicated", "--under-min-insync", "--unavailable"} {
+		if code, out, errOut := runCmd(t, "describe", f, "--http", httpAddr); code != 0 || out != "" {
+			t.Fatalf("describe %s on a healthy broker: exit %d, stdout %q, stderr %q", f, code, out, errOut)
+		}
+	}
+	if code, _, errOut := runCmd(t, "describe", "--unavailable", "--under-replicated"); code != 2 || !strings.Contains(errOut, "one filter") {
+		t.Fatalf("two filters: exit %d, %q", code, errOut)
+	}
+	if code, out, errOut := runCmd(t, "drain", "1", "--http", httpAddr); code != 0 || !strings.Contains(out, "n1 draining=true") {
+		t.Fatalf("drain: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, out, errOut := runCmd(t, "drain", "1", "--undo", "--http", httpAddr); code != 0 || !strings.Contains(out, "n1 draining=false") {
+		t.Fatalf("drain --undo: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	syscall.Kill(syscall.Getpid(), syscall.SIGTERM)
+	if code := <-status; code != 0 {
+		t.Fatalf("serve exit %d", code)
+	}
+
+	_, logs, status = startServe(t, "--data-dir", dir)
+	httpAddr = regexp.MustCompile(`msg=ready amqp=\S+ http=(\S+)`).FindStringSubmatch(logs.String())[1]
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		code, out, _ = runCmd(t, "describe", "--unavailable", "--http", httpAddr)
+		if code == 0 && strings.HasPrefix(out, "orders ") && strings.Contains(out, " fenced pending-epoch=") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a restart, describe --unavailable: exit %d, %q", code, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	syscall.Kill(syscall.Getpid(), syscall.SIGTERM)
+	if code := <-status; code != 0 {
+		t.Fatalf("serve exit %d", code)
+	}
+}
