@@ -573,6 +573,10 @@ func TestServeHTTP(t *testing.T) {
 		`sluice_raft_is_leader 1`,
 		`sluice_raft_leader_node 1`,
 		`sluice_process_instance 1`,
+		`sluice_queues{state="all"} 1`,
+		`sluice_queues{state="under_replicated"} 0`,
+		`sluice_queues{state="under_min_insync"} 0`,
+		`sluice_queues{state="unavailable"} 0`,
 	} {
 		if code != 200 || !strings.Contains(body, want+"\n") {
 			t.Errorf("/metrics (%d) lacks %q:\n%s", code, want, body)

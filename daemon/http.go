@@ -28,6 +28,9 @@ type snapshot struct {
 	draining  bool
 	syncing   int
 	processID uint64
+	// Queues of the catalogue: all, and those in trouble (describe's
+	// filters).
+	queues, underReplicated, underMinInSync, unavailable int
 }
 
 // query asks the loop for a snapshot; ok is false when the loop does not
@@ -55,6 +58,22 @@ func (s *Server) query(ctx context.Context) (snapshot, bool) {
 func (s *Server) snapshot() snapshot {
 	sn := snapshot{front: s.front.Stats(), draining: s.draining, syncing: s.syncing, processID: s.process}
 	sn.term, sn.lead, sn.leader, _ = s.host.Node().CtrlStatus()
+	if md := s.host.Node().Metadata(); md != nil {
+		qs := md.Queues()
+		sn.queues = len(qs)
+		for i := range qs {
+			q, a := &qs[i], &qs[i].Assignment
+			if !q.Assigned || a.Fenced {
+				sn.unavailable++
+			}
+			if q.Assigned && a.InSync.N < a.Members.N {
+				sn.underReplicated++
+			}
+			if q.Assigned && a.InSync.N < q.MinInsync {
+				sn.underMinInSync++
+			}
+		}
+	}
 	return sn
 }
 
@@ -122,12 +141,13 @@ var (
 	descIsLd  = prometheus.NewDesc("sluice_raft_is_leader", "1 if this broker leads the metadata group.", nil, nil)
 	descSync  = prometheus.NewDesc("sluice_log_syncs_in_flight", "Queue log syncs (fdatasync) running.", nil, nil)
 	descProc  = prometheus.NewDesc("sluice_process_instance", "This start's process instance (one more than the last start's).", nil, nil)
+	descQueue = prometheus.NewDesc("sluice_queues", "Queues of the catalogue this broker applied, by state: all; under_replicated (in-sync set smaller than the members); under_min_insync (in-sync set below the queue's min in-sync); unavailable (not placed, or fenced until recovery).", []string{"state"}, nil)
 )
 
 // Describe sends the static descriptions (registering must not ask the
 // loop, which may not run yet).
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descPublishes, descRetries, descLatency, descConns, descTerm, descLead, descIsLd, descSync, descProc} {
+	for _, d := range []*prometheus.Desc{descPublishes, descRetries, descLatency, descConns, descTerm, descLead, descIsLd, descSync, descProc, descQueue} {
 		ch <- d
 	}
 }
@@ -165,4 +185,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descIsLd, prometheus.GaugeValue, isLeader)
 	ch <- prometheus.MustNewConstMetric(descSync, prometheus.GaugeValue, float64(sn.syncing))
 	ch <- prometheus.MustNewConstMetric(descProc, prometheus.GaugeValue, float64(sn.processID))
+	for _, q := range []struct {
+		state string
+		n     int
+	}{{"all", sn.queues}, {"under_replicated", sn.underReplicated}, {"under_min_insync", sn.underMinInSync}, {"unavailable", sn.unavailable}} {
+		ch <- prometheus.MustNewConstMetric(descQueue, prometheus.GaugeValue, float64(q.n), q.state)
+	}
 }
