@@ -33,6 +33,15 @@ bench:
 bench-disk:
     go test -run '^$' -bench . -benchtime 2s ./fsio/...
 
+# a single-node broker: AMQP on 127.0.0.1:5672, data in ./sluice-data (docs/daemon.md)
+serve:
+    go run ./cmd/sluice serve
+
+# the single-node broker's confirmed publish rate and one-at-a-time confirm latency (amqp091-go)
+bench-serve:
+    go test -run '^$' -bench ConfirmedPublish -benchtime 30000x ./daemon
+    go test -run '^$' -bench ConfirmLatency -benchtime 2000x ./daemon
+
 # failpoint tests on the real file system (enable, test, always disable)
 failpoints:
     fsio/failpoint-test.sh

@@ -112,6 +112,27 @@ func (n *Node) queue(g GroupID) *queue.Replica {
 	return n.queues[i]
 }
 
+// Serves reports whether this node runs queue q's replica group, unfenced:
+// its log is open and the group began (a statically configured queue, or
+// one the controller placed on this very process). A front door asks it
+// before promising a client a queue the topology names this node the
+// owner of: a restarted process is named by an assignment of its previous
+// process until the controller fences it. Read-only.
+func (n *Node) Serves(q QueueID) bool {
+	r := n.queue(seam.QueueGroup(q))
+	return r != nil && !r.Fenced()
+}
+
+// Metadata is the metadata this node applied (nil on a node without the
+// metadata group), for operators' listings (sluice describe). Read-only:
+// the caller reads it between two steps and keeps nothing of it.
+func (n *Node) Metadata() *metadata.State {
+	if n.ctrl == nil {
+		return nil
+	}
+	return n.ctrl.Metadata()
+}
+
 // Refused counts the peer messages refused as malformed or impossible (a
 // report beyond what the owner ever wrote, say): a buggy or hostile peer,
 // never a panic.

@@ -1,6 +1,6 @@
-// Command sluice is the Sluice broker's command line. Today it runs the
-// deterministic simulator: `sluice sim --seed S` runs one world,
-// `sluice sim --seeds N` sweeps seeds. The daemon comes with a later issue.
+// Command sluice is the Sluice broker's command line: `sluice sim --seed S`
+// runs one simulated world, `sluice sim --seeds N` sweeps seeds, and
+// `sluice serve` runs a broker (package daemon; single node today).
 package main
 
 import (
@@ -14,8 +14,14 @@ import (
 const usage = `usage: sluice <command> [arguments]
 
 commands:
-  sim    run the deterministic simulator (sluice sim --help)
-  help   show help: sluice help [command [subcommand]]
+  sim      run the deterministic simulator (sluice sim --help)
+  serve    run a broker: AMQP 0-9-1 on 127.0.0.1:5672, data in ./sluice-data
+  publish  publish messages to a queue with confirms (sluice publish --help)
+  consume  consume and print a queue's messages (sluice consume --help)
+  settings set a runtime setting on a running broker (sluice settings --help)
+  describe list a running broker's queues, or only those in trouble
+  drain    mark a broker draining: no new queue is placed on it
+  help     show help: sluice help [command [subcommand]]
 
 Exit status: 0 success, 1 a failure found (a checker, a coverage minimum, a
 scenario not as expected), 2 bad usage or input, 3 seeds that timed out and no
@@ -56,6 +62,18 @@ func run(args []string, e env) int {
 		// memory to spare, so collect less often.
 		debug.SetGCPercent(400)
 		return runSim(args[1:], e)
+	case "serve":
+		return runServe(args[1:], e)
+	case "publish":
+		return runPublish(args[1:], e)
+	case "consume":
+		return runConsume(args[1:], e)
+	case "settings":
+		return runSettings(args[1:], e)
+	case "describe":
+		return runDescribe(args[1:], e)
+	case "drain":
+		return runDrain(args[1:], e)
 	case "-h", "--help", "-help":
 		fmt.Fprint(e.stdout, usage)
 		return 0
@@ -64,13 +82,27 @@ func run(args []string, e env) int {
 			fmt.Fprint(e.stdout, usage)
 			return 0
 		}
+		switch args[1] {
+		case "serve":
+			return runServe([]string{"--help"}, e)
+		case "publish":
+			return runPublish([]string{"--help"}, e)
+		case "consume":
+			return runConsume([]string{"--help"}, e)
+		case "settings":
+			return runSettings([]string{"--help"}, e)
+		case "describe":
+			return runDescribe([]string{"--help"}, e)
+		case "drain":
+			return runDrain([]string{"--help"}, e)
+		}
 		if args[1] == "sim" {
 			// sluice help sim [subcommand] is sluice sim [subcommand] --help.
 			return runSim(append(append([]string{}, args[2:]...), "--help"), e)
 		}
-		return usageError(e, "sluice help", "", fmt.Sprintf("unknown command %q%s", args[1], suggest(args[1], []string{"sim"})))
+		return usageError(e, "sluice help", "", fmt.Sprintf("unknown command %q%s", args[1], suggest(args[1], []string{"sim", "serve", "publish", "consume", "settings", "describe", "drain"})))
 	}
-	return usageError(e, "sluice", "", fmt.Sprintf("unknown command %q%s", args[0], suggest(args[0], []string{"sim", "help"})))
+	return usageError(e, "sluice", "", fmt.Sprintf("unknown command %q%s", args[0], suggest(args[0], []string{"sim", "serve", "publish", "consume", "settings", "describe", "drain", "help"})))
 }
 
 // usageError prints a bad-usage message naming the problem and where help

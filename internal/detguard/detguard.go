@@ -179,8 +179,9 @@ func InScope(rel string) bool {
 		return true
 	case under("sim"):
 		return !under("sim/sweep")
-	case rel == "amqp/wire", rel == "amqp/conn":
-		// The front door's codec and per-connection state machine: pure,
+	case rel == "amqp/wire", rel == "amqp/conn", rel == "amqp/front":
+		// The front door's codec, per-connection state machine and its
+		// bridge to the core: pure,
 		// so that one connection's transcript replays exactly.
 		return true
 	}

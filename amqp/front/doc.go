@@ -1,0 +1,83 @@
+// Package front is the AMQP front door's bridge between client connections
+// (amqp/conn, one state machine per socket) and the broker's core (core,
+// through io/driver's Host): it turns the connections' broker requests into
+// core client requests (ReqMeta declarations, ReqTopology, ReqPublish,
+// ReqSubscribe, ReqAck) and the core's replies and deliveries back into
+// connection inputs. It owns every connection's machine, so a daemon only
+// moves bytes, keeps one timer and carries requests to the host.
+//
+// It is pure, like the core: no clock, randomness, goroutines, channels or
+// I/O, and no Go map order reaches an effect (internal/detguard guards it).
+// Every call takes the instant and returns effects in the order the driver
+// must carry them out.
+//
+// # The driver contract
+//
+// A driver owns one Front and must:
+//
+//  1. Pass Accept for every accepted socket (a ConnID of its choosing,
+//     never reused), Bytes for every chunk read from it, and SocketGone
+//     when it ends without the Front asking (EOF, a read or write error).
+//  2. Carry out the effects in order before the next call: EfWrite (write
+//     the bytes), EfClose (close the socket after the writes before it;
+//     the connection is gone), EfPauseRead / EfResumeRead (stop or resume
+//     reading the socket), EfRequest (Host.Request with Client and Req),
+//     EfClientGone (Host.ClientGone) and EfTimer (call Tick at or after
+//     AtNs; only the latest counts).
+//  3. Pass every EfReply and EfDeliver effect of the core to Core, in the
+//     order the core emitted them, after the call that caused them has
+//     returned (effects of the core are queued, never fed back from inside
+//     a Front call). Their bytes are copied by the driver first: the core's
+//     are valid only until its next step.
+//  4. Never pass an instant earlier than one already passed.
+//
+// # What the front does
+//
+// Names. The core's catalogue (core/metadata) names queues; the front
+// learns a name's queue id by a ReqTopology, answered from the metadata the
+// node applied, and keeps it. Only the default exchange exists: a publish
+// routes to the queue named by its routing key; a name the catalogue does
+// not hold is unroutable (acked, and returned when mandatory, as
+// RabbitMQ). Publishes and subscriptions naming a queue not yet resolved
+// wait for its answer, in order.
+//
+// queue.declare commits a DeclareQueue command through the metadata group
+// (ReqMeta; x-sluice-replicas, x-sluice-policy, x-sluice-min-insync, with
+// defaults 1, majority_durable and 1), then asks the topology until the
+// controller has placed the queue (declare-ok) or says why it cannot serve
+// it. Not the leader yet, an unknown outcome (a declaration is idempotent)
+// and "not placed yet" are retried every RetryNs until DeclareTimeoutNs.
+// A queue placed elsewhere cannot be served here (no forwarding yet).
+//
+// Publishes. Each publish is one ReqPublish on the connection's own core
+// client; the record body carries the exchange, routing key, content
+// properties and body (see body.go), so a consumer gets the message as it
+// was published. The core's outcome maps one to one: confirmed is
+// basic.ack, failed basic.nack, unknown closes the connection (amqp/conn).
+// A publish the core refuses only because its owner's new epoch is not yet
+// durable ("epoch not ready") or because the owner holds its limit of
+// unconfirmed publishes ("too many publishes in flight"), both definitely
+// not stored, is sent again after RetryNs, and every later publish of the
+// connection to that queue waits behind it, so a publisher's order holds;
+// the connection's limit on publishes in flight pauses its reading
+// meanwhile (back-pressure rather than a nack).
+//
+// Consumers. Every subscription is a core client of its own (the core
+// keeps one consumer per client and queue), with the subscription's
+// prefetch; a delivery's handle is its offset in the queue's log, and an
+// ack is a ReqAck of that offset on the subscription's client. basic.cancel
+// and the end of a channel or connection pass EfClientGone, which returns
+// the subscription's unacked deliveries to the queue, redelivered. A no-ack
+// subscription acks each delivery as it hands it over.
+//
+// # Not supported yet (answered, never silently ignored)
+//
+// basic.nack and basic.reject with requeue: the core cannot return one
+// delivery alone, so the delivery stays with its consumer until the
+// consumer is cancelled or its channel or connection ends, and then comes
+// back redelivered. Without requeue they drop the message (an ack; no dead
+// lettering). basic.get, queue.delete, queue.purge, exchanges other than
+// the default one and bindings are refused with 540 NOT_IMPLEMENTED (a
+// connection error); a policy the core does not have (isr, before the
+// core has it) with 406.
+package front

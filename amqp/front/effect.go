@@ -1,0 +1,107 @@
+package front
+
+import (
+	"fmt"
+
+	"github.com/sluicemq/sluice/amqp/conn"
+	"github.com/sluicemq/sluice/core/seam"
+)
+
+// ConnID names one accepted socket; the driver chooses it and never reuses
+// it.
+type ConnID uint64
+
+// EffectKind says what the driver must do.
+type EffectKind uint8
+
+const (
+	// EfWrite: write Bytes to connection Conn's socket.
+	EfWrite EffectKind = iota + 1
+	// EfClose: close Conn's socket after the writes before it (Reason says
+	// why). The connection is gone; nothing more names it.
+	EfClose
+	// EfPauseRead and EfResumeRead: stop or resume reading Conn's socket.
+	EfPauseRead
+	EfResumeRead
+	// EfRequest: pass Req from core client Client to the host.
+	EfRequest
+	// EfClientGone: core client Client is gone (Host.ClientGone).
+	EfClientGone
+	// EfTimer: call Tick at or after AtNs; only the latest counts.
+	EfTimer
+)
+
+// Effect is one thing the driver must do.
+type Effect struct {
+	Kind   EffectKind
+	Conn   ConnID
+	Bytes  []byte
+	Reason string
+	Client seam.ClientID
+	Req    seam.Request
+	AtNs   int64
+}
+
+// String is the effect's one-line text form.
+func (e *Effect) String() string {
+	switch e.Kind {
+	case EfWrite:
+		return fmt.Sprintf("write conn=%d bytes=%d", e.Conn, len(e.Bytes))
+	case EfClose:
+		return fmt.Sprintf("close conn=%d reason=%q", e.Conn, e.Reason)
+	case EfPauseRead:
+		return fmt.Sprintf("read-pause conn=%d", e.Conn)
+	case EfResumeRead:
+		return fmt.Sprintf("read-resume conn=%d", e.Conn)
+	case EfRequest:
+		in := seam.Input{Kind: seam.InClient, Client: e.Client, Req: e.Req}
+		return "request " + in.String()
+	case EfClientGone:
+		return fmt.Sprintf("client-gone c=%d", e.Client)
+	case EfTimer:
+		return fmt.Sprintf("timer at=%d", e.AtNs)
+	}
+	return fmt.Sprintf("effect?%d", e.Kind)
+}
+
+// Config configures a front.
+type Config struct {
+	// Conn is every connection's configuration (users, limits).
+	Conn conn.Config
+	// Node is this broker's node id: a queue placed with another owner is
+	// not served here (no forwarding yet).
+	Node seam.NodeID
+	// Brokers is how many brokers can hold a queue's replicas: a
+	// declaration asking for more is refused (406) rather than left
+	// declared and never placed.
+	Brokers int
+	// RetryNs is the wait before asking again (not the leader yet, not
+	// placed yet, epoch not ready). Default 2 ms.
+	RetryNs int64
+	// DeclareTimeoutNs bounds a queue.declare's wait for the controller.
+	// Default 10 s.
+	DeclareTimeoutNs int64
+	// Serves says whether the node runs a queue's replica group, unfenced
+	// (core.Node.Serves, a pure read of the core): a queue the topology
+	// places here is promised to a client only then. Nil: always.
+	Serves func(seam.QueueID) bool
+	// PrefetchMax is the core's largest prefetch (seam.Limits): a no-ack
+	// subscription asks for it. Default seam.DefaultLimits.PrefetchMax.
+	PrefetchMax int
+}
+
+func (c Config) withDefaults() Config {
+	if c.RetryNs <= 0 {
+		c.RetryNs = 2_000_000
+	}
+	if c.DeclareTimeoutNs <= 0 {
+		c.DeclareTimeoutNs = 10_000_000_000
+	}
+	if c.PrefetchMax <= 0 {
+		c.PrefetchMax = seam.DefaultLimits.PrefetchMax
+	}
+	if c.Brokers <= 0 {
+		c.Brokers = 1
+	}
+	return c
+}

@@ -1,0 +1,862 @@
+package front
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/sluicemq/sluice/amqp/conn"
+	"github.com/sluicemq/sluice/amqp/wire"
+	"github.com/sluicemq/sluice/core/metadata"
+	"github.com/sluicemq/sluice/core/seam"
+)
+
+// reasonNotReady is the core's reason for refusing a publish while its
+// owner's new epoch record is not yet durable (core/queue): definitely not
+// stored, so the front sends it again. front_test.go pins the text against
+// a real core.
+const reasonNotReady = "epoch not ready"
+
+// reasonBusy is the core's reason for refusing a publish because the
+// queue's owner holds PendingPublishesMax publishes not yet confirmed:
+// definitely not stored, so the front sends it again (the connection's own
+// limit on publishes in flight then pauses its reading: back-pressure, not
+// a nack). Pinned in front_test.go like reasonNotReady.
+const reasonBusy = "too many publishes in flight"
+
+// reasonNotServed: the topology places the queue here, and the node does
+// not run its group (yet: the log is opening; or no more: a restarted
+// process, until the controller fences the old assignment).
+const reasonNotServed = "placed on this broker, not served by this process (yet)"
+
+// Front is the bridge of every client connection of one broker. It is not
+// safe for concurrent use.
+type Front struct {
+	cfg   Config
+	nowNs int64
+	out   []Effect
+
+	conns map[ConnID]*connState // lookup only
+	ids   []ConnID              // open connections, ascending: iteration order
+
+	clients    map[seam.ClientID]clientRef // core client → its connection
+	lastClient seam.ClientID
+
+	// names holds the queue ids the topology gave (the queue placed with
+	// its owner here); a name is learned once.
+	names map[string]seam.QueueID
+
+	// work is the queue of connection inputs still to step (answers the
+	// front makes itself, without the core), so that no call recurses.
+	work    []work
+	timerAt int64 // the EfTimer last emitted, 0 for none
+	stats   Stats
+}
+
+// Stats counts what the front did, for a daemon's metrics.
+type Stats struct {
+	Connections int // open
+	// Publish outcomes answered to clients.
+	Confirmed, Failed, Unknown, Unroutable, Refused uint64
+	// Retried counts publishes sent to the core again (epoch not ready,
+	// owner at its limit).
+	Retried uint64
+	// ConfirmLatency counts confirmed publishes by the time from their
+	// first request to the core until the core's confirm: bucket i holds
+	// those at or below LatencyBoundsNs[i] and above the bound before; the
+	// last bucket those above every bound. LatencySumNs is their total.
+	LatencyCounts [len(LatencyBoundsNs) + 1]uint64
+	LatencySumNs  int64
+}
+
+// LatencyBoundsNs are the confirm latency buckets' upper bounds.
+var LatencyBoundsNs = [...]int64{100e3, 250e3, 500e3, 1e6, 2.5e6, 5e6, 10e6, 25e6, 50e6, 100e6, 250e6, 500e6, 1e9, 2.5e9, 5e9}
+
+// Stats returns the counts so far.
+func (f *Front) Stats() Stats {
+	st := f.stats
+	st.Connections = len(f.ids)
+	return st
+}
+
+// countOutcome counts a publish outcome answered to a client.
+func (f *Front) countOutcome(r *conn.PublishResult) {
+	switch r.Outcome {
+	case conn.Confirmed:
+		f.stats.Confirmed++
+	case conn.Failed:
+		f.stats.Failed++
+	case conn.Unknown:
+		f.stats.Unknown++
+	case conn.Unroutable:
+		f.stats.Unroutable++
+	case conn.Refused:
+		f.stats.Refused++
+	}
+}
+
+type work struct {
+	c  ConnID
+	in conn.Input
+}
+
+// clientRef says whose a core client is: a connection's own (sub 0) or one
+// of its subscriptions'.
+type clientRef struct {
+	conn ConnID
+	sub  conn.SubID
+}
+
+// connState is one connection: its machine and what the front keeps for it.
+type connState struct {
+	id      ConnID
+	m       *conn.Conn
+	timerAt int64
+	client  seam.ClientID // the connection's own core client
+	lastReq uint64
+	reqs    map[uint64]*pending // by core request id (unique per connection)
+	subs    []*sub              // ascending by id (ids only grow)
+	// held: outstanding deliveries of ack-mode subscriptions, by queue
+	// name and handle: the core client that must ack them.
+	held map[heldKey]seam.ClientID
+	// resolving: operations waiting for a queue name's topology, in order;
+	// names are asked once (resolvingNames keeps the order of first ask).
+	resolving map[string][]conn.Effect
+	// retry: publishes refused while their queue's epoch was not ready, to
+	// send again at retryAtNs, in order; later publishes to those queues
+	// wait here too.
+	retry     []pubItem
+	retryAtNs int64
+	// timed: declarations waiting to ask again.
+	timed []*declare
+	// publishing counts the publishes sent to the core without an answer.
+	publishing int
+}
+
+type heldKey struct {
+	queue  string
+	handle conn.Handle
+}
+
+type sub struct {
+	id     conn.SubID
+	client seam.ClientID
+	queue  string
+	noAck  bool
+}
+
+// pubItem is a publish on its way to a queue.
+type pubItem struct {
+	id        conn.PublishID
+	firstNs   int64 // when it was first sent to the core
+	queue     seam.QueueID
+	body      []byte
+	mandatory bool
+	content   conn.Content
+}
+
+// declare is a queue.declare in progress.
+type declare struct {
+	op      conn.OpID
+	spec    conn.QueueSpec
+	cmd     []byte // the DeclareQueue command, nil for a passive one
+	meta    bool   // still committing the command (else asking the topology)
+	atNs    int64  // next attempt (in timed)
+	untilNs int64  // give up after
+}
+
+type pendingKind uint8
+
+const (
+	pPublish pendingKind = iota + 1
+	pTopology
+	pDeclare
+	pSubscribe
+)
+
+// pending is a core request awaiting its reply.
+type pending struct {
+	kind pendingKind
+	pub  pubItem
+	name string   // topology
+	decl *declare // declare
+	op   conn.OpID
+	sub  conn.SubID // subscribe
+}
+
+// New returns a front; it fails on a configuration no connection could
+// honour.
+func New(cfg Config) (*Front, error) {
+	if cfg.Conn.MessageBytesMax == 0 || cfg.Conn.MessageBytesMax > MessageBytesMax {
+		cfg.Conn.MessageBytesMax = MessageBytesMax
+	}
+	if err := cfg.Conn.Validate(); err != nil {
+		return nil, err
+	}
+	return &Front{cfg: cfg.withDefaults(), conns: map[ConnID]*connState{},
+		clients: map[seam.ClientID]clientRef{}, names: map[string]seam.QueueID{}}, nil
+}
+
+// Publishing returns how many publishes of open connections wait for an
+// outcome (sent to the core, waiting to be sent again, or waiting for
+// their queue's name): a draining daemon waits for zero.
+func (f *Front) Publishing() int {
+	n := 0
+	for _, id := range f.ids {
+		c := f.conns[id]
+		n += c.publishing + len(c.retry) + len(c.resolving)
+	}
+	return n
+}
+
+// CheckInvariants checks every connection machine's invariants (tests
+// and fuzzing call it after every step).
+func (f *Front) CheckInvariants() error {
+	for _, id := range f.ids {
+		if err := f.conns[id].m.CheckInvariants(); err != nil {
+			return fmt.Errorf("connection %d: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// Conns returns how many connections are open.
+func (f *Front) Conns() int { return len(f.ids) }
+
+func (f *Front) begin(nowNs int64) {
+	if nowNs < f.nowNs {
+		panic(fmt.Sprintf("front: time went backwards: %d after %d", nowNs, f.nowNs))
+	}
+	f.nowNs = nowNs
+	f.out = f.out[:0]
+}
+
+// finish runs the queued work and asks for the next timer.
+func (f *Front) finish() []Effect {
+	for len(f.work) > 0 {
+		w := f.work[0]
+		f.work = f.work[1:]
+		if c := f.conns[w.c]; c != nil {
+			f.step(c, w.in)
+		}
+	}
+	f.work = f.work[:0]
+	at := int64(math.MaxInt64)
+	for _, id := range f.ids {
+		c := f.conns[id]
+		if c.timerAt > 0 {
+			at = min(at, c.timerAt)
+		}
+		if len(c.retry) > 0 {
+			at = min(at, c.retryAtNs)
+		}
+		for _, d := range c.timed {
+			at = min(at, d.atNs)
+		}
+	}
+	if at != math.MaxInt64 && at != f.timerAt {
+		f.timerAt = at
+		f.out = append(f.out, Effect{Kind: EfTimer, AtNs: at})
+	}
+	return f.out
+}
+
+// Accept starts connection id, accepted from peer.
+func (f *Front) Accept(nowNs int64, id ConnID, peer conn.Peer) []Effect {
+	f.begin(nowNs)
+	if f.conns[id] != nil {
+		panic(fmt.Sprintf("front: connection %d accepted twice", id))
+	}
+	m, err := conn.New(f.cfg.Conn, peer)
+	if err != nil {
+		panic("front: " + err.Error()) // validated by New
+	}
+	c := &connState{id: id, m: m, reqs: map[uint64]*pending{},
+		held: map[heldKey]seam.ClientID{}, resolving: map[string][]conn.Effect{}}
+	c.client = f.newClient(id, 0)
+	f.conns[id] = c
+	at, _ := slices.BinarySearch(f.ids, id)
+	f.ids = slices.Insert(f.ids, at, id)
+	f.step(c, conn.InAccept{NowNs: nowNs})
+	return f.finish()
+}
+
+// Bytes passes a chunk read from connection id's socket.
+func (f *Front) Bytes(nowNs int64, id ConnID, b []byte) []Effect {
+	f.begin(nowNs)
+	if c := f.conns[id]; c != nil {
+		f.step(c, conn.InBytes{NowNs: nowNs, Bytes: b})
+	}
+	return f.finish()
+}
+
+// SocketGone says connection id's socket ended (EOF, an error) without
+// the front closing it: its session ends as if it had.
+func (f *Front) SocketGone(nowNs int64, id ConnID) []Effect {
+	f.begin(nowNs)
+	if c := f.conns[id]; c != nil {
+		f.end(c, "socket gone")
+	}
+	return f.finish()
+}
+
+// Shutdown tells every connection the broker is going away (amqp/conn's
+// InBrokerLost: connection.close 320 CONNECTION_FORCED with reason). The
+// driver then ends their sockets (SocketGone) without waiting for the
+// clients' close-ok.
+func (f *Front) Shutdown(nowNs int64, reason string) []Effect {
+	f.begin(nowNs)
+	for _, id := range slices.Clone(f.ids) {
+		if c := f.conns[id]; c != nil {
+			f.step(c, conn.InBrokerLost{NowNs: nowNs, Reason: reason})
+		}
+	}
+	return f.finish()
+}
+
+// Tick is the timer firing.
+func (f *Front) Tick(nowNs int64) []Effect {
+	f.begin(nowNs)
+	f.timerAt = 0
+	for _, id := range slices.Clone(f.ids) {
+		c := f.conns[id]
+		if c == nil {
+			continue
+		}
+		if c.timerAt > 0 && c.timerAt <= nowNs {
+			c.timerAt = 0
+			f.step(c, conn.InTime{NowNs: nowNs})
+		}
+		if f.conns[id] == nil {
+			continue
+		}
+		if len(c.retry) > 0 && c.retryAtNs <= nowNs {
+			items := c.retry
+			c.retry = nil
+			for _, p := range items {
+				f.publish(c, p)
+			}
+		}
+		var due []*declare
+		c.timed = slices.DeleteFunc(c.timed, func(d *declare) bool {
+			if d.atNs <= nowNs {
+				due = append(due, d)
+				return true
+			}
+			return false
+		})
+		for _, d := range due {
+			f.declareAsk(c, d)
+		}
+	}
+	return f.finish()
+}
+
+// Core passes a reply or delivery of the core (an EfReply or EfDeliver
+// effect).
+func (f *Front) Core(nowNs int64, e *seam.Effect) []Effect {
+	f.begin(nowNs)
+	f.core(e)
+	return f.finish()
+}
+
+// CoreBatch passes replies and deliveries of the core, in the order the
+// core emitted them. Publish outcomes of one connection that follow each
+// other become one input, so a group commit's confirms leave as one
+// basic.ack with multiple where amqp/conn can.
+func (f *Front) CoreBatch(nowNs int64, effects []seam.Effect) []Effect {
+	f.begin(nowNs)
+	for i := range effects {
+		f.core(&effects[i])
+	}
+	return f.finish()
+}
+
+func (f *Front) core(e *seam.Effect) {
+	ref, ok := f.clients[e.Client]
+	c := f.conns[ref.conn]
+	if !ok || c == nil {
+		return // the connection is gone: drop it (contract point 7)
+	}
+	switch e.Kind {
+	case seam.EfReply:
+		f.reply(c, e)
+	case seam.EfDeliver:
+		f.deliver(c, ref, e)
+	default:
+		panic("front: core effect " + e.String())
+	}
+}
+
+func (f *Front) newClient(id ConnID, s conn.SubID) seam.ClientID {
+	f.lastClient++
+	f.clients[f.lastClient] = clientRef{conn: id, sub: s}
+	return f.lastClient
+}
+
+// request emits a core request of client cl on connection c.
+func (f *Front) request(c *connState, cl seam.ClientID, req seam.Request, p *pending) {
+	c.lastReq++
+	req.ID = c.lastReq
+	if p != nil {
+		c.reqs[req.ID] = p
+	}
+	f.out = append(f.out, Effect{Kind: EfRequest, Conn: c.id, Client: cl, Req: req})
+}
+
+// input queues an input for connection c's machine; publish outcomes
+// right after the connection's last queued ones join them.
+func (f *Front) input(c *connState, in conn.Input) {
+	if p, ok := in.(conn.InPublished); ok {
+		for i := range p.Results {
+			f.countOutcome(&p.Results[i])
+		}
+	}
+	if p, ok := in.(conn.InPublished); ok && len(f.work) > 0 {
+		last := &f.work[len(f.work)-1]
+		if q, ok := last.in.(conn.InPublished); ok && last.c == c.id {
+			q.Results = append(q.Results, p.Results...)
+			last.in = q
+			return
+		}
+	}
+	f.work = append(f.work, work{c: c.id, in: in})
+}
+
+// step steps connection c's machine with in and carries out its effects.
+func (f *Front) step(c *connState, in conn.Input) {
+	for _, e := range c.m.Step(in) {
+		if f.conns[c.id] == nil {
+			return
+		}
+		switch x := e.(type) {
+		case conn.EfWrite:
+			f.out = append(f.out, Effect{Kind: EfWrite, Conn: c.id, Bytes: x.Bytes})
+		case conn.EfClose:
+			f.end(c, x.Reason)
+		case conn.EfTimer:
+			c.timerAt = x.AtNs
+		case conn.EfRead:
+			k := EfResumeRead
+			if x.Paused {
+				k = EfPauseRead
+			}
+			f.out = append(f.out, Effect{Kind: k, Conn: c.id})
+		default:
+			f.broker(c, e)
+		}
+	}
+}
+
+// end closes connection c and ends its core session: every client gone.
+func (f *Front) end(c *connState, reason string) {
+	f.out = append(f.out, Effect{Kind: EfClose, Conn: c.id, Reason: reason})
+	var gone []seam.ClientID
+	gone = append(gone, c.client)
+	for _, s := range c.subs {
+		gone = append(gone, s.client)
+	}
+	for _, cl := range gone {
+		delete(f.clients, cl)
+		f.out = append(f.out, Effect{Kind: EfClientGone, Client: cl})
+	}
+	delete(f.conns, c.id)
+	i, _ := slices.BinarySearch(f.ids, c.id)
+	f.ids = slices.Delete(f.ids, i, i+1)
+}
+
+// broker handles one of the machine's broker requests.
+func (f *Front) broker(c *connState, e conn.Effect) {
+	switch x := e.(type) {
+	case conn.EfDeclareQueue:
+		f.declareStart(c, x)
+	case conn.EfPublish:
+		f.routePublish(c, x)
+	case conn.EfSubscribe:
+		f.resolve(c, x.Queue, x)
+	case conn.EfCancel:
+		f.cancel(c, x)
+	case conn.EfSettle:
+		f.settle(c, x)
+	case conn.EfGet:
+		f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: wire.NotImplemented, Text: "basic.get is not implemented yet; use basic.consume"})
+	case conn.EfDeleteQueue:
+		f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: wire.NotImplemented, Text: "queue.delete is not implemented yet"})
+	case conn.EfPurgeQueue:
+		f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: wire.NotImplemented, Text: "queue.purge is not implemented yet"})
+	case conn.EfDeclareExchange:
+		f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: wire.NotImplemented, Text: "exchanges other than the default one are not implemented yet"})
+	case conn.EfDeleteExchange:
+		f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: wire.NotImplemented, Text: "exchanges other than the default one are not implemented yet"})
+	case conn.EfBind:
+		f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: wire.NotImplemented, Text: "bindings are not implemented yet"})
+	default:
+		panic("front: unknown broker request " + e.String())
+	}
+}
+
+// resolve runs op (a publish or subscribe naming queue name) once the
+// name's queue id is known, asking the topology first if it is not.
+func (f *Front) resolve(c *connState, name string, op conn.Effect) {
+	if q, ok := f.names[name]; ok && len(c.resolving[name]) == 0 {
+		f.resolved(c, q, op)
+		return
+	}
+	w, asked := c.resolving[name]
+	c.resolving[name] = append(w, op)
+	if !asked {
+		f.request(c, c.client, seam.Request{Kind: seam.ReqTopology, Body: []byte(name)}, &pending{kind: pTopology, name: name})
+	}
+}
+
+// resolved runs op on queue q.
+func (f *Front) resolved(c *connState, q seam.QueueID, op conn.Effect) {
+	switch x := op.(type) {
+	case conn.EfPublish:
+		body, err := encodeBody(nil, x.Exchange, x.RoutingKey, &x.Content)
+		if err != nil {
+			f.input(c, conn.InPublished{NowNs: f.nowNs, Results: []conn.PublishResult{{ID: x.ID, Outcome: conn.Failed, Text: err.Error()}}})
+			return
+		}
+		f.publish(c, pubItem{id: x.ID, firstNs: f.nowNs, queue: q, body: body, mandatory: x.Mandatory, content: x.Content})
+	case conn.EfSubscribe:
+		f.subscribe(c, q, x)
+	default:
+		panic("front: resolved " + op.String())
+	}
+}
+
+// unresolved answers op, whose queue the topology cannot give: why says.
+func (f *Front) unresolved(c *connState, op conn.Effect, noSuchQueue bool, why string) {
+	switch x := op.(type) {
+	case conn.EfPublish:
+		r := conn.PublishResult{ID: x.ID, Outcome: conn.Failed, Text: why}
+		if noSuchQueue {
+			r = conn.PublishResult{ID: x.ID, Outcome: conn.Unroutable}
+			if x.Mandatory {
+				content := x.Content
+				r.Returned = &content
+			}
+		}
+		f.input(c, conn.InPublished{NowNs: f.nowNs, Results: []conn.PublishResult{r}})
+	case conn.EfSubscribe:
+		code := wire.ResourceLocked
+		if noSuchQueue {
+			code = wire.NotFound
+		}
+		f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: code, Text: fmt.Sprintf("queue '%s': %s", x.Queue, why)})
+	}
+}
+
+func (f *Front) routePublish(c *connState, x conn.EfPublish) {
+	if x.Exchange != "" {
+		f.input(c, conn.InPublished{NowNs: f.nowNs, Results: []conn.PublishResult{{ID: x.ID, Outcome: conn.Refused,
+			Code: wire.NotFound, Text: fmt.Sprintf("no exchange '%s' in vhost '/' (only the default exchange exists)", x.Exchange)}}})
+		return
+	}
+	f.resolve(c, x.RoutingKey, x)
+}
+
+// publish sends p to the core, unless earlier publishes to its queue wait
+// for a retry: then it waits behind them.
+func (f *Front) publish(c *connState, p pubItem) {
+	for _, r := range c.retry {
+		if r.queue == p.queue {
+			c.retry = append(c.retry, p)
+			return
+		}
+	}
+	c.publishing++
+	f.request(c, c.client, seam.Request{Kind: seam.ReqPublish, Queue: p.queue, Body: p.body}, &pending{kind: pPublish, pub: p})
+}
+
+func (f *Front) subscribe(c *connState, q seam.QueueID, x conn.EfSubscribe) {
+	s := &sub{id: x.Sub, queue: x.Queue, noAck: x.NoAck}
+	s.client = f.newClient(c.id, x.Sub)
+	c.subs = append(c.subs, s)
+	prefetch := int(x.PrefetchCount)
+	if x.NoAck || prefetch == 0 || prefetch > f.cfg.PrefetchMax {
+		prefetch = f.cfg.PrefetchMax
+	}
+	f.request(c, s.client, seam.Request{Kind: seam.ReqSubscribe, Queue: q, Prefetch: prefetch}, &pending{kind: pSubscribe, op: x.Op, sub: x.Sub})
+}
+
+func (f *Front) cancel(c *connState, x conn.EfCancel) {
+	if s := c.sub(x.Sub); s != nil {
+		f.dropSub(c, s)
+	}
+	f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op})
+}
+
+// dropSub ends subscription s: its core client is gone, so its unacked
+// deliveries return to the queue.
+func (f *Front) dropSub(c *connState, s *sub) {
+	c.dropSubID(s.id)
+	delete(f.clients, s.client)
+	f.out = append(f.out, Effect{Kind: EfClientGone, Client: s.client})
+	// The deliveries it held went back to the queue; their entries in
+	// held go when the machine settles them (settle finds the client gone).
+}
+
+func (f *Front) settle(c *connState, x conn.EfSettle) {
+	k := heldKey{queue: x.Queue, handle: x.Handle}
+	cl, ok := c.held[k]
+	if ref, live := f.clients[cl]; ok && (!live || ref.conn != c.id) {
+		delete(c.held, k)
+		ok = false
+	}
+	if !ok {
+		return // its subscription is gone: the delivery went back already
+	}
+	if x.How != conn.SettleAck && x.Requeue {
+		// The core returns deliveries only when their consumer goes: this
+		// one stays outstanding until then (doc.go, "Not supported yet").
+		return
+	}
+	delete(c.held, k)
+	q, ok := f.names[x.Queue]
+	if !ok {
+		panic("front: a delivery from a queue whose id is unknown")
+	}
+	f.request(c, cl, seam.Request{Kind: seam.ReqAck, Queue: q, Offset: uint64(x.Handle) - 1}, nil)
+}
+
+// deliver hands a core delivery to its subscription.
+func (f *Front) deliver(c *connState, ref clientRef, e *seam.Effect) {
+	s := c.sub(ref.sub)
+	if ref.sub == 0 || s == nil {
+		panic(fmt.Sprintf("front: a delivery for client %d, which subscribed to nothing", e.Client))
+	}
+	handle := conn.Handle(e.Offset + 1) // handles are never 0
+	msg := conn.Message{Handle: handle, Redelivered: e.Redelivered}
+	ex, rk, content, err := decodeBody(e.Body)
+	if err != nil {
+		// Not a record this front wrote: deliver its bytes as they are.
+		content = conn.Content{Body: e.Body}
+		ex, rk = "", s.queue
+	}
+	msg.Exchange, msg.RoutingKey, msg.Content = ex, rk, content
+	if s.noAck {
+		q := f.names[s.queue]
+		f.request(c, s.client, seam.Request{Kind: seam.ReqAck, Queue: q, Offset: e.Offset}, nil)
+	} else {
+		c.held[heldKey{queue: s.queue, handle: handle}] = s.client
+	}
+	f.input(c, conn.InDelivery{NowNs: f.nowNs, Sub: s.id, Queue: s.queue, Message: msg})
+}
+
+// reply takes the core's answer to one of connection c's requests.
+func (f *Front) reply(c *connState, e *seam.Effect) {
+	p := c.reqs[e.ReqID]
+	if p == nil {
+		return // an ack's refusal (no reply is awaited): nothing to tell
+	}
+	delete(c.reqs, e.ReqID)
+	switch p.kind {
+	case pPublish:
+		c.publishing--
+		r := conn.PublishResult{ID: p.pub.id}
+		switch {
+		case e.Outcome == seam.Confirmed:
+			r.Outcome = conn.Confirmed
+			f.latency(f.nowNs - p.pub.firstNs)
+		case e.Outcome == seam.Failed && (e.Reason == reasonNotReady || e.Reason == reasonBusy):
+			if len(c.retry) == 0 {
+				c.retryAtNs = f.nowNs + f.cfg.RetryNs
+			}
+			f.stats.Retried++
+			c.retry = append(c.retry, p.pub)
+			return
+		case e.Outcome == seam.Failed:
+			r.Outcome, r.Text = conn.Failed, e.Reason
+		default:
+			r.Outcome, r.Text = conn.Unknown, e.Reason
+		}
+		f.input(c, conn.InPublished{NowNs: f.nowNs, Results: []conn.PublishResult{r}})
+	case pTopology:
+		f.topologyAnswer(c, p.name, e)
+	case pDeclare:
+		f.declareAnswer(c, p.decl, e)
+	case pSubscribe:
+		s := c.sub(p.sub)
+		if e.Outcome == seam.Confirmed {
+			f.input(c, conn.InResult{NowNs: f.nowNs, Op: p.op})
+			return
+		}
+		if s != nil {
+			c.dropSubID(s.id)
+			delete(f.clients, s.client)
+		}
+		f.input(c, conn.InResult{NowNs: f.nowNs, Op: p.op, Code: wire.ResourceLocked, Text: "cannot consume: " + e.Reason})
+	}
+}
+
+// servable says whether a topology answer lets this broker serve the
+// queue: confirmed with this node as the owner.
+func (f *Front) servable(e *seam.Effect) (ok bool, why string) {
+	if e.Outcome != seam.Confirmed {
+		return false, e.Reason
+	}
+	if seam.NodeID(e.Offset) != f.cfg.Node {
+		return false, fmt.Sprintf("its owner is n%d; forwarding to another broker is not implemented yet", e.Offset)
+	}
+	if f.cfg.Serves != nil && !f.cfg.Serves(e.Queue) {
+		return false, reasonNotServed
+	}
+	return true, ""
+}
+
+// topologyAnswer resolves the operations waiting for name.
+func (f *Front) topologyAnswer(c *connState, name string, e *seam.Effect) {
+	ops := c.resolving[name]
+	delete(c.resolving, name)
+	ok, why := f.servable(e)
+	if ok {
+		f.names[name] = e.Queue
+		for _, op := range ops {
+			f.resolved(c, e.Queue, op)
+		}
+		return
+	}
+	noSuch := e.Outcome == seam.Failed && e.Reason == "no such queue"
+	for _, op := range ops {
+		f.unresolved(c, op, noSuch, why)
+	}
+}
+
+// declareStart begins a queue.declare.
+func (f *Front) declareStart(c *connState, x conn.EfDeclareQueue) {
+	d := &declare{op: x.Op, spec: x.Queue, untilNs: f.nowNs + f.cfg.DeclareTimeoutNs}
+	if !x.Queue.Passive {
+		cmd, err := f.declareCommand(x.Queue)
+		if err != nil {
+			f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: wire.PreconditionFailed, Text: err.Error()})
+			return
+		}
+		d.cmd, d.meta = cmd.Encode(nil), true
+	}
+	f.declareAsk(c, d)
+}
+
+// declareCommand is the metadata command of a declaration.
+func (f *Front) declareCommand(q conn.QueueSpec) (metadata.Command, error) {
+	cmd := metadata.Command{Kind: metadata.DeclareQueue, Queue: q.Name, Replicas: int(q.Replicas),
+		Policy: seam.MajorityDurable, MinInsync: int(q.MinInSync)}
+	if cmd.Replicas == 0 {
+		cmd.Replicas = 1
+	}
+	if cmd.MinInsync == 0 {
+		cmd.MinInsync = 1
+	}
+	if q.Policy != "" {
+		// The core's policies decide (isr once the core has it).
+		p, err := seam.ParsePolicy(string(q.Policy))
+		if err != nil {
+			return cmd, fmt.Errorf("x-sluice-policy: %w", err)
+		}
+		cmd.Policy = p
+	}
+	if cmd.Replicas > f.cfg.Brokers {
+		return cmd, fmt.Errorf("x-sluice-replicas %d: this cluster has %d broker(s)", cmd.Replicas, f.cfg.Brokers)
+	}
+	if err := cmd.Validate(); err != nil {
+		return cmd, err
+	}
+	return cmd, nil
+}
+
+// declareAsk sends a declaration's next request: its command, or a
+// topology question.
+func (f *Front) declareAsk(c *connState, d *declare) {
+	if d.meta {
+		f.request(c, c.client, seam.Request{Kind: seam.ReqMeta, Body: d.cmd}, &pending{kind: pDeclare, decl: d})
+		return
+	}
+	f.request(c, c.client, seam.Request{Kind: seam.ReqTopology, Body: []byte(d.spec.Name)}, &pending{kind: pDeclare, decl: d})
+}
+
+// declareLater asks again after RetryNs, or gives up (why) past the
+// declaration's time.
+func (f *Front) declareLater(c *connState, d *declare, why string) {
+	if f.nowNs+f.cfg.RetryNs > d.untilNs {
+		f.input(c, conn.InResult{NowNs: f.nowNs, Op: d.op, Code: wire.ResourceLocked,
+			Text: fmt.Sprintf("queue '%s' not ready in time: %s", d.spec.Name, why)})
+		return
+	}
+	d.atNs = f.nowNs + f.cfg.RetryNs
+	c.timed = append(c.timed, d)
+}
+
+func (f *Front) declareAnswer(c *connState, d *declare, e *seam.Effect) {
+	if d.meta {
+		switch {
+		case e.Outcome == seam.Confirmed:
+			d.meta = false
+			f.declareAsk(c, d)
+		case e.Outcome == seam.Unknown, strings.HasPrefix(e.Reason, "not the leader"):
+			// Idempotent: asking again commits it once ("exists" after).
+			f.declareLater(c, d, e.Reason)
+		case e.Offset != 0:
+			// Committed and refused by the metadata: a conflict.
+			f.input(c, conn.InResult{NowNs: f.nowNs, Op: d.op, Code: wire.PreconditionFailed,
+				Text: fmt.Sprintf("inequivalent arguments for queue '%s': %s", d.spec.Name, e.Reason)})
+		default:
+			f.input(c, conn.InResult{NowNs: f.nowNs, Op: d.op, Code: wire.InternalError,
+				Text: fmt.Sprintf("declaring queue '%s': %s", d.spec.Name, e.Reason)})
+		}
+		return
+	}
+	ok, why := f.servable(e)
+	if ok {
+		f.names[d.spec.Name] = e.Queue
+		f.input(c, conn.InResult{NowNs: f.nowNs, Op: d.op})
+		return
+	} else if e.Outcome == seam.Confirmed && why != reasonNotServed {
+		f.input(c, conn.InResult{NowNs: f.nowNs, Op: d.op, Code: wire.ResourceLocked, Text: fmt.Sprintf("queue '%s': %s", d.spec.Name, why)})
+		return
+	}
+	switch {
+	case e.Reason == "not placed yet", e.Outcome == seam.Confirmed && why == reasonNotServed:
+		f.declareLater(c, d, why)
+	case e.Reason == "no such queue" && d.spec.Passive:
+		f.input(c, conn.InResult{NowNs: f.nowNs, Op: d.op, Code: wire.NotFound, Text: fmt.Sprintf("no queue '%s' in vhost '/'", d.spec.Name)})
+	case e.Reason == "no such queue":
+		// Committed, then deleted: say so rather than guess.
+		f.input(c, conn.InResult{NowNs: f.nowNs, Op: d.op, Code: wire.ResourceLocked, Text: fmt.Sprintf("queue '%s' was deleted while declared", d.spec.Name)})
+	default:
+		// Fenced (a pending transition that only recovery activates).
+		f.input(c, conn.InResult{NowNs: f.nowNs, Op: d.op, Code: wire.ResourceLocked, Text: fmt.Sprintf("queue '%s' cannot be served: %s", d.spec.Name, e.Reason)})
+	}
+}
+
+// sub returns subscription id of c, or nil.
+func (c *connState) sub(id conn.SubID) *sub {
+	i, ok := slices.BinarySearchFunc(c.subs, id, func(s *sub, id conn.SubID) int {
+		switch {
+		case s.id < id:
+			return -1
+		case s.id > id:
+			return 1
+		}
+		return 0
+	})
+	if !ok {
+		return nil
+	}
+	return c.subs[i]
+}
+
+func (c *connState) dropSubID(id conn.SubID) {
+	c.subs = slices.DeleteFunc(c.subs, func(s *sub) bool { return s.id == id })
+}
+
+// latency counts one confirm latency.
+func (f *Front) latency(ns int64) {
+	i := 0
+	for i < len(LatencyBoundsNs) && ns > LatencyBoundsNs[i] {
+		i++
+	}
+	f.stats.LatencyCounts[i]++
+	f.stats.LatencySumNs += ns
+}

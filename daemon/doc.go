@@ -1,0 +1,60 @@
+// Package daemon is `sluice serve`'s world: one broker process on real
+// files, a real clock, crypto randomness and sockets, driving the very
+// host (io/driver.Host) and core the simulator drives, with the AMQP 0-9-1
+// front door (amqp/front, amqp/conn) on a TCP listener.
+//
+// # One event loop
+//
+// The host, the core and the front are single-threaded state machines. One
+// goroutine, the loop, owns all three: it takes events from the other
+// goroutines (an accepted socket, bytes read, a socket's end, a finished
+// sync, a timer, a stop) one at a time, and work the machines asked for (a
+// storage operation to run, a core reply to hand to the front) from its
+// own FIFO, which it empties before it takes the next event. The other
+// goroutines accept sockets, read and write them, and fdatasync a log the
+// host handed over for its sync: nothing else touches the machines. A
+// socket's reader reads one chunk ahead at most (a credit the loop gives
+// back unless the connection paused reading); its writer takes a bounded
+// queue, so the loop never blocks on a client (a client that reads nothing
+// is disconnected).
+// Every input carries the instant of the monotonic clock (nanoseconds
+// since the process started); the tick inputs carry 64 random bits from
+// crypto/rand (the metadata group's failure detector jitter).
+//
+// # Storage
+//
+// The data directory holds:
+//
+//	identity   node id and storage instance (drawn once, from crypto/rand,
+//	           when the directory is created)
+//	process    the last process instance: read, incremented and made
+//	           durable (write, fdatasync, rename, directory sync) before
+//	           the node starts, so every start's instance is greater
+//	meta/      the metadata store (fsio/metapebble: synced pebble batches)
+//	queues/qN/ the segment log (io/seglog on fsio) of queue N, opened when
+//	           the controller places the queue here (OpOpen)
+//
+// Appends, truncations and discards run inline (into the page cache);
+// syncs (fdatasync and directory syncs, through fsio), reads, verifies,
+// persists and opens run as the loop's next work item, so that a sync's
+// completion is an input of its own. While a sync runs the sockets keep
+// being read, and the publishes that arrive meanwhile are appended after
+// it and made durable by the next one: group commit, without a thread per
+// log.
+//
+// # Single node
+//
+// This daemon is one broker that is the sole voter of the metadata group
+// (core/ctrl): a queue.declare commits through it, its placement names this
+// broker, and publishes are confirmed once this broker's log holds them
+// durably (W = 1 of 1). Peers (netio), forwarding to another broker's
+// queues, and metrics are not wired yet (docs/daemon.md).
+//
+// # Drain
+//
+// Shutdown stops accepting, stops reading client sockets, waits (bounded)
+// until every publish handed to the core has its outcome and been answered
+// to its client, closes the client sockets (their unacked deliveries
+// return to their queues), runs the storage work still queued, and closes
+// the logs and the metadata store.
+package daemon

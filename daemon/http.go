@@ -1,0 +1,194 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sluicemq/sluice/amqp/front"
+)
+
+// The HTTP side: /metrics (Prometheus), /healthz and /readyz. Handlers run
+// on the HTTP server's goroutines; what they report comes from the loop,
+// which answers a snapshot request between two events (the machines are
+// never read from another goroutine).
+
+// snapshot is what the loop reports.
+type snapshot struct {
+	front     front.Stats
+	term      uint64
+	lead      uint64
+	leader    bool
+	draining  bool
+	syncing   int
+	processID uint64
+	// Queues of the catalogue: all, and those in trouble (describe's
+	// filters).
+	queues, underReplicated, underMinInSync, unavailable int
+}
+
+// query asks the loop for a snapshot; ok is false when the loop does not
+// answer in time (stopped, or stuck).
+func (s *Server) query(ctx context.Context) (snapshot, bool) {
+	reply := make(chan snapshot, 1)
+	select {
+	case s.events <- event{kind: evQuery, reply: reply}:
+	case <-s.done:
+		return snapshot{}, false
+	case <-ctx.Done():
+		return snapshot{}, false
+	}
+	select {
+	case sn := <-reply:
+		return sn, true
+	case <-s.done:
+		return snapshot{}, false
+	case <-ctx.Done():
+		return snapshot{}, false
+	}
+}
+
+// snapshot is the loop's answer.
+func (s *Server) snapshot() snapshot {
+	sn := snapshot{front: s.front.Stats(), draining: s.draining, syncing: s.syncing, processID: s.process}
+	sn.term, sn.lead, sn.leader, _ = s.host.Node().CtrlStatus()
+	if md := s.host.Node().Metadata(); md != nil {
+		qs := md.Queues()
+		sn.queues = len(qs)
+		for i := range qs {
+			q, a := &qs[i], &qs[i].Assignment
+			if !q.Assigned || a.Fenced {
+				sn.unavailable++
+			}
+			if q.Assigned && a.InSync.N < a.Members.N {
+				sn.underReplicated++
+			}
+			if q.Assigned && a.InSync.N < q.MinInsync {
+				sn.underMinInSync++
+			}
+		}
+	}
+	return sn
+}
+
+// startHTTP serves /metrics, /healthz and /readyz on addr.
+func (s *Server) startHTTP(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(&collector{s: s})
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/settings", s.handleSettings)
+	mux.HandleFunc("/describe", s.handleDescribe)
+	mux.HandleFunc("/drain", s.handleDrain)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if _, ok := s.query(ctx); !ok {
+			http.Error(w, "the broker's loop does not answer", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		sn, ok := s.query(ctx)
+		switch {
+		case !ok:
+			http.Error(w, "the broker's loop does not answer", http.StatusServiceUnavailable)
+		case sn.draining:
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+		case sn.lead == 0:
+			http.Error(w, "the metadata group has no leader yet", http.StatusServiceUnavailable)
+		default:
+			fmt.Fprintf(w, "ready: metadata leader n%d, term %d\n", sn.lead, sn.term)
+		}
+	})
+	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	s.httpLn = ln
+	go func() {
+		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("http", "err", err)
+		}
+	}()
+	return nil
+}
+
+// collector turns a loop snapshot into metrics at each scrape.
+type collector struct{ s *Server }
+
+var (
+	descPublishes = prometheus.NewDesc("sluice_publishes_total",
+		"Publishes answered to AMQP clients, by outcome (confirmed: basic.ack once durable; failed: basic.nack; unknown: the connection was closed with 320; unroutable: acked, no queue; refused: the channel was closed).",
+		[]string{"outcome"}, nil)
+	descRetries = prometheus.NewDesc("sluice_publish_retries_total",
+		"Publishes sent to the core again after a refusal that stored nothing (epoch not ready, owner at its limit).", nil, nil)
+	descLatency = prometheus.NewDesc("sluice_confirm_latency_seconds",
+		"Time from a publish's first request to the core to its confirm.", nil, nil)
+	descConns = prometheus.NewDesc("sluice_amqp_connections", "Open AMQP connections.", nil, nil)
+	descTerm  = prometheus.NewDesc("sluice_raft_term", "The metadata group's raft term on this broker.", nil, nil)
+	descLead  = prometheus.NewDesc("sluice_raft_leader_node", "The node id of the metadata group's leader this broker knows (0: none).", nil, nil)
+	descIsLd  = prometheus.NewDesc("sluice_raft_is_leader", "1 if this broker leads the metadata group.", nil, nil)
+	descSync  = prometheus.NewDesc("sluice_log_syncs_in_flight", "Queue log syncs (fdatasync) running.", nil, nil)
+	descProc  = prometheus.NewDesc("sluice_process_instance", "This start's process instance (one more than the last start's).", nil, nil)
+	descQueue = prometheus.NewDesc("sluice_queues", "Queues of the catalogue this broker applied, by state: all; under_replicated (in-sync set smaller than the members); under_min_insync (in-sync set below the queue's min in-sync); unavailable (not placed, or fenced until recovery).", []string{"state"}, nil)
+)
+
+// Describe sends the static descriptions (registering must not ask the
+// loop, which may not run yet).
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descPublishes, descRetries, descLatency, descConns, descTerm, descLead, descIsLd, descSync, descProc, descQueue} {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	sn, ok := c.s.query(ctx)
+	if !ok {
+		return
+	}
+	st := &sn.front
+	for _, o := range []struct {
+		name string
+		n    uint64
+	}{{"confirmed", st.Confirmed}, {"failed", st.Failed}, {"unknown", st.Unknown}, {"unroutable", st.Unroutable}, {"refused", st.Refused}} {
+		ch <- prometheus.MustNewConstMetric(descPublishes, prometheus.CounterValue, float64(o.n), o.name)
+	}
+	ch <- prometheus.MustNewConstMetric(descRetries, prometheus.CounterValue, float64(st.Retried))
+	buckets := make(map[float64]uint64, len(front.LatencyBoundsNs))
+	var cum uint64
+	for i, b := range front.LatencyBoundsNs {
+		cum += st.LatencyCounts[i]
+		buckets[float64(b)/1e9] = cum
+	}
+	total := cum + st.LatencyCounts[len(front.LatencyBoundsNs)]
+	ch <- prometheus.MustNewConstHistogram(descLatency, total, float64(st.LatencySumNs)/1e9, buckets)
+	ch <- prometheus.MustNewConstMetric(descConns, prometheus.GaugeValue, float64(st.Connections))
+	ch <- prometheus.MustNewConstMetric(descTerm, prometheus.GaugeValue, float64(sn.term))
+	ch <- prometheus.MustNewConstMetric(descLead, prometheus.GaugeValue, float64(sn.lead))
+	isLeader := 0.0
+	if sn.leader {
+		isLeader = 1
+	}
+	ch <- prometheus.MustNewConstMetric(descIsLd, prometheus.GaugeValue, isLeader)
+	ch <- prometheus.MustNewConstMetric(descSync, prometheus.GaugeValue, float64(sn.syncing))
+	ch <- prometheus.MustNewConstMetric(descProc, prometheus.GaugeValue, float64(sn.processID))
+	for _, q := range []struct {
+		state string
+		n     int
+	}{{"all", sn.queues}, {"under_replicated", sn.underReplicated}, {"under_min_insync", sn.underMinInSync}, {"unavailable", sn.unavailable}} {
+		ch <- prometheus.MustNewConstMetric(descQueue, prometheus.GaugeValue, float64(q.n), q.state)
+	}
+}
