@@ -78,6 +78,5 @@
 // back redelivered. Without requeue they drop the message (an ack; no dead
 // lettering). basic.get, queue.delete, queue.purge, exchanges other than
 // the default one and bindings are refused with 540 NOT_IMPLEMENTED (a
-// connection error); a policy the core does not have (isr, before the
-// core has it) with 406.
+// connection error); a policy the core does not have with 406.
 package front

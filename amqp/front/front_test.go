@@ -337,13 +337,7 @@ func TestDeclareRefusals(t *testing.T) {
 		want string
 	}{
 		{wire.Table{{Name: "x-sluice-replicas", Value: int32(3)}}, "406"},
-	}
-	if _, err := seam.ParsePolicy("isr"); err != nil {
-		// A core without the isr policy: the front says so.
-		cases = append(cases, struct {
-			args wire.Table
-			want string
-		}{wire.Table{{Name: "x-sluice-policy", Value: "isr"}}, "406"})
+		{wire.Table{{Name: "x-sluice-policy", Value: "fastest"}}, "406"}, // no such policy
 	}
 	for _, c := range cases {
 		h := newHarness(t)
