@@ -72,12 +72,10 @@ const (
 	FaultLeaderPause
 	// FaultKill: a broker's process is killed (kill -9: its memory is
 	// gone, its disk and page cache stay, and its peers' connections see
-	// the exit, as TCP reports it) and restarts after Dur. Only scenarios
-	// schedule it (seed 003's restarted follower); the swarm draws none
-	// yet (its exits come from the failure policy): drawn in the swarm
-	// (then with a restart at the same instant) it found seed 1305
-	// failing liveness on a static queue, not yet understood (TODO in the
-	// closing note of 2026-12-01).
+	// the exit, as TCP reports it) and restarts after Dur: eager failover
+	// in the swarm (its exits otherwise come only from the failure policy),
+	// and seed 003's restarted follower. Its first swarm run found a false
+	// at-least-once failure (regression stale-delivery-after-ack).
 	FaultKill
 	// Per-message network faults, counted when they strike.
 	FaultDrop

@@ -77,9 +77,6 @@ func Standard() Profile {
 func StandardWithFaults() Profile {
 	p := Standard()
 	for k := FaultCrash; k < FaultDrop; k++ {
-		if k == FaultKill {
-			continue // scenarios only, for now (see FaultKill)
-		}
 		p.Faults.PerMin[k] = PerMin(2)
 	}
 	p.Faults.DropPer1000, p.Faults.DupPer1000, p.Faults.CorruptPer1000 = 1, 1, 1
@@ -169,11 +166,11 @@ func Draw(seed uint64) Profile {
 			p.Prefetch *= 2
 		}
 	}
-	// The metadata leader's faults, from a stream of their own (so that
-	// adding them left every earlier draw of a seed as it was): each on in
-	// about half the seeds.
+	// The metadata leader's faults and kill (a process exit its peers
+	// see), from a stream of their own (so that adding them left every
+	// earlier draw of a seed as it was): each on in about half the seeds.
 	rc := prng.New(prng.Derive(seed, "profile-ctrl"))
-	for k := FaultLeaderCrash; k <= FaultLeaderPause; k++ {
+	for k := FaultLeaderCrash; k <= FaultKill; k++ {
 		if rc.Chance(1, 2) {
 			p.Faults.PerMin[k] = []Rate{PerMin(2), PerMin(6), PerMin(20)}[rc.Intn(3)]
 		}
