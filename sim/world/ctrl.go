@@ -433,12 +433,14 @@ func (w *World) placedApplied(c *metadata.Command) {
 	w.checker.AddQueue(spec)
 	p := placedQueue{id: q.ID, incarnation: c.Incarnation, owner: c.Owner, isr: q.Policy == core.ISR}
 	w.placed[c.Queue], w.placedByID[q.ID] = p, p
+	w.placedConsumerStart(q.ID, c.Owner)
 }
 
 // fencedApplied follows a fencing transition or a deletion.
 func (w *World) fencedApplied(name string, incarnation uint64) {
 	if p, ok := w.placed[name]; ok && p.incarnation == incarnation {
 		w.checker.Fence(p.id)
+		w.placedConsumerStop(p.id)
 	}
 }
 
@@ -453,8 +455,16 @@ func (w *World) placedSettled() bool {
 		if ok, _ := w.checker.Converged(p.id); !ok {
 			return false
 		}
+		if w.placedConsumed(p.id) && w.checker.Undelivered(p.id) > 0 {
+			return false
+		}
 	}
 	return true
+}
+
+// placedConsumed reports whether placed queue q has a consumer.
+func (w *World) placedConsumed(q core.QueueID) bool {
+	return slices.ContainsFunc(w.clients, func(c *client) bool { return c.placed && c.q.Queue == q })
 }
 
 // powerLossCtrl is a power loss of b's metadata disk and its placed

@@ -134,7 +134,7 @@ func (env *brokerEnv) Client(eff *core.Effect) {
 	}
 	// The connection delivers in order, as a TCP stream does.
 	c := w.clients[ci]
-	at := max(w.now+w.netDelay(), c.replyAt)
+	at := max(w.now+w.clientDelay(c), c.replyAt)
 	c.replyAt = at
 	e := w.schedule1(at, evReply)
 	e.inc, e.eff, e.t0 = uint64(eff.Client), *eff, w.now

@@ -24,6 +24,10 @@ import (
 // (within the events' 32-bit from field, below the operator's).
 const placedConnBase core.ClientID = 1 << 30
 
+// placedSubBase is the first of the placed queues' consumers' connection
+// ids (above every placed publisher's, below the operator's).
+const placedSubBase core.ClientID = placedConnBase + 1<<29
+
 // placedGapNs is the mean gap between a placed publisher's publishes;
 // placedTimeoutNs how long it waits for an answer.
 const (
@@ -196,5 +200,45 @@ func (w *World) placedEnd(p *placedPub, o core.Outcome, q core.QueueID, offset u
 		p.stats.failed++
 	default:
 		p.stats.unknown++
+	}
+}
+
+// clientDelay is a client message's network delay: the placed consumers'
+// own stream for theirs, the network's for the static clients.
+func (w *World) clientDelay(c *client) int64 {
+	if c.placed {
+		return c.r.Range(w.prof.NetLatencyUsMin, w.prof.NetLatencyUsMax) * 1000
+	}
+	return w.netDelay()
+}
+
+// placedConsumerStart gives a newly placed queue its consumer (one, when
+// the profile has consumers), drawing from a stream of its own: it subscribes at
+// the owner the placement names, acks what it gets, and reconnects when
+// its subscribe is refused or the owner's process ends, until the queue is
+// fenced or deleted (placedConsumerStop).
+func (w *World) placedConsumerStart(q core.QueueID, owner core.NodeID) {
+	if w.prof.ConsumersPerQueue == 0 || !w.working {
+		return
+	}
+	c := &client{kind: consumer, idx: int32(len(w.clients)), q: core.QueueConfig{Queue: q, Owner: owner},
+		owner: int32(owner - 1), r: w.rSub, placed: true}
+	w.clients = append(w.clients, c)
+	w.schedule1(w.now+c.r.Range(0, 1e6), evConnect).cli = c.idx
+	if w.prof.ConsumerLossPerMin.On() {
+		w.schedule1(w.now+expGap(c.r, w.prof.ConsumerLossPerMin), evConsumerLoss).cli = c.idx
+	}
+}
+
+// placedConsumerStop ends the consumers of placed queue q: fenced or
+// deleted, it serves no one until recovery (issue 11).
+func (w *World) placedConsumerStop(q core.QueueID) {
+	for _, c := range w.clients {
+		if c.placed && c.q.Queue == q && !c.stopped {
+			c.stopped = true
+			if c.conn != 0 {
+				w.disconnect(c, true)
+			}
+		}
 	}
 }

@@ -135,6 +135,13 @@ type client struct {
 	// reqAt, replyAt: when the last request and reply of the connection
 	// arrive; later ones may not overtake them.
 	reqAt, replyAt int64
+	// r: the stream the client's draws come from (the clients' stream;
+	// rSub for a placed queue's consumer, so that adding them left the
+	// static queues' draws as they were). placed: a consumer of a
+	// queue the controller placed; stopped: its queue was fenced or
+	// deleted, it connects no more.
+	r               *prng.Rand
+	placed, stopped bool
 }
 
 // World is one simulated cluster.
@@ -148,13 +155,16 @@ type World struct {
 	conns    map[core.ClientID]int32      // open connections
 	connKind map[core.ClientID]clientKind // every connection ever opened
 	nextCID  core.ClientID
-	checker  *check.Checker
-	trace    *driver.Trace
-	stats    Stats
-	nEvents  uint64
-	working  bool  // workload phase
-	healNs   int64 // when the drain began
-	stop     bool  // the drain finished early
+	// nextPlacedCID numbers the placed queues' consumers' connections
+	// (from placedSubBase), apart from the static clients'
+	nextPlacedCID core.ClientID
+	checker       *check.Checker
+	trace         *driver.Trace
+	stats         Stats
+	nEvents       uint64
+	working       bool  // workload phase
+	healNs        int64 // when the drain began
+	stop          bool  // the drain finished early
 	// interrupt: Options.Interrupt; interrupted: it stopped the run
 	interrupt   func() bool
 	interrupted bool
@@ -204,6 +214,9 @@ type World struct {
 	script []operatorStep
 
 	rNet, rDisk, rCli, rFault *prng.Rand
+	// rSub draws for the placed queues' consumers (their delays, acks and
+	// losses), apart from every other stream
+	rSub *prng.Rand
 	// rCtrl draws for the metadata group (its network, its operator, its
 	// disks' power losses), apart from the queues' streams.
 	rCtrl *prng.Rand
@@ -256,6 +269,7 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 		rNet:         prng.New(prng.Derive(seed, "net")),
 		rDisk:        prng.New(prng.Derive(seed, "disk")),
 		rCli:         prng.New(prng.Derive(seed, "clients")),
+		rSub:         prng.New(prng.Derive(seed, "placed-consumers")),
 		rFault:       prng.New(prng.Derive(seed, "faults")),
 		rCtrl:        prng.New(prng.Derive(seed, "ctrl")),
 		working:      true,
@@ -309,10 +323,10 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 	w.placedStart()
 	for _, q := range p.Queues {
 		for i := 0; i < p.PublishersPerQueue; i++ {
-			w.clients = append(w.clients, &client{kind: publisher, q: q, owner: int32(q.Owner - 1)})
+			w.clients = append(w.clients, &client{kind: publisher, q: q, owner: int32(q.Owner - 1), r: w.rCli})
 		}
 		for i := 0; i < p.ConsumersPerQueue; i++ {
-			w.clients = append(w.clients, &client{kind: consumer, q: q, owner: int32(q.Owner - 1)})
+			w.clients = append(w.clients, &client{kind: consumer, q: q, owner: int32(q.Owner - 1), r: w.rCli})
 		}
 	}
 	for i, c := range w.clients {
@@ -339,12 +353,12 @@ func (w *World) run() {
 		w.startBroker(b)
 	}
 	for _, c := range w.clients {
-		w.schedule1(w.now+w.rCli.Range(0, 1e6), evConnect).cli = c.idx
+		w.schedule1(w.now+c.r.Range(0, 1e6), evConnect).cli = c.idx
 		if c.kind == publisher && w.prof.PublishesPerSec > 0 {
 			w.schedule1(w.now+w.publishGap(), evPublish).cli = c.idx
 		}
 		if c.kind == consumer && w.prof.ConsumerLossPerMin.On() {
-			w.schedule1(w.now+expGap(w.rCli, w.prof.ConsumerLossPerMin), evConsumerLoss).cli = c.idx
+			w.schedule1(w.now+expGap(c.r, w.prof.ConsumerLossPerMin), evConsumerLoss).cli = c.idx
 		}
 	}
 	for i := range w.schedule {
@@ -463,9 +477,9 @@ func (w *World) handle(e *event) {
 				w.stats.ConsumerLosses++
 				w.notef("consumer-loss c=%d", c.conn)
 				w.disconnect(c, true)
-				w.schedule1(w.now+w.rCli.Range(1e6, 100e6), evConnect).cli = c.idx
+				w.schedule1(w.now+c.r.Range(1e6, 100e6), evConnect).cli = c.idx
 			}
-			w.schedule1(w.now+expGap(w.rCli, w.prof.ConsumerLossPerMin), evConsumerLoss).cli = c.idx
+			w.schedule1(w.now+expGap(c.r, w.prof.ConsumerLossPerMin), evConsumerLoss).cli = c.idx
 		}
 	case evFault:
 		if w.working {
@@ -573,7 +587,7 @@ func (w *World) stopProcess(b *broker, restartNs int64, exited bool) {
 // closeConn closes c's connection to a dead process; c reconnects later.
 func (w *World) closeConn(c *client) {
 	w.disconnect(c, false)
-	w.schedule1(w.now+w.rCli.Range(10e6, 200e6), evConnect).cli = c.idx
+	w.schedule1(w.now+c.r.Range(10e6, 200e6), evConnect).cli = c.idx
 }
 
 func (w *World) resume(b *broker) {
@@ -732,16 +746,21 @@ func controlled(g core.GroupID) bool {
 // --- clients ---
 
 func (w *World) connect(c *client) {
-	if c.conn != 0 {
+	if c.conn != 0 || c.stopped {
 		return
 	}
 	b := w.brokers[c.owner]
 	if !b.up {
-		w.schedule1(w.now+w.rCli.Range(10e6, 100e6), evConnect).cli = c.idx
+		w.schedule1(w.now+c.r.Range(10e6, 100e6), evConnect).cli = c.idx
 		return
 	}
-	w.nextCID++
-	c.conn, c.connInc = w.nextCID, b.inc
+	if c.placed {
+		w.nextPlacedCID++
+		c.conn, c.connInc = placedSubBase+w.nextPlacedCID, b.inc
+	} else {
+		w.nextCID++
+		c.conn, c.connInc = w.nextCID, b.inc
+	}
 	c.reqAt, c.replyAt = 0, 0
 	w.conns[c.conn] = c.idx
 	w.connKind[c.conn] = c.kind
@@ -774,7 +793,7 @@ func (w *World) disconnect(c *client, notify bool) {
 	}
 	delete(w.conns, c.conn)
 	if notify {
-		e := w.schedule1(max(w.now+w.netDelay(), c.reqAt), evClientGone)
+		e := w.schedule1(max(w.now+w.clientDelay(c), c.reqAt), evClientGone)
 		e.node, e.inc, e.from = c.owner, c.connInc, core.NodeID(c.conn)
 	}
 	c.conn = 0
@@ -783,7 +802,7 @@ func (w *World) disconnect(c *client, notify bool) {
 // request sends req on c's connection. A connection is a TCP stream: what
 // the client sends reaches the broker in order, and its close comes last.
 func (w *World) request(c *client, req core.Request) {
-	at := max(w.now+w.netDelay(), c.reqAt)
+	at := max(w.now+w.clientDelay(c), c.reqAt)
 	c.reqAt = at
 	e := w.schedule1(at, evRequest)
 	e.node, e.inc, e.from, e.req = c.owner, c.connInc, core.NodeID(c.conn), req
@@ -858,6 +877,12 @@ func (w *World) clientReceive(e *event) {
 	switch e.eff.Kind {
 	case core.EfReply:
 		if c.kind != publisher {
+			if c.placed && e.eff.Outcome != core.Confirmed {
+				// Its subscribe was refused (the log still opening, the
+				// queue fenced or gone): close and try again later.
+				w.disconnect(c, true)
+				w.schedule1(w.now+c.r.Range(100e6, 500e6), evConnect).cli = c.idx
+			}
 			return
 		}
 		for i, p := range c.inflight {
@@ -912,7 +937,7 @@ func (w *World) clientReceive(e *event) {
 				w.mark(MarkRedeliveryAfterLoss)
 			}
 		}
-		a := w.schedule1(w.now+w.rCli.Int63n(w.prof.AckDelayUsMax*1000+1), evAck)
+		a := w.schedule1(w.now+c.r.Int63n(w.prof.AckDelayUsMax*1000+1), evAck)
 		a.cli, a.inc = c.idx, uint64(c.conn)
 		a.eff.Offset = e.eff.Offset
 	}
