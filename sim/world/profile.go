@@ -49,7 +49,10 @@ type Profile struct {
 
 // Standard returns the standard world of the benchmark: 3 brokers, 1 queue
 // of 3 replicas under majority_durable, 200 publishes/s, 1 consumer acking,
-// 60 simulated seconds, no faults.
+// 60 simulated seconds, no faults. The metadata group runs (raft,
+// heartbeats, liveness), and its operator only sets one setting (to the
+// default): the world holds the one queue its definition names, where the
+// swarm's random operator would declare three more.
 func Standard() Profile {
 	return Profile{
 		Brokers:            3,
@@ -68,6 +71,7 @@ func Standard() Profile {
 		SyncUsMax:          2000,
 		DurationMs:         60_000,
 		DrainMs:            10_000,
+		Operator:           []string{"at=0 set liveness.expiry_ms 9000"},
 	}
 }
 
@@ -88,6 +92,7 @@ func StandardWithFaults() Profile {
 func Draw(seed uint64) Profile {
 	r := prng.New(prng.Derive(seed, "profile"))
 	p := Standard()
+	p.Operator = nil // the swarm's random operator
 	p.DurationMs = 10_000
 	p.Brokers = []int{3, 5}[r.Intn(2)]
 	queues := 1 + r.Intn(2)
