@@ -27,4 +27,8 @@
 //     cannot remove a queue recreated since; a recreation gets a new id.
 //   - Limits: BrokersMax brokers, QueuesMax queues, QueueNameBytesMax,
 //     and every setting's range (Settings).
+//   - The image (AppendImage, DecodeImage) is the whole State as one
+//     canonical byte string, for snapshots: one State has one image, and a
+//     decoded image is refused unless it is one (image.go). The metadata
+//     group does not produce snapshots yet.
 package metadata

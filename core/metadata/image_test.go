@@ -1,0 +1,107 @@
+package metadata
+
+import (
+	"bytes"
+	"reflect"
+	"testing"
+
+	"github.com/sluicemq/sluice/core/seam"
+)
+
+// imageState is a State with every kind of entry: settings, brokers live,
+// down and draining, queues declared, placed, in-sync changed and fenced.
+func imageState(t testing.TB) State {
+	t.Helper()
+	var s State
+	var ms Members
+	index := uint64(0)
+	do := func(c Command) {
+		index++
+		if _, err := s.Apply(index, &c); err != nil {
+			t.Fatalf("%s: %v", c.String(), err)
+		}
+	}
+	do(Command{Kind: SetSetting, Key: "replica.lag_time_max_ms", Value: 1500})
+	for n := seam.NodeID(1); n <= 4; n++ {
+		do(Command{Kind: RegisterBroker, Node: n, Process: 10 + uint64(n), Storage: 20 + uint64(n)})
+		if n <= 3 {
+			ms.M[ms.N] = Member{Node: n, Process: 10 + uint64(n), Storage: 20 + uint64(n)}
+			ms.N++
+		}
+	}
+	do(Command{Kind: Drain, Node: 4, Draining: true})
+	do(Command{Kind: DeclareQueue, Queue: "orders", Replicas: 3, Policy: seam.ISR, MinInsync: 2})
+	orders := index
+	do(Command{Kind: DeclareQueue, Queue: "clicks", Replicas: 3, Policy: seam.MajorityDurable, MinInsync: 1})
+	clicks := index
+	do(Command{Kind: DeclareQueue, Queue: "idle", Replicas: 1, Policy: seam.LeaderDurable, MinInsync: 1})
+	do(Command{Kind: Assign, Queue: "orders", Incarnation: orders, Epoch: 1, Owner: 1, Members: ms})
+	do(Command{Kind: Assign, Queue: "clicks", Incarnation: clicks, Epoch: 1, Owner: 2, Members: ms})
+	var set Nodes
+	set.N = copy(set.ID[:], []seam.NodeID{1, 2})
+	do(Command{Kind: SetInSync, Queue: "orders", Incarnation: orders, Epoch: 1, InSync: set})
+	do(Command{Kind: BrokerDown, Node: 3, Process: 13})
+	q, _ := s.Queue("clicks")
+	proposed := set
+	do(Command{Kind: Transition, Queue: "clicks", Incarnation: clicks, Epoch: 1, Proposed: proposed, Digest: TransitionDigest(&q, &proposed)})
+	return s
+}
+
+// An image decodes to the State it was made of, and that State's image is
+// the same bytes.
+func TestImageRoundTrip(t *testing.T) {
+	for _, s := range []State{{}, imageState(t)} {
+		img := s.AppendImage(nil)
+		back, err := DecodeImage(img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s.queues) > 0 && !reflect.DeepEqual(back, s) { // (the empty state's nil slices decode empty)
+			t.Fatalf("image decodes to\n%+v\nwant\n%+v", back, s)
+		}
+		if again := back.AppendImage(nil); !bytes.Equal(again, img) {
+			t.Fatal("the decoded state's image differs")
+		}
+	}
+}
+
+// Damaged images are refused, whatever was cut, added or flipped.
+func TestImageRefusesDamage(t *testing.T) {
+	s := imageState(t)
+	img := s.AppendImage(nil)
+	for cut := range len(img) {
+		if _, err := DecodeImage(img[:cut]); err == nil {
+			t.Fatalf("an image cut at %d of %d bytes decoded", cut, len(img))
+		}
+	}
+	if _, err := DecodeImage(append(img[:len(img):len(img)], 0)); err == nil {
+		t.Fatal("an image with a trailing byte decoded")
+	}
+	bad := append([]byte(nil), img...)
+	bad[0] = imageVersion + 1
+	if _, err := DecodeImage(bad); err == nil {
+		t.Fatal("an image of another version decoded")
+	}
+	// Queues out of order: swap the names' order by renaming one.
+	s2 := imageState(t)
+	s2.queues[0].Name = "zzz"
+	if _, err := DecodeImage(s2.AppendImage(nil)); err == nil {
+		t.Fatal("an image with queues out of order decoded")
+	}
+}
+
+func FuzzDecodeImage(f *testing.F) {
+	var s State
+	f.Add(s.AppendImage(nil))
+	rich := imageState(f)
+	f.Add(rich.AppendImage(nil))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		st, err := DecodeImage(b)
+		if err != nil {
+			return
+		}
+		if again := st.AppendImage(nil); !bytes.Equal(again, b) {
+			t.Fatalf("%x decodes to a state whose image is %x", b, again)
+		}
+	})
+}
