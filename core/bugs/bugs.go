@@ -107,6 +107,10 @@ const (
 	// process), so two processes of one broker admit writes under one
 	// assignment.
 	ServePredecessorsQueues
+	// CtrlImageSkipsCommitted: a process that starts from a metadata image
+	// takes the commit index for applied, so the committed entries between
+	// the image and the commit index are never applied to its metadata.
+	CtrlImageSkipsCommitted
 	end
 )
 
@@ -145,6 +149,7 @@ var Registry = []Bug{
 	{WatermarkMovesBack, "watermark-moves-back", "in-sync tracking", "the high watermark follows a counted follower that fell back"},
 	{ISRIgnoresAskedBack, "isr-ignores-asked-back", "in-sync tracking", "the high watermark ignores followers asked back until their return commits"},
 	{ServePredecessorsQueues, "serve-predecessors-queues", "epochs and fencing", "a restarted broker serves the placed queues its previous process was assigned"},
+	{CtrlImageSkipsCommitted, "ctrl-image-skips-committed", "metadata group", "a process starting from a metadata image skips the committed entries above it"},
 }
 
 // Has reports whether every bug of b is in s.

@@ -65,6 +65,10 @@ type cluster struct {
 	applied    int  // applied proposals (non-empty), over all nodes
 	bug        bool // plant bugSendBeforePersist in every group
 	dropPct    int
+	// imageEntries, when not 0, is every group's ImageEntries: images,
+	// compaction and snapshots sent to lagging followers
+	imageEntries uint64
+	images       int // images restored (starts from one, snapshots installed)
 }
 
 func newCluster(t testing.TB, seed uint64, voters []uint64, bug bool) *cluster {
@@ -106,7 +110,11 @@ func (c *cluster) start(n *simNode) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	g, err := New(DefaultConfig(n.id, c.voters), st)
+	cfg := DefaultConfig(n.id, c.voters)
+	if c.imageEntries != 0 {
+		cfg.ImageEntries = c.imageEntries
+	}
+	g, err := New(cfg, st)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -159,6 +167,16 @@ func (c *cluster) effect(n *simNode, e Effect) {
 		c.checkSend(n, e)
 		c.net = append(c.net, packet{from: n.id, to: e.To, msg: e.Msg})
 	case EfApplied:
+		if e.Note == ImageRestoredNote {
+			// The applied metadata is an image's: it must be of a
+			// committed prefix, never behind what this process applied.
+			if e.Index+1 < n.next || e.Index > uint64(len(c.history)) {
+				c.violate("n%d restored an image at %d, having applied up to %d, history %d", n.id, e.Index, n.next-1, len(c.history))
+			}
+			n.next = e.Index + 1
+			c.images++
+			return
+		}
 		if e.Index != n.next {
 			c.violate("n%d applied %d, expected %d", n.id, e.Index, n.next)
 		}
@@ -226,6 +244,12 @@ func (c *cluster) complete(n *simNode) {
 	}
 	if k := len(e.Batch.Entries); k > 0 {
 		n.durLast = e.Batch.Entries[k-1].Index
+	} else if e.Batch.Snapshot != nil {
+		st, err := n.store.Load()
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		n.durLast = st.LastIndex()
 	}
 	c.record(fmt.Sprintf("n%d persisted %d", n.id, e.Seq))
 	c.step(n, Input{Kind: InPersisted, Seq: e.Seq})
@@ -379,6 +403,45 @@ func TestClusterFaults(t *testing.T) {
 	}
 }
 
+// TestClusterImages runs the faults of TestClusterFaults with an image
+// every 8 applied entries: the log is compacted, followers that fall
+// behind are sent the image as a snapshot, and restarted nodes start from
+// their stored image; every node still applies one history (images
+// restored only of its committed prefix) and ends with the same metadata.
+func TestClusterImages(t *testing.T) {
+	for _, voters := range [][]uint64{sparse3, sparse5} {
+		for _, seed := range seeds(t, 1, 2, 3) {
+			t.Run(fmt.Sprintf("voters=%d/seed=%d", len(voters), seed), func(t *testing.T) {
+				t.Logf("seed %d (SLUICE_CTRL_SEED=%d reproduces it)", seed, seed)
+				c := newCluster(t, seed, voters, false)
+				c.imageEntries = 8
+				for _, n := range c.nodes { // take the setting from the start
+					c.crash(n)
+					c.start(n)
+				}
+				c.dropPct = 10
+				c.run(20000, 4)
+				c.heal(3000)
+				c.done()
+				finalCommit(t, c)
+				if c.images == 0 {
+					t.Fatal("no image was ever restored: the test does not test images")
+				}
+				var first []byte
+				for _, n := range c.nodes {
+					img := n.g.Metadata().AppendImage(nil)
+					if first == nil {
+						first = img
+					} else if string(img[1:]) != string(first[1:]) && n.g.AppliedIndex() == c.nodes[0].g.AppliedIndex() {
+						t.Fatalf("n%d's metadata differs from n%d's at the same applied index", n.id, c.nodes[0].id)
+					}
+				}
+				t.Logf("%d images restored, history %d entries", c.images, len(c.history))
+			})
+		}
+	}
+}
+
 // finalCommit proposes at the leader of a healed cluster and requires every
 // node to apply it: a setting the random proposals never set, so that one
 // of them committing late cannot overwrite it.
@@ -407,6 +470,10 @@ func finalCommit(t *testing.T, c *cluster) {
 			return
 		}
 		c.run(100, 0)
+	}
+	for _, n := range c.nodes {
+		st := n.g.rn.Status()
+		t.Logf("n%d up=%v applied=%d compacted=%d last=%d image=%d raft=%s pr=%v", n.id, n.up, n.g.AppliedIndex(), n.g.store.compacted.Index, n.g.store.lastIndex(), n.g.store.image.Index, st.RaftState, st.Progress)
 	}
 	t.Fatalf("seed %d: the final proposal did not reach every node", c.seed)
 }

@@ -121,12 +121,25 @@
 // Raft's log lines come after the other effects of the step that produced
 // them.
 //
+// # Images and compaction
+//
+// Every Config.ImageEntries applied entries (the daemon: 10,000; the
+// simulator: 16), when nothing else is being persisted, the group persists
+// the applied metadata's image (core/metadata's canonical codec) as
+// io/meta's Applied record and compacts its log up to it, in one batch
+// that takes its turn like a Ready's. A follower that needs compacted
+// entries is sent the newest image as a raft snapshot; sends report
+// nothing back, so the image counts as sent at once (ReportSnapshot) and
+// a lost one is sent again when the leader's probe finds the follower
+// still behind. A follower installs a snapshot like any batch, then takes
+// its image for its applied metadata. A process starts from the newest
+// image its store holds (its own, or an installed snapshot) and re-applies
+// the committed entries above it. Either way the group emits EfApplied
+// with ImageRestoredNote and the image's index, so that a watcher that
+// follows every applied entry knows where it goes on.
+//
 // # Left for later steps of issue 10
 //
-// The applied record and log compaction (snapshots); membership changes
-// (a broker outside the configured members); consumers of placed queues
-// in the simulator (publishers learn owners from topology requests
-// already), and retiring the static configuration; seed 003's timeline
-// scenarios. (In-sync tracking and the isr policy: insync.go,
-// core/queue/insync.go.)
+// Membership changes (a broker outside the configured members); retiring
+// the static configuration.
 package ctrl

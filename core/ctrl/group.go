@@ -1,7 +1,6 @@
 package ctrl
 
 import (
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -49,11 +48,22 @@ type Config struct {
 	CampaignTimeoutNs int64
 	// Bugs: planted bugs (tests and the simulator only; core/bugs).
 	Bugs bugs.Set
+	// ImageEntries: once this many entries were applied since the last
+	// image, the group persists the applied metadata's image (io/meta's
+	// Applied record) and compacts the log up to it (CompactIndex); a
+	// follower that needs compacted entries is sent the image as a raft
+	// snapshot. 0: never (the log grows without bound).
+	ImageEntries uint64
 }
+
+// DefaultImageEntries is the daemon's ImageEntries: a few MB of log at
+// most between images.
+const DefaultImageEntries = 10_000
 
 // DefaultConfig is a configuration for id among voters.
 func DefaultConfig(id uint64, voters []uint64) Config {
-	return Config{ID: id, Voters: voters, TickNs: 10_000_000, HeartbeatTicks: 1, CampaignTimeoutNs: 150_000_000}
+	return Config{ID: id, Voters: voters, TickNs: 10_000_000, HeartbeatTicks: 1, CampaignTimeoutNs: 150_000_000,
+		ImageEntries: DefaultImageEntries}
 }
 
 func (c Config) validate() (voters, learners []uint64, err error) {
@@ -101,10 +111,11 @@ func (c Config) validVoters() ([]uint64, error) {
 }
 
 // pending is the Ready whose batch the host is persisting: its messages are
-// held until the completion.
+// held until the completion. An image batch (image true) has no Ready.
 type pending struct {
 	firstSeq uint64 // the Seq of batches[0]; the rest follow in order
 	done     int    // how many of batches are durable
+	image    bool
 	rd       raft.Ready
 	batches  []*meta.Batch // one Ready, split to io/meta's limits
 	sends    []Effect
@@ -150,27 +161,52 @@ type Group struct {
 }
 
 // New returns the group of cfg.ID, restarted from st, what its metadata
-// store loaded (the zero State for a new store). The applied state is
-// rebuilt by re-applying the committed entries (st.Applied is not used
-// yet: this step writes no applied record and never compacts).
+// store loaded (the zero State for a new store). The applied metadata
+// starts from the newest image the store holds (its applied record, or a
+// snapshot a leader sent) and re-applies the committed entries above it.
 func New(cfg Config, st meta.State) (*Group, error) {
 	vs, ls, err := cfg.validate()
 	if err != nil {
 		return nil, err
 	}
-	if st.Snapshot.Index != 0 {
-		return nil, errors.New("ctrl: the store holds a snapshot; this step produces and reads none")
+	img := st.Applied
+	if st.Snapshot.Index > img.Index {
+		img = meta.Applied{Index: st.Snapshot.Index, Data: st.Snapshot.Data}
+	}
+	if img.Index > st.HardState.Commit {
+		return nil, fmt.Errorf("ctrl: the store's image at %d is above its commit index %d", img.Index, st.HardState.Commit)
+	}
+	var md metadata.State
+	if img.Index > 0 {
+		if md, err = metadata.DecodeImage(img.Data); err != nil {
+			return nil, fmt.Errorf("ctrl: the store's image at %d: %w", img.Index, err)
+		}
+		if md.Applied() > img.Index {
+			// (Below is fine: raft's empty entries apply no command.)
+			return nil, fmt.Errorf("ctrl: the store's image at %d holds the metadata applied to %d", img.Index, md.Applied())
+		}
 	}
 	store, err := newLogStore(vs, ls, st)
 	if err != nil {
 		return nil, err
 	}
+	store.image = img
+	if img.Index > 0 {
+		if _, err := store.Term(img.Index); err != nil {
+			return nil, fmt.Errorf("ctrl: the store's image at %d: no term for it: %w", img.Index, err)
+		}
+	}
 	members := slices.Sorted(slices.Values(append(slices.Clone(vs), ls...)))
 	_, isVoter := slices.BinarySearch(vs, cfg.ID)
+	applied := img.Index
+	if cfg.Bugs.Has(bugs.CtrlImageSkipsCommitted) && img.Index > 0 {
+		applied = st.HardState.Commit // planted: the image taken as of the commit index
+	}
 	g := &Group{cfg: cfg, voters: vs, learners: ls, members: members, isVoter: isVoter, store: store, log: &traceLogger{max: LogLinesMax},
-		bugSendBeforePersist: cfg.Bugs.Has(bugs.CtrlSendBeforePersist)}
+		bugSendBeforePersist: cfg.Bugs.Has(bugs.CtrlSendBeforePersist), md: md, applied: applied}
 	g.rn, err = raft.NewRawNode(&raft.Config{
 		ID:              cfg.ID,
+		Applied:         applied,
 		ElectionTick:    electionTickUnreachable,
 		HeartbeatTick:   cfg.HeartbeatTicks,
 		Storage:         store,
@@ -380,6 +416,9 @@ func (g *Group) Begin(nowNs int64) []Effect {
 	}
 	g.started = true
 	g.nowNs, g.lastTickNs, g.heardNs = nowNs, nowNs, nowNs
+	if g.applied > 0 {
+		g.restored()
+	}
 	for _, l := range g.log.take() {
 		g.note("%s", l)
 	}
@@ -399,6 +438,9 @@ func (g *Group) Step(in Input) []Effect {
 	if !g.started {
 		g.started = true
 		g.lastTickNs, g.heardNs = in.NowNs, in.NowNs
+		if g.applied > 0 {
+			g.restored()
+		}
 	}
 	if g.failed != "" {
 		return nil
@@ -522,13 +564,17 @@ func (g *Group) ready() {
 			b.HardState = &meta.HardState{Term: rd.HardState.GetTerm(), Vote: rd.HardState.GetVote(), Commit: rd.HardState.GetCommit()}
 		}
 		if rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
-			panic("ctrl: raft produced a snapshot to persist; this step has none")
+			// A leader's image, to install: it replaces the log at or
+			// below its index and, once durable, the applied metadata.
+			m := rd.Snapshot.GetMetadata()
+			b.Snapshot = &meta.Snapshot{Index: m.GetIndex(), Term: m.GetTerm(), Data: slices.Clone(rd.Snapshot.GetData())}
 		}
 		sends := g.sends(rd.Messages)
 		if b.IsEmpty() {
 			g.out = append(g.out, sends...)
 			g.apply(rd.CommittedEntries)
 			g.rn.Advance(rd)
+			g.maybeImage()
 			continue
 		}
 		g.pend = &pending{firstSeq: g.nextSeq + 1, rd: rd, batches: splitBatch(b), sends: sends}
@@ -560,6 +606,14 @@ func (g *Group) sends(ms []*pb.Message) []Effect {
 			panic(fmt.Sprintf("ctrl: %s of %d bytes, over MsgBytesMax", m.GetType(), len(bs)))
 		}
 		out = append(out, Effect{Kind: EfSend, To: m.GetTo(), Msg: bs})
+		if m.GetType() == pb.MsgSnap {
+			// Sends are best effort and report nothing back: count the
+			// image as sent, so the leader probes the follower again
+			// (a lost one is sent again when the probe finds the
+			// follower still behind the compacted log) rather than
+			// wait for a report forever.
+			g.rn.ReportSnapshot(m.GetTo(), raft.SnapshotFinish)
+		}
 	}
 	return out
 }
@@ -610,7 +664,24 @@ func (g *Group) persisted(in Input) {
 		g.note("persist %d failed: %s; the group stops", in.Seq, in.Err)
 		return
 	}
-	g.store.persisted(p.batches[p.done])
+	b := p.batches[p.done]
+	g.store.persisted(b)
+	if b.Snapshot != nil {
+		md, err := metadata.DecodeImage(b.Snapshot.Data)
+		if err != nil || md.Applied() > b.Snapshot.Index {
+			// Our own leader's image, checked before it left; a peer's
+			// bytes could still be anything. Nothing applies it.
+			g.failed = fmt.Sprintf("snapshot at %d: image does not decode (%v) or holds %d", b.Snapshot.Index, err, md.Applied())
+			g.note("%s; the group stops", g.failed)
+			return
+		}
+		g.md, g.applied = md, b.Snapshot.Index
+		g.restored()
+	}
+	if p.image {
+		g.pend = nil // raft's next Ready goes (Step calls ready)
+		return
+	}
 	if g.cfg.Bugs.Has(bugs.CtrlConfirmUncommitted) {
 		for _, e := range p.batches[p.done].Entries {
 			if len(g.proposals) > 0 && len(e.Data) > 0 {
@@ -626,6 +697,38 @@ func (g *Group) persisted(in Input) {
 	g.out = append(g.out, p.sends...)
 	g.apply(p.rd.CommittedEntries)
 	g.rn.Advance(p.rd)
+	g.maybeImage()
+}
+
+// ImageRestoredNote is the Note of the EfApplied effect that says the
+// group's applied metadata is now an image's (its Index; no Cmd): at a
+// start from a stored image, or once a leader's snapshot is durable. A
+// watcher that follows every applied entry continues after Index.
+const ImageRestoredNote = "(the metadata restored from an image)"
+
+// restored says that the applied metadata is an image's, as of g.applied.
+func (g *Group) restored() {
+	t, _ := g.store.Term(g.applied)
+	g.out = append(g.out, Effect{Kind: EfApplied, Index: g.applied, Term: t, Note: ImageRestoredNote})
+}
+
+// maybeImage persists the applied metadata's image and compacts the log
+// up to it, once ImageEntries entries were applied since the last image
+// and nothing else is being persisted. The image's batch is persisted like
+// a Ready's, in turn (raft's next Ready waits for it).
+func (g *Group) maybeImage() {
+	n := g.cfg.ImageEntries
+	if n == 0 || g.pend != nil || g.failed != "" || g.applied < g.store.image.Index+n {
+		return
+	}
+	img := &meta.Applied{Index: g.applied, Data: g.md.AppendImage(nil)}
+	b := &meta.Batch{Applied: img, CompactIndex: g.applied}
+	if g.applied <= g.store.compacted.Index {
+		b.CompactIndex = 0 // a snapshot compacted it already
+	}
+	g.nextSeq++
+	g.pend = &pending{firstSeq: g.nextSeq, image: true, batches: []*meta.Batch{b}}
+	g.out = append(g.out, Effect{Kind: EfPersist, Seq: g.nextSeq, Batch: b})
 }
 
 func (g *Group) apply(ents []*pb.Entry) {

@@ -17,6 +17,10 @@ type logStore struct {
 	hs        meta.HardState
 	compacted meta.EntryID
 	ents      []*pb.Entry // contiguous from compacted.Index+1
+	// image is the newest durable image of the applied metadata (the
+	// applied record, or an installed snapshot): what Snapshot sends a
+	// follower that needs compacted entries. Index 0: none.
+	image meta.Applied
 }
 
 var _ raft.Storage = (*logStore)(nil)
@@ -51,10 +55,19 @@ func toMetaEntry(e *pb.Entry) meta.Entry {
 func (s *logStore) lastIndex() uint64 { return s.compacted.Index + uint64(len(s.ents)) }
 
 // persisted records a batch the host has made durable (io/meta's order:
-// snapshot, entries, hard state).
+// snapshot, entries, hard state, applied record, compaction).
 func (s *logStore) persisted(b *meta.Batch) {
-	if b.Snapshot != nil {
-		panic("ctrl: snapshots are not produced by this group yet")
+	if sn := b.Snapshot; sn != nil {
+		// io/meta's install: entries above the snapshot stay only if the
+		// log matches at its index.
+		keep := sn.Index < s.lastIndex() && sn.Index > s.compacted.Index && s.ents[sn.Index-s.compacted.Index-1].GetTerm() == sn.Term
+		if keep {
+			s.ents = s.ents[sn.Index-s.compacted.Index:]
+		} else {
+			s.ents = nil
+		}
+		s.compacted = meta.EntryID{Index: sn.Index, Term: sn.Term}
+		s.image = meta.Applied{Index: sn.Index, Data: sn.Data}
 	}
 	if len(b.Entries) > 0 {
 		first := b.Entries[0].Index
@@ -68,6 +81,17 @@ func (s *logStore) persisted(b *meta.Batch) {
 	}
 	if b.HardState != nil {
 		s.hs = *b.HardState
+	}
+	if b.Applied != nil && b.Applied.Index > s.image.Index {
+		s.image = *b.Applied
+	}
+	if c := b.CompactIndex; c != 0 {
+		if c <= s.compacted.Index || c > s.lastIndex() {
+			panic(fmt.Sprintf("ctrl: compaction to %d, log holds (%d, %d]", c, s.compacted.Index, s.lastIndex()))
+		}
+		t := s.ents[c-s.compacted.Index-1].GetTerm()
+		s.ents = s.ents[c-s.compacted.Index:]
+		s.compacted = meta.EntryID{Index: c, Term: t}
 	}
 }
 
@@ -111,8 +135,19 @@ func (s *logStore) Term(i uint64) (uint64, error) {
 func (s *logStore) LastIndex() (uint64, error)  { return s.lastIndex(), nil }
 func (s *logStore) FirstIndex() (uint64, error) { return s.compacted.Index + 1, nil }
 
+// Snapshot is the newest image, which covers every compacted entry (the
+// log is compacted only up to an image); raft sends it to a follower that
+// needs compacted entries.
 func (s *logStore) Snapshot() (*pb.Snapshot, error) {
-	return &pb.Snapshot{Metadata: &pb.SnapshotMetadata{Index: new(s.compacted.Index), Term: new(s.compacted.Term),
+	if s.image.Index == 0 {
+		return &pb.Snapshot{Metadata: &pb.SnapshotMetadata{Index: new(s.compacted.Index), Term: new(s.compacted.Term),
+			ConfState: s.confState()}}, nil
+	}
+	t, err := s.Term(s.image.Index)
+	if err != nil {
+		panic(fmt.Sprintf("ctrl: no term for the image at %d: %v", s.image.Index, err))
+	}
+	return &pb.Snapshot{Data: s.image.Data, Metadata: &pb.SnapshotMetadata{Index: new(s.image.Index), Term: new(t),
 		ConfState: s.confState()}}, nil
 }
 

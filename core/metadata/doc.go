@@ -30,5 +30,5 @@
 //   - The image (AppendImage, DecodeImage) is the whole State as one
 //     canonical byte string, for snapshots: one State has one image, and a
 //     decoded image is refused unless it is one (image.go). The metadata
-//     group does not produce snapshots yet.
+//     group persists it and sends it as a raft snapshot (core/ctrl).
 package metadata

@@ -114,6 +114,9 @@ func AppendBatch(dst []byte, b *meta.Batch) []byte {
 	if b.Applied != nil {
 		dst = AppendKV(dst, "applied", b.Applied.Index)
 	}
+	if b.CompactIndex != 0 {
+		dst = AppendKV(dst, "compact", b.CompactIndex)
+	}
 	return dst
 }
 

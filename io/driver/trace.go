@@ -278,7 +278,13 @@ func batchBinBytes(mb *meta.Batch) int {
 	for i := range mb.Entries {
 		n += 30 + len(mb.Entries[i].Data)
 	}
-	return n
+	if mb.Snapshot != nil {
+		n += 40 + len(mb.Snapshot.Data)
+	}
+	if mb.Applied != nil {
+		n += 30 + len(mb.Applied.Data)
+	}
+	return n + 12 // the compaction index
 }
 
 // appendBatchBin encodes what the text form shows of a metadata batch, and
@@ -296,6 +302,21 @@ func appendBatchBin(b []byte, mb *meta.Batch) []byte {
 		b = binary.AppendUvarint(b, hs.Term)
 		b = binary.AppendUvarint(b, hs.Vote)
 		b = binary.AppendUvarint(b, hs.Commit)
+	}
+	if sn := mb.Snapshot; sn != nil {
+		b = append(b, 'S')
+		b = binary.AppendUvarint(b, sn.Index)
+		b = binary.AppendUvarint(b, sn.Term)
+		b = appendStrBin(b, string(sn.Data))
+	}
+	if ap := mb.Applied; ap != nil {
+		b = append(b, 'A')
+		b = binary.AppendUvarint(b, ap.Index)
+		b = appendStrBin(b, string(ap.Data))
+	}
+	if mb.CompactIndex != 0 {
+		b = append(b, 'C')
+		b = binary.AppendUvarint(b, mb.CompactIndex)
 	}
 	return b
 }

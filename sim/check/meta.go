@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"github.com/sluicemq/sluice/core/ctrl"
 	"slices"
 	"strconv"
 	"strings"
@@ -142,6 +143,17 @@ func (c *Checker) MetaApplied(atNs int64, node core.NodeID, index, term uint64, 
 	want, ok := m.next[node]
 	if !ok {
 		want = 1
+	}
+	if result == ctrl.ImageRestoredNote {
+		// The node's applied metadata is an image's (its stored one at a
+		// start, or a leader's snapshot): of a prefix the history holds,
+		// never behind what this process applied; it goes on after it.
+		if index+1 < want || index > uint64(len(m.history)) {
+			c.fail("meta-one-history", atNs, "n%d restored a metadata image at %d, having applied up to %d; the history holds %d entries",
+				node, index, want-1, len(m.history))
+		}
+		m.next[node] = index + 1
+		return
 	}
 	if index != want {
 		c.fail("meta-one-history", atNs, "n%d applied metadata entry %d, expected %d next", node, index, want)
@@ -324,6 +336,10 @@ func (c *Checker) MetaFinal(atNs int64, voters []core.NodeID, disks []*meta.Stat
 				continue
 			}
 			if e, ok := stateEntry(st, cf.index); ok && string(e.Data) == cf.cmd && e.Term == m.history[cf.index-1].term {
+				holders++
+			} else if cf.index <= st.Compacted.Index {
+				// Compacted into a durable image (a log is compacted only
+				// up to one), which holds what the entry did.
 				holders++
 			}
 		}

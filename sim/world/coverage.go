@@ -49,6 +49,9 @@ const (
 	MarkISRConfirm                          // an isr queue confirmed a publish at its high watermark
 	MarkUnderMinInSync                      // a committed in-sync change left a queue below its min in-sync
 	MarkISRRefused                          // an isr queue refused a publish: its in-sync set below min in-sync
+	MarkMetaCompact                         // a broker persisted its metadata image and compacted its log
+	MarkMetaSnapshot                        // a follower installed a leader's metadata image sent as a raft snapshot
+	MarkMetaImage                           // a process's applied metadata became an image's (at its start, or a snapshot installed)
 	markKinds
 )
 
@@ -86,6 +89,9 @@ var markNames = [...]string{
 	MarkISRConfirm:          "isr-confirm",
 	MarkUnderMinInSync:      "under-min-insync",
 	MarkISRRefused:          "isr-refused",
+	MarkMetaCompact:         "meta-compact",
+	MarkMetaSnapshot:        "meta-snapshot",
+	MarkMetaImage:           "meta-image",
 }
 
 func (m Mark) String() string {

@@ -115,6 +115,9 @@ func (w *World) ctrlSetup() {
 	w.schedule1(w.rCtrl.Range(100e6, 500e6), evAdmin)
 }
 
+// ctrlImageEntries is the simulated metadata groups' ImageEntries.
+const ctrlImageEntries = 16
+
 // ctrlLearners returns the brokers that are not voters.
 func (w *World) ctrlLearners() []uint64 {
 	var ls []uint64
@@ -140,6 +143,10 @@ func (w *World) ctrlConfig(b *broker) (*ctrl.Config, *metaStore) {
 	cfg.Learners = w.ctrlLearners()
 	cfg.TickNs, cfg.HeartbeatTicks, cfg.CampaignTimeoutNs = ctrlTiming.TickNs, ctrlTiming.HeartbeatTicks, ctrlTiming.CampaignTimeoutNs
 	cfg.Bugs = w.prof.Bugs
+	// An image every 16 applied entries: runs hold a few hundred, so the
+	// swarm compacts logs, sends images to lagging followers and starts
+	// processes from images (the daemon's default is 10,000).
+	cfg.ImageEntries = ctrlImageEntries
 	w.checker.MetaStarted(b.id)
 	return &cfg, &metaStore{s: s}
 }

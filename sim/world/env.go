@@ -1,6 +1,7 @@
 package world
 
 import (
+	"github.com/sluicemq/sluice/core/ctrl"
 	"strings"
 
 	"github.com/sluicemq/sluice/core"
@@ -225,6 +226,14 @@ func (env *brokerEnv) Recovered(l int, st core.LogState) {
 func (env *brokerEnv) Executed(l int, op *core.Effect, done *core.StorageDone, log *seglog.Log) {
 	w, b := env.w, env.b
 	if op.Op == core.OpPersist {
+		if done.Err == "" && op.Batch != nil {
+			switch {
+			case op.Batch.Snapshot != nil:
+				w.mark(MarkMetaSnapshot)
+			case op.Batch.CompactIndex != 0:
+				w.mark(MarkMetaCompact)
+			}
+		}
 		return // the metadata disk is judged at the end (ctrlFinal)
 	}
 	q := queueOf(op.Group)
@@ -284,6 +293,10 @@ func (env *brokerEnv) Watermark(e *core.Effect) {
 func (env *brokerEnv) Applied(e *core.Effect) {
 	w := env.w
 	w.checker.MetaApplied(w.now, env.b.id, e.Offset, e.Tag, e.Body, e.Reason)
+	if e.Reason == ctrl.ImageRestoredNote {
+		w.mark(MarkMetaImage)
+		return
+	}
 	c, err := metadata.Decode(e.Body)
 	if err != nil || strings.Contains(e.Reason, "=> refused") {
 		return
