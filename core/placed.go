@@ -168,6 +168,12 @@ func (n *Node) opened(d *StorageDone) {
 	n.queues = slices.Insert(n.queues, at, r)
 	r.Restore(d.State)
 	r.Begin()
+	if q.Assignment.Owner == n.x.Node {
+		// The committed in-sync set from the start, not from the next
+		// tick: an isr owner admits nothing without one, and a publish
+		// right after the declaration would be refused.
+		r.SetInSync(q.Assignment.InSync.Slice(), q.Assignment.InSyncVersion, md.Setting(metadata.ReplicaLagTimeMaxMs))
+	}
 }
 
 // topology answers where a queue lives, by the applied metadata.

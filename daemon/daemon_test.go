@@ -667,3 +667,30 @@ func TestServeLargeMessages(t *testing.T) {
 		t.Fatal("a 1 MiB publish was not refused")
 	}
 }
+
+// TestServeISRQueue: a queue declared with x-sluice-policy isr (its min
+// in-sync 1 on this single broker) confirms at its high watermark through
+// an unchanged client; a min in-sync above its replicas is refused with
+// 406 before anything is committed.
+func TestServeISRQueue(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	defer stopServer(t, s)
+	c := mustDial(t, s)
+	defer c.Close()
+	ch, err := c.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := amqp.Table{"x-sluice-policy": "isr", "x-sluice-min-insync": int32(1)}
+	if _, err := ch.QueueDeclare("clicks", true, false, false, false, args); err != nil {
+		t.Fatalf("declare: %v", err)
+	}
+	publishConfirmed(t, ch, "clicks", 0, 50)
+
+	bad := amqp.Table{"x-sluice-policy": "isr", "x-sluice-min-insync": int32(2)}
+	_, err = ch.QueueDeclare("clicks2", true, false, false, false, bad)
+	var e *amqp.Error
+	if !errors.As(err, &e) || e.Code != 406 {
+		t.Fatalf("declare with min in-sync 2 of 1 replica: %v, want 406", err)
+	}
+}
