@@ -379,67 +379,66 @@ func seeds(t *testing.T, fixed ...uint64) []uint64 {
 var sparse3 = []uint64{7, 20, 301}
 var sparse5 = []uint64{4, 9, 16, 1000, 77777}
 
-// TestClusterFaults: elections, proposals, drops and crashes, then heal;
-// the checks hold throughout, proposals commit, and after healing every
-// node applies a last proposal.
-func TestClusterFaults(t *testing.T) {
+// runClusters runs the random cluster for every voter set and seed:
+// elections, proposals, 10 % drops and crashes, then heal and a final
+// proposal every node must apply; images every imageEntries entries when
+// not 0. check judges the healed cluster.
+func runClusters(t *testing.T, imageEntries uint64, check func(t *testing.T, c *cluster)) {
 	for _, voters := range [][]uint64{sparse3, sparse5} {
 		for _, seed := range seeds(t, 1, 2, 3) {
 			t.Run(fmt.Sprintf("voters=%d/seed=%d", len(voters), seed), func(t *testing.T) {
 				t.Logf("seed %d (SLUICE_CTRL_SEED=%d reproduces it)", seed, seed)
 				c := newCluster(t, seed, voters, false)
+				if imageEntries != 0 {
+					c.imageEntries = imageEntries
+					for _, n := range c.nodes { // take the setting from the start
+						c.crash(n)
+						c.start(n)
+					}
+				}
 				c.dropPct = 10
 				c.run(20000, 4)
 				c.heal(3000)
 				c.done()
 				finalCommit(t, c)
-				if c.applied == 0 || len(c.leaders) == 0 {
-					t.Fatalf("nothing committed: %d applied proposals, %d terms with a leader", c.applied, len(c.leaders))
-				}
-				t.Logf("%d terms led, %d campaigns, history %d entries, %d applies of proposals, %d trace lines",
-					len(c.leaders), c.campaigns, len(c.history), c.applied, c.lines)
+				check(t, c)
 			})
 		}
 	}
 }
 
-// TestClusterImages runs the faults of TestClusterFaults with an image
-// every 8 applied entries: the log is compacted, followers that fall
-// behind are sent the image as a snapshot, and restarted nodes start from
-// their stored image; every node still applies one history (images
-// restored only of its committed prefix) and ends with the same metadata.
-func TestClusterImages(t *testing.T) {
-	for _, voters := range [][]uint64{sparse3, sparse5} {
-		for _, seed := range seeds(t, 1, 2, 3) {
-			t.Run(fmt.Sprintf("voters=%d/seed=%d", len(voters), seed), func(t *testing.T) {
-				t.Logf("seed %d (SLUICE_CTRL_SEED=%d reproduces it)", seed, seed)
-				c := newCluster(t, seed, voters, false)
-				c.imageEntries = 8
-				for _, n := range c.nodes { // take the setting from the start
-					c.crash(n)
-					c.start(n)
-				}
-				c.dropPct = 10
-				c.run(20000, 4)
-				c.heal(3000)
-				c.done()
-				finalCommit(t, c)
-				if c.images == 0 {
-					t.Fatal("no image was ever restored: the test does not test images")
-				}
-				var first []byte
-				for _, n := range c.nodes {
-					img := n.g.Metadata().AppendImage(nil)
-					if first == nil {
-						first = img
-					} else if string(img[1:]) != string(first[1:]) && n.g.AppliedIndex() == c.nodes[0].g.AppliedIndex() {
-						t.Fatalf("n%d's metadata differs from n%d's at the same applied index", n.id, c.nodes[0].id)
-					}
-				}
-				t.Logf("%d images restored, history %d entries", c.images, len(c.history))
-			})
+// TestClusterFaults: the checks hold throughout, proposals commit, and
+// after healing every node applies a last proposal.
+func TestClusterFaults(t *testing.T) {
+	runClusters(t, 0, func(t *testing.T, c *cluster) {
+		if c.applied == 0 || len(c.leaders) == 0 {
+			t.Fatalf("nothing committed: %d applied proposals, %d terms with a leader", c.applied, len(c.leaders))
 		}
-	}
+		t.Logf("%d terms led, %d campaigns, history %d entries, %d applies of proposals, %d trace lines",
+			len(c.leaders), c.campaigns, len(c.history), c.applied, c.lines)
+	})
+}
+
+// TestClusterImages runs the same faults with an image every 8 applied
+// entries: the log is compacted, followers that fall behind are sent the
+// image as a snapshot, and restarted nodes start from their stored image;
+// every node still applies one history (images restored only of its
+// committed prefix), and nodes at the same applied index hold the same
+// metadata.
+func TestClusterImages(t *testing.T) {
+	runClusters(t, 8, func(t *testing.T, c *cluster) {
+		if c.images == 0 {
+			t.Fatal("no image was ever restored: the test does not test images")
+		}
+		first := c.nodes[0]
+		for _, n := range c.nodes[1:] {
+			if n.g.AppliedIndex() == first.g.AppliedIndex() &&
+				string(n.g.Metadata().AppendImage(nil)) != string(first.g.Metadata().AppendImage(nil)) {
+				t.Fatalf("n%d's metadata differs from n%d's at applied index %d", n.id, first.id, first.g.AppliedIndex())
+			}
+		}
+		t.Logf("%d images restored, history %d entries", c.images, len(c.history))
+	})
 }
 
 // finalCommit proposes at the leader of a healed cluster and requires every
