@@ -3,11 +3,13 @@ package ctrl
 import (
 	"crypto/sha256"
 	"fmt"
-	"github.com/sluicemq/sluice/core/metadata"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sluicemq/sluice/core/metadata"
+	"github.com/sluicemq/sluice/core/seam"
 
 	"github.com/sluicemq/sluice/io/meta"
 	"github.com/sluicemq/sluice/sim/metamem"
@@ -618,4 +620,58 @@ func TestTraceHashStableAcrossProcesses(t *testing.T) {
 	if h != pinnedLeaderCrashHash {
 		t.Fatalf("seed 21: trace hash %s, pinned %s", h, pinnedLeaderCrashHash)
 	}
+}
+
+// TestLargeImageSnapshot: a follower that missed the declaration of 20,000
+// queues with long names catches up from one snapshot of an image larger
+// than 4 MiB (the limit a message had before images could be that large).
+func TestLargeImageSnapshot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("declares 20,000 queues")
+	}
+	c := newCluster(t, 5, sparse3, false)
+	c.imageEntries = 2048
+	for _, n := range c.nodes {
+		c.crash(n)
+		c.start(n)
+	}
+	c.run(2000, 0)
+	l := c.leader()
+	if l == nil {
+		t.Fatal("no leader")
+	}
+	var lagging *simNode
+	for _, n := range c.nodes {
+		if n != l {
+			lagging = n
+		}
+	}
+	c.crash(lagging)
+	name := []byte(strings.Repeat("q", metadata.QueueNameBytesMax))
+	const queues = 20_000
+	for i := range queues {
+		for j, k := len(name)-1, i; j >= len(name)-5; j, k = j-1, k/10 {
+			name[j] = byte('0' + k%10)
+		}
+		cmd := metadata.Command{Kind: metadata.DeclareQueue, Queue: string(name), Replicas: 3, Policy: seam.MajorityDurable, MinInsync: 1}
+		c.step(l, Input{Kind: InPropose, Msg: cmd.Encode(nil)})
+		if i%1024 == 1023 {
+			c.run(3000, 0)
+		}
+	}
+	c.run(3000, 0)
+	if got := len(l.g.Metadata().Queues()); got != queues {
+		t.Fatalf("the leader applied %d queues, want %d", got, queues)
+	}
+	img := len(l.g.Metadata().AppendImage(nil))
+	if img <= 4<<20 {
+		t.Fatalf("the image is %d bytes: not over 4 MiB, the test does not test large images", img)
+	}
+	before := c.images
+	c.start(lagging)
+	finalCommit(t, c)
+	if c.images == before || len(lagging.g.Metadata().Queues()) != queues {
+		t.Fatalf("n%d restored %d images and holds %d queues, want a snapshot of %d", lagging.id, c.images-before, len(lagging.g.Metadata().Queues()), queues)
+	}
+	t.Logf("n%d caught up from an image of %d bytes", lagging.id, img)
 }

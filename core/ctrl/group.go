@@ -19,12 +19,23 @@ import (
 // from the group's failure detector, whose jitter arrives in the input.
 const electionTickUnreachable = 1 << 40
 
+// maxSizePerMsg is raft's MaxSizePerMsg: the entries one append carries.
+const maxSizePerMsg = 1 << 20
+
 // ticksPerStepMax bounds the raft ticks one tick input replays after a long
 // gap (a paused process): enough for a heartbeat, never a loop over hours.
 const ticksPerStepMax = 8
 
-// MsgBytesMax bounds a peer message's encoding, in and out.
-const MsgBytesMax = 4 << 20
+// MsgBytesMax bounds a peer message's encoding, in and out. The largest is
+// a snapshot carrying the largest image (metadata.ImageBytesMax) with raft's
+// envelope (its conf state names at most BrokersMax nodes); appends carry at
+// most MaxSizePerMsg of entries. core/wire checks that a frame holds it.
+const MsgBytesMax = metadata.ImageBytesMax + 8<<20
+
+// A persist batch holds a snapshot with the largest image and a Ready's
+// entries (raft's MaxSizePerMsg of them, each under CommandBytesMax): this
+// constant does not compile otherwise.
+const _ = uint(meta.BatchBytesMax - metadata.ImageBytesMax - 2*maxSizePerMsg)
 
 // Config configures one node's metadata group.
 type Config struct {
@@ -210,7 +221,7 @@ func New(cfg Config, st meta.State) (*Group, error) {
 		ElectionTick:    electionTickUnreachable,
 		HeartbeatTick:   cfg.HeartbeatTicks,
 		Storage:         store,
-		MaxSizePerMsg:   1 << 20,
+		MaxSizePerMsg:   maxSizePerMsg,
 		MaxInflightMsgs: 64,
 		CheckQuorum:     false,
 		// A proposal goes to the leader; a follower drops it (the caller retries

@@ -19,9 +19,12 @@ import (
 // imageVersion is the image format's version.
 const imageVersion = 1
 
-// ImageBytesMax bounds an image: BrokersMax brokers and QueuesMax queues
-// of the largest encoding, with room to spare.
-const ImageBytesMax = 64 << 20
+// ImageBytesMax bounds an image. The largest metadata the limits allow
+// (BrokersMax brokers, QueuesMax queues with the longest names and widest
+// integers, all placed and fenced) has an image of 29.4 MiB
+// (TestImageLargestFits), so 40 MiB leaves room for the format to grow;
+// core/ctrl sends an image as one raft message within its MsgBytesMax.
+const ImageBytesMax = 40 << 20
 
 // AppendImage appends s's image.
 func (s *State) AppendImage(dst []byte) []byte {

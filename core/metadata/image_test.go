@@ -105,3 +105,63 @@ func FuzzDecodeImage(f *testing.F) {
 		}
 	})
 }
+
+// The largest metadata the limits allow has an image within ImageBytesMax:
+// BrokersMax brokers and QueuesMax queues with the longest names, every
+// integer at its widest varint, every queue placed on ReplicasMax members
+// and fenced by a transition. (The controller sends an image as one raft
+// snapshot message, and core/ctrl sizes MsgBytesMax from ImageBytesMax.)
+func TestImageLargestFits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the largest metadata (65,536 queues)")
+	}
+	var s State
+	index := uint64(1) << 63 // every incarnation a 10-byte varint
+	do := func(c *Command) {
+		index++
+		if _, err := s.Apply(index, c); err != nil {
+			t.Fatalf("%s: %v", c.String(), err)
+		}
+	}
+	wide := ^uint64(0)
+	var ms Members
+	for n := seam.NodeID(1); n <= BrokersMax; n++ {
+		process, storage := wide-uint64(n), wide-2*uint64(n)
+		do(&Command{Kind: RegisterBroker, Node: n, Process: process, Storage: storage})
+		if int(n) > BrokersMax-seam.ReplicasMax {
+			ms.M[ms.N] = Member{Node: n, Process: process, Storage: storage}
+			ms.N++
+		}
+	}
+	var proposed Nodes
+	proposed.N = copy(proposed.ID[:], []seam.NodeID{BrokersMax - 4, BrokersMax - 3, BrokersMax - 2, BrokersMax - 1})
+	name := make([]byte, QueueNameBytesMax)
+	for i := range name {
+		name[i] = 'q'
+	}
+	epoch := wide - 1
+	for i := range QueuesMax {
+		// Ascending names, so every declaration appends.
+		for j, k := QueueNameBytesMax-1, i; j >= QueueNameBytesMax-5; j, k = j-1, k/16 {
+			name[j] = "0123456789abcdef"[k%16]
+		}
+		do(&Command{Kind: DeclareQueue, Queue: string(name), Replicas: seam.ReplicasMax, Policy: seam.ISR, MinInsync: seam.ReplicasMax})
+		incarnation := index
+		do(&Command{Kind: Assign, Queue: string(name), Incarnation: incarnation, Epoch: epoch, Owner: ms.M[0].Node, Members: ms})
+		q := &s.queues[len(s.queues)-1]
+		q.Assignment.InSyncVersion = wide // as if changed that often
+		digest := TransitionDigest(q, &proposed)
+		do(&Command{Kind: Transition, Queue: string(name), Incarnation: incarnation, Epoch: epoch, Proposed: proposed, Digest: digest})
+	}
+	if len(s.queues) != QueuesMax || len(s.brokers) != BrokersMax {
+		t.Fatalf("%d queues and %d brokers, want the limits", len(s.queues), len(s.brokers))
+	}
+	img := s.AppendImage(nil)
+	t.Logf("the largest image: %d bytes (%.1f MiB), limit %d", len(img), float64(len(img))/(1<<20), ImageBytesMax)
+	if len(img) > ImageBytesMax {
+		t.Fatalf("the largest metadata's image is %d bytes, over ImageBytesMax %d", len(img), ImageBytesMax)
+	}
+	if _, err := DecodeImage(img); err != nil {
+		t.Fatalf("the largest image does not decode: %v", err)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"slices"
 
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/ctrl"
 )
 
 // Limits of one frame.
@@ -29,6 +30,10 @@ const (
 	GroupBytes    = 8
 	FrameBytesMax = 64 << 20
 )
+
+// A frame holds the metadata group's largest message (a snapshot with the
+// largest image): this constant does not compile otherwise.
+const _ = uint(FrameBytesMax - GroupBytes - ctrl.MsgBytesMax)
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
