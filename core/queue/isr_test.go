@@ -148,3 +148,31 @@ func TestWatermarkNeverMovesBack(t *testing.T) {
 		}
 	}
 }
+
+// TestAskedBackCountsAtOnce: a follower the owner asked back counts toward
+// the high watermark from the moment it is asked, before the change
+// commits: once it commits, the committed set names the follower, and
+// what the owner confirmed meanwhile must already be on it. The planted
+// isr-ignores-asked-back confirms without it.
+func TestAskedBackCountsAtOnce(t *testing.T) {
+	for _, planted := range []bugs.Set{0, bugs.ISRIgnoresAskedBack} {
+		o := newISROwner(t, planted)
+		o.r.SetInSync([]seam.NodeID{1, 2}, 1, 1000) // n3 left the set
+		o.publish(1)
+		o.sync()
+		o.want(o.report(2, 2), "reply c=9 id=1 confirmed q=7 o=1", true)
+		o.report(3, 2) // n3 caught up to the watermark: asked back
+		want, version, ok := o.r.InSyncWanted()
+		if !ok || !slices.Equal(want, []seam.NodeID{1, 2, 3}) || version != 1 {
+			t.Fatalf("bugs=%v: in-sync wanted %v from version %d (%v), want [1 2 3] from 1", planted, want, version, ok)
+		}
+		o.publish(2)
+		o.sync()
+		if confirmed := has(o.report(2, 3), "confirmed"); confirmed != (planted != 0) {
+			t.Fatalf("bugs=%v: confirmed=%v with n3, asked back, lacking the record", planted, confirmed)
+		}
+		if planted == 0 {
+			o.want(o.report(3, 3), "reply c=9 id=2 confirmed q=7 o=2", true)
+		}
+	}
+}
