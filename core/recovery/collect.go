@@ -1,0 +1,155 @@
+package recovery
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/sluicemq/sluice/core/quorum"
+	"github.com/sluicemq/sluice/core/seam"
+)
+
+// Replica is one replica of the previous assignment: its node and the
+// storage instance (data directory) it held the log in. A seal from any
+// process of that node and storage instance witnesses for it.
+type Replica struct {
+	Node    seam.NodeID
+	Storage uint64
+}
+
+// Transition is what a collection needs to know of the pending transition
+// it gathers evidence for, all fixed for the transition's life.
+type Transition struct {
+	Queue       seam.QueueID
+	Incarnation uint64
+	Epoch       uint64 // the proposed fencing epoch
+	Digest      Digest
+	// Previous is the previous assignment's replicas (E = its length) and
+	// W its write requirement.
+	Previous []Replica
+	W        int
+	// ISR: the queue confirms at its in-sync set's high watermark; InSync
+	// is the last committed in-sync set, from which the clean election
+	// takes its witness and source.
+	ISR    bool
+	InSync []seam.NodeID
+}
+
+// Collection gathers the seals of one transition.
+type Collection struct {
+	t       Transition
+	r       int    // R = E - W + 1 (0: not an R collection, an isr one)
+	seals   []Seal // at most one per previous replica, in arrival order
+	blocked string // non-empty: contradictory evidence; the collection stops
+}
+
+// NewCollection starts the collection of t's seals. A malformed
+// transition (no previous replicas, W outside 1..E, more replicas than a
+// queue has, an isr queue without an in-sync set) is an error.
+func NewCollection(t Transition) (*Collection, error) {
+	e := len(t.Previous)
+	switch {
+	case e == 0 || e > seam.ReplicasMax:
+		return nil, fmt.Errorf("recovery: %d previous replicas, want 1 to %d", e, seam.ReplicasMax)
+	case t.W < 1 || t.W > e:
+		return nil, fmt.Errorf("recovery: W=%d of E=%d", t.W, e)
+	case t.ISR && len(t.InSync) == 0:
+		return nil, fmt.Errorf("recovery: an isr transition without an in-sync set")
+	}
+	for i, p := range t.Previous {
+		if slices.ContainsFunc(t.Previous[:i], func(q Replica) bool { return q.Node == p.Node }) {
+			return nil, fmt.Errorf("recovery: n%d is a previous replica twice", p.Node)
+		}
+	}
+	c := &Collection{t: t}
+	if !t.ISR {
+		c.r = quorum.RecoveryThreshold(e, t.W)
+	}
+	return c, nil
+}
+
+// Threshold is R, the complete witnesses the collection needs (1 for an
+// isr queue: one member of the in-sync set).
+func (c *Collection) Threshold() int {
+	if c.t.ISR {
+		return 1
+	}
+	return c.r
+}
+
+// Add records seal s. It returns an error, and records nothing, for a seal
+// of another transition or from a replica that is not one of the previous
+// assignment's; an identical retry is accepted and counts once; a
+// different seal from a replica that already reported blocks the
+// collection (Blocked says why).
+func (c *Collection) Add(s Seal) error {
+	switch {
+	case s.Queue != c.t.Queue || s.Incarnation != c.t.Incarnation || s.Epoch != c.t.Epoch || s.Transition != c.t.Digest:
+		return fmt.Errorf("recovery: a seal of queue %d incarnation %d for epoch %d, transition %x: not this transition", s.Queue, s.Incarnation, s.Epoch, s.Transition[:6])
+	case !slices.Contains(c.t.Previous, Replica{Node: s.Node, Storage: s.Storage}):
+		return fmt.Errorf("recovery: n%d storage %d is not a replica of the previous assignment", s.Node, s.Storage)
+	}
+	i := slices.IndexFunc(c.seals, func(o Seal) bool { return o.Node == s.Node })
+	switch {
+	case i < 0:
+		c.seals = append(c.seals, s)
+	case c.seals[i] == s:
+		// An identical retry: counted once.
+	default:
+		if c.blocked == "" {
+			c.blocked = fmt.Sprintf("n%d sealed twice with different evidence ([%d, %d) epoch %d %x, then [%d, %d) epoch %d %x)",
+				s.Node, c.seals[i].Start, c.seals[i].End, c.seals[i].LastEpoch, c.seals[i].Identity[:6], s.Start, s.End, s.LastEpoch, s.Identity[:6])
+		}
+	}
+	return nil
+}
+
+// Blocked says why the collection cannot complete (contradictory
+// evidence), or "".
+func (c *Collection) Blocked() string { return c.blocked }
+
+// eligible reports whether s counts: a complete witness (no detected
+// damage) and, for an isr queue, a member of the in-sync set.
+func (c *Collection) eligible(s *Seal) bool {
+	return !s.Damaged && (!c.t.ISR || slices.Contains(c.t.InSync, s.Node))
+}
+
+// Witnesses counts the complete witnesses so far.
+func (c *Collection) Witnesses() int {
+	n := 0
+	for i := range c.seals {
+		if c.eligible(&c.seals[i]) {
+			n++
+		}
+	}
+	return n
+}
+
+// Complete reports whether the collection holds enough evidence: not
+// blocked, and at least Threshold complete witnesses.
+func (c *Collection) Complete() bool {
+	return c.blocked == "" && c.Witnesses() >= c.Threshold()
+}
+
+// Source returns the witness recovery copies from: among the complete
+// witnesses, the one whose log reaches furthest, by (last epoch, end),
+// ties to the lowest node id. ok is false until the collection is
+// complete.
+func (c *Collection) Source() (s Seal, ok bool) {
+	if !c.Complete() {
+		return Seal{}, false
+	}
+	for i := range c.seals {
+		w := &c.seals[i]
+		if !c.eligible(w) {
+			continue
+		}
+		if !ok || w.LastEpoch > s.LastEpoch || (w.LastEpoch == s.LastEpoch && (w.End > s.End || (w.End == s.End && w.Node < s.Node))) {
+			s, ok = *w, true
+		}
+	}
+	return s, ok
+}
+
+// Seals returns the seals recorded, in arrival order (the caller must not
+// change them).
+func (c *Collection) Seals() []Seal { return c.seals }

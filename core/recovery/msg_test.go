@@ -1,0 +1,92 @@
+package recovery
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+)
+
+func sampleSeal() Seal {
+	return Seal{Queue: 7, Incarnation: 1 << 40, Epoch: 9, Transition: Digest{1, 2, 3}, Node: 2, Process: 300, Storage: 4000,
+		Start: 0, End: 1201, LastEpoch: 8, Identity: Digest{9, 8, 7}, Damaged: true}
+}
+
+// encodings returns one encoding of every message kind.
+func encodings() [][]byte {
+	s := sampleSeal()
+	return [][]byte{
+		AppendSealRequest(nil, &SealRequest{Queue: 7, Incarnation: 1 << 40, Epoch: 9, Transition: Digest{1, 2, 3}}),
+		AppendSeal(nil, &s),
+		AppendSealRefused(nil, &SealRefused{Queue: 7, Transition: Digest{1}, Busy: true, Reason: "another seal runs"}),
+	}
+}
+
+// decodeAny decodes b by its marker and re-encodes what it decoded.
+func decodeAny(b []byte) ([]byte, error) {
+	k, err := KindOf(b)
+	if err != nil {
+		return nil, err
+	}
+	switch k {
+	case KindSealRequest:
+		r, err := DecodeSealRequest(b)
+		return AppendSealRequest(nil, &r), err
+	case KindSeal:
+		s, err := DecodeSeal(b)
+		return AppendSeal(nil, &s), err
+	default:
+		r, err := DecodeSealRefused(b)
+		return AppendSealRefused(nil, &r), err
+	}
+}
+
+// Every message decodes to what was encoded; every cut, every trailing
+// byte and every padded varint is refused.
+func TestMessagesStrict(t *testing.T) {
+	for _, b := range encodings() {
+		again, err := decodeAny(b)
+		if err != nil || !bytes.Equal(again, b) {
+			t.Fatalf("%q: decoded (%v) and encoded again as %q", b, err, again)
+		}
+		for cut := range len(b) {
+			if _, err := decodeAny(b[:cut]); !errors.Is(err, ErrDecode) {
+				t.Fatalf("%q cut at %d of %d decoded (%v)", b[:4], cut, len(b), err)
+			}
+		}
+		if _, err := decodeAny(append(bytes.Clone(b), 0)); !errors.Is(err, ErrDecode) {
+			t.Fatalf("%q with a trailing byte decoded (%v)", b[:4], err)
+		}
+		// The queue id 7 right after the marker, padded to two bytes.
+		padded := append(append(bytes.Clone(b[:4]), 0x87, 0x00), b[5:]...)
+		if _, err := decodeAny(padded); !errors.Is(err, ErrDecode) {
+			t.Fatalf("%q with a padded varint decoded (%v)", b[:4], err)
+		}
+	}
+	if _, err := decodeAny([]byte("RSX1")); err == nil {
+		t.Fatal("an unknown marker decoded")
+	}
+	s := sampleSeal()
+	s.Start, s.End = 5, 4
+	if _, err := DecodeSeal(AppendSeal(nil, &s)); err == nil {
+		t.Fatal("a seal with its start above its end decoded")
+	}
+	b := AppendSeal(nil, &s)
+	b[len(b)-1] = 2
+	if _, err := DecodeSeal(b); err == nil {
+		t.Fatal("a bool of 2 decoded")
+	}
+}
+
+// FuzzDecode: no input panics a decoder, and whatever decodes encodes back
+// to the same bytes (one value, one encoding).
+func FuzzDecode(f *testing.F) {
+	for _, b := range encodings() {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		again, err := decodeAny(b)
+		if err == nil && !bytes.Equal(again, b) {
+			t.Fatalf("%x decoded, and encodes back as %x", b, again)
+		}
+	})
+}
