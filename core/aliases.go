@@ -67,6 +67,7 @@ const (
 	EfApplied   = seam.EfApplied
 	EfNote      = seam.EfNote
 	EfWatermark = seam.EfWatermark
+	EfRecovery  = seam.EfRecovery
 
 	Confirmed = seam.Confirmed
 	Failed    = seam.Failed

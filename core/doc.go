@@ -81,9 +81,10 @@
 //     acknowledged append would be forgotten by a crash). Pass the state
 //     the store loaded in the start input (Input.Meta), and a random
 //     value in every tick input (Input.Draw): the jitter of the group's
-//     failure detector. EfApplied, EfNote and EfWatermark effects ask
-//     for nothing (EfApplied tells a watcher what the group applied,
-//     EfWatermark a queue's new high watermark). When the
+//     failure detector. EfApplied, EfNote, EfWatermark and EfRecovery
+//     effects ask for nothing (EfApplied tells a watcher what the group
+//     applied, EfWatermark a queue's new high watermark, EfRecovery a
+//     stage of a queue's recovery). When the
 //     transport sees a peer's connection close and a reconnect fail,
 //     pass InPeerLost naming the process instance it was connected to
 //     (eager failover); never for a silence (a timeout is the group's

@@ -10,6 +10,7 @@ import (
 	"github.com/sluicemq/sluice/core/ctrl"
 	"github.com/sluicemq/sluice/core/metadata"
 	"github.com/sluicemq/sluice/core/queue"
+	"github.com/sluicemq/sluice/core/recovery"
 	"github.com/sluicemq/sluice/core/seam"
 	"github.com/sluicemq/sluice/io/meta"
 )
@@ -51,6 +52,8 @@ type Node struct {
 	placed     []placedGroup // queues the controller placed here (placed.go)
 	reconciled uint64        // the metadata index reconcile last followed
 	deadlineNs int64         // the last deadline emitted
+	sealer     sealer        // this broker's seal (seal.go)
+	recovery   *recoveryWork // the recovery this node's worker drives (recover.go)
 }
 
 // GroupCtrl is the metadata group's id.
@@ -164,6 +167,8 @@ func (n *Node) Step(in *Input) []Effect {
 			n.stepCtrl(ctrl.Input{Kind: ctrl.InMessage, From: uint64(in.From), Msg: in.Data})
 		} else if in.Group == seam.GroupCtrlPeer && n.ctrl != nil {
 			n.stepCtrl(ctrl.Input{Kind: ctrl.InPeerMessage, From: uint64(in.From), Msg: in.Data})
+		} else if in.Group == seam.GroupRecovery && n.ctrl != nil {
+			n.onRecoveryMsg(in.From, in.Data)
 		} else {
 			n.x.Refused++ // a group this node does not hold
 		}
@@ -185,6 +190,10 @@ func (n *Node) Step(in *Input) []Effect {
 			n.stepCtrl(ctrl.Input{Kind: ctrl.InPersisted, Seq: in.Done.Tag, Err: in.Done.Err})
 			break
 		}
+		if in.Done.Tag&sealTag != 0 {
+			n.sealStorage(&in.Done)
+			break
+		}
 		r := n.queue(in.Done.Group)
 		if r == nil {
 			panic(fmt.Sprintf("core: storage completion for unknown group %d", in.Done.Group))
@@ -201,6 +210,7 @@ func (n *Node) Step(in *Input) []Effect {
 		if n.ctrl != nil {
 			n.stepCtrl(ctrl.Input{Kind: ctrl.InTick, Draw: in.Draw})
 			n.inSyncTick()
+			n.recoveryTick()
 		}
 	default:
 		panic("core: unknown input kind")
@@ -325,6 +335,8 @@ func (n *Node) ctrlEffects(effects []ctrl.Effect) {
 			n.out.Effects = append(n.out.Effects, seam.Effect{Kind: seam.EfNote, Group: GroupCtrl, Reason: e.Note})
 		case ctrl.EfOutcome:
 			n.ctrlOutcome(&e)
+		case ctrl.EfFresh:
+			n.sealFreshDone(&e)
 		default:
 			panic(fmt.Sprintf("core: metadata group effect kind %d", e.Kind))
 		}
@@ -375,6 +387,8 @@ func AppendMsgText(dst []byte, g GroupID, data []byte) []byte {
 		return ctrl.AppendMsgText(dst, data)
 	case seam.GroupCtrlPeer:
 		return ctrl.AppendPeerMsgText(dst, data)
+	case seam.GroupRecovery:
+		return recovery.AppendText(dst, data)
 	}
 	return seam.AppendKV(append(dst, "msg"...), "g", uint64(g))
 }

@@ -26,6 +26,11 @@ type placedGroup struct {
 	queue       QueueID
 	incarnation uint64
 	opening     bool
+	// forSeal: the log was opened for a seal (seal.go), never for a group.
+	forSeal bool
+	// state: what the log recovered, kept when no group runs on it (fenced
+	// as it opened, or opened for a seal), for a seal to read.
+	state *seam.LogState
 }
 
 // placedMax bounds the placed queues a node tracks: the catalogue's limit.
@@ -138,6 +143,10 @@ func (n *Node) opened(d *StorageDone) {
 	}
 	p := &n.placed[i]
 	p.opening = false
+	if p.forSeal {
+		n.sealOpened(p, d)
+		return
+	}
 	if d.Err != "" {
 		return // the failure policy: the process exits
 	}
@@ -145,6 +154,7 @@ func (n *Node) opened(d *StorageDone) {
 	if fenceReason(md, *p) != "" {
 		// Fenced or deleted while its log opened: no group runs on it, so
 		// nothing writes to the log (recovery reads it as it is).
+		p.state = d.State
 		return
 	}
 	q, _ := placedQueue(md, p.queue)

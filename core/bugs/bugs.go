@@ -111,6 +111,10 @@ const (
 	// takes the commit index for applied, so the committed entries between
 	// the image and the commit index are never applied to its metadata.
 	CtrlImageSkipsCommitted
+	// SealUnfrozen: a replica asked to seal fences itself but does not
+	// freeze its log: a follower keeps taking the old owner's appends
+	// after its seal reported its log.
+	SealUnfrozen
 	end
 )
 
@@ -150,6 +154,7 @@ var Registry = []Bug{
 	{ISRIgnoresAskedBack, "isr-ignores-asked-back", "in-sync tracking", "the high watermark ignores followers asked back until their return commits"},
 	{ServePredecessorsQueues, "serve-predecessors-queues", "epochs and fencing", "a restarted broker serves the placed queues its previous process was assigned"},
 	{CtrlImageSkipsCommitted, "ctrl-image-skips-committed", "metadata group", "a process starting from a metadata image skips the committed entries above it"},
+	{SealUnfrozen, "seal-unfrozen", "sealed recovery", "a sealed follower keeps taking the old owner's appends"},
 }
 
 // Has reports whether every bug of b is in s.

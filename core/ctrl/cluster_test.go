@@ -48,6 +48,7 @@ type simNode struct {
 	next    uint64   // the next index this incarnation must apply
 	durHS   meta.HardState
 	durLast uint64
+	fresh   []Effect // the fresh reads answered
 }
 
 type cluster struct {
@@ -197,6 +198,12 @@ func (c *cluster) effect(n *simNode, e Effect) {
 		if len(e.Cmd) > 0 {
 			c.applied++
 		}
+	case EfFresh:
+		// A committed answer: this node applied the read index.
+		if e.Result == Committed && n.g.AppliedIndex() < e.Index {
+			c.violate("n%d answered fresh read %d at index %d, having applied %d", n.id, e.Seq, e.Index, n.g.AppliedIndex())
+		}
+		n.fresh = append(n.fresh, e)
 	case EfNote:
 		if strings.HasPrefix(e.Note, "campaign:") {
 			c.campaigns++

@@ -158,6 +158,7 @@ type Group struct {
 	applied   uint64
 	md        metadata.State
 	proposals []proposal // in proposal order, all of the current term
+	fresh     freshReads // fresh reads asked and not yet answered
 
 	// liveness (liveness.go)
 	nextHeartbeatNs int64
@@ -262,6 +263,9 @@ const (
 	// InRequestInSync: Msg is this node's owner's in-sync request
 	// (AppendInSyncRequest), for the leader.
 	InRequestInSync
+	// InFreshRead: the caller (its token in Seq) wants a fresh committed
+	// view (raft's ReadIndex, fresh.go), answered by an EfFresh.
+	InFreshRead
 )
 
 // Input is one input to the group. NowNs never decreases.
@@ -301,6 +305,12 @@ const (
 	// EfSendPeer: send Msg, a controller peer message (a heartbeat), to
 	// node To.
 	EfSendPeer
+	// EfFresh: the answer to fresh read Seq: Committed once this node
+	// applied at least Index, the leader's commit index when it confirmed
+	// the read with a quorum, so the applied metadata is at least as new
+	// as any committed at the request; Unknown (Note why) when no answer
+	// came in time.
+	EfFresh
 )
 
 // Result is how a proposal ended.
@@ -386,6 +396,11 @@ func (e Effect) String() string {
 		return "note " + e.Note
 	case EfSendPeer:
 		return string(AppendPeerMsgText([]byte(fmt.Sprintf("send-peer to=%d ", e.To)), e.Msg))
+	case EfFresh:
+		if e.Result == Committed {
+			return fmt.Sprintf("fresh seq=%d committed i=%d", e.Seq, e.Index)
+		}
+		return fmt.Sprintf("fresh seq=%d %s %s", e.Seq, e.Result, e.Note)
 	case EfOutcome:
 		s := fmt.Sprintf("outcome c=%d id=%d %s", e.Client, e.ReqID, e.Result)
 		if e.Result == Committed {
@@ -471,12 +486,15 @@ func (g *Group) Step(in Input) []Effect {
 		g.peerLost(in)
 	case InRequestInSync:
 		g.requestInSync(in)
+	case InFreshRead:
+		g.freshRead(in)
 	default:
 		panic(fmt.Sprintf("ctrl: input kind %d", in.Kind))
 	}
 	if g.failed == "" {
 		g.ready()
 		g.dropStaleProposals()
+		g.answerFresh()
 	}
 	for _, l := range g.log.take() {
 		g.note("%s", l)
@@ -567,6 +585,7 @@ func (g *Group) message(in Input) {
 func (g *Group) ready() {
 	for g.pend == nil && g.rn.HasReady() {
 		rd := g.rn.Ready()
+		g.readStates(rd.ReadStates)
 		b := &meta.Batch{}
 		for _, e := range rd.Entries {
 			b.Entries = append(b.Entries, toMetaEntry(e))

@@ -36,6 +36,9 @@ func (f *follower) onAppend(r *Replica, from seam.NodeID, m *Msg) {
 	if from != r.cfg.Owner || r.failed || m.Epoch < r.epoch || m.Process < f.ownerProcess {
 		return // fenced: an older epoch's or older process's owner may not write
 	}
+	if r.sealed {
+		return // frozen for recovery: no owner of this assignment writes here again
+	}
 	f.ownerProcess = max(f.ownerProcess, m.Process)
 	if m.Epoch > r.epoch {
 		r.epoch = m.Epoch

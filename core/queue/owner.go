@@ -101,7 +101,7 @@ func (o *owner) onMessage(from seam.NodeID, m *Msg) {
 // the confirmed end may move.
 func (o *owner) onSynced() {
 	r := o.r
-	if !o.ready && !r.failed && o.rebuild == nil && r.log.syncedEnd > o.marker {
+	if !o.ready && !r.failed && !r.sealed && o.rebuild == nil && r.log.syncedEnd > o.marker {
 		o.ready = true
 		if r.unrepaired {
 			// What the rebuild restored is durable now: the mark may go.

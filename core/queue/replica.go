@@ -72,6 +72,8 @@ type Replica struct {
 	// fenced: the controller fenced the assignment this replica serves
 	// (a pending transition): it admits no more writes, why says fenced.
 	fenced string
+	// sealed: the log is frozen for recovery (Seal): nothing writes to it.
+	sealed bool
 	// unrepaired: the log lost records to damage (now or at an earlier
 	// start) and the loss is not yet repaired from other replicas.
 	unrepaired bool
@@ -259,6 +261,38 @@ func (r *Replica) Fence(why string) {
 // Fenced reports whether the replica is fenced.
 func (r *Replica) Fenced() bool { return r.fenced != "" }
 
+// Seal freezes the replica's log for recovery (seed 004): from now on the
+// replica writes nothing to it (no append, truncation or discard: an
+// owner's rebuild stops and it never opens an epoch; a follower refuses
+// every append, of whatever epoch), so that what a seal reports is what
+// the log keeps. Writes already issued complete (the sealer syncs behind
+// them). It fences too. There is no unseal: recovery activates a new
+// assignment.
+func (r *Replica) Seal(why string) {
+	r.Fence(why)
+	if r.x.Bugs.Has(bugs.SealUnfrozen) {
+		return // planted: fenced, not frozen
+	}
+	r.sealed = true
+	if r.owner != nil {
+		r.owner.rebuild = nil
+	}
+}
+
+// Sealed reports whether the replica's log is frozen.
+func (r *Replica) Sealed() bool { return r.sealed }
+
+// Retained describes the log as issued: its bounds [start, end), the epoch
+// of its last record (0 when empty), and whether it lost records to
+// damage not yet repaired. Once sealed, it no longer changes.
+func (r *Replica) Retained() (start, end, lastEpoch uint64, damaged bool) {
+	l := &r.log
+	if l.end > l.start {
+		lastEpoch = seam.EpochAt(l.epochs, l.end-1)
+	}
+	return l.start, l.end, lastEpoch, r.unrepaired
+}
+
 // OnSubscribe starts a consumer.
 func (r *Replica) OnSubscribe(c seam.ClientID, req *seam.Request) {
 	switch {
@@ -299,6 +333,9 @@ func (r *Replica) OnClientGone(c seam.ClientID) {
 
 // storage emits a storage effect on this replica's log.
 func (r *Replica) storage(e seam.Effect) {
+	if r.sealed && (e.Op == seam.OpAppend || e.Op == seam.OpTruncate || e.Op == seam.OpDiscard) {
+		panic(fmt.Sprintf("queue %d: a sealed replica issued %s", r.cfg.Queue, e.Op))
+	}
 	e.Group = r.g
 	r.x.Out.Storage(e)
 }

@@ -270,3 +270,30 @@ func (d *decoder) node() seam.NodeID {
 func (d *decoder) digest(dst *Digest) {
 	copy(dst[:], d.bytes(len(dst)))
 }
+
+// AppendText appends the stable one-line text form of the recovery message
+// b, or why it does not decode.
+func AppendText(dst []byte, b []byte) []byte {
+	k, err := KindOf(b)
+	if err == nil {
+		switch k {
+		case KindSealRequest:
+			var r SealRequest
+			if r, err = DecodeSealRequest(b); err == nil {
+				return fmt.Appendf(dst, "seal-request q=%d incarnation=%d epoch=%d transition=%x", r.Queue, r.Incarnation, r.Epoch, r.Transition[:6])
+			}
+		case KindSeal:
+			var s Seal
+			if s, err = DecodeSeal(b); err == nil {
+				return fmt.Appendf(dst, "seal q=%d epoch=%d n%d/%d/%d [%d,%d) last-epoch=%d damaged=%v id=%x",
+					s.Queue, s.Epoch, s.Node, s.Process, s.Storage, s.Start, s.End, s.LastEpoch, s.Damaged, s.Identity[:6])
+			}
+		case KindSealRefused:
+			var r SealRefused
+			if r, err = DecodeSealRefused(b); err == nil {
+				return fmt.Appendf(dst, "seal-refused q=%d busy=%v %q", r.Queue, r.Busy, r.Reason)
+			}
+		}
+	}
+	return fmt.Appendf(dst, "recovery undecodable=%q", err.Error())
+}

@@ -40,7 +40,38 @@ const (
 	// checkers, the daemon's metrics). Only queues with an in-sync set
 	// (placed by the controller) have one; it never moves back.
 	EfWatermark EffectKind = 8
+	// EfRecovery: a stage of a queue's sealed recovery was reached (issue
+	// 11): Queue, Stage, Offset the pending transition's epoch, Reason
+	// the detail; for StageSeal, Body is the seal (core/recovery's
+	// encoding). Nothing to do: the world may watch it (the simulator's
+	// checkers and coverage, the daemon's metrics and recovery timings).
+	EfRecovery EffectKind = 9
 )
+
+// RecoveryStage names a stage of a sealed recovery (issue 11, point 8).
+type RecoveryStage uint8
+
+const (
+	// StageDetect: a node's recovery worker took up a queue's pending
+	// transition (its candidate).
+	StageDetect RecoveryStage = 1
+	// StageSeal: a replica of the previous assignment sealed its log.
+	StageSeal RecoveryStage = 2
+	// StageSelect: the worker held enough witnesses and chose the source.
+	StageSelect RecoveryStage = 3
+)
+
+func (s RecoveryStage) String() string {
+	switch s {
+	case StageDetect:
+		return "detect"
+	case StageSeal:
+		return "seal"
+	case StageSelect:
+		return "select"
+	}
+	return "stage?"
+}
 
 // Outcome is how a request ended.
 type Outcome uint8
@@ -93,7 +124,8 @@ type Effect struct {
 	Body        []byte   // deliver; applied (the command)
 	Redelivered bool     // deliver
 
-	AtNs int64 // deadline
+	AtNs  int64         // deadline
+	Stage RecoveryStage // recovery
 }
 
 // AppendText appends the effect's stable one-line text form; msgs renders
@@ -162,6 +194,11 @@ func (e *Effect) AppendText(dst []byte, msgs MsgText) []byte {
 	case EfWatermark:
 		dst = AppendKV(append(dst, "watermark"...), "q", uint64(e.Queue))
 		return AppendKV(dst, "end", e.Offset)
+	case EfRecovery:
+		dst = AppendKV(append(dst, "recovery"...), "q", uint64(e.Queue))
+		dst = append(append(dst, " stage="...), e.Stage.String()...)
+		dst = AppendKV(dst, "epoch", e.Offset)
+		return append(append(dst, ' '), e.Reason...)
 	}
 	return AppendKV(append(dst, "effect?"...), "kind", uint64(e.Kind))
 }

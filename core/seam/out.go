@@ -60,6 +60,12 @@ func (o *Out) Deadline(atNs int64) {
 	o.Effects = append(o.Effects, Effect{Kind: EfDeadline, AtNs: atNs})
 }
 
+// Recovery emits a stage mark of queue q's recovery (body: the stage's
+// evidence, valid until the next Step).
+func (o *Out) Recovery(q QueueID, stage RecoveryStage, epoch uint64, body []byte, reason string) {
+	o.Effects = append(o.Effects, Effect{Kind: EfRecovery, Group: QueueGroup(q), Queue: q, Stage: stage, Offset: epoch, Body: body, Reason: reason})
+}
+
 // Watermark emits queue q's new high watermark.
 func (o *Out) Watermark(q QueueID, end uint64) {
 	o.Effects = append(o.Effects, Effect{Kind: EfWatermark, Group: QueueGroup(q), Queue: q, Offset: end})

@@ -23,10 +23,13 @@ type GroupID uint64
 const GroupReservedMin GroupID = 1 << 32
 
 // GroupCtrl is the controller's metadata group (core/ctrl, on raft);
-// GroupCtrlPeer carries the controller's other peer messages (heartbeats).
+// GroupCtrlPeer carries the controller's other peer messages (heartbeats);
+// GroupRecovery carries sealed recovery's messages (core/recovery's
+// codecs: seal requests and answers).
 const (
 	GroupCtrl     GroupID = GroupReservedMin
 	GroupCtrlPeer GroupID = GroupReservedMin + 1
+	GroupRecovery GroupID = GroupReservedMin + 2
 )
 
 // QueueGroup returns the group id of queue q's replicas.

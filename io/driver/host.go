@@ -69,6 +69,8 @@ type Observer interface {
 	Applied(e *core.Effect)
 	// Watermark: a queue's owner moved its high watermark (EfWatermark).
 	Watermark(e *core.Effect)
+	// Recovery: a stage of a queue's sealed recovery (EfRecovery).
+	Recovery(e *core.Effect)
 }
 
 // LogSpec says where one log of a group lives.
@@ -424,6 +426,10 @@ func (h *Host) step(in *core.Input) {
 		case core.EfWatermark:
 			if h.obs != nil {
 				h.obs.Watermark(e)
+			}
+		case core.EfRecovery:
+			if h.obs != nil {
+				h.obs.Recovery(e)
 			}
 		case core.EfDeadline:
 			h.deadline = max(e.AtNs, in.NowNs)

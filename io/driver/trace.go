@@ -265,6 +265,12 @@ func appendEffectBin(b []byte, node core.NodeID, e *core.Effect) []byte {
 	case core.EfWatermark:
 		b = binary.AppendUvarint(b, uint64(e.Queue))
 		b = binary.AppendUvarint(b, e.Offset)
+	case core.EfRecovery:
+		b = binary.AppendUvarint(b, uint64(e.Queue))
+		b = append(b, byte(e.Stage))
+		b = binary.AppendUvarint(b, e.Offset)
+		b = appendStrBin(b, string(e.Body))
+		b = appendStrBin(b, e.Reason)
 	}
 	return b
 }

@@ -275,6 +275,7 @@ type Checker struct {
 	total         int
 	lines         func() uint64 // the trace's latest line number; nil: none
 	meta          *metaTruth    // the metadata group's history; nil until used
+	seals         []*sealTruth  // the seals brokers sent (seal.go)
 }
 
 // SetLines tells the checker how to learn the number of the trace's latest
@@ -948,6 +949,7 @@ func (c *Checker) Final(atNs int64, drained func(core.QueueID) bool) {
 			c.fail("converged", atNs, "q=%d: replicas differ at the end: %s", q, why)
 		}
 	}
+	c.sealsFinal(atNs)
 }
 
 func sortedOffsets(m map[uint64]uint64) []uint64 {

@@ -52,6 +52,8 @@ const (
 	MarkMetaCompact                         // a broker persisted its metadata image and compacted its log
 	MarkMetaSnapshot                        // a follower installed a leader's metadata image sent as a raft snapshot
 	MarkMetaImage                           // a process's applied metadata became an image's (at its start, or a snapshot installed)
+	MarkRecoverySeal                        // a replica of a fenced queue sealed its log for recovery
+	MarkRecoverySelect                      // a recovery worker held enough witnesses and chose its source
 	markKinds
 )
 
@@ -92,6 +94,8 @@ var markNames = [...]string{
 	MarkMetaCompact:         "meta-compact",
 	MarkMetaSnapshot:        "meta-snapshot",
 	MarkMetaImage:           "meta-image",
+	MarkRecoverySeal:        "recovery-seal",
+	MarkRecoverySelect:      "recovery-select",
 }
 
 func (m Mark) String() string {

@@ -8,6 +8,7 @@ import (
 	"github.com/sluicemq/sluice/core/metadata"
 	"github.com/sluicemq/sluice/core/queue"
 	"github.com/sluicemq/sluice/core/record"
+	"github.com/sluicemq/sluice/core/recovery"
 	"github.com/sluicemq/sluice/core/seam"
 	"github.com/sluicemq/sluice/core/wire"
 	"github.com/sluicemq/sluice/io/seglog"
@@ -287,6 +288,23 @@ func (env *brokerEnv) Executed(l int, op *core.Effect, done *core.StorageDone, l
 // Watermark passes a queue owner's high watermark to the checkers.
 func (env *brokerEnv) Watermark(e *core.Effect) {
 	env.w.checker.Watermark(env.w.now, e.Queue, e.Offset)
+}
+
+// Recovery takes a stage of a queue's recovery: coverage, and every seal
+// for the checkers, which judge it from the disk.
+func (env *brokerEnv) Recovery(e *core.Effect) {
+	w := env.w
+	switch e.Stage {
+	case seam.StageSeal:
+		w.mark(MarkRecoverySeal)
+		s, err := recovery.DecodeSeal(e.Body)
+		if err != nil {
+			panic("world: a seal stage that does not decode: " + err.Error())
+		}
+		w.checker.Sealed(w.now, env.b.id, s.Queue, s.Epoch, s.Start, s.End, s.Damaged)
+	case seam.StageSelect:
+		w.mark(MarkRecoverySelect)
+	}
 }
 
 // Applied records what the metadata group applied, for the checkers.

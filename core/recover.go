@@ -1,0 +1,170 @@
+package core
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/sluicemq/sluice/core/metadata"
+	"github.com/sluicemq/sluice/core/recovery"
+	"github.com/sluicemq/sluice/core/seam"
+)
+
+// The recovery worker (seed 004, "Automatic recovery bounds"; issue 11).
+// Every node runs one; it drives one queue recovery at a time: that of the
+// first fenced queue (by name) whose candidate it is. The candidate of a
+// pending transition is the lowest proposed member that was a previous
+// member too (it holds the queue's history), else the lowest proposed
+// member. The worker asks every previous member to seal (itself directly,
+// the others by a recovery message), again after a backoff from 1 s
+// doubling to 30 s while a member's seal is missing, and collects the
+// seals (core/recovery's Collection) until it holds R = E − W + 1 complete
+// witnesses (or, for an isr queue, one member of the last committed
+// in-sync set) and has chosen the source. It marks each step in the
+// trace. A changed or cleared transition ends the attempt.
+//
+// TODO(issue 11): sealed reads of the witnesses against the source,
+// staging and installation on the proposed members, the activation
+// command; until then a recovered queue stays fenced at "source chosen".
+
+// Backoff bounds of the worker's seal requests (seed 004).
+const (
+	recoveryBackoffMinNs = 1_000_000_000
+	recoveryBackoffMaxNs = 30_000_000_000
+)
+
+// recoveryAsk is the worker's state of one previous member.
+type recoveryAsk struct {
+	node      NodeID
+	nextNs    int64 // when to ask (again)
+	backoffNs int64
+	sealed    bool
+}
+
+// recoveryWork is the worker's current recovery.
+type recoveryWork struct {
+	t        recovery.Transition
+	name     string
+	coll     *recovery.Collection
+	asks     []recoveryAsk
+	selected bool   // the source was chosen (and marked)
+	blocked  string // the blocked reason marked
+}
+
+// candidate returns the node that runs the recovery of q's pending
+// transition.
+func candidate(q *metadata.Queue) NodeID {
+	a := &q.Assignment
+	for _, p := range a.Pending.Proposed.Slice() {
+		if slices.ContainsFunc(a.Members.Slice(), func(m metadata.Member) bool { return m.Node == p }) {
+			return p
+		}
+	}
+	return a.Pending.Proposed.ID[0]
+}
+
+// recoveryTick runs the worker: it drops an attempt whose transition
+// changed, starts the next one, and asks for the missing seals.
+func (n *Node) recoveryTick() {
+	md := n.ctrl.Metadata()
+	w := n.recovery
+	if w != nil {
+		q, ok := md.Queue(w.name)
+		if !ok || q.Incarnation != w.t.Incarnation || !q.Assignment.Fenced || recovery.Digest(q.Assignment.Pending.Digest) != w.t.Digest {
+			n.recoveryNote(w.t.Queue, "recovery q=%d epoch=%d ended: the transition is no longer pending", w.t.Queue, w.t.Epoch)
+			n.recovery, w = nil, nil
+		}
+	}
+	if w == nil {
+		qs := md.Queues()
+		for i := range qs {
+			q := &qs[i]
+			if q.Assigned && q.Assignment.Fenced && q.Assignment.Pending.Proposed.N > 0 && candidate(q) == n.x.Node {
+				n.recoveryStart(q)
+				break
+			}
+		}
+		if w = n.recovery; w == nil {
+			return
+		}
+	}
+	if w.coll.Complete() || w.coll.Blocked() != "" {
+		return
+	}
+	for i := range w.asks {
+		a := &w.asks[i]
+		if a.sealed || n.x.NowNs < a.nextNs {
+			continue
+		}
+		a.nextNs = n.x.NowNs + a.backoffNs
+		a.backoffNs = min(2*a.backoffNs, recoveryBackoffMaxNs)
+		req := recovery.SealRequest{Queue: w.t.Queue, Incarnation: w.t.Incarnation, Epoch: w.t.Epoch, Transition: w.t.Digest}
+		if a.node == n.x.Node {
+			n.sealRequested(n.x.Node, req)
+			continue
+		}
+		buf := recovery.AppendSealRequest(n.out.Grow(64), &req)
+		n.out.Send(seam.GroupRecovery, a.node, buf)
+	}
+}
+
+// recoveryStart begins the recovery of q's pending transition.
+func (n *Node) recoveryStart(q *metadata.Queue) {
+	a := &q.Assignment
+	t := recovery.Transition{Queue: q.ID, Incarnation: q.Incarnation, Epoch: a.Pending.Epoch, Digest: recovery.Digest(a.Pending.Digest),
+		W: q.Policy.WriteQuorum(a.Members.N, q.MinInsync), ISR: q.Policy == seam.ISR, InSync: slices.Clone(a.InSync.Slice())}
+	w := &recoveryWork{t: t, name: q.Name}
+	for _, m := range a.Members.Slice() {
+		t.Previous = append(t.Previous, recovery.Replica{Node: m.Node, Storage: m.Storage})
+		w.asks = append(w.asks, recoveryAsk{node: m.Node, nextNs: n.x.NowNs, backoffNs: recoveryBackoffMinNs})
+	}
+	w.t = t
+	coll, err := recovery.NewCollection(t)
+	if err != nil {
+		// Committed metadata the collection cannot take: a bug, but not
+		// one worth a crash loop; the queue stays fenced, said why.
+		n.recoveryNote(q.ID, "recovery q=%d epoch=%d cannot start: %v", q.ID, t.Epoch, err)
+		return
+	}
+	w.coll = coll
+	n.recovery = w
+	n.out.Recovery(q.ID, seam.StageDetect, t.Epoch, nil, fmt.Sprintf("candidate n%d, %d previous members, R=%d", n.x.Node, len(t.Previous), coll.Threshold()))
+}
+
+// sealArrived takes a seal for the worker.
+func (n *Node) sealArrived(s recovery.Seal) {
+	w := n.recovery
+	if w == nil || s.Queue != w.t.Queue || s.Transition != w.t.Digest {
+		return // an attempt that ended
+	}
+	if err := w.coll.Add(s); err != nil {
+		n.recoveryNote(w.t.Queue, "recovery q=%d seal of n%d refused: %v", w.t.Queue, s.Node, err)
+		return
+	}
+	if i := slices.IndexFunc(w.asks, func(a recoveryAsk) bool { return a.node == s.Node }); i >= 0 {
+		w.asks[i].sealed = true
+	}
+	if b := w.coll.Blocked(); b != "" && w.blocked == "" {
+		w.blocked = b
+		n.recoveryNote(w.t.Queue, "recovery q=%d epoch=%d blocked: %s", w.t.Queue, w.t.Epoch, b)
+		return
+	}
+	if src, ok := w.coll.Source(); ok && !w.selected {
+		w.selected = true
+		n.out.Recovery(w.t.Queue, seam.StageSelect, w.t.Epoch, nil, fmt.Sprintf("source n%d [%d,%d) last-epoch=%d: %d of R=%d witnesses",
+			src.Node, src.Start, src.End, src.LastEpoch, w.coll.Witnesses(), w.coll.Threshold()))
+	}
+}
+
+// sealRefusedBy takes a refusal for the worker: it asks again after its
+// backoff.
+func (n *Node) sealRefusedBy(from NodeID, r recovery.SealRefused) {
+	w := n.recovery
+	if w == nil || r.Queue != w.t.Queue || r.Transition != w.t.Digest {
+		return
+	}
+	n.recoveryNote(w.t.Queue, "recovery q=%d n%d did not seal (busy=%v): %s", w.t.Queue, from, r.Busy, r.Reason)
+}
+
+func (n *Node) recoveryNote(q QueueID, format string, a ...any) {
+	n.out.Effects = append(n.out.Effects, seam.Effect{Kind: seam.EfNote, Group: seam.QueueGroup(q), Reason: fmt.Sprintf(format, a...)})
+}

@@ -1,0 +1,323 @@
+package core
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/sluicemq/sluice/core/ctrl"
+	"github.com/sluicemq/sluice/core/metadata"
+	"github.com/sluicemq/sluice/core/recovery"
+	"github.com/sluicemq/sluice/core/seam"
+)
+
+// Sealing (seed 004, "Request authority"; issue 11). A replica of a fenced
+// queue's previous assignment, asked by the recovery worker, seals its log
+// for the pending transition: it checks the transition against a fresh
+// committed view (a read index of the metadata group, not what it happens
+// to have applied), freezes its log (the running group, if any, writes
+// nothing more; a log no group runs on is opened read-only in effect), makes
+// what was issued durable, reads every retained record and answers with the
+// log's bounds, last epoch, damage and content identity. One seal runs at
+// a time on a broker; an identical request joins the running one; another
+// is refused busy (the worker retries); a seal made answers identical
+// requests again as it was (there is no unseal).
+//
+// TODO(issue 11): the seal's receipt file (checksummed, synced with its
+// directory before the answer) so that a restarted process answers a retry
+// with its original seal; today a restarted process seals again, and its
+// log, frozen by the previous process's fencing, gives the same identity.
+
+// sealTag marks the storage effects of a seal: their completions come to
+// the sealer, not to the queue's replica group.
+const sealTag uint64 = 1 << 63
+
+// sealsKeptMax bounds the seals a process remembers to answer retries.
+const sealsKeptMax = 64
+
+// sealWaitersMax bounds the requesters one seal answers.
+const sealWaitersMax = 2 * seam.ReplicasMax
+
+type sealPhase uint8
+
+const (
+	sealFresh sealPhase = iota + 1 // waiting for the fresh committed view
+	sealSync                       // waiting for the log's writes to be durable
+	sealRead                       // reading the retained records
+)
+
+// sealJob is the seal running on this broker.
+type sealJob struct {
+	req     recovery.SealRequest
+	waiters []NodeID
+	phase   sealPhase
+	token   uint64 // the fresh read's
+	seal    recovery.Seal
+	id      *recovery.Identity
+}
+
+type sealer struct {
+	job       *sealJob
+	done      []recovery.Seal // made by this process, oldest first
+	lastToken uint64
+}
+
+// onRecoveryMsg handles a message of the recovery group from peer from
+// (its identity is the transport's, which authenticated it).
+func (n *Node) onRecoveryMsg(from NodeID, data []byte) {
+	k, err := recovery.KindOf(data)
+	if err != nil {
+		n.x.Refused++
+		return
+	}
+	switch k {
+	case recovery.KindSealRequest:
+		req, err := recovery.DecodeSealRequest(data)
+		if err != nil {
+			n.x.Refused++
+			return
+		}
+		n.sealRequested(from, req)
+	case recovery.KindSeal:
+		s, err := recovery.DecodeSeal(data)
+		if err != nil || s.Node != from {
+			n.x.Refused++ // a seal speaks for its sender only
+			return
+		}
+		n.sealArrived(s)
+	case recovery.KindSealRefused:
+		r, err := recovery.DecodeSealRefused(data)
+		if err != nil {
+			n.x.Refused++
+			return
+		}
+		n.sealRefusedBy(from, r)
+	}
+}
+
+// sealRequested starts, joins or answers a seal for from.
+func (n *Node) sealRequested(from NodeID, req recovery.SealRequest) {
+	s := &n.sealer
+	if n.ctrl == nil {
+		n.sealRefuse(from, req, false, "no metadata here")
+		return
+	}
+	if _, ok := n.ctrl.Metadata().Broker(from); !ok && from != n.x.Node {
+		n.sealRefuse(from, req, false, fmt.Sprintf("n%d is not a broker of this cluster", from))
+		return
+	}
+	for i := range s.done {
+		d := &s.done[i]
+		if d.Queue == req.Queue && d.Incarnation == req.Incarnation && d.Epoch == req.Epoch && d.Transition == req.Transition {
+			n.sealAnswer(from, d) // a retry keeps the original seal
+			return
+		}
+	}
+	if j := s.job; j != nil {
+		if j.req != req {
+			n.sealRefuse(from, req, true, fmt.Sprintf("sealing queue %d for epoch %d", j.req.Queue, j.req.Epoch))
+			return
+		}
+		if !slices.Contains(j.waiters, from) && len(j.waiters) < sealWaitersMax {
+			j.waiters = append(j.waiters, from)
+		}
+		return
+	}
+	s.lastToken++
+	s.job = &sealJob{req: req, waiters: []NodeID{from}, phase: sealFresh, token: s.lastToken}
+	n.stepCtrl(ctrl.Input{Kind: ctrl.InFreshRead, Seq: s.lastToken})
+}
+
+// sealFreshDone continues the seal once its fresh read was answered.
+func (n *Node) sealFreshDone(e *ctrl.Effect) {
+	j := n.sealer.job
+	if j == nil || j.phase != sealFresh || j.token != e.Seq {
+		return // a read of a seal that ended
+	}
+	if e.Result != ctrl.Committed {
+		n.sealEnd("no fresh committed view: " + e.Note)
+		return
+	}
+	md := n.ctrl.Metadata()
+	q, why := sealAuthorized(md, &j.req, n.x.Node, n.storage)
+	if why != "" {
+		n.sealEnd(why)
+		return
+	}
+	j.seal = recovery.Seal{Queue: j.req.Queue, Incarnation: j.req.Incarnation, Epoch: j.req.Epoch, Transition: j.req.Transition,
+		Node: n.x.Node, Process: n.x.Process, Storage: n.storage}
+	g := seam.QueueGroup(q.ID)
+	if r := n.queue(g); r != nil {
+		// A group runs on the log: freeze it, then sync behind what it
+		// issued, so that the reads see every record it ever will hold.
+		r.Seal(fmt.Sprintf("sealed for the transition to epoch %d", j.req.Epoch))
+		j.seal.Start, j.seal.End, j.seal.LastEpoch, j.seal.Damaged = r.Retained()
+		j.phase = sealSync
+		n.out.Storage(seam.Effect{Op: seam.OpSync, Group: g, Offset: j.seal.End, Tag: sealTag})
+		n.out.Effects = append(n.out.Effects, seam.Effect{Kind: seam.EfNote, Group: g,
+			Reason: fmt.Sprintf("recovery seal q=%d epoch=%d frozen [%d,%d)", q.ID, j.req.Epoch, j.seal.Start, j.seal.End)})
+		return
+	}
+	i := n.placedIndex(q.ID)
+	switch {
+	case i >= 0 && n.placed[i].opening:
+		n.sealEnd("its log is opening")
+	case i >= 0:
+		// The log is open and no group runs on it (fenced as it opened):
+		// nothing writes to it.
+		n.sealRetained(n.placed[i].state)
+	default:
+		// No group ran on it in this process (a restart): open it, for
+		// reading only; no group will run on it while the queue is fenced.
+		if len(n.placed) >= placedMax {
+			panic("core: more placed queues than the catalogue holds")
+		}
+		n.placed = append(n.placed, placedGroup{queue: q.ID, incarnation: q.Incarnation, opening: true, forSeal: true})
+		n.out.Storage(seam.Effect{Op: seam.OpOpen, Group: g})
+	}
+}
+
+// sealAuthorized checks a seal request against committed metadata: the
+// queue, its incarnation, its pending transition (epoch and digest), and
+// this node among the previous members with this very storage instance.
+func sealAuthorized(md *metadata.State, req *recovery.SealRequest, node NodeID, storage uint64) (*metadata.Queue, string) {
+	q, ok := placedQueue(md, req.Queue)
+	switch {
+	case !ok || q.Incarnation != req.Incarnation:
+		return nil, fmt.Sprintf("queue %d incarnation %d is not in the catalogue", req.Queue, req.Incarnation)
+	case !q.Assigned || !q.Assignment.Fenced:
+		return nil, fmt.Sprintf("queue %d has no pending transition", req.Queue)
+	case q.Assignment.Pending.Epoch != req.Epoch || recovery.Digest(q.Assignment.Pending.Digest) != req.Transition:
+		return nil, fmt.Sprintf("queue %d's pending transition is to epoch %d, digest %x", req.Queue, q.Assignment.Pending.Epoch, q.Assignment.Pending.Digest[:6])
+	}
+	for _, m := range q.Assignment.Members.Slice() {
+		if m.Node == node {
+			if m.Storage != storage {
+				return nil, fmt.Sprintf("n%d held queue %d in storage %d, not this one (%d)", node, req.Queue, m.Storage, storage)
+			}
+			return q, ""
+		}
+	}
+	return nil, fmt.Sprintf("n%d is not a previous member of queue %d", node, req.Queue)
+}
+
+// sealRetained starts reading a log no group runs on, as it recovered.
+func (n *Node) sealRetained(st *seam.LogState) {
+	j := n.sealer.job
+	if st == nil {
+		n.sealEnd("its log did not open")
+		return
+	}
+	j.seal.Start, j.seal.End = st.Start, st.End
+	if st.End > st.Start {
+		j.seal.LastEpoch = seam.EpochAt(st.Epochs, st.End-1)
+	}
+	j.seal.Damaged = st.Unrepaired || st.Damage != ""
+	n.sealReadNext()
+}
+
+// sealOpened is the completion of the open a seal asked for.
+func (n *Node) sealOpened(p *placedGroup, d *StorageDone) {
+	p.state = d.State
+	j := n.sealer.job
+	if j == nil || j.phase != sealFresh || seam.QueueGroup(j.req.Queue) != d.Group {
+		return
+	}
+	if d.Err != "" {
+		return // the failure policy: the process exits
+	}
+	n.sealRetained(d.State)
+}
+
+// sealReadNext reads the next page of records, or finishes the seal.
+func (n *Node) sealReadNext() {
+	j := n.sealer.job
+	if j.id == nil {
+		id, err := recovery.NewIdentity(j.req.Queue, j.seal.Start, j.seal.End)
+		if err != nil {
+			n.sealEnd(err.Error())
+			return
+		}
+		j.id = id
+	}
+	j.phase = sealRead
+	if next := j.id.Next(); next < j.seal.End {
+		n.out.Storage(seam.Effect{Op: seam.OpRead, Group: seam.QueueGroup(j.req.Queue), Offset: next,
+			Count: int(min(j.seal.End-next, uint64(n.x.Lim.BatchRecordsMax))), Tag: sealTag})
+		return
+	}
+	sum, err := j.id.Sum()
+	if err != nil {
+		n.sealEnd(err.Error())
+		return
+	}
+	j.seal.Identity = sum
+	s := &n.sealer
+	if len(s.done) >= sealsKeptMax {
+		s.done = slices.Delete(s.done, 0, 1)
+	}
+	s.done = append(s.done, j.seal)
+	n.out.Recovery(j.req.Queue, seam.StageSeal, j.req.Epoch, recovery.AppendSeal(n.out.Grow(128), &j.seal),
+		fmt.Sprintf("n%d sealed [%d,%d) last-epoch=%d damaged=%v id=%x", n.x.Node, j.seal.Start, j.seal.End, j.seal.LastEpoch, j.seal.Damaged, j.seal.Identity[:6]))
+	for _, w := range j.waiters {
+		n.sealAnswer(w, &j.seal)
+	}
+	s.job = nil
+}
+
+// sealStorage takes the completion of a seal's storage effect.
+func (n *Node) sealStorage(d *StorageDone) {
+	j := n.sealer.job
+	if d.Err != "" {
+		return // the failure policy: the process exits
+	}
+	switch {
+	case j == nil:
+		panic("core: a seal's storage completed with no seal running")
+	case d.Op == seam.OpSync && j.phase == sealSync:
+		n.sealReadNext()
+	case d.Op == seam.OpRead && j.phase == sealRead:
+		if len(d.Records) == 0 {
+			n.sealEnd(fmt.Sprintf("the log returned no record at %d, below its end %d", j.id.Next(), j.seal.End))
+			return
+		}
+		for i := range d.Records {
+			if err := j.id.Add(&d.Records[i]); err != nil {
+				n.sealEnd(err.Error())
+				return
+			}
+		}
+		n.sealReadNext()
+	default:
+		panic(fmt.Sprintf("core: a seal's %s completed in phase %d", d.Op, j.phase))
+	}
+}
+
+// sealEnd ends the running seal unmade, telling its requesters why.
+func (n *Node) sealEnd(why string) {
+	j := n.sealer.job
+	n.sealer.job = nil
+	n.out.Effects = append(n.out.Effects, seam.Effect{Kind: seam.EfNote, Group: seam.QueueGroup(j.req.Queue),
+		Reason: fmt.Sprintf("recovery seal q=%d epoch=%d refused: %s", j.req.Queue, j.req.Epoch, why)})
+	for _, w := range j.waiters {
+		n.sealRefuse(w, j.req, false, why)
+	}
+}
+
+func (n *Node) sealAnswer(to NodeID, s *recovery.Seal) {
+	if to == n.x.Node {
+		n.sealArrived(*s)
+		return
+	}
+	buf := recovery.AppendSeal(n.out.Grow(128), s)
+	n.out.Send(seam.GroupRecovery, to, buf)
+}
+
+func (n *Node) sealRefuse(to NodeID, req recovery.SealRequest, busy bool, why string) {
+	r := recovery.SealRefused{Queue: req.Queue, Transition: req.Transition, Busy: busy, Reason: why}
+	if to == n.x.Node {
+		n.sealRefusedBy(to, r)
+		return
+	}
+	buf := recovery.AppendSealRefused(n.out.Grow(64+len(why)), &r)
+	n.out.Send(seam.GroupRecovery, to, buf)
+}

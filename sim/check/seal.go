@@ -1,0 +1,86 @@
+package check
+
+import (
+	"github.com/sluicemq/sluice/core"
+)
+
+// Seals (issue 11). A replica that seals its log for recovery freezes it:
+// what its seal reports ([start, end), made durable before the answer)
+// must be what its disk durably holds from then on, with nothing written
+// at or past end, until a recovery activates the next assignment (which
+// no run reaches yet). The checker takes every seal a broker sends and
+// judges it from the disk: at once (seal-durable: the sealed records are
+// intact on the disk) and at the end of the run (seal-frozen: the same
+// records, and none past end). Damage injected into the copy since
+// excuses it (the fault budget answers for that), and a seal that reported
+// its log damaged is not held to "nothing past end" (its torn tail is
+// garbage the checkers' parser may still read in part).
+
+// sealsMax bounds the seals the checker keeps; more are not judged.
+const sealsMax = 4096
+
+type sealTruth struct {
+	atNs       int64
+	node       core.NodeID
+	q          core.QueueID
+	epoch      uint64
+	start, end uint64
+	damaged    bool
+	idents     []Ident // the disk's records over [start, end) at the seal
+}
+
+// Sealed takes a seal node sent: queue q frozen for the transition to
+// epoch, retaining [start, end), damaged as it says.
+func (c *Checker) Sealed(atNs int64, node core.NodeID, q core.QueueID, epoch, start, end uint64, damaged bool) {
+	qt := c.queues[q]
+	if qt == nil || qt.replica(node) == nil {
+		c.fail("seal-durable", atNs, "n%d sealed q=%d, which it holds no replica of", node, q)
+		return
+	}
+	for _, s := range c.seals {
+		if s.node == node && s.q == q && s.epoch == epoch {
+			return // a retry's answer: the seal already judged
+		}
+	}
+	if len(c.seals) >= sealsMax {
+		return
+	}
+	r := qt.replica(node)
+	r.disk.Reparse(c.diskOf(q, node))
+	s := &sealTruth{atNs: atNs, node: node, q: q, epoch: epoch, start: start, end: end, damaged: damaged}
+	for o := start; o < end; o++ {
+		id := r.disk.At(o)
+		if !id.Intact() && !r.injected {
+			c.fail("seal-durable", atNs, "n%d sealed q=%d for epoch %d retaining [%d,%d), but its disk holds no intact record at o=%d%s",
+				node, q, epoch, start, end, o, noteOf(r.disk))
+			return
+		}
+		s.idents = append(s.idents, id)
+	}
+	c.seals = append(c.seals, s)
+}
+
+// sealsFinal judges every seal against the disks as they are at the end.
+func (c *Checker) sealsFinal(atNs int64) {
+	for _, s := range c.seals {
+		r := c.queues[s.q].replica(s.node)
+		if r.injected {
+			continue // damaged since: the fault budget's business
+		}
+		r.disk.Reparse(c.diskOf(s.q, s.node))
+		for i, want := range s.idents {
+			o := s.start + uint64(i)
+			if got := r.disk.At(o); got != want {
+				c.fail("seal-frozen", atNs, "n%d sealed q=%d %s retaining [%d,%d); at the end its disk holds %s at o=%d, not the sealed %s",
+					s.node, s.q, instant(s.atNs), s.start, s.end, got, o, want)
+				break
+			}
+		}
+		if n := r.disk.Len(); n > s.end && !s.damaged {
+			c.fail("seal-frozen", atNs, "n%d sealed q=%d %s retaining [%d,%d); at the end its disk holds records up to %d (%s at o=%d)",
+				s.node, s.q, instant(s.atNs), s.start, s.end, n, r.disk.At(n-1), n-1)
+		}
+	}
+}
+
+func instant(ns int64) string { return string(appendInstant(nil, ns)) }
