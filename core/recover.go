@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/core/metadata"
 	"github.com/sluicemq/sluice/core/recovery"
 	"github.com/sluicemq/sluice/core/seam"
@@ -150,8 +151,12 @@ func (n *Node) sealArrived(s recovery.Seal) {
 	}
 	if src, ok := w.coll.Source(); ok && !w.selected {
 		w.selected = true
-		n.out.Recovery(w.t.Queue, seam.StageSelect, w.t.Epoch, nil, fmt.Sprintf("source n%d [%d,%d) last-epoch=%d: %d of R=%d witnesses",
-			src.Node, src.Start, src.End, src.LastEpoch, w.coll.Witnesses(), w.coll.Threshold()))
+		if n.x.Bugs.Has(bugs.RecoveryFirstWitness) {
+			src = firstWitness(w.coll) // planted
+		}
+		n.out.Recovery(w.t.Queue, seam.StageSelect, w.t.Epoch, recovery.AppendSeal(n.out.Grow(128), &src),
+			fmt.Sprintf("source n%d [%d,%d) last-epoch=%d: %d of R=%d witnesses",
+				src.Node, src.Start, src.End, src.LastEpoch, w.coll.Witnesses(), w.coll.Threshold()))
 	}
 }
 
@@ -163,6 +168,17 @@ func (n *Node) sealRefusedBy(from NodeID, r recovery.SealRefused) {
 		return
 	}
 	n.recoveryNote(w.t.Queue, "recovery q=%d n%d did not seal (busy=%v): %s", w.t.Queue, from, r.Busy, r.Reason)
+}
+
+// firstWitness is the planted recovery-first-witness's source: the first
+// complete witness that arrived, however short its log.
+func firstWitness(c *recovery.Collection) recovery.Seal {
+	for _, s := range c.Seals() {
+		if !s.Damaged {
+			return s
+		}
+	}
+	return recovery.Seal{}
 }
 
 func (n *Node) recoveryNote(q QueueID, format string, a ...any) {

@@ -115,6 +115,9 @@ const (
 	// freeze its log: a follower keeps taking the old owner's appends
 	// after its seal reported its log.
 	SealUnfrozen
+	// RecoveryFirstWitness: the recovery worker takes the first complete
+	// witness as its source, not the one whose log reaches furthest.
+	RecoveryFirstWitness
 	end
 )
 
@@ -155,6 +158,7 @@ var Registry = []Bug{
 	{ServePredecessorsQueues, "serve-predecessors-queues", "epochs and fencing", "a restarted broker serves the placed queues its previous process was assigned"},
 	{CtrlImageSkipsCommitted, "ctrl-image-skips-committed", "metadata group", "a process starting from a metadata image skips the committed entries above it"},
 	{SealUnfrozen, "seal-unfrozen", "sealed recovery", "a sealed follower keeps taking the old owner's appends"},
+	{RecoveryFirstWitness, "recovery-first-witness", "sealed recovery", "the recovery worker takes the first witness as its source"},
 }
 
 // Has reports whether every bug of b is in s.

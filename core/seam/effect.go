@@ -42,8 +42,8 @@ const (
 	EfWatermark EffectKind = 8
 	// EfRecovery: a stage of a queue's sealed recovery was reached (issue
 	// 11): Queue, Stage, Offset the pending transition's epoch, Reason
-	// the detail; for StageSeal, Body is the seal (core/recovery's
-	// encoding). Nothing to do: the world may watch it (the simulator's
+	// the detail; for StageSeal, Body is the seal, for StageSelect the
+	// source's seal (core/recovery's encoding). Nothing to do: the world may watch it (the simulator's
 	// checkers and coverage, the daemon's metrics and recovery timings).
 	EfRecovery EffectKind = 9
 )

@@ -60,9 +60,16 @@ func (o *Out) Deadline(atNs int64) {
 	o.Effects = append(o.Effects, Effect{Kind: EfDeadline, AtNs: atNs})
 }
 
-// Recovery emits a stage mark of queue q's recovery (body: the stage's
-// evidence, valid until the next Step).
-func (o *Out) Recovery(q QueueID, stage RecoveryStage, epoch uint64, body []byte, reason string) {
+// Recovery emits a stage mark of queue q's recovery. buf is nil (no
+// evidence) or the buffer Grow returned, extended by the stage's evidence
+// (as Send takes a message).
+func (o *Out) Recovery(q QueueID, stage RecoveryStage, epoch uint64, buf []byte, reason string) {
+	var body []byte
+	if buf != nil {
+		start := len(o.buf)
+		o.buf = buf
+		body = buf[start:len(buf):len(buf)]
+	}
 	o.Effects = append(o.Effects, Effect{Kind: EfRecovery, Group: QueueGroup(q), Queue: q, Stage: stage, Offset: epoch, Body: body, Reason: reason})
 }
 

@@ -275,7 +275,8 @@ type Checker struct {
 	total         int
 	lines         func() uint64 // the trace's latest line number; nil: none
 	meta          *metaTruth    // the metadata group's history; nil until used
-	seals         []*sealTruth  // the seals brokers sent (seal.go)
+	seals         []*sealTruth  // the seals brokers made (seal.go)
+	sources       []*sourceTruth
 }
 
 // SetLines tells the checker how to learn the number of the trace's latest
@@ -950,6 +951,7 @@ func (c *Checker) Final(atNs int64, drained func(core.QueueID) bool) {
 		}
 	}
 	c.sealsFinal(atNs)
+	c.sourcesFinal(atNs)
 }
 
 func sortedOffsets(m map[uint64]uint64) []uint64 {

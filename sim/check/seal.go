@@ -2,6 +2,7 @@ package check
 
 import (
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/record"
 )
 
 // Seals (issue 11). A replica that seals its log for recovery freezes it:
@@ -84,3 +85,47 @@ func (c *Checker) sealsFinal(atNs int64) {
 }
 
 func instant(ns int64) string { return string(appendInstant(nil, ns)) }
+
+// sourceTruth is a recovery source a worker chose.
+type sourceTruth struct {
+	atNs       int64
+	node       core.NodeID
+	q          core.QueueID
+	epoch      uint64
+	start, end uint64
+}
+
+// SourceChosen takes the source a recovery worker chose for queue q's
+// transition to epoch: node's sealed log retaining [start, end).
+func (c *Checker) SourceChosen(atNs int64, node core.NodeID, q core.QueueID, epoch, start, end uint64) {
+	if qt := c.queues[q]; qt == nil || qt.replica(node) == nil {
+		c.fail("source-complete", atNs, "q=%d: the source chosen, n%d, holds no replica of it", q, node)
+		return
+	}
+	if len(c.sources) < sealsMax {
+		c.sources = append(c.sources, &sourceTruth{atNs: atNs, node: node, q: q, epoch: epoch, start: start, end: end})
+	}
+}
+
+// sourcesFinal: every record the queue confirmed (by the end of the run)
+// is within the chosen source's bounds and intact on its disk, so that a
+// recovery copying the source loses nothing confirmed. (The source's seal
+// made it durable and froze it; seal-frozen judges that part.)
+func (c *Checker) sourcesFinal(atNs int64) {
+	for _, s := range c.sources {
+		qt := c.queues[s.q]
+		r := qt.replica(s.node)
+		if r.injected {
+			continue // damaged since: the fault budget's business
+		}
+		r.disk.Reparse(c.diskOf(s.q, s.node))
+		for _, o := range sortedOffsets(qt.confirmed) {
+			key := qt.confirmed[o]
+			if id := r.disk.At(o); o < s.start || o >= s.end || id.Kind != record.KindPublish || id.Val != key {
+				c.fail("source-complete", atNs, "q=%d: the source chosen %s for epoch %d, n%d retaining [%d,%d), lacks confirmed publish %#x at o=%d (its disk holds %s there)",
+					s.q, instant(s.atNs), s.epoch, s.node, s.start, s.end, key, o, id)
+				break
+			}
+		}
+	}
+}

@@ -304,6 +304,11 @@ func (env *brokerEnv) Recovery(e *core.Effect) {
 		w.checker.Sealed(w.now, env.b.id, s.Queue, s.Epoch, s.Start, s.End, s.Damaged)
 	case seam.StageSelect:
 		w.mark(MarkRecoverySelect)
+		s, err := recovery.DecodeSeal(e.Body)
+		if err != nil {
+			panic("world: a select stage that does not decode: " + err.Error())
+		}
+		w.checker.SourceChosen(w.now, s.Node, s.Queue, s.Epoch, s.Start, s.End)
 	}
 }
 
