@@ -289,10 +289,20 @@ func (c *Checker) Expect(publishes int) {
 	all := publishes * len(c.order)
 	c.pubs = make(map[uint64]pubInfo, all)
 	c.deliveredKeys = make(map[uint64]bool, all)
+	// A log holds about two records per publish: the publish and the ack
+	// of its delivery.
+	offsets := 2*publishes + 64
 	for _, q := range c.order {
 		q.confirmed = make(map[uint64]uint64, publishes)
 		q.deliveredAt = make(map[uint64]uint64, publishes)
 		q.emitted = make(map[uint64]bool, publishes)
+		q.received = make([]receipt, 0, offsets)
+		q.ackRecs = make([]ackSlot, 0, offsets)
+		q.seen = make([]seenAt, 0, offsets)
+		for _, r := range q.reps {
+			r.issued = make([]Ident, 0, offsets)
+			r.disk.recs = make([]Ident, 0, offsets)
+		}
 	}
 }
 

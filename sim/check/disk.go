@@ -341,7 +341,9 @@ func (l *DiskLog) read(d Disk, seg *diskSeg, pos int64, n int) ([]byte, error) {
 	p := l.buf[:want]
 	l.winSeg = nil
 	k, err := d.ReadDurable(seg.path, p, pos)
-	if err != nil && !errors.Is(err, io.EOF) {
+	// The plain comparison first: nearly every parse ends on io.EOF at the
+	// durable end, and errors.Is costs a reflective look at its target.
+	if err != nil && err != io.EOF && !errors.Is(err, io.EOF) {
 		if k >= n {
 			return p[:n], nil // the bytes wanted are readable; the error lies beyond
 		}
