@@ -87,6 +87,20 @@ type replicaTruth struct {
 	damageEnd uint64
 }
 
+// deliveredKey is the key of the body delivered at one offset, if any.
+type deliveredKey struct {
+	key uint64
+	has bool
+}
+
+// delivered returns the key delivered at o, if any.
+func (q *queueTruth) delivered(o uint64) (uint64, bool) {
+	if o < uint64(len(q.deliveredAt)) && q.deliveredAt[o].has {
+		return q.deliveredAt[o].key, true
+	}
+	return 0, false
+}
+
 type pubState uint8
 
 const (
@@ -124,13 +138,13 @@ type queueTruth struct {
 	reps      []*replicaTruth // in spec.Replicas order
 	owner     *replicaTruth
 	confirmed map[uint64]uint64 // offset -> publish key
-	// deliveredAt: offset -> key of the body delivered there, so a later
-	// confirm at that offset must agree.
-	deliveredAt map[uint64]uint64
+	// deliveredAt: by offset, the key of the body delivered there, so a
+	// later confirm at that offset must agree; an offset with one was
+	// emitted to a consumer at least once.
+	deliveredAt []deliveredKey
 	firstMax    uint64
 	firstAny    bool
-	emitted     map[uint64]bool // offsets emitted to a consumer at least once
-	received    []receipt       // by offset
+	received    []receipt // by offset
 	// ackRecs: by acked offset, the owner's ack records for it (offset and
 	// identity), to judge a redelivery.
 	ackRecs []ackSlot
@@ -294,8 +308,7 @@ func (c *Checker) Expect(publishes int) {
 	offsets := 2*publishes + 64
 	for _, q := range c.order {
 		q.confirmed = make(map[uint64]uint64, publishes)
-		q.deliveredAt = make(map[uint64]uint64, publishes)
-		q.emitted = make(map[uint64]bool, publishes)
+		q.deliveredAt = make([]deliveredKey, 0, offsets)
 		q.received = make([]receipt, 0, offsets)
 		q.ackRecs = make([]ackSlot, 0, offsets)
 		q.seen = make([]seenAt, 0, offsets)
@@ -322,8 +335,7 @@ func (c *Checker) AddQueue(s QueueSpec) {
 	if _, ok := c.queues[s.Queue]; ok {
 		return
 	}
-	q := &queueTruth{spec: s, confirmed: map[uint64]uint64{}, deliveredAt: map[uint64]uint64{},
-		emitted: map[uint64]bool{}}
+	q := &queueTruth{spec: s, confirmed: map[uint64]uint64{}}
 	for _, n := range s.Replicas {
 		r := &replicaTruth{node: n, idx: len(q.reps), disk: NewDiskLog(s.Dir)}
 		q.reps = append(q.reps, r)
@@ -744,21 +756,24 @@ func (c *Checker) DeliverEmitted(atNs int64, q core.QueueID, o uint64, key uint6
 	if id.Intact() && (id.Kind != record.KindPublish || id.Val != key) {
 		c.fail("deliver-confirmed", atNs, "q=%d o=%d: delivered body %#x, the owner wrote %s there", q, o, key, id)
 	}
-	if c.pubs[key].state == pubFailed {
+	p, known := c.pubs[key]
+	if p.state == pubFailed {
 		c.fail("failed-delivered", atNs, "q=%d o=%d: publish %#x was reported failed", q, o, key)
 	}
-	if _, known := c.pubs[key]; !known {
+	if !known {
 		c.fail("deliver-confirmed", atNs, "q=%d o=%d: body %#x was never published", q, o, key)
 	}
 	if k, ok := qt.confirmed[o]; ok && k != key {
 		c.fail("deliver-confirmed", atNs, "q=%d o=%d: delivered body %#x, confirmed body %#x", q, o, key, k)
 	}
-	if k, ok := qt.deliveredAt[o]; ok && k != key {
+	k, emitted := qt.delivered(o)
+	if emitted && k != key {
 		c.fail("deliver-confirmed", atNs, "q=%d o=%d: delivered body %#x, earlier delivered %#x", q, o, key, k)
 	}
-	qt.deliveredAt[o] = key
+	qt.deliveredAt = growTo(qt.deliveredAt, o)
+	qt.deliveredAt[o] = deliveredKey{key: key, has: true}
 	c.deliveredKeys[key] = true
-	if qt.emitted[o] {
+	if emitted {
 		// A duplicate must be a redelivery of an unacked record: no ack of
 		// it may be confirmed (durable on W replicas) already.
 		if o < uint64(len(qt.ackRecs)) {
@@ -775,7 +790,6 @@ func (c *Checker) DeliverEmitted(atNs int64, q core.QueueID, o uint64, key uint6
 	}
 	qt.firstAny = true
 	qt.firstMax = max(qt.firstMax, o)
-	qt.emitted[o] = true
 }
 
 // DeliveryReceived records that a live consumer on connection conn received
@@ -844,7 +858,7 @@ func (c *Checker) PublishEnded(atNs int64, key uint64, o core.Outcome, q core.Qu
 		if k, ok := qt.confirmed[offset]; ok && k != key {
 			c.fail("confirm-durable", atNs, "q=%d o=%d confirmed for two publishes %#x and %#x", q, offset, k, key)
 		}
-		if k, ok := qt.deliveredAt[offset]; ok && k != key {
+		if k, ok := qt.delivered(offset); ok && k != key {
 			c.fail("deliver-confirmed", atNs, "q=%d o=%d: confirmed %#x but delivered %#x there", q, offset, key, k)
 		}
 		qt.confirmed[offset] = key
