@@ -289,6 +289,21 @@ type Checker struct {
 	total         int
 	lines         func() uint64 // the trace's latest line number; nil: none
 	meta          *metaTruth    // the metadata group's history; nil until used
+	lastQueue     *queueTruth   // the queue queue() found last
+}
+
+// queue returns queue q's truth, or nil. Nearly every call names the queue
+// of the call before, so the last one found is tried first (queues are
+// never removed).
+func (c *Checker) queue(q core.QueueID) *queueTruth {
+	if qt := c.lastQueue; qt != nil && qt.spec.Queue == q {
+		return qt
+	}
+	qt := c.queues[q]
+	if qt != nil {
+		c.lastQueue = qt
+	}
+	return qt
 }
 
 // SetLines tells the checker how to learn the number of the trace's latest
@@ -350,13 +365,13 @@ func (c *Checker) AddQueue(s QueueSpec) {
 
 // Fence says that placed queue q was fenced or deleted.
 func (c *Checker) Fence(q core.QueueID) {
-	if qt := c.queues[q]; qt != nil {
+	if qt := c.queue(q); qt != nil {
 		qt.fenced = true
 	}
 }
 
 // Fenced reports whether queue q was fenced.
-func (c *Checker) Fenced(q core.QueueID) bool { qt := c.queues[q]; return qt != nil && qt.fenced }
+func (c *Checker) Fenced(q core.QueueID) bool { qt := c.queue(q); return qt != nil && qt.fenced }
 
 func (c *Checker) fail(checker string, atNs int64, format string, args ...any) {
 	c.total++
@@ -385,7 +400,7 @@ func (q *queueTruth) replica(n core.NodeID) *replicaTruth {
 }
 
 func (c *Checker) rep(n core.NodeID, q core.QueueID) *replicaTruth {
-	qt := c.queues[q]
+	qt := c.queue(q)
 	if qt == nil {
 		panic(fmt.Sprintf("check: unknown queue %d", q))
 	}
@@ -420,7 +435,7 @@ func (c *Checker) Appended(node core.NodeID, q core.QueueID, recs []record.Recor
 // Truncated records that node's log of q executed a truncation to end: its
 // copies from end on no longer count, and the truth is read again.
 func (c *Checker) Truncated(node core.NodeID, q core.QueueID, end uint64) {
-	c.queues[q].dropSeen(end, c.rep(node, q).idx)
+	c.queue(q).dropSeen(end, c.rep(node, q).idx)
 	c.Discarded(node, q, end)
 }
 
@@ -440,7 +455,7 @@ func (c *Checker) Discarded(node core.NodeID, q core.QueueID, end uint64) {
 
 // diskOf returns node's disk that holds q's log.
 func (c *Checker) diskOf(q core.QueueID, node core.NodeID) Disk {
-	if qt := c.queues[q]; qt != nil && qt.spec.Disks != nil {
+	if qt := c.queue(q); qt != nil && qt.spec.Disks != nil {
 		return qt.spec.Disks(node)
 	}
 	return c.disks(node)
@@ -468,7 +483,7 @@ func (c *Checker) SyncAcked(atNs int64, node core.NodeID, q core.QueueID, offset
 		c.fail("sync-durable", atNs, "n%d q=%d: a sync acknowledged up to o=%d, but only %d records were written", node, q, offset, len(r.issued))
 		offset = uint64(len(r.issued))
 	}
-	qt := c.queues[q]
+	qt := c.queue(q)
 	for o := min(r.verified, offset); o < offset; o++ {
 		if got := r.disk.At(o); got != r.issued[o] {
 			_, _, mask := qt.holders(o, r.issued[o])
@@ -481,7 +496,7 @@ func (c *Checker) SyncAcked(atNs int64, node core.NodeID, q core.QueueID, offset
 	}
 	r.verified = max(r.verified, offset)
 	r.acked = max(r.acked, offset)
-	c.noteRepair(c.queues[q], r)
+	c.noteRepair(c.queue(q), r)
 }
 
 func noteOf(l *DiskLog) string {
@@ -512,7 +527,7 @@ func (c *Checker) noteRepair(qt *queueTruth, r *replicaTruth) {
 // repaired, in spec order.
 func (c *Checker) Damaged(q core.QueueID) []core.NodeID {
 	var out []core.NodeID
-	for _, r := range c.queues[q].reps {
+	for _, r := range c.queue(q).reps {
 		if r.injected {
 			out = append(out, r.node)
 		}
@@ -550,7 +565,7 @@ func (c *Checker) Recovered(atNs int64, node core.NodeID, q core.QueueID, st cor
 		}
 	}
 	r.issued = r.issued[:0]
-	qt := c.queues[q]
+	qt := c.queue(q)
 	for o := uint64(0); o < st.End; o++ {
 		id := r.disk.At(o)
 		r.issued = append(r.issued, id)
@@ -559,7 +574,7 @@ func (c *Checker) Recovered(atNs int64, node core.NodeID, q core.QueueID, st cor
 		}
 	}
 	r.acked, r.verified = st.End, st.End
-	c.noteRepair(c.queues[q], r)
+	c.noteRepair(c.queue(q), r)
 }
 
 func epochAt(h []core.EpochStart, o uint64) uint64 {
@@ -625,7 +640,7 @@ func (q *queueTruth) earlyReports(o uint64, id Ident) string {
 // a confirm without its durable copies. The checkers judge from the disks,
 // never from this report.
 func (c *Checker) Reported(atNs int64, node core.NodeID, q core.QueueID, end uint64) {
-	qt := c.queues[q]
+	qt := c.queue(q)
 	if qt == nil {
 		return
 	}
@@ -652,7 +667,7 @@ func (q *queueTruth) ownerIssued(o uint64) Ident {
 // of the delivery at acked. Only the owner's appends count: they define the
 // record.
 func (c *Checker) AckAppended(q core.QueueID, node core.NodeID, o uint64, id Ident, acked uint64) {
-	qt := c.queues[q]
+	qt := c.queue(q)
 	if node != qt.spec.Owner {
 		return
 	}
@@ -669,7 +684,7 @@ func (c *Checker) PublishStarted(key uint64, n int) {
 // offset o of q, that W replicas, the owner among them, hold its record
 // durably (by their disks).
 func (c *Checker) ConfirmEmitted(atNs int64, q core.QueueID, o uint64) {
-	qt := c.queues[q]
+	qt := c.queue(q)
 	id := qt.ownerIssued(o)
 	n, ownerHas, mask := qt.holders(o, id)
 	if !id.Intact() || !ownerHas || n < qt.spec.W {
@@ -689,7 +704,7 @@ func (c *Checker) ConfirmEmitted(atNs int64, q core.QueueID, o uint64) {
 // exact process; until recovery, issue 11, a placed queue has one
 // assignment epoch).
 func (c *Checker) ConfirmedBy(atNs int64, q core.QueueID, node core.NodeID, process uint64) {
-	qt := c.queues[q]
+	qt := c.queue(q)
 	if qt == nil {
 		return
 	}
@@ -712,7 +727,7 @@ func (c *Checker) ConfirmedBy(atNs int64, q core.QueueID, node core.NodeID, proc
 // committed in-sync set (by the model's fold) holds the record below it
 // durably (by their disks).
 func (c *Checker) Watermark(atNs int64, q core.QueueID, end uint64) {
-	qt := c.queues[q]
+	qt := c.queue(q)
 	if qt == nil {
 		return
 	}
@@ -747,7 +762,7 @@ func (c *Checker) inSyncHolds(atNs int64, checker string, qt *queueTruth, o uint
 // o of q to a consumer, that the record is confirmed, that its publish was
 // not reported failed, and that first deliveries come in log order.
 func (c *Checker) DeliverEmitted(atNs int64, q core.QueueID, o uint64, key uint64, redelivered bool) {
-	qt := c.queues[q]
+	qt := c.queue(q)
 	id := qt.ownerIssued(o)
 	n, ownerHas, mask := qt.holders(o, id)
 	if !id.Intact() || !ownerHas || n < qt.spec.W {
@@ -796,7 +811,7 @@ func (c *Checker) DeliverEmitted(atNs int64, q core.QueueID, o uint64, key uint6
 // the record at offset o of q, with body b. A delivery counts for
 // at-least-once only here, where a consumer really has it.
 func (c *Checker) DeliveryReceived(atNs int64, q core.QueueID, o uint64, conn core.ClientID, b []byte) {
-	qt := c.queues[q]
+	qt := c.queue(q)
 	key := keyOf(b)
 	if p, ok := c.pubs[key]; ok && (p.len != uint32(len(b)) || !bytes.Equal(b[min(8, len(b)):], zeros[:len(b)-min(8, len(b))])) {
 		c.fail("deliver-confirmed", atNs, "q=%d o=%d: c%d received a body of %d bytes that is not the one published with key %#x (%d bytes)",
@@ -823,7 +838,7 @@ func keyOf(b []byte) uint64 {
 
 // AckSent records that the consumer on conn sent its ack of offset o.
 func (c *Checker) AckSent(q core.QueueID, o uint64, conn core.ClientID) {
-	if r := c.queues[q].receipt(o); r != nil && r.conn == conn {
+	if r := c.queue(q).receipt(o); r != nil && r.conn == conn {
 		r.acked, r.settled = true, true
 	}
 }
@@ -840,7 +855,7 @@ func (q *queueTruth) receipt(o uint64) *receipt {
 // ConsumerLost records that the consumer on conn lost its connection while
 // holding the deliveries at offsets, unacked: each must be redelivered.
 func (c *Checker) ConsumerLost(q core.QueueID, conn core.ClientID, offsets []uint64) {
-	qt := c.queues[q]
+	qt := c.queue(q)
 	for _, o := range offsets {
 		if r := qt.receipt(o); r != nil && r.conn == conn && !r.acked {
 			r.lost = true
@@ -854,7 +869,7 @@ func (c *Checker) PublishEnded(atNs int64, key uint64, o core.Outcome, q core.Qu
 	switch o {
 	case core.Confirmed:
 		p.state = pubConfirmed
-		qt := c.queues[q]
+		qt := c.queue(q)
 		if k, ok := qt.confirmed[offset]; ok && k != key {
 			c.fail("confirm-durable", atNs, "q=%d o=%d confirmed for two publishes %#x and %#x", q, offset, k, key)
 		}
@@ -888,7 +903,7 @@ func (c *Checker) Undelivered(q core.QueueID) int {
 // UndeliveredFirst is Undelivered with the lowest such offset described
 // (for a failure's evidence).
 func (c *Checker) UndeliveredFirst(q core.QueueID) (int, string) {
-	qt := c.queues[q]
+	qt := c.queue(q)
 	n, first := 0, uint64(math.MaxUint64)
 	for o := range qt.confirmed { //detguard:order-independent counts and a minimum
 		if r := qt.receipt(o); r == nil || (r.lost && !r.settled) {
@@ -909,7 +924,7 @@ func (c *Checker) UndeliveredFirst(q core.QueueID) (int, string) {
 // Converged reports whether every replica of q durably holds exactly the
 // owner's log (by their disks), and if not, where the first difference is.
 func (c *Checker) Converged(q core.QueueID) (bool, string) {
-	qt := c.queues[q]
+	qt := c.queue(q)
 	own := qt.owner.disk
 	end := own.Prefix()
 	if own.Len() != end {
