@@ -87,6 +87,20 @@ type replicaTruth struct {
 	damageEnd uint64
 }
 
+// deliveredKey is the key of the body delivered at one offset, if any.
+type deliveredKey struct {
+	key uint64
+	has bool
+}
+
+// delivered returns the key delivered at o, if any.
+func (q *queueTruth) delivered(o uint64) (uint64, bool) {
+	if o < uint64(len(q.deliveredAt)) && q.deliveredAt[o].has {
+		return q.deliveredAt[o].key, true
+	}
+	return 0, false
+}
+
 type pubState uint8
 
 const (
@@ -124,13 +138,13 @@ type queueTruth struct {
 	reps      []*replicaTruth // in spec.Replicas order
 	owner     *replicaTruth
 	confirmed map[uint64]uint64 // offset -> publish key
-	// deliveredAt: offset -> key of the body delivered there, so a later
-	// confirm at that offset must agree.
-	deliveredAt map[uint64]uint64
+	// deliveredAt: by offset, the key of the body delivered there, so a
+	// later confirm at that offset must agree; an offset with one was
+	// emitted to a consumer at least once.
+	deliveredAt []deliveredKey
 	firstMax    uint64
 	firstAny    bool
-	emitted     map[uint64]bool // offsets emitted to a consumer at least once
-	received    []receipt       // by offset
+	received    []receipt // by offset
 	// ackRecs: by acked offset, the owner's ack records for it (offset and
 	// identity), to judge a redelivery.
 	ackRecs []ackSlot
@@ -277,6 +291,21 @@ type Checker struct {
 	meta          *metaTruth    // the metadata group's history; nil until used
 	seals         []*sealTruth  // the seals brokers made (seal.go)
 	sources       []*sourceTruth
+	lastQueue     *queueTruth // the queue queue() found last
+}
+
+// queue returns queue q's truth, or nil. Nearly every call names the queue
+// of the call before, so the last one found is tried first (queues are
+// never removed).
+func (c *Checker) queue(q core.QueueID) *queueTruth {
+	if qt := c.lastQueue; qt != nil && qt.spec.Queue == q {
+		return qt
+	}
+	qt := c.queues[q]
+	if qt != nil {
+		c.lastQueue = qt
+	}
+	return qt
 }
 
 // SetLines tells the checker how to learn the number of the trace's latest
@@ -291,10 +320,19 @@ func (c *Checker) Expect(publishes int) {
 	all := publishes * len(c.order)
 	c.pubs = make(map[uint64]pubInfo, all)
 	c.deliveredKeys = make(map[uint64]bool, all)
+	// A log holds about two records per publish: the publish and the ack
+	// of its delivery.
+	offsets := 2*publishes + 64
 	for _, q := range c.order {
 		q.confirmed = make(map[uint64]uint64, publishes)
-		q.deliveredAt = make(map[uint64]uint64, publishes)
-		q.emitted = make(map[uint64]bool, publishes)
+		q.deliveredAt = make([]deliveredKey, 0, offsets)
+		q.received = make([]receipt, 0, offsets)
+		q.ackRecs = make([]ackSlot, 0, offsets)
+		q.seen = make([]seenAt, 0, offsets)
+		for _, r := range q.reps {
+			r.issued = make([]Ident, 0, offsets)
+			r.disk.recs = make([]Ident, 0, offsets)
+		}
 	}
 }
 
@@ -314,8 +352,7 @@ func (c *Checker) AddQueue(s QueueSpec) {
 	if _, ok := c.queues[s.Queue]; ok {
 		return
 	}
-	q := &queueTruth{spec: s, confirmed: map[uint64]uint64{}, deliveredAt: map[uint64]uint64{},
-		emitted: map[uint64]bool{}}
+	q := &queueTruth{spec: s, confirmed: map[uint64]uint64{}}
 	for _, n := range s.Replicas {
 		r := &replicaTruth{node: n, idx: len(q.reps), disk: NewDiskLog(s.Dir)}
 		q.reps = append(q.reps, r)
@@ -330,13 +367,13 @@ func (c *Checker) AddQueue(s QueueSpec) {
 
 // Fence says that placed queue q was fenced or deleted.
 func (c *Checker) Fence(q core.QueueID) {
-	if qt := c.queues[q]; qt != nil {
+	if qt := c.queue(q); qt != nil {
 		qt.fenced = true
 	}
 }
 
 // Fenced reports whether queue q was fenced.
-func (c *Checker) Fenced(q core.QueueID) bool { qt := c.queues[q]; return qt != nil && qt.fenced }
+func (c *Checker) Fenced(q core.QueueID) bool { qt := c.queue(q); return qt != nil && qt.fenced }
 
 func (c *Checker) fail(checker string, atNs int64, format string, args ...any) {
 	c.total++
@@ -365,7 +402,7 @@ func (q *queueTruth) replica(n core.NodeID) *replicaTruth {
 }
 
 func (c *Checker) rep(n core.NodeID, q core.QueueID) *replicaTruth {
-	qt := c.queues[q]
+	qt := c.queue(q)
 	if qt == nil {
 		panic(fmt.Sprintf("check: unknown queue %d", q))
 	}
@@ -400,7 +437,7 @@ func (c *Checker) Appended(node core.NodeID, q core.QueueID, recs []record.Recor
 // Truncated records that node's log of q executed a truncation to end: its
 // copies from end on no longer count, and the truth is read again.
 func (c *Checker) Truncated(node core.NodeID, q core.QueueID, end uint64) {
-	c.queues[q].dropSeen(end, c.rep(node, q).idx)
+	c.queue(q).dropSeen(end, c.rep(node, q).idx)
 	c.Discarded(node, q, end)
 }
 
@@ -420,7 +457,7 @@ func (c *Checker) Discarded(node core.NodeID, q core.QueueID, end uint64) {
 
 // diskOf returns node's disk that holds q's log.
 func (c *Checker) diskOf(q core.QueueID, node core.NodeID) Disk {
-	if qt := c.queues[q]; qt != nil && qt.spec.Disks != nil {
+	if qt := c.queue(q); qt != nil && qt.spec.Disks != nil {
 		return qt.spec.Disks(node)
 	}
 	return c.disks(node)
@@ -448,7 +485,7 @@ func (c *Checker) SyncAcked(atNs int64, node core.NodeID, q core.QueueID, offset
 		c.fail("sync-durable", atNs, "n%d q=%d: a sync acknowledged up to o=%d, but only %d records were written", node, q, offset, len(r.issued))
 		offset = uint64(len(r.issued))
 	}
-	qt := c.queues[q]
+	qt := c.queue(q)
 	for o := min(r.verified, offset); o < offset; o++ {
 		if got := r.disk.At(o); got != r.issued[o] {
 			_, _, mask := qt.holders(o, r.issued[o])
@@ -461,7 +498,7 @@ func (c *Checker) SyncAcked(atNs int64, node core.NodeID, q core.QueueID, offset
 	}
 	r.verified = max(r.verified, offset)
 	r.acked = max(r.acked, offset)
-	c.noteRepair(c.queues[q], r)
+	c.noteRepair(c.queue(q), r)
 }
 
 func noteOf(l *DiskLog) string {
@@ -492,7 +529,7 @@ func (c *Checker) noteRepair(qt *queueTruth, r *replicaTruth) {
 // repaired, in spec order.
 func (c *Checker) Damaged(q core.QueueID) []core.NodeID {
 	var out []core.NodeID
-	for _, r := range c.queues[q].reps {
+	for _, r := range c.queue(q).reps {
 		if r.injected {
 			out = append(out, r.node)
 		}
@@ -530,7 +567,7 @@ func (c *Checker) Recovered(atNs int64, node core.NodeID, q core.QueueID, st cor
 		}
 	}
 	r.issued = r.issued[:0]
-	qt := c.queues[q]
+	qt := c.queue(q)
 	for o := uint64(0); o < st.End; o++ {
 		id := r.disk.At(o)
 		r.issued = append(r.issued, id)
@@ -539,7 +576,7 @@ func (c *Checker) Recovered(atNs int64, node core.NodeID, q core.QueueID, st cor
 		}
 	}
 	r.acked, r.verified = st.End, st.End
-	c.noteRepair(c.queues[q], r)
+	c.noteRepair(c.queue(q), r)
 }
 
 func epochAt(h []core.EpochStart, o uint64) uint64 {
@@ -605,7 +642,7 @@ func (q *queueTruth) earlyReports(o uint64, id Ident) string {
 // a confirm without its durable copies. The checkers judge from the disks,
 // never from this report.
 func (c *Checker) Reported(atNs int64, node core.NodeID, q core.QueueID, end uint64) {
-	qt := c.queues[q]
+	qt := c.queue(q)
 	if qt == nil {
 		return
 	}
@@ -632,7 +669,7 @@ func (q *queueTruth) ownerIssued(o uint64) Ident {
 // of the delivery at acked. Only the owner's appends count: they define the
 // record.
 func (c *Checker) AckAppended(q core.QueueID, node core.NodeID, o uint64, id Ident, acked uint64) {
-	qt := c.queues[q]
+	qt := c.queue(q)
 	if node != qt.spec.Owner {
 		return
 	}
@@ -649,7 +686,7 @@ func (c *Checker) PublishStarted(key uint64, n int) {
 // offset o of q, that W replicas, the owner among them, hold its record
 // durably (by their disks).
 func (c *Checker) ConfirmEmitted(atNs int64, q core.QueueID, o uint64) {
-	qt := c.queues[q]
+	qt := c.queue(q)
 	id := qt.ownerIssued(o)
 	n, ownerHas, mask := qt.holders(o, id)
 	if !id.Intact() || !ownerHas || n < qt.spec.W {
@@ -669,7 +706,7 @@ func (c *Checker) ConfirmEmitted(atNs int64, q core.QueueID, o uint64) {
 // exact process; until recovery, issue 11, a placed queue has one
 // assignment epoch).
 func (c *Checker) ConfirmedBy(atNs int64, q core.QueueID, node core.NodeID, process uint64) {
-	qt := c.queues[q]
+	qt := c.queue(q)
 	if qt == nil {
 		return
 	}
@@ -692,7 +729,7 @@ func (c *Checker) ConfirmedBy(atNs int64, q core.QueueID, node core.NodeID, proc
 // committed in-sync set (by the model's fold) holds the record below it
 // durably (by their disks).
 func (c *Checker) Watermark(atNs int64, q core.QueueID, end uint64) {
-	qt := c.queues[q]
+	qt := c.queue(q)
 	if qt == nil {
 		return
 	}
@@ -727,7 +764,7 @@ func (c *Checker) inSyncHolds(atNs int64, checker string, qt *queueTruth, o uint
 // o of q to a consumer, that the record is confirmed, that its publish was
 // not reported failed, and that first deliveries come in log order.
 func (c *Checker) DeliverEmitted(atNs int64, q core.QueueID, o uint64, key uint64, redelivered bool) {
-	qt := c.queues[q]
+	qt := c.queue(q)
 	id := qt.ownerIssued(o)
 	n, ownerHas, mask := qt.holders(o, id)
 	if !id.Intact() || !ownerHas || n < qt.spec.W {
@@ -736,21 +773,24 @@ func (c *Checker) DeliverEmitted(atNs int64, q core.QueueID, o uint64, key uint6
 	if id.Intact() && (id.Kind != record.KindPublish || id.Val != key) {
 		c.fail("deliver-confirmed", atNs, "q=%d o=%d: delivered body %#x, the owner wrote %s there", q, o, key, id)
 	}
-	if c.pubs[key].state == pubFailed {
+	p, known := c.pubs[key]
+	if p.state == pubFailed {
 		c.fail("failed-delivered", atNs, "q=%d o=%d: publish %#x was reported failed", q, o, key)
 	}
-	if _, known := c.pubs[key]; !known {
+	if !known {
 		c.fail("deliver-confirmed", atNs, "q=%d o=%d: body %#x was never published", q, o, key)
 	}
 	if k, ok := qt.confirmed[o]; ok && k != key {
 		c.fail("deliver-confirmed", atNs, "q=%d o=%d: delivered body %#x, confirmed body %#x", q, o, key, k)
 	}
-	if k, ok := qt.deliveredAt[o]; ok && k != key {
+	k, emitted := qt.delivered(o)
+	if emitted && k != key {
 		c.fail("deliver-confirmed", atNs, "q=%d o=%d: delivered body %#x, earlier delivered %#x", q, o, key, k)
 	}
-	qt.deliveredAt[o] = key
+	qt.deliveredAt = growTo(qt.deliveredAt, o)
+	qt.deliveredAt[o] = deliveredKey{key: key, has: true}
 	c.deliveredKeys[key] = true
-	if qt.emitted[o] {
+	if emitted {
 		// A duplicate must be a redelivery of an unacked record: no ack of
 		// it may be confirmed (durable on W replicas) already.
 		if o < uint64(len(qt.ackRecs)) {
@@ -767,14 +807,13 @@ func (c *Checker) DeliverEmitted(atNs int64, q core.QueueID, o uint64, key uint6
 	}
 	qt.firstAny = true
 	qt.firstMax = max(qt.firstMax, o)
-	qt.emitted[o] = true
 }
 
 // DeliveryReceived records that a live consumer on connection conn received
 // the record at offset o of q, with body b. A delivery counts for
 // at-least-once only here, where a consumer really has it.
 func (c *Checker) DeliveryReceived(atNs int64, q core.QueueID, o uint64, conn core.ClientID, b []byte) {
-	qt := c.queues[q]
+	qt := c.queue(q)
 	key := keyOf(b)
 	if p, ok := c.pubs[key]; ok && (p.len != uint32(len(b)) || !bytes.Equal(b[min(8, len(b)):], zeros[:len(b)-min(8, len(b))])) {
 		c.fail("deliver-confirmed", atNs, "q=%d o=%d: c%d received a body of %d bytes that is not the one published with key %#x (%d bytes)",
@@ -801,7 +840,7 @@ func keyOf(b []byte) uint64 {
 
 // AckSent records that the consumer on conn sent its ack of offset o.
 func (c *Checker) AckSent(q core.QueueID, o uint64, conn core.ClientID) {
-	if r := c.queues[q].receipt(o); r != nil && r.conn == conn {
+	if r := c.queue(q).receipt(o); r != nil && r.conn == conn {
 		r.acked, r.settled = true, true
 	}
 }
@@ -818,7 +857,7 @@ func (q *queueTruth) receipt(o uint64) *receipt {
 // ConsumerLost records that the consumer on conn lost its connection while
 // holding the deliveries at offsets, unacked: each must be redelivered.
 func (c *Checker) ConsumerLost(q core.QueueID, conn core.ClientID, offsets []uint64) {
-	qt := c.queues[q]
+	qt := c.queue(q)
 	for _, o := range offsets {
 		if r := qt.receipt(o); r != nil && r.conn == conn && !r.acked {
 			r.lost = true
@@ -832,11 +871,11 @@ func (c *Checker) PublishEnded(atNs int64, key uint64, o core.Outcome, q core.Qu
 	switch o {
 	case core.Confirmed:
 		p.state = pubConfirmed
-		qt := c.queues[q]
+		qt := c.queue(q)
 		if k, ok := qt.confirmed[offset]; ok && k != key {
 			c.fail("confirm-durable", atNs, "q=%d o=%d confirmed for two publishes %#x and %#x", q, offset, k, key)
 		}
-		if k, ok := qt.deliveredAt[offset]; ok && k != key {
+		if k, ok := qt.delivered(offset); ok && k != key {
 			c.fail("deliver-confirmed", atNs, "q=%d o=%d: confirmed %#x but delivered %#x there", q, offset, key, k)
 		}
 		qt.confirmed[offset] = key
@@ -866,7 +905,7 @@ func (c *Checker) Undelivered(q core.QueueID) int {
 // UndeliveredFirst is Undelivered with the lowest such offset described
 // (for a failure's evidence).
 func (c *Checker) UndeliveredFirst(q core.QueueID) (int, string) {
-	qt := c.queues[q]
+	qt := c.queue(q)
 	n, first := 0, uint64(math.MaxUint64)
 	for o := range qt.confirmed { //detguard:order-independent counts and a minimum
 		if r := qt.receipt(o); r == nil || (r.lost && !r.settled) {
@@ -887,7 +926,7 @@ func (c *Checker) UndeliveredFirst(q core.QueueID) (int, string) {
 // Converged reports whether every replica of q durably holds exactly the
 // owner's log (by their disks), and if not, where the first difference is.
 func (c *Checker) Converged(q core.QueueID) (bool, string) {
-	qt := c.queues[q]
+	qt := c.queue(q)
 	own := qt.owner.disk
 	end := own.Prefix()
 	if own.Len() != end {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -124,6 +125,9 @@ type DiskLog struct {
 	winSeg *diskSeg
 	winPos int64
 }
+
+// locsPresizeMax bounds the frame locations reserved for a new segment.
+const locsPresizeMax = 1 << 13
 
 // windowBytes is how much the parser reads at once: one read of the disk
 // serves the frames of many small records.
@@ -260,12 +264,8 @@ func (l *DiskLog) checkSlots(d Disk, seg *diskSeg) {
 		if (i+1)*dSlotBytes <= len(region) {
 			s = region[i*dSlotBytes : (i+1)*dSlotBytes]
 		}
-		zero := true
-		for _, b := range s {
-			zero = zero && b == 0
-		}
 		if i >= len(seg.locs) {
-			if !zero {
+			if !slotZero(s) {
 				l.setNote(seg.name + ": stray header copy at slot " + strconv.Itoa(i))
 				l.damaged = true
 			}
@@ -277,6 +277,16 @@ func (l *DiskLog) checkSlots(d Disk, seg *diskSeg) {
 			l.damaged = true
 		}
 	}
+}
+
+// slotZero reports whether a slot's bytes (a whole slot, or none) are all
+// zero: no header copy stands there.
+func slotZero(s []byte) bool {
+	if len(s) != dSlotBytes {
+		return len(s) == 0
+	}
+	return binary.LittleEndian.Uint64(s[0:8])|binary.LittleEndian.Uint64(s[8:16])|
+		binary.LittleEndian.Uint64(s[16:24])|binary.LittleEndian.Uint64(s[24:32]) == 0
 }
 
 // Resume reads what was made durable since the last read, assuming bytes
@@ -341,7 +351,9 @@ func (l *DiskLog) read(d Disk, seg *diskSeg, pos int64, n int) ([]byte, error) {
 	p := l.buf[:want]
 	l.winSeg = nil
 	k, err := d.ReadDurable(seg.path, p, pos)
-	if err != nil && !errors.Is(err, io.EOF) {
+	// The plain comparison first: nearly every parse ends on io.EOF at the
+	// durable end, and errors.Is costs a reflective look at its target.
+	if err != nil && err != io.EOF && !errors.Is(err, io.EOF) {
 		if k >= n {
 			return p[:n], nil // the bytes wanted are readable; the error lies beyond
 		}
@@ -407,6 +419,10 @@ func (l *DiskLog) parseSeg(d Disk, seg *diskSeg) {
 		}
 		seg.slots = int(slots)
 		seg.pos = seg.frameStart()
+		// A segment holds at most one frame per slot: room for them now
+		// (bounded: the count comes from the disk) rather than growth
+		// frame by frame.
+		seg.locs = slices.Grow(seg.locs, min(seg.slots, locsPresizeMax))
 	}
 	for !seg.done {
 		if len(seg.locs) >= seg.slots {

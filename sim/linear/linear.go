@@ -440,46 +440,62 @@ func (p *plan) porcupine() bool {
 		latest = max(latest, s.callNs)
 		base[o] = b
 	}
+	// The inputs live in one slice and porcupine holds pointers to them:
+	// boxing a pointer in an interface costs no allocation, boxing a step
+	// would cost one per operation.
+	steps := make([]step, 0, len(p.slots)+len(p.reads))
 	for o, s := range p.slots {
+		steps = append(steps, step{base: base[o], offset: uint64(o), key: s.key})
 		history = append(history, porcupine.Operation{
 			ClientId: s.client,
-			Input:    step{base: base[o], offset: uint64(o), key: s.key},
+			Input:    &steps[len(steps)-1],
 			Call:     s.callNs,
 			Return:   s.retNs,
 		})
 	}
 	for _, r := range p.reads {
 		op := p.ops[r]
+		steps = append(steps, step{read: true, base: base[op.Offset], offset: op.Offset, key: op.Key})
 		history = append(history, porcupine.Operation{
 			ClientId: op.Client,
-			Input:    step{read: true, base: base[op.Offset], offset: op.Offset, key: op.Key},
+			Input:    &steps[len(steps)-1],
 			Call:     op.CallNs,
 			Return:   op.ReturnNs,
 		})
 	}
-	return porcupine.CheckOperations(p.model(), history)
+	// Likewise the model's states, log lengths within a partition, are
+	// pointers into lengths (lengths[k] == k): no state is boxed.
+	lengths := make([]uint64, len(p.slots)+1)
+	for k := range lengths {
+		lengths[k] = uint64(k)
+	}
+	return porcupine.CheckOperations(p.model(lengths), history)
 }
 
-func (p *plan) model() porcupine.Model {
+// model is the log model over pinned offsets. A state is a pointer to
+// lengths[n] (the log's length n within the partition; lengths[k] == k for
+// every k up to the slots' count), an input a *step.
+func (p *plan) model(lengths []uint64) porcupine.Model {
 	return porcupine.Model{
 		Partition: partition,
-		Init:      func() any { return uint64(0) },
+		Init:      func() any { return &lengths[0] },
 		Step: func(state, input, _ any) (bool, any) {
-			n := state.(uint64)
-			in := input.(step)
+			st := state.(*uint64)
+			n := *st
+			in := input.(*step)
 			o := in.offset - in.base
 			if in.read {
-				return o < n && p.slots[in.offset].key == in.key, n
+				return o < n && p.slots[in.offset].key == in.key, st
 			}
 			if o != n {
-				return false, n
+				return false, st
 			}
-			return true, n + 1
+			return true, &lengths[n+1]
 		},
-		Equal: func(a, b any) bool { return a.(uint64) == b.(uint64) },
-		Hash:  func(s any) uint64 { return s.(uint64) },
+		Equal: func(a, b any) bool { return *a.(*uint64) == *b.(*uint64) },
+		Hash:  func(s any) uint64 { return *s.(*uint64) },
 		DescribeOperation: func(input, _ any) string {
-			in := input.(step)
+			in := input.(*step)
 			if in.read {
 				return fmt.Sprintf("read(%d) -> %d", in.offset, in.key)
 			}
@@ -494,16 +510,28 @@ func (p *plan) model() porcupine.Model {
 func partition(history []porcupine.Operation) [][]porcupine.Operation {
 	var bases []uint64
 	index := make(map[uint64]int)
+	var counts []int
 	for _, op := range history {
-		b := op.Input.(step).base
-		if _, ok := index[b]; !ok {
-			index[b] = len(bases)
+		b := op.Input.(*step).base
+		i, ok := index[b]
+		if !ok {
+			i = len(bases)
+			index[b] = i
 			bases = append(bases, b)
+			counts = append(counts, 0)
 		}
+		counts[i]++
 	}
+	// One backing array, each partition its exact share of it.
+	all := make([]porcupine.Operation, len(history))
 	parts := make([][]porcupine.Operation, len(bases))
+	at := 0
+	for i, n := range counts {
+		parts[i] = all[at : at : at+n]
+		at += n
+	}
 	for _, op := range history {
-		i := index[op.Input.(step).base]
+		i := index[op.Input.(*step).base]
 		parts[i] = append(parts[i], op)
 	}
 	return parts

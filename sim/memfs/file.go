@@ -226,9 +226,13 @@ func (n *node) setLen(size int64) {
 		return
 	}
 	// Double, so that a file grown by appends copies each byte O(1) times.
-	grown := make([]byte, size, max(size, 2*int64(cap(n.data)), 4096))
-	copy(grown, n.data)
-	n.data = grown
+	// Growing by append copies the old bytes once and clears only the new
+	// ones (make then copy would clear the whole buffer first); append
+	// clears everything past the length it returns, so data[len:cap] stays
+	// zero.
+	old := n.data[:cap(n.data)]
+	want := max(size, 2*int64(cap(n.data)), 4096)
+	n.data = append(old, make([]byte, want-int64(len(old)))...)[:size]
 }
 
 // setSize sets the size; growth reads as zeros.

@@ -44,10 +44,19 @@ type event struct {
 	req  core.Request
 }
 
+// heapEntry is one scheduled event in the heap: its ordering key held
+// inline, so that sifting compares neighbouring entries instead of reaching
+// into the slab's large events.
+type heapEntry struct {
+	at  int64
+	seq uint64
+	i   int32 // slab index
+}
+
 type eventHeap struct {
 	slab []event
 	free []int32
-	heap []int32
+	heap []heapEntry
 	seq  uint64
 }
 
@@ -69,49 +78,61 @@ func (h *eventHeap) alloc() (int32, *event) {
 	return i, &h.slab[i]
 }
 
-func (h *eventHeap) less(a, b int32) bool {
-	ea, eb := &h.slab[a], &h.slab[b]
-	if ea.at != eb.at {
-		return ea.at < eb.at
+// less orders by (at, seq): a total order, so the pop order does not
+// depend on how the heap is arranged.
+func (a *heapEntry) less(b *heapEntry) bool {
+	if a.at != b.at {
+		return a.at < b.at
 	}
-	return ea.seq < eb.seq
+	return a.seq < b.seq
 }
 
+// push schedules slab entry i at its instant (set before the push, never
+// changed after).
 func (h *eventHeap) push(i int32) {
 	h.seq++
 	h.slab[i].seq = h.seq
-	h.heap = append(h.heap, i)
-	j := len(h.heap) - 1
+	x := heapEntry{at: h.slab[i].at, seq: h.seq, i: i}
+	h.heap = append(h.heap, x)
+	hp := h.heap
+	j := len(hp) - 1
 	for j > 0 {
 		p := (j - 1) / 2
-		if !h.less(h.heap[j], h.heap[p]) {
+		if !x.less(&hp[p]) {
 			break
 		}
-		h.heap[j], h.heap[p] = h.heap[p], h.heap[j]
+		hp[j] = hp[p]
 		j = p
 	}
+	hp[j] = x
 }
 
 func (h *eventHeap) pop() int32 {
-	top := h.heap[0]
-	n := len(h.heap) - 1
-	h.heap[0] = h.heap[n]
-	h.heap = h.heap[:n]
+	hp := h.heap
+	top := hp[0].i
+	n := len(hp) - 1
+	x := hp[n]
+	hp = hp[:n]
+	h.heap = hp
+	if n == 0 {
+		return top
+	}
 	j := 0
 	for {
 		c := 2*j + 1
 		if c >= n {
 			break
 		}
-		if c+1 < n && h.less(h.heap[c+1], h.heap[c]) {
+		if c+1 < n && hp[c+1].less(&hp[c]) {
 			c++
 		}
-		if !h.less(h.heap[c], h.heap[j]) {
+		if !hp[c].less(&x) {
 			break
 		}
-		h.heap[j], h.heap[c] = h.heap[c], h.heap[j]
+		hp[j] = hp[c]
 		j = c
 	}
+	hp[j] = x
 	return top
 }
 

@@ -302,8 +302,9 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 	expect := p.PublishersPerQueue * p.PublishesPerSec * int(p.DurationMs/1000+1)
 	w.checker.Expect(expect)
 	for _, q := range p.Queues {
-		// Publishes and deliveries: presized, not grown op by op (a hint).
-		w.history[q.Queue] = make([]linear.Op, 0, min(2*expect, linearOpsMax))
+		// Publishes, deliveries and the owner's ack records: presized, not
+		// grown op by op (a hint).
+		w.history[q.Queue] = make([]linear.Op, 0, min(3*expect, linearOpsMax))
 	}
 	w.checker.SetLines(w.trace.Lines)
 	for i := 0; i < p.Brokers; i++ {
