@@ -20,12 +20,16 @@ import (
 // doubling to 30 s while a member's seal is missing, and collects the
 // seals (core/recovery's Collection) until it holds R = E − W + 1 complete
 // witnesses (or, for an isr queue, one member of the last committed
-// in-sync set) and has chosen the source. It marks each step in the
-// trace. A changed or cleared transition ends the attempt.
+// in-sync set). It then reads the furthest witness's sealed log and every
+// other complete witness's, a page at a time (core/recovery's Verifier:
+// each must hash to its seal's identity, none may contradict the source),
+// and accepts the source. It marks each stage in the trace. A changed or
+// cleared transition ends the attempt; contradictory evidence or an
+// exhausted inspection budget blocks it, with a note.
 //
-// TODO(issue 11): sealed reads of the witnesses against the source,
-// staging and installation on the proposed members, the activation
-// command; until then a recovered queue stays fenced at "source chosen".
+// TODO(issue 11): staging and installation on the proposed members, the
+// activation command; until then a recovered queue stays fenced at
+// "source accepted".
 
 // Backoff bounds of the worker's seal requests (seed 004).
 const (
@@ -47,8 +51,11 @@ type recoveryWork struct {
 	name     string
 	coll     *recovery.Collection
 	asks     []recoveryAsk
-	selected bool   // the source was chosen (and marked)
-	blocked  string // the blocked reason marked
+	src      recovery.Seal      // the source being verified
+	verify   *recovery.Verifier // its sealed reads; nil until the collection completes
+	askedNs  int64              // when the page wanted was asked for
+	selected bool               // the source was verified (and marked)
+	blocked  string             // the blocked reason marked
 }
 
 // candidate returns the node that runs the recovery of q's pending
@@ -88,7 +95,13 @@ func (n *Node) recoveryTick() {
 			return
 		}
 	}
-	if w.coll.Complete() || w.coll.Blocked() != "" {
+	if w.blocked != "" || w.selected {
+		return
+	}
+	if w.verify != nil {
+		if n.x.NowNs-w.askedNs >= recoveryBackoffMinNs {
+			n.recoveryAskPage() // the page or its answer was lost: ask again
+		}
 		return
 	}
 	for i := range w.asks {
@@ -144,19 +157,80 @@ func (n *Node) sealArrived(s recovery.Seal) {
 	if i := slices.IndexFunc(w.asks, func(a recoveryAsk) bool { return a.node == s.Node }); i >= 0 {
 		w.asks[i].sealed = true
 	}
-	if b := w.coll.Blocked(); b != "" && w.blocked == "" {
-		w.blocked = b
-		n.recoveryNote(w.t.Queue, "recovery q=%d epoch=%d blocked: %s", w.t.Queue, w.t.Epoch, b)
+	if b := w.coll.Blocked(); b != "" {
+		n.recoveryBlocked(b)
 		return
 	}
-	if src, ok := w.coll.Source(); ok && !w.selected {
-		w.selected = true
-		if n.x.Bugs.Has(bugs.RecoveryFirstWitness) {
-			src = firstWitness(w.coll) // planted
+	if w.selected {
+		return
+	}
+	src, ok := w.coll.Source()
+	if !ok {
+		w.verify = nil // a witness stopped counting: collect again
+		return
+	}
+	if n.x.Bugs.Has(bugs.RecoveryFirstWitness) {
+		src = firstWitness(w.coll) // planted
+	}
+	if w.verify != nil && src == w.src {
+		return // the verification of this source goes on
+	}
+	// A new source (or the first): read it and every other complete
+	// witness before accepting it.
+	var witnesses []recovery.Seal
+	for _, s := range w.coll.Seals() {
+		if !s.Damaged {
+			witnesses = append(witnesses, s)
 		}
-		n.out.Recovery(w.t.Queue, seam.StageSelect, w.t.Epoch, recovery.AppendSeal(n.out.Grow(128), &src),
-			fmt.Sprintf("source n%d [%d,%d) last-epoch=%d: %d of R=%d witnesses",
-				src.Node, src.Start, src.End, src.LastEpoch, w.coll.Witnesses(), w.coll.Threshold()))
+	}
+	w.src, w.verify = src, recovery.NewVerifier(src, witnesses)
+	n.recoveryAskPage()
+}
+
+// recoveryAskPage asks for the page the verification wants next, or ends
+// the verification: the source accepted (the select stage) or blocked.
+func (n *Node) recoveryAskPage() {
+	w := n.recovery
+	v := w.verify
+	node, from, ok := v.Want()
+	if !ok {
+		if b := v.Blocked(); b != "" {
+			n.recoveryBlocked(b)
+			return
+		}
+		w.selected = true
+		src := &w.src
+		pages, records, bytes := v.Inspected()
+		n.out.Recovery(w.t.Queue, seam.StageSelect, w.t.Epoch, recovery.AppendSeal(n.out.Grow(128), src),
+			fmt.Sprintf("source n%d [%d,%d) last-epoch=%d: %d of R=%d witnesses; sealed reads: %d pages, %d records, %d bytes",
+				src.Node, src.Start, src.End, src.LastEpoch, w.coll.Witnesses(), w.coll.Threshold(), pages, records, bytes))
+		return
+	}
+	w.askedNs = n.x.NowNs
+	req := recovery.ReadRequest{Queue: w.t.Queue, Incarnation: w.t.Incarnation, Epoch: w.t.Epoch, Transition: w.t.Digest,
+		From: from, Count: recovery.PageRecordsMax}
+	if node == n.x.Node {
+		n.readRequested(node, req)
+		return
+	}
+	n.out.Send(seam.GroupRecovery, node, recovery.AppendReadRequest(n.out.Grow(96), &req))
+}
+
+// pageArrived takes a page of a sealed read for the verification.
+func (n *Node) pageArrived(p *recovery.ReadPage) {
+	w := n.recovery
+	if w == nil || w.verify == nil || p.Queue != w.t.Queue || p.Transition != w.t.Digest {
+		return
+	}
+	w.verify.AddPage(p.Node, p.From, p.Records)
+	n.recoveryAskPage()
+}
+
+func (n *Node) recoveryBlocked(why string) {
+	w := n.recovery
+	if w.blocked == "" {
+		w.blocked = why
+		n.recoveryNote(w.t.Queue, "recovery q=%d epoch=%d blocked: %s", w.t.Queue, w.t.Epoch, why)
 	}
 }
 
@@ -167,7 +241,17 @@ func (n *Node) sealRefusedBy(from NodeID, r recovery.SealRefused) {
 	if w == nil || r.Queue != w.t.Queue || r.Transition != w.t.Digest {
 		return
 	}
-	n.recoveryNote(w.t.Queue, "recovery q=%d n%d did not seal (busy=%v): %s", w.t.Queue, from, r.Busy, r.Reason)
+	what := "seal"
+	if r.Read {
+		what = "serve a sealed read"
+	}
+	n.recoveryNote(w.t.Queue, "recovery q=%d n%d did not %s (busy=%v): %s", w.t.Queue, from, what, r.Busy, r.Reason)
+	if r.Read && !r.Busy && from != n.x.Node {
+		// Its seal is gone (a restart): it seals again, its log frozen,
+		// and the page is asked again on a later tick.
+		req := recovery.SealRequest{Queue: w.t.Queue, Incarnation: w.t.Incarnation, Epoch: w.t.Epoch, Transition: w.t.Digest}
+		n.out.Send(seam.GroupRecovery, from, recovery.AppendSealRequest(n.out.Grow(64), &req))
+	}
 }
 
 // firstWitness is the planted recovery-first-witness's source: the first

@@ -31,6 +31,9 @@ import (
 // the sealer, not to the queue's replica group.
 const sealTag uint64 = 1 << 63
 
+// sealServe marks, with sealTag, the reads that serve a sealed read.
+const sealServe uint64 = 1
+
 // sealsKeptMax bounds the seals a process remembers to answer retries.
 const sealsKeptMax = 64
 
@@ -59,6 +62,7 @@ type sealer struct {
 	job       *sealJob
 	done      []recovery.Seal // made by this process, oldest first
 	lastToken uint64
+	serving   *serving // the sealed read in flight
 }
 
 // onRecoveryMsg handles a message of the recovery group from peer from
@@ -91,7 +95,80 @@ func (n *Node) onRecoveryMsg(from NodeID, data []byte) {
 			return
 		}
 		n.sealRefusedBy(from, r)
+	case recovery.KindReadRequest:
+		req, err := recovery.DecodeReadRequest(data)
+		if err != nil {
+			n.x.Refused++
+			return
+		}
+		n.readRequested(from, req)
+	case recovery.KindReadPage:
+		p, err := recovery.DecodeReadPage(data)
+		if err != nil || p.Node != from {
+			n.x.Refused++
+			return
+		}
+		n.pageArrived(&p)
 	}
+}
+
+// serving is the sealed read a broker serves (one at a time).
+type serving struct {
+	to  NodeID
+	req recovery.ReadRequest
+}
+
+// readRequested serves a page of a log this process sealed for the
+// request's transition, or refuses.
+func (n *Node) readRequested(from NodeID, req recovery.ReadRequest) {
+	s := &n.sealer
+	i := slices.IndexFunc(s.done, func(d recovery.Seal) bool {
+		return d.Queue == req.Queue && d.Incarnation == req.Incarnation && d.Epoch == req.Epoch && d.Transition == req.Transition
+	})
+	refuse := func(busy bool, why string) {
+		r := recovery.SealRefused{Queue: req.Queue, Transition: req.Transition, Busy: busy, Reason: why, Read: true}
+		if from == n.x.Node {
+			n.sealRefusedBy(from, r)
+			return
+		}
+		n.out.Send(seam.GroupRecovery, from, recovery.AppendSealRefused(n.out.Grow(64+len(why)), &r))
+	}
+	switch {
+	case i < 0:
+		refuse(false, "not sealed by this process")
+	case s.serving != nil:
+		refuse(true, "serving another sealed read")
+	case req.From < s.done[i].Start || req.From >= s.done[i].End || req.Count < 1:
+		refuse(false, fmt.Sprintf("from=%d count=%d outside the sealed [%d,%d)", req.From, req.Count, s.done[i].Start, s.done[i].End))
+	default:
+		s.serving = &serving{to: from, req: req}
+		count := min(uint64(req.Count), s.done[i].End-req.From, uint64(n.x.Lim.BatchRecordsMax))
+		n.out.Storage(seam.Effect{Op: seam.OpRead, Group: seam.QueueGroup(req.Queue), Offset: req.From, Count: int(count), Tag: sealTag | sealServe})
+	}
+}
+
+// served sends the page read for the sealed read being served.
+func (n *Node) served(d *StorageDone) {
+	s := &n.sealer
+	sv := s.serving
+	s.serving = nil
+	if sv == nil {
+		panic("core: a sealed read completed with none served")
+	}
+	recs := d.Records
+	bytes := 0
+	for i := range recs {
+		if bytes += len(recs[i].Body); bytes > recovery.PageBytesMax || i >= recovery.PageRecordsMax {
+			recs = recs[:i] // a record that does not fit is the next page's
+			break
+		}
+	}
+	p := recovery.ReadPage{Queue: sv.req.Queue, Transition: sv.req.Transition, Node: n.x.Node, From: sv.req.From, Records: recs}
+	if sv.to == n.x.Node {
+		n.pageArrived(&p)
+		return
+	}
+	n.out.Send(seam.GroupRecovery, sv.to, recovery.AppendReadPage(n.out.Grow(recovery.PageSize(recs)), &p))
 }
 
 // sealRequested starts, joins or answers a seal for from.
@@ -266,10 +343,14 @@ func (n *Node) sealReadNext() {
 
 // sealStorage takes the completion of a seal's storage effect.
 func (n *Node) sealStorage(d *StorageDone) {
-	j := n.sealer.job
 	if d.Err != "" {
 		return // the failure policy: the process exits
 	}
+	if d.Tag == sealTag|sealServe {
+		n.served(d)
+		return
+	}
+	j := n.sealer.job
 	switch {
 	case j == nil:
 		panic("core: a seal's storage completed with no seal running")

@@ -78,9 +78,10 @@ func (c *Collection) Threshold() int {
 
 // Add records seal s. It returns an error, and records nothing, for a seal
 // of another transition or from a replica that is not one of the previous
-// assignment's; an identical retry is accepted and counts once; a
-// different seal from a replica that already reported blocks the
-// collection (Blocked says why).
+// assignment's; an identical retry is accepted and counts once; a damaged
+// seal replaces a complete one (the replica met damage since), and
+// nothing replaces a damaged one; any other different seal from a replica
+// that already reported blocks the collection (Blocked says why).
 func (c *Collection) Add(s Seal) error {
 	switch {
 	case s.Queue != c.t.Queue || s.Incarnation != c.t.Incarnation || s.Epoch != c.t.Epoch || s.Transition != c.t.Digest:
@@ -92,8 +93,16 @@ func (c *Collection) Add(s Seal) error {
 	switch {
 	case i < 0:
 		c.seals = append(c.seals, s)
-	case c.seals[i] == s:
-		// An identical retry: counted once.
+	case sameEvidence(&c.seals[i], &s):
+		// An identical retry, perhaps from a restarted process of the
+		// replica (its log frozen, the same evidence): counted once.
+		c.seals[i].Process = max(c.seals[i].Process, s.Process)
+	case s.Damaged && !c.seals[i].Damaged:
+		// The replica met damage in its log since it sealed (it restarted
+		// and its recovery reported it): it is no complete witness now.
+		c.seals[i] = s
+	case c.seals[i].Damaged:
+		// Evidence from a log already known damaged counts for nothing.
 	default:
 		if c.blocked == "" {
 			c.blocked = fmt.Sprintf("n%d sealed twice with different evidence ([%d, %d) epoch %d %x, then [%d, %d) epoch %d %x)",
@@ -153,3 +162,11 @@ func (c *Collection) Source() (s Seal, ok bool) {
 // Seals returns the seals recorded, in arrival order (the caller must not
 // change them).
 func (c *Collection) Seals() []Seal { return c.seals }
+
+// sameEvidence reports whether two seals of one replica say the same of
+// its log (the process that answered aside).
+func sameEvidence(a, b *Seal) bool {
+	x, y := *a, *b
+	x.Process, y.Process = 0, 0
+	return x == y
+}

@@ -167,3 +167,25 @@ func TestCollectionRefusesMalformed(t *testing.T) {
 		}
 	}
 }
+
+// A replica that met damage since its seal stops counting, without
+// blocking the collection; a damaged replica's later seals change nothing.
+func TestCollectionLaterDamage(t *testing.T) {
+	tr := transition3()
+	c := mustCollection(t, tr)
+	c.Add(seal(tr, 1, 8, 1200))
+	c.Add(seal(tr, 2, 8, 1100))
+	if !c.Complete() {
+		t.Fatal("not complete with two witnesses")
+	}
+	damaged := seal(tr, 1, 8, 900)
+	damaged.Damaged = true
+	c.Add(damaged)
+	if c.Complete() || c.Blocked() != "" || c.Witnesses() != 1 {
+		t.Fatalf("after n1 met damage: complete=%v blocked=%q witnesses=%d", c.Complete(), c.Blocked(), c.Witnesses())
+	}
+	c.Add(seal(tr, 1, 8, 1200))
+	if c.Witnesses() != 1 || c.Blocked() != "" {
+		t.Fatalf("a damaged replica's later seal counted: %d witnesses, blocked %q", c.Witnesses(), c.Blocked())
+	}
+}

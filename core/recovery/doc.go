@@ -21,9 +21,14 @@
 //     assignment (the same node and storage instance: a restarted process
 //     of that data directory still witnesses); an identical retry counts
 //     once; a different report from the same replica blocks the whole
-//     collection (contradictory evidence needs an operator); a replica
-//     whose log has detected damage is recorded but is not a complete
-//     witness. It is complete with R = E − W + 1 complete witnesses (E and
+//     collection (contradictory evidence needs an operator), except that
+//     a replica which met damage in its log since it sealed (a restart's
+//     recovery reported it) is recorded as damaged from then on; a
+//     replica whose log has detected damage is not a complete witness.
+//   - A Verifier reads the source's sealed log and every other complete
+//     witness's, in bounded pages, and accepts the source only if each
+//     log hashes to its seal's identity and no witness contradicts the
+//     source (verify.go). It is complete with R = E − W + 1 complete witnesses (E and
 //     W of the previous assignment, fixed for the transition), or, for an
 //     isr queue, with one complete witness from the last committed in-sync
 //     set (Kafka's clean election: every member of that set holds every

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/sluicemq/sluice/core/record"
 	"github.com/sluicemq/sluice/core/seam"
 )
 
@@ -16,13 +17,19 @@ const (
 	markerSealRequest = "RSL1"
 	markerSealOk      = "RSO1"
 	markerSealRefused = "RSN1"
+	markerReadRequest = "RRD1"
+	markerReadPage    = "RRO1"
+	markerReadRefused = "RRN1"
 )
 
 // Limits of the messages.
 const (
-	// MsgBytesMax bounds every recovery message (seed 004's control
-	// frames: 64 KiB).
+	// MsgBytesMax bounds every recovery message but a page (seed 004's
+	// control frames: 64 KiB).
 	MsgBytesMax = 64 << 10
+	// PageMsgBytesMax bounds a page of sealed records (a data frame): its
+	// records' bytes within PageBytesMax, and their headers.
+	PageMsgBytesMax = PageBytesMax + PageRecordsMax*(recordWireBytes+16) + 1024
 	// ReasonBytesMax bounds a refusal's reason.
 	ReasonBytesMax = 255
 )
@@ -58,14 +65,37 @@ type Seal struct {
 	Damaged     bool
 }
 
-// SealRefused says why a replica did not seal: Busy (another seal runs;
-// retry), or a reason that retrying the same request will not change
-// (a stale or unknown transition).
+// SealRefused says why a replica did not seal (or, Read, did not serve a
+// sealed read): Busy (another seal or read runs; retry), or a reason that
+// retrying the same request will not change at once (a stale or unknown
+// transition, a log not sealed by this process).
 type SealRefused struct {
 	Queue      seam.QueueID
 	Transition Digest
 	Busy       bool
 	Reason     string
+	Read       bool // a refused read ("RRN1"), not a refused seal
+}
+
+// ReadRequest asks a sealed replica for a page of its sealed log of Queue
+// for the transition bound by Transition: up to Count records from From.
+type ReadRequest struct {
+	Queue       seam.QueueID
+	Incarnation uint64
+	Epoch       uint64
+	Transition  Digest
+	From        uint64
+	Count       int
+}
+
+// ReadPage is a page of Node's sealed log: Records from From on, in
+// offset order.
+type ReadPage struct {
+	Queue      seam.QueueID
+	Transition Digest
+	Node       seam.NodeID
+	From       uint64
+	Records    []record.Record
 }
 
 // AppendSealRequest appends r's encoding.
@@ -94,10 +124,52 @@ func AppendSeal(dst []byte, s *Seal) []byte {
 	return append(dst, boolByte(s.Damaged))
 }
 
+// AppendReadRequest appends r's encoding.
+func AppendReadRequest(dst []byte, r *ReadRequest) []byte {
+	dst = append(dst, markerReadRequest...)
+	dst = binary.AppendUvarint(dst, uint64(r.Queue))
+	dst = binary.AppendUvarint(dst, r.Incarnation)
+	dst = binary.AppendUvarint(dst, r.Epoch)
+	dst = append(dst, r.Transition[:]...)
+	dst = binary.AppendUvarint(dst, r.From)
+	return binary.AppendUvarint(dst, uint64(r.Count))
+}
+
+// AppendReadPage appends p's encoding.
+func AppendReadPage(dst []byte, p *ReadPage) []byte {
+	dst = append(dst, markerReadPage...)
+	dst = binary.AppendUvarint(dst, uint64(p.Queue))
+	dst = append(dst, p.Transition[:]...)
+	dst = binary.AppendUvarint(dst, uint64(p.Node))
+	dst = binary.AppendUvarint(dst, p.From)
+	dst = binary.AppendUvarint(dst, uint64(len(p.Records)))
+	for i := range p.Records {
+		r := &p.Records[i]
+		dst = binary.AppendUvarint(dst, r.Epoch)
+		dst = append(dst, byte(r.Kind))
+		dst = binary.AppendUvarint(dst, uint64(len(r.Body)))
+		dst = append(dst, r.Body...)
+	}
+	return dst
+}
+
+// PageSize is the encoding's size of a page of recs, to Grow by.
+func PageSize(recs []record.Record) int {
+	n := 64
+	for i := range recs {
+		n += recordWireBytes + 8 + len(recs[i].Body)
+	}
+	return n
+}
+
 // AppendSealRefused appends r's encoding; a reason over ReasonBytesMax is
 // cut to it.
 func AppendSealRefused(dst []byte, r *SealRefused) []byte {
-	dst = append(dst, markerSealRefused...)
+	if r.Read {
+		dst = append(dst, markerReadRefused...)
+	} else {
+		dst = append(dst, markerSealRefused...)
+	}
 	dst = binary.AppendUvarint(dst, uint64(r.Queue))
 	dst = append(dst, r.Transition[:]...)
 	dst = append(dst, boolByte(r.Busy))
@@ -119,7 +191,9 @@ type Kind uint8
 const (
 	KindSealRequest Kind = 1
 	KindSeal        Kind = 2
-	KindSealRefused Kind = 3
+	KindSealRefused Kind = 3 // a refused seal or read
+	KindReadRequest Kind = 4
+	KindReadPage    Kind = 5
 )
 
 // KindOf returns the kind of message b holds by its marker, or an error.
@@ -132,8 +206,12 @@ func KindOf(b []byte) (Kind, error) {
 		return KindSealRequest, nil
 	case markerSealOk:
 		return KindSeal, nil
-	case markerSealRefused:
+	case markerSealRefused, markerReadRefused:
 		return KindSealRefused, nil
+	case markerReadRequest:
+		return KindReadRequest, nil
+	case markerReadPage:
+		return KindReadPage, nil
 	}
 	return 0, fmt.Errorf("%w: unknown marker %q", ErrDecode, b[:4])
 }
@@ -164,11 +242,57 @@ func DecodeSeal(b []byte) (Seal, error) {
 	return s, d.finish()
 }
 
-// DecodeSealRefused decodes a refusal, strictly.
+// DecodeReadRequest decodes a sealed read's request, strictly.
+func DecodeReadRequest(b []byte) (ReadRequest, error) {
+	d := decoder{b: b}
+	d.marker(markerReadRequest)
+	r := ReadRequest{Queue: d.queue(), Incarnation: d.uvarint(), Epoch: d.uvarint()}
+	d.digest(&r.Transition)
+	r.From = d.uvarint()
+	r.Count = int(d.count(PageRecordsMax))
+	return r, d.finish()
+}
+
+// DecodeReadPage decodes a page, strictly: records in offset order from
+// From, of known kinds, within the page bounds.
+func DecodeReadPage(b []byte) (ReadPage, error) {
+	d := decoder{b: b, max: PageMsgBytesMax}
+	d.marker(markerReadPage)
+	p := ReadPage{Queue: d.queue()}
+	d.digest(&p.Transition)
+	p.Node = d.node()
+	p.From = d.uvarint()
+	n := d.count(PageRecordsMax)
+	if d.err == nil && n > 0 {
+		p.Records = make([]record.Record, 0, n)
+	}
+	bodies := 0
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		r := record.Record{Offset: p.From + i, Epoch: d.uvarint(), Kind: record.Kind(d.byte())}
+		size := d.count(record.BodyBytesMax)
+		r.Body = d.bytes(int(size))
+		bodies += int(size)
+		if d.err == nil && (!r.Kind.Valid() || bodies > PageBytesMax) {
+			d.fail("record %d: kind %d, %d body bytes in the page", i, r.Kind, bodies)
+		}
+		p.Records = append(p.Records, r)
+	}
+	if err := d.finish(); err != nil {
+		return ReadPage{}, err
+	}
+	return p, nil
+}
+
+// DecodeSealRefused decodes a refusal of a seal or a read, strictly.
 func DecodeSealRefused(b []byte) (SealRefused, error) {
 	d := decoder{b: b}
-	d.marker(markerSealRefused)
-	r := SealRefused{Queue: d.queue()}
+	read := len(b) >= 4 && string(b[:4]) == markerReadRefused
+	if read {
+		d.marker(markerReadRefused)
+	} else {
+		d.marker(markerSealRefused)
+	}
+	r := SealRefused{Queue: d.queue(), Read: read}
 	d.digest(&r.Transition)
 	r.Busy = d.bool()
 	n := int(d.byte())
@@ -180,6 +304,7 @@ func DecodeSealRefused(b []byte) (SealRefused, error) {
 type decoder struct {
 	b   []byte
 	err error
+	max int // the message's size limit (0: MsgBytesMax)
 }
 
 func (d *decoder) fail(format string, a ...any) {
@@ -210,8 +335,12 @@ func (d *decoder) bytes(n int) []byte {
 }
 
 func (d *decoder) marker(m string) {
-	if d.err == nil && len(d.b) > MsgBytesMax {
-		d.fail("%d bytes, over %d", len(d.b), MsgBytesMax)
+	limit := d.max
+	if limit == 0 {
+		limit = MsgBytesMax
+	}
+	if d.err == nil && len(d.b) > limit {
+		d.fail("%d bytes, over %d", len(d.b), limit)
 		return
 	}
 	if got := d.bytes(len(m)); d.err == nil && string(got) != m {
@@ -248,6 +377,16 @@ func (d *decoder) uvarint() uint64 {
 		return 0
 	}
 	d.b = d.b[n:]
+	return v
+}
+
+// count reads a count of at most max.
+func (d *decoder) count(max uint64) uint64 {
+	v := d.uvarint()
+	if d.err == nil && v > max {
+		d.fail("count %d over %d", v, max)
+		return 0
+	}
 	return v
 }
 
@@ -291,7 +430,21 @@ func AppendText(dst []byte, b []byte) []byte {
 		case KindSealRefused:
 			var r SealRefused
 			if r, err = DecodeSealRefused(b); err == nil {
-				return fmt.Appendf(dst, "seal-refused q=%d busy=%v %q", r.Queue, r.Busy, r.Reason)
+				what := "seal-refused"
+				if r.Read {
+					what = "read-refused"
+				}
+				return fmt.Appendf(dst, "%s q=%d busy=%v %q", what, r.Queue, r.Busy, r.Reason)
+			}
+		case KindReadRequest:
+			var r ReadRequest
+			if r, err = DecodeReadRequest(b); err == nil {
+				return fmt.Appendf(dst, "read-request q=%d epoch=%d from=%d count=%d", r.Queue, r.Epoch, r.From, r.Count)
+			}
+		case KindReadPage:
+			var p ReadPage
+			if p, err = DecodeReadPage(b); err == nil {
+				return fmt.Appendf(dst, "read-page q=%d n%d from=%d records=%d", p.Queue, p.Node, p.From, len(p.Records))
 			}
 		}
 	}

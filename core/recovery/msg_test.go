@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/sluicemq/sluice/core/record"
 )
 
 func sampleSeal() Seal {
@@ -18,6 +20,13 @@ func encodings() [][]byte {
 		AppendSealRequest(nil, &SealRequest{Queue: 7, Incarnation: 1 << 40, Epoch: 9, Transition: Digest{1, 2, 3}}),
 		AppendSeal(nil, &s),
 		AppendSealRefused(nil, &SealRefused{Queue: 7, Transition: Digest{1}, Busy: true, Reason: "another seal runs"}),
+		AppendSealRefused(nil, &SealRefused{Queue: 7, Transition: Digest{1}, Reason: "not sealed", Read: true}),
+		AppendReadRequest(nil, &ReadRequest{Queue: 7, Incarnation: 40, Epoch: 9, Transition: Digest{5}, From: 300, Count: 4096}),
+		AppendReadPage(nil, &ReadPage{Queue: 7, Transition: Digest{5}, Node: 3, From: 300, Records: []record.Record{
+			{Epoch: 2, Offset: 300, Kind: record.KindEpoch, Body: []byte{}},
+			{Epoch: 2, Offset: 301, Kind: record.KindPublish, Body: []byte("hello")},
+		}}),
+		AppendReadPage(nil, &ReadPage{Queue: 7, Transition: Digest{5}, Node: 3, From: 300}),
 	}
 }
 
@@ -34,6 +43,12 @@ func decodeAny(b []byte) ([]byte, error) {
 	case KindSeal:
 		s, err := DecodeSeal(b)
 		return AppendSeal(nil, &s), err
+	case KindReadRequest:
+		r, err := DecodeReadRequest(b)
+		return AppendReadRequest(nil, &r), err
+	case KindReadPage:
+		p, err := DecodeReadPage(b)
+		return AppendReadPage(nil, &p), err
 	default:
 		r, err := DecodeSealRefused(b)
 		return AppendSealRefused(nil, &r), err
@@ -89,4 +104,17 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("%x decoded, and encodes back as %x", b, again)
 		}
 	})
+}
+
+// A page refuses a count over its bound, an unknown record kind and a
+// record count its bytes do not hold.
+func TestReadPageBounds(t *testing.T) {
+	p := ReadPage{Queue: 7, Node: 3, From: 0, Records: []record.Record{{Kind: 9, Body: []byte("x")}}}
+	if _, err := DecodeReadPage(AppendReadPage(nil, &p)); err == nil {
+		t.Fatal("a record of kind 9 decoded")
+	}
+	r := ReadRequest{Queue: 7, Count: PageRecordsMax + 1}
+	if _, err := DecodeReadRequest(AppendReadRequest(nil, &r)); err == nil {
+		t.Fatal("a read of more than PageRecordsMax records decoded")
+	}
 }

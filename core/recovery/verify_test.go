@@ -1,0 +1,136 @@
+package recovery
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sluicemq/sluice/core/record"
+	"github.com/sluicemq/sluice/core/seam"
+)
+
+// history builds a log of publishes: one record per epoch given, from
+// offset 0, bodies naming the offset and a variant.
+func history(epochs []uint64, variant string) []record.Record {
+	var rs []record.Record
+	for o, e := range epochs {
+		rs = append(rs, record.Record{Epoch: e, Offset: uint64(o), Kind: record.KindPublish, Body: []byte(variant + string(rune('a'+o)))})
+	}
+	return rs
+}
+
+// sealOf is node n's honest seal of rs.
+func sealOf(t *testing.T, n seam.NodeID, rs []record.Record) Seal {
+	t.Helper()
+	id, err := IdentityOf(7, 0, uint64(len(rs)), rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last uint64
+	if len(rs) > 0 {
+		last = rs[len(rs)-1].Epoch
+	}
+	return Seal{Queue: 7, Node: n, End: uint64(len(rs)), LastEpoch: last, Identity: id}
+}
+
+// verify runs a verifier over logs (by node), reading pages of size page.
+func verify(t *testing.T, src Seal, witnesses []Seal, logs map[seam.NodeID][]record.Record, page int) *Verifier {
+	t.Helper()
+	v := NewVerifier(src, witnesses)
+	for range 100_000 {
+		node, from, ok := v.Want()
+		if !ok {
+			return v
+		}
+		l := logs[node]
+		end := min(int(from)+page, len(l))
+		v.AddPage(node, from, l[from:end])
+	}
+	t.Fatal("the verifier never finished")
+	return nil
+}
+
+func TestVerifierAcceptsOneHistory(t *testing.T) {
+	src := history([]uint64{1, 1, 2, 2, 3}, "")
+	prefix := src[:3]
+	superseded := append(history([]uint64{1, 1, 2, 2}, ""), record.Record{Epoch: 2, Offset: 4, Kind: record.KindPublish, Body: []byte("lost")},
+		record.Record{Epoch: 2, Offset: 5, Kind: record.KindPublish, Body: []byte("lost too")})
+	logs := map[seam.NodeID][]record.Record{1: src, 2: prefix, 3: superseded, 4: nil}
+	s := sealOf(t, 1, src)
+	ws := []Seal{sealOf(t, 2, prefix), s, sealOf(t, 3, superseded), sealOf(t, 4, nil)}
+	for _, page := range []int{1, 2, 4096} {
+		v := verify(t, s, ws, logs, page)
+		if !v.Done() {
+			t.Fatalf("page %d: one history blocked: %s", page, v.Blocked())
+		}
+		if pages, recs, _ := v.Inspected(); recs != len(src)+len(prefix)+len(superseded) || pages < 3 {
+			t.Fatalf("page %d: inspected %d pages, %d records", page, pages, recs)
+		}
+	}
+}
+
+func TestVerifierBlocks(t *testing.T) {
+	src := history([]uint64{1, 1, 2, 2}, "")
+	s := sealOf(t, 1, src)
+	cases := map[string]struct {
+		log  []record.Record
+		seal func(Seal) Seal
+		want string
+	}{
+		"same epoch, another record":     {history([]uint64{1, 1, 2}, "x"), nil, "contradictory history"},
+		"an epoch above the source's":    {history([]uint64{1, 1, 3}, ""), nil, "above the source"},
+		"the source's last epoch beyond": {history([]uint64{1, 1, 2, 2, 2}, ""), nil, "past the source"},
+		"a log changed since its seal": {history([]uint64{1, 1}, ""), func(w Seal) Seal {
+			w.Identity[0] ^= 1
+			return w
+		}, "no longer matches"},
+		"a log shorter than its seal": {history([]uint64{1, 1}, ""), func(w Seal) Seal {
+			w.End = 3
+			return w
+		}, "page of 0 records"},
+	}
+	for what, c := range cases {
+		w := sealOf(t, 2, c.log)
+		if c.seal != nil {
+			w = c.seal(w)
+		}
+		v := verify(t, s, []Seal{w}, map[seam.NodeID][]record.Record{1: src, 2: c.log}, 2)
+		if v.Done() || !strings.Contains(v.Blocked(), c.want) {
+			t.Fatalf("%s: done=%v blocked=%q, want %q", what, v.Done(), v.Blocked(), c.want)
+		}
+	}
+	// A source whose log changed since its seal blocks before any witness.
+	lying := s
+	lying.Identity[3] ^= 1
+	if v := verify(t, lying, nil, map[seam.NodeID][]record.Record{1: src}, 3); v.Done() || !strings.Contains(v.Blocked(), "n1's sealed log no longer matches") {
+		t.Fatalf("a changed source: %q", v.Blocked())
+	}
+}
+
+// Late or duplicate pages change nothing.
+func TestVerifierIgnoresStalePages(t *testing.T) {
+	src := history([]uint64{1, 1, 2}, "")
+	s := sealOf(t, 1, src)
+	v := NewVerifier(s, nil)
+	v.AddPage(1, 1, src[1:]) // not the page wanted
+	v.AddPage(2, 0, src)     // not the node wanted
+	if _, from, _ := v.Want(); from != 0 || v.Blocked() != "" {
+		t.Fatalf("stale pages moved the verifier to %d (%q)", from, v.Blocked())
+	}
+	v.AddPage(1, 0, src)
+	if !v.Done() {
+		t.Fatalf("not done: %q", v.Blocked())
+	}
+}
+
+// The inspection budget blocks, with a diagnostic, rather than reading on.
+func TestVerifierBudget(t *testing.T) {
+	epochs := make([]uint64, InspectPagesMax+10)
+	for i := range epochs {
+		epochs[i] = 1
+	}
+	src := history(epochs, "")
+	v := verify(t, sealOf(t, 1, src), nil, map[seam.NodeID][]record.Record{1: src}, 1)
+	if v.Done() || !strings.Contains(v.Blocked(), "inspection budget exhausted") {
+		t.Fatalf("%d one-record pages: done=%v blocked=%q", len(src), v.Done(), v.Blocked())
+	}
+}
