@@ -58,6 +58,7 @@ const (
 	OpVerify   = seam.OpVerify
 	OpPersist  = seam.OpPersist
 	OpOpen     = seam.OpOpen
+	OpSeal     = seam.OpSeal
 
 	EfSend      = seam.EfSend
 	EfStorage   = seam.EfStorage

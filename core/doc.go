@@ -41,8 +41,10 @@
 //     and start the returned effects in the order given before the next Step
 //     (their byte slices are valid until then).
 //  3. Execute the storage effects of one log strictly in order: each starts
-//     after the previous one completed. Return the completion of every sync
-//     and read as an InStorage input, in that same order. Appends,
+//     after the previous one completed. Return the completion of every
+//     sync, read, verify and seal (OpSeal: the log's seal receipt stored
+//     durably, file and directory) as an InStorage input, in that same
+//     order. Appends,
 //     truncations, discards and OpRepaired (which durably clears the log's
 //     unrepaired mark) complete silently; only their failure comes back, as
 //     an InStorage input carrying the error text, and nothing queued behind a

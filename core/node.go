@@ -53,6 +53,7 @@ type Node struct {
 	reconciled uint64        // the metadata index reconcile last followed
 	deadlineNs int64         // the last deadline emitted
 	sealer     sealer        // this broker's seal (seal.go)
+	installer  installer     // this broker's installation (install.go)
 	recovery   *recoveryWork // the recovery this node's worker drives (recover.go)
 }
 
@@ -211,6 +212,7 @@ func (n *Node) Step(in *Input) []Effect {
 			n.stepCtrl(ctrl.Input{Kind: ctrl.InTick, Draw: in.Draw})
 			n.inSyncTick()
 			n.recoveryTick()
+			n.installTick()
 		}
 	default:
 		panic("core: unknown input kind")

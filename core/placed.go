@@ -28,9 +28,14 @@ type placedGroup struct {
 	opening     bool
 	// forSeal: the log was opened for a seal (seal.go), never for a group.
 	forSeal bool
-	// state: what the log recovered, kept when no group runs on it (fenced
-	// as it opened, or opened for a seal), for a seal to read.
-	state *seam.LogState
+	// state: what the log recovered when it opened (its receipt), and its
+	// bounds when no group runs on it (fenced as it opened, or opened for
+	// a seal), for a seal to read; byInstall: an installation wrote the
+	// log since, and state is the log as it issued it.
+	state     *seam.LogState
+	byInstall bool
+	// epoch: the assignment epoch of the group running on it (0: none)
+	epoch uint64
 }
 
 // placedMax bounds the placed queues a node tracks: the catalogue's limit.
@@ -50,7 +55,13 @@ func (n *Node) reconcile() {
 	qs := md.Queues()
 	for i := range qs {
 		q := &qs[i]
-		if !q.Assigned || q.Assignment.Fenced || !n.mine(&q.Assignment) || n.placedIndex(q.ID) >= 0 {
+		if !q.Assigned || q.Assignment.Fenced || !n.mine(&q.Assignment) {
+			continue
+		}
+		if j := n.placedIndex(q.ID); j >= 0 {
+			if p := &n.placed[j]; !p.opening && p.epoch != q.Assignment.Epoch {
+				n.activated(p, q)
+			}
 			continue
 		}
 		if len(n.placed) >= placedMax {
@@ -145,20 +156,58 @@ func (n *Node) opened(d *StorageDone) {
 	p.opening = false
 	if p.forSeal {
 		n.sealOpened(p, d)
+		// An activation that names this process may have come while the
+		// log opened for the recovery: the group starts now.
+		if q, ok := placedQueue(n.ctrl.Metadata(), p.queue); ok && d.Err == "" && q.Incarnation == p.incarnation &&
+			q.Assigned && !q.Assignment.Fenced && n.mine(&q.Assignment) && p.epoch != q.Assignment.Epoch {
+			n.activated(p, q)
+		}
 		return
 	}
 	if d.Err != "" {
 		return // the failure policy: the process exits
 	}
+	p.state = d.State // what a seal of the log needs to know (its receipt)
 	md := n.ctrl.Metadata()
 	if fenceReason(md, *p) != "" {
 		// Fenced or deleted while its log opened: no group runs on it, so
 		// nothing writes to the log (recovery reads it as it is).
-		p.state = d.State
 		return
 	}
 	q, _ := placedQueue(md, p.queue)
-	qc := QueueConfig{Queue: p.queue, Owner: q.Assignment.Owner, Policy: q.Policy}
+	if !n.mine(&q.Assignment) {
+		return // opened for a recovery, and the assignment names it not
+	}
+	n.startGroup(p, q, d.State)
+}
+
+// activated follows a recovered assignment that names this process for
+// queue p (issue 11): the old group, sealed and inert, goes; a new one
+// runs on the log as it is now (as the installation left it, if one
+// wrote it).
+func (n *Node) activated(p *placedGroup, q *metadata.Queue) {
+	n.installAbort(p.queue)
+	g := seam.QueueGroup(p.queue)
+	st := p.state
+	if r := n.queue(g); r != nil {
+		if !p.byInstall {
+			s := r.LogState()
+			st = &s
+		}
+		i := slices.Index(n.queues, r)
+		n.queues = slices.Delete(n.queues, i, i+1)
+	}
+	if st == nil {
+		panic(fmt.Sprintf("core: queue %d activated here with no log state", p.queue))
+	}
+	n.startGroup(p, q, st)
+}
+
+// startGroup runs queue q's replica group on its open log, which holds st.
+func (n *Node) startGroup(p *placedGroup, q *metadata.Queue, st *seam.LogState) {
+	md := n.ctrl.Metadata()
+	p.epoch, p.forSeal, p.byInstall = q.Assignment.Epoch, false, false
+	qc := QueueConfig{Queue: p.queue, Owner: q.Assignment.Owner, Policy: q.Policy, EpochBase: seam.EpochBase(q.Assignment.Epoch)}
 	if q.Policy == ISR {
 		qc.MinInSync = q.MinInsync
 	}
@@ -176,7 +225,7 @@ func (n *Node) opened(d *StorageDone) {
 		return 0
 	})
 	n.queues = slices.Insert(n.queues, at, r)
-	r.Restore(d.State)
+	r.Restore(st)
 	r.Begin()
 	if q.Assignment.Owner == n.x.Node {
 		// The committed in-sync set from the start, not from the next

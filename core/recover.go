@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/sluicemq/sluice/core/bugs"
+	"github.com/sluicemq/sluice/core/ctrl"
 	"github.com/sluicemq/sluice/core/metadata"
 	"github.com/sluicemq/sluice/core/recovery"
 	"github.com/sluicemq/sluice/core/seam"
@@ -56,6 +57,19 @@ type recoveryWork struct {
 	askedNs  int64              // when the page wanted was asked for
 	selected bool               // the source was verified (and marked)
 	blocked  string             // the blocked reason marked
+	// After the selection: the source's epoch history, the installations
+	// asked of the proposed members, and when activation was last asked.
+	srcEpochs  []seam.EpochStart
+	installs   []installAsk
+	activateNs int64
+}
+
+// installAsk is the worker's state of one proposed member's installation.
+type installAsk struct {
+	node      NodeID
+	nextNs    int64
+	backoffNs int64
+	receipt   *recovery.Installed
 }
 
 // candidate returns the node that runs the recovery of q's pending
@@ -77,7 +91,11 @@ func (n *Node) recoveryTick() {
 	w := n.recovery
 	if w != nil {
 		q, ok := md.Queue(w.name)
-		if !ok || q.Incarnation != w.t.Incarnation || !q.Assignment.Fenced || recovery.Digest(q.Assignment.Pending.Digest) != w.t.Digest {
+		if ok && q.Incarnation == w.t.Incarnation && q.Assigned && !q.Assignment.Fenced && q.Assignment.Epoch == w.t.Epoch {
+			n.out.Recovery(w.t.Queue, seam.StageActivate, w.t.Epoch, nil, fmt.Sprintf("activated: owner n%d, members %d, in-sync %v",
+				q.Assignment.Owner, q.Assignment.Members.N, q.Assignment.InSync.Slice()))
+			n.recovery, w = nil, nil
+		} else if !ok || q.Incarnation != w.t.Incarnation || !q.Assignment.Fenced || recovery.Digest(q.Assignment.Pending.Digest) != w.t.Digest {
 			n.recoveryNote(w.t.Queue, "recovery q=%d epoch=%d ended: the transition is no longer pending", w.t.Queue, w.t.Epoch)
 			n.recovery, w = nil, nil
 		}
@@ -95,7 +113,11 @@ func (n *Node) recoveryTick() {
 			return
 		}
 	}
-	if w.blocked != "" || w.selected {
+	if w.blocked != "" {
+		return
+	}
+	if w.selected {
+		n.recoveryInstallTick()
 		return
 	}
 	if w.verify != nil {
@@ -132,6 +154,9 @@ func (n *Node) recoveryStart(q *metadata.Queue) {
 		w.asks = append(w.asks, recoveryAsk{node: m.Node, nextNs: n.x.NowNs, backoffNs: recoveryBackoffMinNs})
 	}
 	w.t = t
+	if n.x.Bugs.Has(bugs.ActivateShortOfR) && !t.ISR && t.W < len(t.Previous) {
+		t.W++ // planted: R = E - W + 1 one short
+	}
 	coll, err := recovery.NewCollection(t)
 	if err != nil {
 		// Committed metadata the collection cannot take: a bug, but not
@@ -179,7 +204,7 @@ func (n *Node) sealArrived(s recovery.Seal) {
 	// witness before accepting it.
 	var witnesses []recovery.Seal
 	for _, s := range w.coll.Seals() {
-		if !s.Damaged {
+		if !s.Damaged && !n.x.Bugs.Has(bugs.RecoveryFirstWitness) { // planted: nothing to compare it with
 			witnesses = append(witnesses, s)
 		}
 	}
@@ -204,6 +229,13 @@ func (n *Node) recoveryAskPage() {
 		n.out.Recovery(w.t.Queue, seam.StageSelect, w.t.Epoch, recovery.AppendSeal(n.out.Grow(128), src),
 			fmt.Sprintf("source n%d [%d,%d) last-epoch=%d: %d of R=%d witnesses; sealed reads: %d pages, %d records, %d bytes",
 				src.Node, src.Start, src.End, src.LastEpoch, w.coll.Witnesses(), w.coll.Threshold(), pages, records, bytes))
+		w.srcEpochs = slices.Clone(v.SourceEpochs())
+		if q, ok := n.ctrl.Metadata().Queue(w.name); ok {
+			for _, p := range q.Assignment.Pending.Proposed.Slice() {
+				w.installs = append(w.installs, installAsk{node: p, nextNs: n.x.NowNs, backoffNs: recoveryBackoffMinNs})
+			}
+		}
+		n.recoveryInstallTick()
 		return
 	}
 	w.askedNs = n.x.NowNs
@@ -216,8 +248,12 @@ func (n *Node) recoveryAskPage() {
 	n.out.Send(seam.GroupRecovery, node, recovery.AppendReadRequest(n.out.Grow(96), &req))
 }
 
-// pageArrived takes a page of a sealed read for the verification.
+// pageArrived takes a page of a sealed read for an installation or the
+// verification.
 func (n *Node) pageArrived(p *recovery.ReadPage) {
+	if n.installPage(p) {
+		return
+	}
 	w := n.recovery
 	if w == nil || w.verify == nil || p.Queue != w.t.Queue || p.Transition != w.t.Digest {
 		return
@@ -267,4 +303,95 @@ func firstWitness(c *recovery.Collection) recovery.Seal {
 
 func (n *Node) recoveryNote(q QueueID, format string, a ...any) {
 	n.out.Effects = append(n.out.Effects, seam.Effect{Kind: seam.EfNote, Group: seam.QueueGroup(q), Reason: fmt.Sprintf(format, a...)})
+}
+
+// recoveryInstallTick asks the proposed members that have not installed
+// (with backoff), and asks for the activation once enough have.
+func (n *Node) recoveryInstallTick() {
+	w := n.recovery
+	for i := range w.installs {
+		a := &w.installs[i]
+		if a.receipt != nil || n.x.NowNs < a.nextNs {
+			continue
+		}
+		a.nextNs = n.x.NowNs + a.backoffNs
+		a.backoffNs = min(2*a.backoffNs, recoveryBackoffMaxNs)
+		if slices.ContainsFunc(w.t.Previous, func(r recovery.Replica) bool { return r.Node == a.node }) &&
+			!slices.ContainsFunc(w.coll.Seals(), func(s recovery.Seal) bool { return s.Node == a.node }) {
+			// A previous member installs only once its own seal froze its
+			// log: ask for that first (its answer joins the collection).
+			req := recovery.SealRequest{Queue: w.t.Queue, Incarnation: w.t.Incarnation, Epoch: w.t.Epoch, Transition: w.t.Digest}
+			if a.node == n.x.Node {
+				n.sealRequested(n.x.Node, req)
+			} else {
+				n.out.Send(seam.GroupRecovery, a.node, recovery.AppendSealRequest(n.out.Grow(64), &req))
+			}
+		}
+		req := recovery.InstallRequest{Queue: w.t.Queue, Incarnation: w.t.Incarnation, Epoch: w.t.Epoch, Transition: w.t.Digest,
+			Source: w.src.Node, Start: w.src.Start, End: w.src.End, Identity: w.src.Identity, Epochs: w.srcEpochs}
+		if a.node == n.x.Node {
+			n.installRequested(n.x.Node, req)
+			if n.recovery != w {
+				return
+			}
+			continue
+		}
+		n.out.Send(seam.GroupRecovery, a.node, recovery.AppendInstallRequest(n.out.Grow(128+16*len(w.srcEpochs)), &req))
+	}
+	n.recoveryActivate()
+}
+
+// installedArrived takes a proposed member's installation receipt.
+func (n *Node) installedArrived(r recovery.Installed) {
+	w := n.recovery
+	if w == nil || !w.selected || r.Queue != w.t.Queue || r.Transition != w.t.Digest || r.Identity != w.src.Identity {
+		return
+	}
+	i := slices.IndexFunc(w.installs, func(a installAsk) bool { return a.node == r.Node })
+	if i < 0 {
+		return
+	}
+	w.installs[i].receipt = &r
+	w.activateNs = 0 // ask at once
+	n.recoveryActivate()
+}
+
+// recoveryActivate asks the leader to commit the activation once the
+// owner and the new W installed, every proposed member live.
+func (n *Node) recoveryActivate() {
+	w := n.recovery
+	if w == nil || (w.activateNs != 0 && n.x.NowNs-w.activateNs < recoveryBackoffMinNs) {
+		return
+	}
+	md := n.ctrl.Metadata()
+	q, ok := md.Queue(w.name)
+	if !ok || !q.Assignment.Fenced {
+		return
+	}
+	c := metadata.Command{Kind: metadata.Activate, Queue: q.Name, Incarnation: q.Incarnation, Epoch: q.Assignment.Epoch,
+		Digest: q.Assignment.Pending.Digest}
+	for _, p := range q.Assignment.Pending.Proposed.Slice() {
+		b, ok := md.Broker(p)
+		if !ok || !b.Live {
+			return // a proposed member is gone: wait
+		}
+		c.Members.M[c.Members.N] = metadata.Member{Node: p, Process: b.Process, Storage: b.Storage}
+		c.Members.N++
+		i := slices.IndexFunc(w.installs, func(a installAsk) bool { return a.node == p })
+		if i >= 0 && w.installs[i].receipt != nil && w.installs[i].receipt.Process == b.Process && w.installs[i].receipt.Storage == b.Storage {
+			c.InSync.ID[c.InSync.N] = p
+			c.InSync.N++
+		}
+	}
+	members := c.Members.N
+	if c.InSync.N == 0 || c.InSync.N < q.Policy.WriteQuorum(members, min(q.MinInsync, members)) {
+		return
+	}
+	c.Owner = c.InSync.ID[0]
+	if slices.Contains(c.InSync.Slice(), w.src.Node) {
+		c.Owner = w.src.Node // the source holds the history already
+	}
+	w.activateNs = n.x.NowNs
+	n.recoveryNote(w.t.Queue, "recovery q=%d epoch=%d asks to activate: owner n%d, installed %v", w.t.Queue, w.t.Epoch, c.Owner, c.InSync.Slice())
+	n.stepCtrl(ctrl.Input{Kind: ctrl.InRequestActivate, Msg: ctrl.AppendActivateRequest(nil, &c)})
 }

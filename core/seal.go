@@ -22,10 +22,12 @@ import (
 // is refused busy (the worker retries); a seal made answers identical
 // requests again as it was (there is no unseal).
 //
-// TODO(issue 11): the seal's receipt file (checksummed, synced with its
-// directory before the answer) so that a restarted process answers a retry
-// with its original seal; today a restarted process seals again, and its
-// log, frozen by the previous process's fencing, gives the same identity.
+// A seal is stored as the log's receipt (OpSeal: checksummed, synced with
+// its directory) before it is answered. A restarted process asked again
+// for the same transition reads its log anew and, if it still matches the
+// receipt, answers the original seal (its original process among it);
+// a log that changed since, or a receipt that does not check, withholds
+// the evidence.
 
 // sealTag marks the storage effects of a seal: their completions come to
 // the sealer, not to the queue's replica group.
@@ -43,9 +45,10 @@ const sealWaitersMax = 2 * seam.ReplicasMax
 type sealPhase uint8
 
 const (
-	sealFresh sealPhase = iota + 1 // waiting for the fresh committed view
-	sealSync                       // waiting for the log's writes to be durable
-	sealRead                       // reading the retained records
+	sealFresh   sealPhase = iota + 1 // waiting for the fresh committed view
+	sealSync                         // waiting for the log's writes to be durable
+	sealRead                         // reading the retained records
+	sealReceipt                      // storing the seal's receipt
 )
 
 // sealJob is the seal running on this broker.
@@ -56,6 +59,9 @@ type sealJob struct {
 	token   uint64 // the fresh read's
 	seal    recovery.Seal
 	id      *recovery.Identity
+	// fromReceipt: the log matched the receipt of an earlier process's
+	// seal for this transition, which answers
+	fromReceipt bool
 }
 
 type sealer struct {
@@ -109,6 +115,20 @@ func (n *Node) onRecoveryMsg(from NodeID, data []byte) {
 			return
 		}
 		n.pageArrived(&p)
+	case recovery.KindInstall:
+		req, err := recovery.DecodeInstallRequest(data)
+		if err != nil {
+			n.x.Refused++
+			return
+		}
+		n.installRequested(from, req)
+	case recovery.KindInstalled:
+		r, err := recovery.DecodeInstalled(data)
+		if err != nil || r.Node != from {
+			n.x.Refused++
+			return
+		}
+		n.installedArrived(r)
 	}
 }
 
@@ -206,6 +226,9 @@ func (n *Node) sealRequested(from NodeID, req recovery.SealRequest) {
 
 // sealFreshDone continues the seal once its fresh read was answered.
 func (n *Node) sealFreshDone(e *ctrl.Effect) {
+	if n.installFreshDone(e) {
+		return
+	}
 	j := n.sealer.job
 	if j == nil || j.phase != sealFresh || j.token != e.Seq {
 		return // a read of a seal that ended
@@ -295,6 +318,9 @@ func (n *Node) sealRetained(st *seam.LogState) {
 // sealOpened is the completion of the open a seal asked for.
 func (n *Node) sealOpened(p *placedGroup, d *StorageDone) {
 	p.state = d.State
+	if n.installOpened(d) {
+		return
+	}
 	j := n.sealer.job
 	if j == nil || j.phase != sealFresh || seam.QueueGroup(j.req.Queue) != d.Group {
 		return
@@ -328,13 +354,50 @@ func (n *Node) sealReadNext() {
 		return
 	}
 	j.seal.Identity = sum
+	// The receipt: a log sealed for this transition before (by an earlier
+	// process) must still match what it reported, and then answers as it
+	// did; otherwise the seal is stored durably before it is answered.
+	p := &n.placed[n.placedIndex(j.req.Queue)]
+	if st := p.state; st != nil && st.SealDamage != "" {
+		n.sealEnd("its seal receipt does not check (" + st.SealDamage + "): evidence withheld")
+		return
+	}
+	if st := p.state; st != nil && len(st.Seal) > 0 {
+		if old, err := recovery.DecodeSeal(st.Seal); err != nil {
+			n.sealEnd("its seal receipt does not decode (" + err.Error() + "): evidence withheld")
+			return
+		} else if old.Queue == j.req.Queue && old.Incarnation == j.req.Incarnation && old.Epoch == j.req.Epoch && old.Transition == j.req.Transition {
+			if old.Node != j.seal.Node || old.Storage != j.seal.Storage || old.Start != j.seal.Start || old.End != j.seal.End ||
+				old.LastEpoch != j.seal.LastEpoch || old.Identity != j.seal.Identity || old.Damaged != j.seal.Damaged {
+				n.sealEnd(fmt.Sprintf("the log changed since its seal ([%d,%d) %x, now [%d,%d) %x): evidence withheld",
+					old.Start, old.End, old.Identity[:6], j.seal.Start, j.seal.End, j.seal.Identity[:6]))
+				return
+			}
+			j.seal = old // a retry keeps the original seal
+			j.fromReceipt = true
+			n.sealMade()
+			return
+		}
+	}
+	j.phase = sealReceipt
+	receipt := recovery.AppendSeal(nil, &j.seal)
+	if p.state == nil {
+		p.state = &seam.LogState{Group: seam.QueueGroup(j.req.Queue)}
+	}
+	p.state.Seal = receipt
+	n.out.Storage(seam.Effect{Op: seam.OpSeal, Group: seam.QueueGroup(j.req.Queue), Body: receipt, Tag: sealTag})
+}
+
+// sealMade answers the seal's requesters and keeps it for retries.
+func (n *Node) sealMade() {
 	s := &n.sealer
+	j := s.job
 	if len(s.done) >= sealsKeptMax {
 		s.done = slices.Delete(s.done, 0, 1)
 	}
 	s.done = append(s.done, j.seal)
 	n.out.Recovery(j.req.Queue, seam.StageSeal, j.req.Epoch, recovery.AppendSeal(n.out.Grow(128), &j.seal),
-		fmt.Sprintf("n%d sealed [%d,%d) last-epoch=%d damaged=%v id=%x", n.x.Node, j.seal.Start, j.seal.End, j.seal.LastEpoch, j.seal.Damaged, j.seal.Identity[:6]))
+		fmt.Sprintf("n%d sealed [%d,%d) last-epoch=%d damaged=%v id=%x%s", n.x.Node, j.seal.Start, j.seal.End, j.seal.LastEpoch, j.seal.Damaged, j.seal.Identity[:6], receiptNote(j.fromReceipt)))
 	for _, w := range j.waiters {
 		n.sealAnswer(w, &j.seal)
 	}
@@ -350,12 +413,18 @@ func (n *Node) sealStorage(d *StorageDone) {
 		n.served(d)
 		return
 	}
+	if d.Tag == sealTag|installTag {
+		n.installStorage(d)
+		return
+	}
 	j := n.sealer.job
 	switch {
 	case j == nil:
 		panic("core: a seal's storage completed with no seal running")
 	case d.Op == seam.OpSync && j.phase == sealSync:
 		n.sealReadNext()
+	case d.Op == seam.OpSeal && j.phase == sealReceipt:
+		n.sealMade()
 	case d.Op == seam.OpRead && j.phase == sealRead:
 		if len(d.Records) == 0 {
 			n.sealEnd(fmt.Sprintf("the log returned no record at %d, below its end %d", j.id.Next(), j.seal.End))
@@ -401,4 +470,15 @@ func (n *Node) sealRefuse(to NodeID, req recovery.SealRequest, busy bool, why st
 	}
 	buf := recovery.AppendSealRefused(n.out.Grow(64+len(why)), &r)
 	n.out.Send(seam.GroupRecovery, to, buf)
+}
+
+// ReceiptNote ends a seal stage's text when the seal is an earlier
+// process's, kept in the log's receipt.
+const ReceiptNote = " (the original seal, from its receipt)"
+
+func receiptNote(from bool) string {
+	if from {
+		return ReceiptNote
+	}
+	return ""
 }

@@ -116,8 +116,13 @@ const (
 	// after its seal reported its log.
 	SealUnfrozen
 	// RecoveryFirstWitness: the recovery worker takes the first complete
-	// witness as its source, not the one whose log reaches furthest.
+	// witness as its source, not the one whose log reaches furthest, and
+	// reads no other witness to compare it with (the sealed reads would
+	// refuse such a source: a witness holds its last epoch past its end).
 	RecoveryFirstWitness
+	// ActivateShortOfR: the recovery worker's collection completes one
+	// witness short of R = E - W + 1.
+	ActivateShortOfR
 	end
 )
 
@@ -158,7 +163,8 @@ var Registry = []Bug{
 	{ServePredecessorsQueues, "serve-predecessors-queues", "epochs and fencing", "a restarted broker serves the placed queues its previous process was assigned"},
 	{CtrlImageSkipsCommitted, "ctrl-image-skips-committed", "metadata group", "a process starting from a metadata image skips the committed entries above it"},
 	{SealUnfrozen, "seal-unfrozen", "sealed recovery", "a sealed follower keeps taking the old owner's appends"},
-	{RecoveryFirstWitness, "recovery-first-witness", "sealed recovery", "the recovery worker takes the first witness as its source"},
+	{RecoveryFirstWitness, "recovery-first-witness", "sealed recovery", "the recovery worker takes the first witness as its source, unverified"},
+	{ActivateShortOfR, "activate-short-of-r", "sealed recovery", "the recovery worker activates with R - 1 witnesses"},
 }
 
 // Has reports whether every bug of b is in s.

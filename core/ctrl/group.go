@@ -266,6 +266,9 @@ const (
 	// InFreshRead: the caller (its token in Seq) wants a fresh committed
 	// view (raft's ReadIndex, fresh.go), answered by an EfFresh.
 	InFreshRead
+	// InRequestActivate: Msg is this node's recovery worker's activation
+	// request (AppendActivateRequest), for the leader.
+	InRequestActivate
 )
 
 // Input is one input to the group. NowNs never decreases.
@@ -488,6 +491,8 @@ func (g *Group) Step(in Input) []Effect {
 		g.requestInSync(in)
 	case InFreshRead:
 		g.freshRead(in)
+	case InRequestActivate:
+		g.requestActivate(in)
 	default:
 		panic(fmt.Sprintf("ctrl: input kind %d", in.Kind))
 	}

@@ -79,6 +79,13 @@ func decodeHeartbeat(b []byte) (heartbeatMsg, error) {
 
 // AppendPeerMsgText renders a controller peer message.
 func AppendPeerMsgText(dst []byte, msg []byte) []byte {
+	if len(msg) >= 2 && msg[1] == peerMsgActivate {
+		c, err := decodeActivate(msg)
+		if err != nil {
+			return fmt.Appendf(dst, "ctrl-peer undecodable bytes=%d", len(msg))
+		}
+		return append(append(dst, "activate-request "...), c.String()...)
+	}
 	if len(msg) >= 2 && msg[1] == peerMsgInSync {
 		r, err := decodeInSync(msg)
 		if err != nil {
@@ -128,6 +135,15 @@ func (g *Group) heartbeat() {
 }
 
 func (g *Group) peerMessage(in Input) {
+	if len(in.Msg) >= 2 && in.Msg[1] == peerMsgActivate {
+		c, err := decodeActivate(in.Msg)
+		if err != nil {
+			g.note("refused peer message from %d: %v", in.From, err)
+			return
+		}
+		g.onActivate(c)
+		return
+	}
 	if len(in.Msg) >= 2 && in.Msg[1] == peerMsgInSync {
 		r, err := decodeInSync(in.Msg)
 		if err != nil {

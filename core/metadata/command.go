@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/sluicemq/sluice/core/seam"
@@ -47,11 +48,19 @@ const (
 	// owner's proposal, seed 003): InSync, the owner among them, all
 	// members of the assignment.
 	SetInSync Kind = 9
+	// Activate ends queue Name's pending transition from epoch Epoch
+	// (bound by Digest, the pending transition's): the assignment of epoch
+	// Epoch+1 with owner Owner and Members, the proposed members with their
+	// exact instances, every one live with them when it commits; InSync
+	// is the members that installed the recovered history (the owner among
+	// them, at least the new W of them): the certificate's receipts, and
+	// the new in-sync set.
+	Activate Kind = 10
 	kindEnd
 )
 
 var kindNames = [...]string{SetSetting: "set", RegisterBroker: "register", BrokerDown: "down",
-	Drain: "drain", DeclareQueue: "declare", DeleteQueue: "delete", Assign: "assign", Transition: "transition", SetInSync: "in-sync"}
+	Drain: "drain", DeclareQueue: "declare", DeleteQueue: "delete", Assign: "assign", Transition: "transition", SetInSync: "in-sync", Activate: "activate"}
 
 func (k Kind) String() string {
 	if k > 0 && k < kindEnd {
@@ -186,7 +195,7 @@ func (c *Command) Validate() error {
 			return fmt.Errorf("declare %s: min in-sync %d, want 1 to the replica count %d", c.Queue, c.MinInsync, c.Replicas)
 		}
 		return nil
-	case Assign, Transition, SetInSync:
+	case Assign, Transition, SetInSync, Activate:
 		if err := checkQueueName(c.Queue); err != nil {
 			return err
 		}
@@ -211,7 +220,22 @@ func (c *Command) Validate() error {
 			owner = owner || m.Node == c.Owner
 		}
 		if !owner {
-			return fmt.Errorf("assign %s: owner n%d is not a member", c.Queue, c.Owner)
+			return fmt.Errorf("%s %s: owner n%d is not a member", c.Kind, c.Queue, c.Owner)
+		}
+		if c.Kind == Activate {
+			if err := checkNodes(c.InSync.Slice()); err != nil {
+				return fmt.Errorf("activate %s: in-sync: %v", c.Queue, err)
+			}
+			owner = false
+			for _, n := range c.InSync.Slice() {
+				if !slices.ContainsFunc(ms, func(m Member) bool { return m.Node == n }) {
+					return fmt.Errorf("activate %s: n%d installed is not a member", c.Queue, n)
+				}
+				owner = owner || n == c.Owner
+			}
+			if !owner {
+				return fmt.Errorf("activate %s: the owner n%d did not install", c.Queue, c.Owner)
+			}
 		}
 		return nil
 	}
@@ -273,12 +297,7 @@ func (c *Command) Encode(dst []byte) []byte {
 		dst = binary.AppendUvarint(dst, c.Incarnation)
 		dst = binary.AppendUvarint(dst, c.Epoch)
 		dst = binary.AppendUvarint(dst, uint64(c.Owner))
-		dst = binary.AppendUvarint(dst, uint64(c.Members.N))
-		for _, m := range c.Members.Slice() {
-			dst = binary.AppendUvarint(dst, uint64(m.Node))
-			dst = binary.AppendUvarint(dst, m.Process)
-			dst = binary.AppendUvarint(dst, m.Storage)
-		}
+		dst = appendMembers(dst, &c.Members)
 	case Transition:
 		dst = appendStr(dst, c.Queue)
 		dst = binary.AppendUvarint(dst, c.Incarnation)
@@ -297,8 +316,28 @@ func (c *Command) Encode(dst []byte) []byte {
 			dst = binary.AppendUvarint(dst, uint64(n))
 		}
 		dst = binary.AppendUvarint(dst, c.InSyncVersion)
+	case Activate:
+		dst = appendStr(dst, c.Queue)
+		dst = binary.AppendUvarint(dst, c.Incarnation)
+		dst = binary.AppendUvarint(dst, c.Epoch)
+		dst = binary.AppendUvarint(dst, uint64(c.Owner))
+		dst = appendMembers(dst, &c.Members)
+		dst = appendNodes(dst, &c.InSync)
+		dst = append(dst, c.Digest[:]...)
 	default:
 		panic(fmt.Sprintf("metadata: encode of command kind %d", c.Kind))
+	}
+	return dst
+}
+
+// appendMembers appends a member list: the count, then each member's node
+// and instances.
+func appendMembers(dst []byte, ms *Members) []byte {
+	dst = binary.AppendUvarint(dst, uint64(ms.N))
+	for _, m := range ms.Slice() {
+		dst = binary.AppendUvarint(dst, uint64(m.Node))
+		dst = binary.AppendUvarint(dst, m.Process)
+		dst = binary.AppendUvarint(dst, m.Storage)
 	}
 	return dst
 }
@@ -355,10 +394,7 @@ func Decode(b []byte) (Command, error) {
 		c.Incarnation = r.uvarint()
 		c.Epoch = r.uvarint()
 		c.Owner = r.node()
-		c.Members.N = r.count(seam.ReplicasMax)
-		for i := range c.Members.N {
-			c.Members.M[i] = Member{Node: r.node(), Process: r.uvarint(), Storage: r.uvarint()}
-		}
+		c.Members = r.members()
 	case Transition:
 		c.Queue = r.str(QueueNameBytesMax)
 		c.Incarnation = r.uvarint()
@@ -377,6 +413,17 @@ func Decode(b []byte) (Command, error) {
 			c.InSync.ID[i] = r.node()
 		}
 		c.InSyncVersion = r.uvarint()
+	case Activate:
+		c.Queue = r.str(QueueNameBytesMax)
+		c.Incarnation = r.uvarint()
+		c.Epoch = r.uvarint()
+		c.Owner = r.node()
+		c.Members = r.members()
+		c.InSync.N = r.count(seam.ReplicasMax)
+		for i := range c.InSync.N {
+			c.InSync.ID[i] = r.node()
+		}
+		copy(c.Digest[:], r.bytes(len(c.Digest)))
 	default:
 		if r.err == nil {
 			r.err = fmt.Errorf("unknown kind %d", c.Kind)
@@ -471,6 +518,16 @@ func (r *reader) bytes(n int) []byte {
 	return v
 }
 
+// members reads a member list appendMembers wrote.
+func (r *reader) members() Members {
+	var ms Members
+	ms.N = r.count(seam.ReplicasMax)
+	for i := range ms.N {
+		ms.M[i] = Member{Node: r.node(), Process: r.uvarint(), Storage: r.uvarint()}
+	}
+	return ms
+}
+
 func (r *reader) node() seam.NodeID {
 	v := r.uvarint()
 	if v > 1<<32-1 {
@@ -534,6 +591,15 @@ func (c *Command) String() string {
 	case Transition:
 		return fmt.Sprintf("transition %q incarnation=%d epoch=%d proposed=%v digest=%x", c.Queue, c.Incarnation, c.Epoch,
 			c.Proposed.Slice(), c.Digest[:6])
+	case Activate:
+		s := fmt.Sprintf("activate %q incarnation=%d epoch=%d digest=%x owner=n%d members=[", c.Queue, c.Incarnation, c.Epoch, c.Digest[:6], c.Owner)
+		for i, m := range c.Members.Slice() {
+			if i > 0 {
+				s += " "
+			}
+			s += fmt.Sprintf("n%d/%d/%d", m.Node, m.Process, m.Storage)
+		}
+		return s + fmt.Sprintf("] installed=%v", c.InSync.Slice())
 	}
 	return fmt.Sprintf("command kind=%d", c.Kind)
 }

@@ -57,12 +57,7 @@ func (s *State) AppendImage(dst []byte) []byte {
 		a := &q.Assignment
 		dst = binary.AppendUvarint(dst, a.Epoch)
 		dst = binary.AppendUvarint(dst, uint64(a.Owner))
-		dst = binary.AppendUvarint(dst, uint64(a.Members.N))
-		for _, m := range a.Members.Slice() {
-			dst = binary.AppendUvarint(dst, uint64(m.Node))
-			dst = binary.AppendUvarint(dst, m.Process)
-			dst = binary.AppendUvarint(dst, m.Storage)
-		}
+		dst = appendMembers(dst, &a.Members)
 		dst = appendNodes(dst, &a.InSync)
 		dst = binary.AppendUvarint(dst, a.InSyncVersion)
 		dst = appendBool(dst, a.Fenced)
@@ -115,10 +110,7 @@ func DecodeImage(b []byte) (State, error) {
 			Replicas: r.count(seam.ReplicasMax), Policy: seam.Policy(r.byte()), MinInsync: r.count(seam.ReplicasMax), Assigned: r.bool()}
 		a := &q.Assignment
 		a.Epoch, a.Owner = r.uvarint(), r.node()
-		a.Members.N = r.count(seam.ReplicasMax)
-		for j := range a.Members.N {
-			a.Members.M[j] = Member{Node: r.node(), Process: r.uvarint(), Storage: r.uvarint()}
-		}
+		a.Members = r.members()
 		r.nodes(&a.InSync)
 		a.InSyncVersion = r.uvarint()
 		a.Fenced = r.bool()
@@ -169,7 +161,7 @@ func (q *Queue) check() error {
 		return fmt.Errorf("queue %q: replicas %d, policy %d, min in-sync %d", q.Name, q.Replicas, q.Policy, q.MinInsync)
 	case !q.Assigned && *a != (Assignment{}):
 		return fmt.Errorf("queue %q: an assignment, not placed", q.Name)
-	case q.Assigned && (a.Epoch == 0 || a.Members.N != q.Replicas || a.InSync.N == 0):
+	case q.Assigned && (a.Epoch == 0 || a.Members.N < 1 || a.Members.N > q.Replicas || a.InSync.N == 0):
 		return fmt.Errorf("queue %q: placed with epoch %d, %d members, %d in sync", q.Name, a.Epoch, a.Members.N, a.InSync.N)
 	case !a.Fenced && a.Pending != (PendingTransition{}):
 		return fmt.Errorf("queue %q: a pending transition, not fenced", q.Name)

@@ -19,6 +19,7 @@ var examples = []Command{
 	{Kind: Assign, Queue: "orders", Incarnation: 12, Epoch: 1, Owner: 2, Members: members(m(1, 3, 4), m(2, 5, 6))},
 	{Kind: Transition, Queue: "orders", Incarnation: 12, Epoch: 1, Proposed: nodes(1, 3), Digest: Digest{1, 2, 3}},
 	{Kind: SetInSync, Queue: "orders", Incarnation: 12, Epoch: 1, InSync: nodes(1, 2), InSyncVersion: 4},
+	{Kind: Activate, Queue: "orders", Incarnation: 12, Epoch: 1, Digest: Digest{4, 5}, Owner: 3, Members: members(m(1, 3, 4), m(3, 8, 9)), InSync: nodes(3)},
 }
 
 func m(n seam.NodeID, p, s uint64) Member { return Member{Node: n, Process: p, Storage: s} }
@@ -257,6 +258,40 @@ func TestPlacementAndTransitions(t *testing.T) {
 	if _, err := apply(t, &s, 36, tr); err == nil {
 		t.Fatal("a second transition was accepted")
 	}
+	// Activation ends the pending transition: exactly the proposed
+	// members, live with the instances named, W of them installed with the
+	// owner. (q has 2 replicas, majority_durable: W = 2.)
+	act := Command{Kind: Activate, Queue: "q", Incarnation: 4, Epoch: 1, Digest: tr.Digest, Owner: 1,
+		Members: members(m(1, 11, 21), m(3, 13, 23)), InSync: nodes(1, 3)}
+	badAct := []Command{act, act, act, act, act}
+	badAct[0].Digest[0]++                                   // another transition
+	badAct[1].Members = members(m(1, 11, 21), m(2, 12, 22)) // not the proposed members
+	badAct[2].Members = members(m(1, 11, 21), m(3, 99, 23)) // another process
+	badAct[3].InSync = nodes(1)                             // one installed of W = 2
+	badAct[4].Epoch = 2                                     // not the fenced epoch
+	for i, c := range badAct {
+		if _, err := apply(t, &s, uint64(41+i), c); err == nil {
+			t.Fatalf("bad activation %d accepted: %s", i, c.String())
+		}
+	}
+	if noOwner := act; noOwner.InSync == nodes(3) || noOwner.Validate() != nil {
+		t.Fatal("setup")
+	}
+	ownerless := act
+	ownerless.InSync = nodes(3)
+	if ownerless.Validate() == nil {
+		t.Fatal("an activation whose owner did not install validated")
+	}
+	if r, err := apply(t, &s, 50, act); err != nil || r != `activated "q" epoch=2 owner=n1 in-sync=[1 3]` {
+		t.Fatalf("activation: %q %v", r, err)
+	}
+	if a, _ := s.Queue("q"); a.Assignment.Fenced || a.Assignment.Epoch != 2 || a.Assignment.Members != act.Members || a.Assignment.InSync != nodes(1, 3) {
+		t.Fatalf("after activation: %+v", a.Assignment)
+	}
+	if _, err := apply(t, &s, 51, act); err == nil {
+		t.Fatal("a second activation was accepted")
+	}
+
 	// The digest binds every part: another incarnation, epoch or member
 	// instance changes it.
 	q2 := q

@@ -207,6 +207,8 @@ func (s *State) Apply(index uint64, c *Command) (string, error) {
 		return s.transition(c)
 	case SetInSync:
 		return s.setInSync(c)
+	case Activate:
+		return s.activate(c)
 	case DeleteQueue:
 		i, ok := s.queueIndex(c.Queue)
 		if !ok {
@@ -362,4 +364,40 @@ func (s *State) setInSync(c *Command) (string, error) {
 	a.InSync = c.InSync
 	a.InSyncVersion++
 	return fmt.Sprintf("in-sync %q %v version=%d%s", c.Queue, c.InSync.Slice(), a.InSyncVersion, q.Health()), nil
+}
+
+// activate ends a pending transition with the recovered assignment (issue
+// 11, point 6): only the transition it binds (epoch and digest), exactly
+// the proposed members, each live with the instances named, and at least
+// the new W of them installed, the owner among them. The new epoch's
+// assignment admits writes; its in-sync set is the installed members.
+func (s *State) activate(c *Command) (string, error) {
+	q, err := s.placed(c)
+	if err != nil {
+		return "", err
+	}
+	a := &q.Assignment
+	switch {
+	case !q.Assigned || !a.Fenced:
+		return "", refuse("queue %q has no pending transition", c.Queue)
+	case a.Epoch != c.Epoch || a.Pending.Digest != c.Digest:
+		return "", refuse("queue %q's pending transition is from epoch %d, digest %x, not %d, %x", c.Queue, a.Epoch, a.Pending.Digest[:6], c.Epoch, c.Digest[:6])
+	case c.Members.N != a.Pending.Proposed.N:
+		return "", refuse("queue %q: %d members, the transition proposed %v", c.Queue, c.Members.N, a.Pending.Proposed.Slice())
+	}
+	for i, m := range c.Members.Slice() {
+		if m.Node != a.Pending.Proposed.ID[i] {
+			return "", refuse("queue %q: members %v are not the proposed %v", c.Queue, c.Members.Slice(), a.Pending.Proposed.Slice())
+		}
+		b, ok := s.Broker(m.Node)
+		if !ok || !b.Live || b.Process != m.Process || b.Storage != m.Storage {
+			return "", refuse("n%d/%d/%d is not a live broker with those instances", m.Node, m.Process, m.Storage)
+		}
+	}
+	n := c.Members.N
+	if w := q.Policy.WriteQuorum(n, min(q.MinInsync, n)); c.InSync.N < w {
+		return "", refuse("queue %q: %d members installed, W is %d", c.Queue, c.InSync.N, w)
+	}
+	*a = Assignment{Epoch: c.Epoch + 1, Owner: c.Owner, Members: c.Members, InSync: c.InSync}
+	return fmt.Sprintf("activated %q epoch=%d owner=n%d in-sync=%v%s", c.Queue, a.Epoch, a.Owner, a.InSync.Slice(), q.Health()), nil
 }

@@ -66,7 +66,7 @@ func (o *owner) begin() {
 func (o *owner) openEpoch(seen uint64) {
 	r := o.r
 	o.rebuild = nil
-	r.epoch = max(r.epoch, seen) + 1
+	r.epoch = max(r.epoch, seen, r.cfg.EpochBase) + 1
 	if r.x.Bugs.Has(bugs.SameEpochOnRestart) && r.epoch > 1 {
 		r.epoch-- // planted: reopen the old epoch
 	}

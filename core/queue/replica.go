@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/core/record"
@@ -142,6 +143,9 @@ func (r *Replica) Begin() {
 // OnMessage handles a peer message of this queue. A message that does not
 // decode is refused and counted.
 func (r *Replica) OnMessage(from seam.NodeID, data []byte) {
+	if r.sealed {
+		return // inert: its log belongs to the recovery now
+	}
 	if from == r.x.Node || !r.isReplica(from) {
 		// No honest peer outside the queue's replicas speaks for it: a
 		// misrouted frame or a broker with a stale assignment.
@@ -214,6 +218,9 @@ func (r *Replica) onRead(d *seam.StorageDone) {
 
 // OnTick handles the passage of time.
 func (r *Replica) OnTick() {
+	if r.sealed {
+		return // inert: no scrub, no replication, no rebuild
+	}
 	r.scrub.tick(r)
 	if r.owner != nil {
 		r.owner.onTick()
@@ -222,6 +229,9 @@ func (r *Replica) OnTick() {
 
 // DeadlineNs returns when the replica next needs a tick (MaxInt64: never).
 func (r *Replica) DeadlineNs() int64 {
+	if r.sealed {
+		return math.MaxInt64
+	}
 	if r.owner != nil && r.owner.rebuild != nil && !r.failed {
 		return r.owner.rebuild.deadlineNs(r)
 	}
@@ -265,9 +275,12 @@ func (r *Replica) Fenced() bool { return r.fenced != "" }
 // replica writes nothing to it (no append, truncation or discard: an
 // owner's rebuild stops and it never opens an epoch; a follower refuses
 // every append, of whatever epoch), so that what a seal reports is what
-// the log keeps. Writes already issued complete (the sealer syncs behind
-// them). It fences too. There is no unseal: recovery activates a new
-// assignment.
+// the log keeps. It goes inert: it takes no peer message and no tick and
+// issues no storage operation at all (no scrub, no replication read), so
+// that once the operations issued before the seal completed (the sealer
+// syncs behind them) nothing of it is in flight and the recovery owns the
+// log. It fences too. There is no unseal: recovery activates a new
+// assignment, with a new replica.
 func (r *Replica) Seal(why string) {
 	r.Fence(why)
 	if r.x.Bugs.Has(bugs.SealUnfrozen) {
@@ -281,6 +294,13 @@ func (r *Replica) Seal(why string) {
 
 // Sealed reports whether the replica's log is frozen.
 func (r *Replica) Sealed() bool { return r.sealed }
+
+// LogState is the log as issued, as a start input would describe it (a
+// sealed replica's is what its log holds once the seal's sync completed).
+func (r *Replica) LogState() seam.LogState {
+	l := &r.log
+	return seam.LogState{Group: r.g, Start: l.start, End: l.end, Epochs: slices.Clone(l.epochs), Unrepaired: r.unrepaired}
+}
 
 // Retained describes the log as issued: its bounds [start, end), the epoch
 // of its last record (0 when empty), and whether it lost records to
@@ -333,7 +353,7 @@ func (r *Replica) OnClientGone(c seam.ClientID) {
 
 // storage emits a storage effect on this replica's log.
 func (r *Replica) storage(e seam.Effect) {
-	if r.sealed && (e.Op == seam.OpAppend || e.Op == seam.OpTruncate || e.Op == seam.OpDiscard) {
+	if r.sealed && e.Op != seam.OpSync {
 		panic(fmt.Sprintf("queue %d: a sealed replica issued %s", r.cfg.Queue, e.Op))
 	}
 	e.Group = r.g

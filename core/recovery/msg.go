@@ -20,6 +20,9 @@ const (
 	markerReadRequest = "RRD1"
 	markerReadPage    = "RRO1"
 	markerReadRefused = "RRN1"
+	markerInstall     = "RIS1"
+	markerInstalled   = "RIO1"
+	markerInstallNo   = "RIN1"
 )
 
 // Limits of the messages.
@@ -75,6 +78,36 @@ type SealRefused struct {
 	Busy       bool
 	Reason     string
 	Read       bool // a refused read ("RRN1"), not a refused seal
+	Install    bool // a refused installation ("RIN1")
+}
+
+// EpochsMax bounds the source's epoch history an installation carries.
+const EpochsMax = 1024
+
+// InstallRequest asks a proposed member of Queue's pending transition to
+// install the verified source's history: the source node's sealed log
+// [Start, End) with content identity Identity and epoch history Epochs.
+type InstallRequest struct {
+	Queue       seam.QueueID
+	Incarnation uint64
+	Epoch       uint64
+	Transition  Digest
+	Source      seam.NodeID
+	Start, End  uint64
+	Identity    Digest
+	Epochs      []seam.EpochStart
+}
+
+// Installed is a proposed member's receipt: Node's log (exact instances)
+// holds the source's history [.., End) with identity Identity, durably.
+type Installed struct {
+	Queue      seam.QueueID
+	Transition Digest
+	Node       seam.NodeID
+	Process    uint64
+	Storage    uint64
+	End        uint64
+	Identity   Digest
 }
 
 // ReadRequest asks a sealed replica for a page of its sealed log of Queue
@@ -124,6 +157,37 @@ func AppendSeal(dst []byte, s *Seal) []byte {
 	return append(dst, boolByte(s.Damaged))
 }
 
+// AppendInstallRequest appends r's encoding.
+func AppendInstallRequest(dst []byte, r *InstallRequest) []byte {
+	dst = append(dst, markerInstall...)
+	dst = binary.AppendUvarint(dst, uint64(r.Queue))
+	dst = binary.AppendUvarint(dst, r.Incarnation)
+	dst = binary.AppendUvarint(dst, r.Epoch)
+	dst = append(dst, r.Transition[:]...)
+	dst = binary.AppendUvarint(dst, uint64(r.Source))
+	dst = binary.AppendUvarint(dst, r.Start)
+	dst = binary.AppendUvarint(dst, r.End)
+	dst = append(dst, r.Identity[:]...)
+	dst = binary.AppendUvarint(dst, uint64(len(r.Epochs)))
+	for _, e := range r.Epochs {
+		dst = binary.AppendUvarint(dst, e.Epoch)
+		dst = binary.AppendUvarint(dst, e.Offset)
+	}
+	return dst
+}
+
+// AppendInstalled appends r's encoding.
+func AppendInstalled(dst []byte, r *Installed) []byte {
+	dst = append(dst, markerInstalled...)
+	dst = binary.AppendUvarint(dst, uint64(r.Queue))
+	dst = append(dst, r.Transition[:]...)
+	dst = binary.AppendUvarint(dst, uint64(r.Node))
+	dst = binary.AppendUvarint(dst, r.Process)
+	dst = binary.AppendUvarint(dst, r.Storage)
+	dst = binary.AppendUvarint(dst, r.End)
+	return append(dst, r.Identity[:]...)
+}
+
 // AppendReadRequest appends r's encoding.
 func AppendReadRequest(dst []byte, r *ReadRequest) []byte {
 	dst = append(dst, markerReadRequest...)
@@ -165,9 +229,12 @@ func PageSize(recs []record.Record) int {
 // AppendSealRefused appends r's encoding; a reason over ReasonBytesMax is
 // cut to it.
 func AppendSealRefused(dst []byte, r *SealRefused) []byte {
-	if r.Read {
+	switch {
+	case r.Install:
+		dst = append(dst, markerInstallNo...)
+	case r.Read:
 		dst = append(dst, markerReadRefused...)
-	} else {
+	default:
 		dst = append(dst, markerSealRefused...)
 	}
 	dst = binary.AppendUvarint(dst, uint64(r.Queue))
@@ -194,6 +261,8 @@ const (
 	KindSealRefused Kind = 3 // a refused seal or read
 	KindReadRequest Kind = 4
 	KindReadPage    Kind = 5
+	KindInstall     Kind = 6
+	KindInstalled   Kind = 7
 )
 
 // KindOf returns the kind of message b holds by its marker, or an error.
@@ -206,8 +275,12 @@ func KindOf(b []byte) (Kind, error) {
 		return KindSealRequest, nil
 	case markerSealOk:
 		return KindSeal, nil
-	case markerSealRefused, markerReadRefused:
+	case markerSealRefused, markerReadRefused, markerInstallNo:
 		return KindSealRefused, nil
+	case markerInstall:
+		return KindInstall, nil
+	case markerInstalled:
+		return KindInstalled, nil
 	case markerReadRequest:
 		return KindReadRequest, nil
 	case markerReadPage:
@@ -240,6 +313,45 @@ func DecodeSeal(b []byte) (Seal, error) {
 		d.fail("bounds [%d, %d)", s.Start, s.End)
 	}
 	return s, d.finish()
+}
+
+// DecodeInstallRequest decodes an installation request, strictly: the
+// epoch history ascending in both epoch and offset, within [Start, End).
+func DecodeInstallRequest(b []byte) (InstallRequest, error) {
+	d := decoder{b: b}
+	d.marker(markerInstall)
+	r := InstallRequest{Queue: d.queue(), Incarnation: d.uvarint(), Epoch: d.uvarint()}
+	d.digest(&r.Transition)
+	r.Source = d.node()
+	r.Start, r.End = d.uvarint(), d.uvarint()
+	d.digest(&r.Identity)
+	n := d.count(EpochsMax)
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		e := seam.EpochStart{Epoch: d.uvarint(), Offset: d.uvarint()}
+		if d.err == nil && (e.Offset < r.Start || e.Offset >= r.End || (i > 0 && (e.Epoch <= r.Epochs[i-1].Epoch || e.Offset <= r.Epochs[i-1].Offset))) {
+			d.fail("epoch history entry %d (%d at %d) out of order or bounds", i, e.Epoch, e.Offset)
+		}
+		r.Epochs = append(r.Epochs, e)
+	}
+	if d.err == nil && r.Start > r.End {
+		d.fail("bounds [%d, %d)", r.Start, r.End)
+	}
+	if err := d.finish(); err != nil {
+		return InstallRequest{}, err
+	}
+	return r, nil
+}
+
+// DecodeInstalled decodes an installation receipt, strictly.
+func DecodeInstalled(b []byte) (Installed, error) {
+	d := decoder{b: b}
+	d.marker(markerInstalled)
+	r := Installed{Queue: d.queue()}
+	d.digest(&r.Transition)
+	r.Node = d.node()
+	r.Process, r.Storage, r.End = d.uvarint(), d.uvarint(), d.uvarint()
+	d.digest(&r.Identity)
+	return r, d.finish()
 }
 
 // DecodeReadRequest decodes a sealed read's request, strictly.
@@ -286,13 +398,18 @@ func DecodeReadPage(b []byte) (ReadPage, error) {
 // DecodeSealRefused decodes a refusal of a seal or a read, strictly.
 func DecodeSealRefused(b []byte) (SealRefused, error) {
 	d := decoder{b: b}
-	read := len(b) >= 4 && string(b[:4]) == markerReadRefused
-	if read {
+	var r SealRefused
+	switch {
+	case len(b) >= 4 && string(b[:4]) == markerReadRefused:
 		d.marker(markerReadRefused)
-	} else {
+		r.Read = true
+	case len(b) >= 4 && string(b[:4]) == markerInstallNo:
+		d.marker(markerInstallNo)
+		r.Install = true
+	default:
 		d.marker(markerSealRefused)
 	}
-	r := SealRefused{Queue: d.queue(), Read: read}
+	r.Queue = d.queue()
 	d.digest(&r.Transition)
 	r.Busy = d.bool()
 	n := int(d.byte())
@@ -434,7 +551,20 @@ func AppendText(dst []byte, b []byte) []byte {
 				if r.Read {
 					what = "read-refused"
 				}
+				if r.Install {
+					what = "install-refused"
+				}
 				return fmt.Appendf(dst, "%s q=%d busy=%v %q", what, r.Queue, r.Busy, r.Reason)
+			}
+		case KindInstall:
+			var r InstallRequest
+			if r, err = DecodeInstallRequest(b); err == nil {
+				return fmt.Appendf(dst, "install-request q=%d epoch=%d source=n%d [%d,%d) id=%x epochs=%d", r.Queue, r.Epoch, r.Source, r.Start, r.End, r.Identity[:6], len(r.Epochs))
+			}
+		case KindInstalled:
+			var r Installed
+			if r, err = DecodeInstalled(b); err == nil {
+				return fmt.Appendf(dst, "installed q=%d n%d/%d/%d end=%d id=%x", r.Queue, r.Node, r.Process, r.Storage, r.End, r.Identity[:6])
 			}
 		case KindReadRequest:
 			var r ReadRequest

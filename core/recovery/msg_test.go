@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sluicemq/sluice/core/record"
+	"github.com/sluicemq/sluice/core/seam"
 )
 
 func sampleSeal() Seal {
@@ -27,6 +28,10 @@ func encodings() [][]byte {
 			{Epoch: 2, Offset: 301, Kind: record.KindPublish, Body: []byte("hello")},
 		}}),
 		AppendReadPage(nil, &ReadPage{Queue: 7, Transition: Digest{5}, Node: 3, From: 300}),
+		AppendInstallRequest(nil, &InstallRequest{Queue: 7, Incarnation: 40, Epoch: 9, Transition: Digest{5}, Source: 2, Start: 0, End: 900,
+			Identity: Digest{6}, Epochs: []seam.EpochStart{{Epoch: 1 << 32, Offset: 0}, {Epoch: 1<<32 + 1, Offset: 400}}}),
+		AppendInstalled(nil, &Installed{Queue: 7, Transition: Digest{5}, Node: 3, Process: 8, Storage: 9, End: 900, Identity: Digest{6}}),
+		AppendSealRefused(nil, &SealRefused{Queue: 7, Transition: Digest{1}, Reason: "not proposed", Install: true}),
 	}
 }
 
@@ -43,6 +48,12 @@ func decodeAny(b []byte) ([]byte, error) {
 	case KindSeal:
 		s, err := DecodeSeal(b)
 		return AppendSeal(nil, &s), err
+	case KindInstall:
+		r, err := DecodeInstallRequest(b)
+		return AppendInstallRequest(nil, &r), err
+	case KindInstalled:
+		r, err := DecodeInstalled(b)
+		return AppendInstalled(nil, &r), err
 	case KindReadRequest:
 		r, err := DecodeReadRequest(b)
 		return AppendReadRequest(nil, &r), err

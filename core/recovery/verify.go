@@ -61,7 +61,8 @@ type Verifier struct {
 	logs    []Seal // the source first, then the witnesses to compare
 	at      int    // the log being read
 	id      *Identity
-	src     []recordSum // the source's records, from its start
+	src     []recordSum       // the source's records, from its start
+	epochs  []seam.EpochStart // the source's epoch history
 	pages   int
 	records int
 	bytes   int64
@@ -124,6 +125,10 @@ func (v *Verifier) Want() (node seam.NodeID, from uint64, ok bool) {
 	return v.logs[v.at].Node, v.id.Next(), true
 }
 
+// SourceEpochs returns the source's epoch history, once Done (the caller
+// must not change it).
+func (v *Verifier) SourceEpochs() []seam.EpochStart { return v.epochs }
+
 // Inspected returns the budget used: pages, records and bytes read.
 func (v *Verifier) Inspected() (pages, records int, bytes int64) { return v.pages, v.records, v.bytes }
 
@@ -160,6 +165,18 @@ func (v *Verifier) AddPage(node seam.NodeID, from uint64, recs []record.Record) 
 		var sum [32]byte
 		sum, v.scratch = sumOf(r, v.scratch)
 		if v.at == 0 {
+			n := len(v.epochs)
+			switch {
+			case n > 0 && r.Epoch < v.epochs[n-1].Epoch:
+				v.block("the source n%d's log goes back from epoch %d to %d at o=%d", node, v.epochs[n-1].Epoch, r.Epoch, r.Offset)
+				return
+			case n == 0 || r.Epoch > v.epochs[n-1].Epoch:
+				if n >= EpochsMax {
+					v.block("the source n%d's log holds more than %d epochs", node, EpochsMax)
+					return
+				}
+				v.epochs = append(v.epochs, seam.EpochStart{Epoch: r.Epoch, Offset: r.Offset})
+			}
 			v.src = append(v.src, recordSum{epoch: r.Epoch, sum: sum})
 			continue
 		}

@@ -59,6 +59,12 @@ const (
 	StageSeal RecoveryStage = 2
 	// StageSelect: the worker held enough witnesses and chose the source.
 	StageSelect RecoveryStage = 3
+	// StageInstall: a proposed member installed the source's history
+	// (Body: its receipt).
+	StageInstall RecoveryStage = 4
+	// StageActivate: the worker saw its activation committed (Body: the
+	// Activate command).
+	StageActivate RecoveryStage = 5
 )
 
 func (s RecoveryStage) String() string {
@@ -69,6 +75,10 @@ func (s RecoveryStage) String() string {
 		return "seal"
 	case StageSelect:
 		return "select"
+	case StageInstall:
+		return "install"
+	case StageActivate:
+		return "activate"
 	}
 	return "stage?"
 }
@@ -153,6 +163,8 @@ func (e *Effect) AppendText(dst []byte, msgs MsgText) []byte {
 		case OpPersist:
 			dst = AppendKV(dst, "seq", e.Tag)
 			dst = AppendBatch(dst, e.Batch)
+		case OpSeal:
+			dst = AppendKV(dst, "bytes", uint64(len(e.Body)))
 		default:
 			dst = AppendKV(dst, "o", e.Offset)
 		}

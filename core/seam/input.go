@@ -40,6 +40,10 @@ type LogState struct {
 	// Unrepaired: the log lost records to damage (now, or at an earlier
 	// start) and the loss was not yet repaired from other replicas.
 	Unrepaired bool
+	// Seal is the log's seal receipt (what OpSeal stored), if any;
+	// SealDamage says why a receipt present does not check.
+	Seal       []byte
+	SealDamage string
 }
 
 // RequestKind says what a client asks.
@@ -92,6 +96,9 @@ const (
 	// the node starts holding while it runs (a queue the controller placed
 	// on it); its completion carries what the log recovered (State).
 	OpOpen StorageOp = 9
+	// OpSeal durably stores Body as the log's seal receipt (recovery,
+	// issue 11), replacing any earlier one; the records do not change.
+	OpSeal StorageOp = 10
 )
 
 func (o StorageOp) String() string {
@@ -114,6 +121,8 @@ func (o StorageOp) String() string {
 		return "persist"
 	case OpOpen:
 		return "open"
+	case OpSeal:
+		return "seal"
 	}
 	return "op?"
 }
@@ -175,6 +184,12 @@ func (in *Input) AppendText(dst []byte, msgs MsgText) []byte {
 			}
 			if l.Unrepaired {
 				dst = append(dst, " unrepaired"...)
+			}
+			if len(l.Seal) > 0 {
+				dst = AppendKV(dst, "seal-bytes", uint64(len(l.Seal)))
+			}
+			if l.SealDamage != "" {
+				dst = AppendKVStr(dst, "seal-damage", l.SealDamage)
 			}
 		}
 		if in.Meta != nil {

@@ -118,8 +118,8 @@ func (p Policy) WriteQuorum(n, minInSync int) int {
 // ReplicasMax bounds a queue's replica count.
 const ReplicasMax = 5
 
-// QueueConfig is a queue's static assignment: its replicas, its owner and
-// its policy. The controller that changes assignments comes later.
+// QueueConfig is a queue's assignment as its replica group runs it: a
+// static one (configuration), or one the controller placed or activated.
 type QueueConfig struct {
 	Queue    QueueID
 	Replicas []NodeID // distinct, 1..ReplicasMax, owner among them
@@ -128,7 +128,17 @@ type QueueConfig struct {
 	// MinInSync is an ISR queue's min_insync (1..len(Replicas)); the other
 	// policies leave it 0.
 	MinInSync int
+	// EpochBase: the owner opens its epoch above it. An assignment the
+	// controller committed at epoch P has P<<32 (EpochBase), so that an
+	// owner of a later assignment writes in epochs no replica of an
+	// earlier one ever held, whatever the recovery's witnesses saw (log
+	// matching by (offset, epoch) stays sound across recoveries). Static
+	// queues have 0.
+	EpochBase uint64
 }
+
+// EpochBase returns the epoch base of an assignment at epoch p.
+func EpochBase(p uint64) uint64 { return p << 32 }
 
 // Validate reports a malformed assignment.
 func (q QueueConfig) Validate() error {

@@ -17,7 +17,7 @@ func OpenLog(fs vfs.FS, dir string, g core.GroupID, opts seglog.Options) (*seglo
 	if err != nil {
 		return nil, core.LogState{}, err
 	}
-	st := core.LogState{Group: g, Start: rec.Start, End: rec.End, Epochs: rec.Epochs}
+	st := core.LogState{Group: g, Start: rec.Start, End: rec.End, Epochs: rec.Epochs, Seal: rec.Seal, SealDamage: rec.SealDamage}
 	st.Unrepaired = rec.Unrepaired || rec.Damage != nil
 	if d := rec.Damage; d != nil {
 		st.Damage = d.Reason + " in " + d.Segment + " at byte " + strconv.FormatInt(d.Pos, 10)
@@ -51,6 +51,8 @@ func Exec(l *seglog.Log, e *core.Effect) core.StorageDone {
 		err = l.DiscardDamage()
 	case core.OpRepaired:
 		err = l.MarkRepaired()
+	case core.OpSeal:
+		err = l.WriteSeal(e.Body)
 	default:
 		panic("driver: unknown storage op")
 	}

@@ -172,6 +172,12 @@ func appendInputBin(b []byte, nowNs int64, node core.NodeID, in *core.Input) []b
 			b = appendEpochsBin(b, l.Epochs)
 			b = appendStrBin(b, l.Damage)
 			b = appendBoolBin(b, l.Unrepaired)
+			if len(l.Seal) > 0 || l.SealDamage != "" {
+				// (Only then, so that runs without seals hash as before.)
+				b = append(b, 'S')
+				b = appendStrBin(b, string(l.Seal))
+				b = appendStrBin(b, l.SealDamage)
+			}
 		}
 		if m := in.Meta; m != nil {
 			b = append(b, 'M')
@@ -237,6 +243,9 @@ func appendEffectBin(b []byte, node core.NodeID, e *core.Effect) []byte {
 		b = appendRecordsBin(b, e.Records)
 		if e.Batch != nil {
 			b = appendBatchBin(b, e.Batch)
+		}
+		if e.Op == core.OpSeal {
+			b = appendStrBin(b, string(e.Body))
 		}
 	case core.EfReply:
 		b = binary.AppendUvarint(b, uint64(e.Client))

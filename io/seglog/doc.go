@@ -6,7 +6,11 @@
 // # On-disk format (version 2)
 //
 // A log is a directory of segment files named by the offset of their first
-// record, "%020d.seg" (so names sort like offsets). Other names are ignored.
+// record, "%020d.seg" (so names sort like offsets). Beside them, two files
+// may be: UNREPAIRED (empty: the log lost records to damage, not yet
+// repaired) and SEAL (a recovery's seal receipt, seal.go: "SLUICSEAL1",
+// length u32, payload, CRC32C u32; written to SEAL.tmp, synced, renamed,
+// directory synced). Other names are ignored.
 // A segment holds a 32-byte header, a region of header copies (one 32-byte
 // slot per frame the segment may hold), then frames, back to back:
 //

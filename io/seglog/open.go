@@ -51,12 +51,16 @@ func Open(fs vfs.FS, dir string, opts Options) (*Log, Recovery, error) {
 			segNames = append(segNames, name)
 		}
 	}
+	seal, sealDamage, err := l.readSeal()
+	if err != nil {
+		return nil, Recovery{}, err
+	}
 	if len(bases) == 0 {
 		if err := l.create(); err != nil {
 			l.closeFiles()
 			return nil, Recovery{}, err
 		}
-		return l, Recovery{}, nil
+		return l, Recovery{Seal: seal, SealDamage: sealDamage}, nil
 	}
 	rec, err := l.scan(bases, segNames)
 	l.win, l.winSeg, l.winChunk, l.noAhead = nil, nil, readChunkBytes, false
@@ -65,6 +69,7 @@ func Open(fs vfs.FS, dir string, opts Options) (*Log, Recovery, error) {
 		l.closeFiles()
 		return nil, Recovery{}, err
 	}
+	rec.Seal, rec.SealDamage = seal, sealDamage
 	return l, rec, nil
 }
 

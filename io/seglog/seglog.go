@@ -138,6 +138,10 @@ type Recovery struct {
 	// Unrepaired: an earlier open found damage and its tail was discarded,
 	// but MarkRepaired was not called since: the log may lack records.
 	Unrepaired bool
+	// Seal is the payload of the log's seal receipt (WriteSeal), if it has
+	// one; SealDamage says why a receipt present does not check.
+	Seal       []byte
+	SealDamage string
 }
 
 // segment is one segment file.

@@ -85,6 +85,10 @@ type replicaTruth struct {
 	// held a whole log again; damageEnd is how far the copy reached then.
 	injected  bool
 	damageEnd uint64
+	// former: no longer a member of the queue's assignment (activate.go);
+	// installedNs: when it installed a recovered history (0: never)
+	former      bool
+	installedNs int64
 }
 
 // deliveredKey is the key of the body delivered at one offset, if any.
@@ -155,6 +159,11 @@ type queueTruth struct {
 	// ownerProcess: the process of the owner that confirmed the placed
 	// queue's writes (0: none yet)
 	ownerProcess uint64
+	// activatedNs: when a recovery last activated it; formerOwners: the
+	// owners of its earlier assignments (activate.go)
+	activatedNs     int64
+	activatedEpochs []uint64
+	formerOwners    []formerOwner
 }
 
 // addSeen records that replica i durably held id at o.
@@ -710,6 +719,9 @@ func (c *Checker) ConfirmedBy(atNs int64, q core.QueueID, node core.NodeID, proc
 	if qt == nil {
 		return
 	}
+	if node != qt.spec.Owner && qt.formerOwnerConfirm(node, process) {
+		return // a publish of an earlier assignment, in flight when it was fenced
+	}
 	if node != qt.spec.Owner {
 		c.fail("one-owner", atNs, "q=%d: n%d confirmed a write; the owner is n%d", q, node, qt.spec.Owner)
 		return
@@ -933,7 +945,7 @@ func (c *Checker) Converged(q core.QueueID) (bool, string) {
 		return false, fmt.Sprintf("owner n%d's disk has no intact copy of o=%d below its end %d", qt.spec.Owner, end, own.Len())
 	}
 	for _, r := range qt.reps {
-		if r == qt.owner {
+		if r == qt.owner || r.former {
 			continue
 		}
 		for o := uint64(0); o < end; o++ {

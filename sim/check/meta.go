@@ -53,6 +53,7 @@ type modelQueue struct {
 	members             []core.NodeID
 	inSync              metadata.Nodes
 	inSyncVersion       uint64
+	proposed            metadata.Nodes // the pending transition's, while fenced
 	// since when it has been under-replicated / under min in-sync (0:
 	// it is not), for the summaries
 	underReplicatedNs, underMinNs int64
@@ -263,6 +264,28 @@ func (m *metaTruth) fold(index uint64, cmd []byte) verdict {
 		// refused there, and shows here as a model disagreement only if
 		// the leader proposed a wrong one (it never does).
 		q.fenced = true
+		q.proposed = c.Proposed
+		m.catalog[c.Queue] = q
+	case metadata.Activate:
+		if !exists || q.incarnation != c.Incarnation || !q.fenced || q.epoch != c.Epoch || c.Members.N != q.proposed.N {
+			return verdict{refused: true}
+		}
+		for i, mb := range c.Members.Slice() {
+			if mb.Node != q.proposed.ID[i] {
+				return verdict{refused: true}
+			}
+			if b := m.brokers[mb.Node]; !b.live || b.process != mb.Process || b.storage != mb.Storage {
+				return verdict{refused: true, outsideLive: true}
+			}
+		}
+		if c.InSync.N < q.policy.WriteQuorum(c.Members.N, min(q.minInsync, c.Members.N)) {
+			return verdict{refused: true}
+		}
+		q.epoch, q.owner, q.members, q.fenced = c.Epoch+1, c.Owner, nil, false
+		q.inSync, q.inSyncVersion, q.proposed = c.InSync, 0, metadata.Nodes{}
+		for _, mb := range c.Members.Slice() {
+			q.members = append(q.members, mb.Node)
+		}
 		m.catalog[c.Queue] = q
 	}
 	return verdict{}

@@ -1,6 +1,8 @@
 package check
 
 import (
+	"slices"
+
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/record"
 )
@@ -8,8 +10,8 @@ import (
 // Seals (issue 11). A replica that seals its log for recovery freezes it:
 // what its seal reports ([start, end), made durable before the answer)
 // must be what its disk durably holds from then on, with nothing written
-// at or past end, until a recovery activates the next assignment (which
-// no run reaches yet). The checker takes every seal a broker sends and
+// at or past end, until an installation writes it or a recovery activates
+// the next assignment. The checker takes every seal a broker sends and
 // judges it from the disk: at once (seal-durable: the sealed records are
 // intact on the disk) and at the end of the run (seal-frozen: the same
 // records, and none past end). Damage injected into the copy since
@@ -64,9 +66,13 @@ func (c *Checker) Sealed(atNs int64, node core.NodeID, q core.QueueID, epoch, st
 // sealsFinal judges every seal against the disks as they are at the end.
 func (c *Checker) sealsFinal(atNs int64) {
 	for _, s := range c.seals {
-		r := c.queues[s.q].replica(s.node)
-		if r.injected {
-			continue // damaged since: the fault budget's business
+		qt := c.queues[s.q]
+		r := qt.replica(s.node)
+		if r.injected || r.installedNs >= s.atNs || slices.Contains(qt.activatedEpochs, s.epoch) {
+			// Damaged since (the fault budget's business), or written on
+			// purpose: by an installation, or as a member of the recovered
+			// assignment.
+			continue
 		}
 		r.disk.Reparse(c.diskOf(s.q, s.node))
 		for i, want := range s.idents {
@@ -119,7 +125,11 @@ func (c *Checker) sourcesFinal(atNs int64) {
 			continue // damaged since: the fault budget's business
 		}
 		r.disk.Reparse(c.diskOf(s.q, s.node))
+		activated := slices.Contains(qt.activatedEpochs, s.epoch)
 		for _, o := range sortedOffsets(qt.confirmed) {
+			if activated && o >= s.end {
+				break // the recovered assignment's own records, from the source's end on
+			}
 			key := qt.confirmed[o]
 			if id := r.disk.At(o); o < s.start || o >= s.end || id.Kind != record.KindPublish || id.Val != key {
 				c.fail("source-complete", atNs, "q=%d: the source chosen %s for epoch %d, n%d retaining [%d,%d), lacks confirmed publish %#x at o=%d (its disk holds %s there)",

@@ -54,6 +54,9 @@ const (
 	MarkMetaImage                           // a process's applied metadata became an image's (at its start, or a snapshot installed)
 	MarkRecoverySeal                        // a replica of a fenced queue sealed its log for recovery
 	MarkRecoverySelect                      // a recovery worker held enough witnesses and chose its source
+	MarkRecoveryReceipt                     // a restarted process answered a seal retry with its predecessor's seal, from the log's receipt
+	MarkRecoveryInstall                     // a proposed member installed a recovered history
+	MarkRecoveryActivate                    // a recovery's activation committed: the queue serves again
 	markKinds
 )
 
@@ -96,6 +99,9 @@ var markNames = [...]string{
 	MarkMetaImage:           "meta-image",
 	MarkRecoverySeal:        "recovery-seal",
 	MarkRecoverySelect:      "recovery-select",
+	MarkRecoveryReceipt:     "recovery-receipt",
+	MarkRecoveryInstall:     "recovery-install",
+	MarkRecoveryActivate:    "recovery-activate",
 }
 
 func (m Mark) String() string {

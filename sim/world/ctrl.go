@@ -411,6 +411,7 @@ func (w *World) brokerTruth() []check.BrokerTruth {
 type placedQueue struct {
 	id          core.QueueID
 	incarnation uint64
+	epoch       uint64 // of its assignment as followed
 	owner       core.NodeID
 	isr         bool // policy isr: confirms at the high watermark
 }
@@ -438,9 +439,40 @@ func (w *World) placedApplied(c *metadata.Command) {
 		spec.Replicas = append(spec.Replicas, m.Node)
 	}
 	w.checker.AddQueue(spec)
-	p := placedQueue{id: q.ID, incarnation: c.Incarnation, owner: c.Owner, isr: q.Policy == core.ISR}
+	p := placedQueue{id: q.ID, incarnation: c.Incarnation, epoch: c.Epoch, owner: c.Owner, isr: q.Policy == core.ISR}
 	w.placed[c.Queue], w.placedByID[q.ID] = p, p
 	w.placedConsumerStart(q.ID, c.Owner)
+}
+
+// transitionApplied follows a fencing transition: the checkers learn the
+// proposed members (their installations write the queue's log).
+func (w *World) transitionApplied(c *metadata.Command) {
+	if p, ok := w.placed[c.Queue]; ok && p.incarnation == c.Incarnation {
+		w.checker.AddReplicas(p.id, c.Proposed.Slice())
+	}
+	w.fencedApplied(c.Queue, c.Incarnation)
+}
+
+// activatedApplied follows a recovery's activation as the first broker
+// applies it (issue 11): the checkers judge the new assignment (owner,
+// members, W), consumers come back to the new owner.
+func (w *World) activatedApplied(c *metadata.Command) {
+	p, ok := w.placed[c.Queue]
+	if !ok || p.incarnation != c.Incarnation || p.epoch > c.Epoch {
+		return // another incarnation's, or applied by an earlier broker
+	}
+	p.epoch, p.owner = c.Epoch+1, c.Owner
+	w.placed[c.Queue], w.placedByID[p.id] = p, p
+	q, _ := w.checker.MetaQueue(c.Queue)
+	var members []core.NodeID
+	for _, m := range c.Members.Slice() {
+		members = append(members, m.Node)
+	}
+	n := c.Members.N
+	w.checker.ActivationWitnesses(w.now, p.id, c.Epoch+1)
+	w.checker.Reassign(w.now, p.id, c.Epoch+1, c.Owner, members, q.Policy.WriteQuorum(n, min(q.MinInsync, n)))
+	w.inSyncOf[c.Queue] = inSyncTruth{members: c.Members, inSync: c.InSync}
+	w.placedConsumerStart(p.id, c.Owner)
 }
 
 // fencedApplied follows a fencing transition or a deletion.

@@ -155,7 +155,7 @@ func (env *brokerEnv) StartStorage(l int, op *core.Effect) bool {
 		env.runAt(w.now+w.ctrlSyncDelay(b), l)
 		return false
 	}
-	if op.Op != core.OpSync && op.Op != core.OpRead && op.Op != core.OpVerify {
+	if op.Op != core.OpSync && op.Op != core.OpRead && op.Op != core.OpVerify && op.Op != core.OpSeal {
 		return true
 	}
 	r := w.rDisk
@@ -297,11 +297,17 @@ func (env *brokerEnv) Recovery(e *core.Effect) {
 	switch e.Stage {
 	case seam.StageSeal:
 		w.mark(MarkRecoverySeal)
+		if strings.HasSuffix(e.Reason, core.ReceiptNote) {
+			w.mark(MarkRecoveryReceipt)
+		}
 		s, err := recovery.DecodeSeal(e.Body)
 		if err != nil {
 			panic("world: a seal stage that does not decode: " + err.Error())
 		}
 		w.checker.Sealed(w.now, env.b.id, s.Queue, s.Epoch, s.Start, s.End, s.Damaged)
+	case seam.StageInstall:
+		w.mark(MarkRecoveryInstall)
+		w.checker.Installed(w.now, env.b.id, e.Queue)
 	case seam.StageSelect:
 		w.mark(MarkRecoverySelect)
 		s, err := recovery.DecodeSeal(e.Body)
@@ -338,7 +344,10 @@ func (env *brokerEnv) Applied(e *core.Effect) {
 		w.inSyncApplied(e.Offset, &c)
 	case metadata.Transition:
 		w.mark(MarkTransitionFenced)
-		w.fencedApplied(c.Queue, c.Incarnation)
+		w.transitionApplied(&c)
+	case metadata.Activate:
+		w.mark(MarkRecoveryActivate)
+		w.activatedApplied(&c)
 	case metadata.DeleteQueue:
 		w.fencedApplied(c.Queue, c.Incarnation)
 		w.deletedNames[c.Queue] = true

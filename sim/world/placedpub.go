@@ -218,7 +218,9 @@ func (w *World) clientDelay(c *client) int64 {
 // its subscribe is refused or the owner's process ends, until the queue is
 // fenced or deleted (placedConsumerStop).
 func (w *World) placedConsumerStart(q core.QueueID, owner core.NodeID) {
-	if w.prof.ConsumersPerQueue == 0 || !w.working {
+	if w.prof.ConsumersPerQueue == 0 || (!w.working && !w.placedConsumed(q)) {
+		// (A queue that had consumers gets them back after a recovery,
+		// in the drain too: its confirmed records must reach one.)
 		return
 	}
 	c := &client{kind: consumer, idx: int32(len(w.clients)), q: core.QueueConfig{Queue: q, Owner: owner},
