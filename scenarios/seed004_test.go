@@ -1,0 +1,143 @@
+package scenarios
+
+import (
+	"bytes"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/sluicemq/sluice/sim/shrink"
+	"github.com/sluicemq/sluice/sim/world"
+)
+
+// Seed 004's story (steps 1 to 8) and its "evidence unavailable" variant,
+// replayed from their named scenarios: the recovery's stages in the order
+// the seed tells them, with their instants, read from the run's trace.
+
+// recoveryRun is what a run's trace says of queue "orders"'s recovery.
+type recoveryRun struct {
+	queue    string             // the queue's group id, as the trace prints it
+	owner    string             // the first owner
+	killNs   int64              // the first kill fault
+	stages   map[string][]int64 // stage name -> instants (detect, propose, seal, select, install, activate)
+	newOwner string
+	reattach int64   // the new owner's first confirm after the activation
+	asks     []int64 // the candidate's seal requests to the follower killed (evidence variant)
+}
+
+var (
+	reStage     = regexp.MustCompile(`^t=\S+ (n[0-9]+) > recovery q=([0-9]+) stage=([a-z]+) `)
+	reActivated = regexp.MustCompile(`> applied .* activate "orders" .* owner=(n[0-9]+) `)
+	reOwner     = regexp.MustCompile(`> applied .* assign "orders" .* owner=(n[0-9]+) `)
+)
+
+func runRecovery(t *testing.T, file string, askedOf string) recoveryRun {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := shrink.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trace bytes.Buffer
+	r, err := world.Run(s.Seed, s.Profile, world.Options{Trace: &trace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Failed > 0 {
+		t.Fatalf("%s failed its checkers: %v", file, r.Failures)
+	}
+	rr := recoveryRun{stages: map[string][]int64{}}
+	for _, line := range strings.Split(trace.String(), "\n") {
+		at := instant(line)
+		switch {
+		case rr.owner == "" && reOwner.MatchString(line):
+			rr.owner = reOwner.FindStringSubmatch(line)[1]
+		case rr.killNs == 0 && strings.Contains(line, " * fault ") && strings.Contains(line, " kill "):
+			rr.killNs = at
+		case strings.Contains(line, `=> fenced "orders"`) && len(rr.stages["propose"]) == 0:
+			rr.stages["propose"] = append(rr.stages["propose"], at)
+		case reStage.MatchString(line):
+			m := reStage.FindStringSubmatch(line)
+			rr.queue = m[2]
+			rr.stages[m[3]] = append(rr.stages[m[3]], at)
+		case rr.newOwner == "" && reActivated.MatchString(line) && strings.Contains(line, "=> activated"):
+			rr.newOwner = reActivated.FindStringSubmatch(line)[1]
+		case rr.newOwner != "" && rr.reattach == 0 && strings.HasPrefix(line[strings.Index(line, " ")+1:], rr.newOwner+" > reply ") &&
+			strings.Contains(line, " confirmed q="+rr.queue+" "):
+			rr.reattach = at
+		case askedOf != "" && strings.Contains(line, "> send to="+askedOf+" seal-request"):
+			rr.asks = append(rr.asks, at)
+		}
+	}
+	return rr
+}
+
+// ordered checks the stage marks come in the seed's order and returns
+// each stage's first instant.
+func (rr *recoveryRun) ordered(t *testing.T) []int64 {
+	t.Helper()
+	var at []int64
+	prev, prevName := rr.killNs, "kill"
+	for _, st := range []string{"propose", "detect", "seal", "select", "install", "activate"} {
+		ts := rr.stages[st]
+		if len(ts) == 0 {
+			t.Fatalf("no %s stage; stages %v", st, rr.stages)
+		}
+		if ts[0] < prev {
+			t.Fatalf("stage %s at %s before %s at %s", st, sec(ts[0]), prevName, sec(prev))
+		}
+		at = append(at, ts[0])
+		prev, prevName = ts[0], st
+	}
+	if rr.reattach == 0 || rr.reattach < prev {
+		t.Fatalf("no confirm by the new owner %s after the activation at %s (first: %s)", rr.newOwner, sec(prev), sec(rr.reattach))
+	}
+	return append(at, rr.reattach)
+}
+
+func TestSeed004Story(t *testing.T) {
+	t.Run("owner lost", func(t *testing.T) {
+		rr := runRecovery(t, "named/recovery-owner-lost.json", "")
+		at := rr.ordered(t)
+		if rr.owner != "n1" || rr.newOwner == "" || rr.newOwner == rr.owner {
+			t.Fatalf("owner %s, new owner %s: want n1 replaced", rr.owner, rr.newOwner)
+		}
+		if n := len(rr.stages["seal"]); n < 2 {
+			t.Fatalf("%d seals, want R = 2", n)
+		}
+		if n := len(rr.stages["install"]); n < 2 {
+			t.Fatalf("%d installations, want W = 2", n)
+		}
+		t.Logf("owner n1 killed at %s; by stage, from the kill: propose %s, detect %s, seal %s, select %s, install %s, activate %s, reattach (next confirm, by %s) %s",
+			sec(rr.killNs), sec(at[0]-rr.killNs), sec(at[1]-rr.killNs), sec(at[2]-rr.killNs), sec(at[3]-rr.killNs), sec(at[4]-rr.killNs),
+			sec(at[5]-rr.killNs), rr.newOwner, sec(at[6]-rr.killNs))
+	})
+	t.Run("evidence unavailable", func(t *testing.T) {
+		rr := runRecovery(t, "named/recovery-evidence-unavailable.json", "3")
+		at := rr.ordered(t)
+		const backNs = 22e9 // the follower's new process starts
+		if activate := at[5]; activate < backNs {
+			t.Fatalf("activated at %s, before the missing witness came back at %s", sec(activate), sec(backNs))
+		}
+		// While the witness is missing, the candidate asks again with a
+		// backoff that doubles: 1 s, 2 s, 4 s, 8 s.
+		var gaps []int64
+		for i := 1; i < len(rr.asks) && rr.asks[i] <= backNs+10e9; i++ {
+			gaps = append(gaps, rr.asks[i]-rr.asks[i-1])
+		}
+		if len(gaps) < 3 {
+			t.Fatalf("seal requests to n3 at %v: want retries", rr.asks)
+		}
+		for i, g := range gaps {
+			if g < 1e9 || (i > 0 && g < 2*gaps[i-1]-1e6 && g < 30e9) {
+				t.Fatalf("seal request gaps %v: want 1 s doubling (to 30 s)", gaps)
+			}
+		}
+		t.Logf("fenced at %s; seal requests to the missing n3 at %v; n3 back at %s; activated at %s (owner %s)",
+			sec(at[0]), rr.asks, sec(backNs), sec(at[5]), rr.newOwner)
+	})
+}
