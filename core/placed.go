@@ -34,8 +34,11 @@ type placedGroup struct {
 	// log since, and state is the log as it issued it.
 	state     *seam.LogState
 	byInstall bool
-	// epoch: the assignment epoch of the group running on it (0: none)
-	epoch uint64
+	// epoch: the assignment epoch of the group running on it (0: none);
+	// replacing: its old group is sealed and a sync behind its operations
+	// is in flight, after which the new group starts (activated)
+	epoch     uint64
+	replacing bool
 }
 
 // placedMax bounds the placed queues a node tracks: the catalogue's limit.
@@ -190,15 +193,50 @@ func (n *Node) activated(p *placedGroup, q *metadata.Queue) {
 	g := seam.QueueGroup(p.queue)
 	st := p.state
 	if r := n.queue(g); r != nil {
-		if !p.byInstall {
-			s := r.LogState()
-			st = &s
+		if !p.replacing {
+			// The old group may have storage operations in flight (one
+			// that never sealed follows whoever owns): seal it, inert,
+			// and start the new one once a sync behind them all completed,
+			// so that no completion of the old reaches the new.
+			r.Seal(fmt.Sprintf("replaced by the assignment of epoch %d", q.Assignment.Epoch))
+			p.replacing = true
+			_, end, _, _ := r.Retained()
+			n.out.Storage(seam.Effect{Op: seam.OpSync, Group: g, Offset: end, Tag: sealTag | replaceTag})
 		}
-		i := slices.Index(n.queues, r)
-		n.queues = slices.Delete(n.queues, i, i+1)
+		return
 	}
 	if st == nil {
 		panic(fmt.Sprintf("core: queue %d activated here with no log state", p.queue))
+	}
+	n.startGroup(p, q, st)
+}
+
+// replaceTag marks, with sealTag, the sync behind an old group's operations.
+const replaceTag uint64 = 3
+
+// replaced takes the completion of that sync: the old group goes, and the
+// new one starts if the assignment still names this process.
+func (n *Node) replaced(d *StorageDone) {
+	i := n.placedIndex(QueueID(d.Group))
+	if i < 0 || !n.placed[i].replacing {
+		panic(fmt.Sprintf("core: a replacement sync for group %d, which is not being replaced", d.Group))
+	}
+	p := &n.placed[i]
+	p.replacing = false
+	r := n.queue(d.Group)
+	st := p.state
+	if !p.byInstall {
+		s := r.LogState()
+		st = &s
+	}
+	j := slices.Index(n.queues, r)
+	n.queues = slices.Delete(n.queues, j, j+1)
+	q, ok := placedQueue(n.ctrl.Metadata(), p.queue)
+	if !ok || q.Incarnation != p.incarnation || !q.Assigned || q.Assignment.Fenced || !n.mine(&q.Assignment) {
+		// The assignment moved on meanwhile: no group runs on the log
+		// (a recovery may seal and read it as it is).
+		p.state, p.byInstall, p.epoch = st, true, 0
+		return
 	}
 	n.startGroup(p, q, st)
 }

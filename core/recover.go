@@ -387,9 +387,15 @@ func (n *Node) recoveryActivate() {
 	if c.InSync.N == 0 || c.InSync.N < q.Policy.WriteQuorum(members, min(q.MinInsync, members)) {
 		return
 	}
-	c.Owner = c.InSync.ID[0]
-	if slices.Contains(c.InSync.Slice(), w.src.Node) {
-		c.Owner = w.src.Node // the source holds the history already
+	// The owner: the previous one if it installed (clients stay), else the
+	// source (it held the history already), else the lowest installed.
+	switch {
+	case slices.Contains(c.InSync.Slice(), q.Assignment.Owner):
+		c.Owner = q.Assignment.Owner
+	case slices.Contains(c.InSync.Slice(), w.src.Node):
+		c.Owner = w.src.Node
+	default:
+		c.Owner = c.InSync.ID[0]
 	}
 	w.activateNs = n.x.NowNs
 	n.recoveryNote(w.t.Queue, "recovery q=%d epoch=%d asks to activate: owner n%d, installed %v", w.t.Queue, w.t.Epoch, c.Owner, c.InSync.Slice())

@@ -417,6 +417,10 @@ func (n *Node) sealStorage(d *StorageDone) {
 		n.installStorage(d)
 		return
 	}
+	if d.Tag == sealTag|replaceTag {
+		n.replaced(d)
+		return
+	}
 	j := n.sealer.job
 	switch {
 	case j == nil:

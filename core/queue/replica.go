@@ -287,8 +287,14 @@ func (r *Replica) Seal(why string) {
 		return // planted: fenced, not frozen
 	}
 	r.sealed = true
-	if r.owner != nil {
-		r.owner.rebuild = nil
+	if o := r.owner; o != nil {
+		o.rebuild = nil
+		// Its publishes in flight: inert, it will never confirm them, and
+		// each may or may not be in the history the recovery installs.
+		for _, p := range o.pending {
+			r.x.Out.Reply(p.client, p.reqID, seam.Unknown, r.cfg.Queue, 0, "sealed for recovery: in the recovered history or not")
+		}
+		o.pending = o.pending[:0]
 	}
 }
 

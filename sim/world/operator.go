@@ -18,14 +18,31 @@ import (
 //
 // in order of MS. Settings and declarations are sent to the metadata group
 // at their instants (each retried until it commits, following redirects);
-// nothing else is. Every declared name gets scriptPublishers placed
-// publishers, each one publish at a time, which share the rate the last
+// nothing else is. Every declared name gets placed publishers
+// (scriptPublishersFor), each one publish at a time, which share the rate the last
 // publish step gave (evenly spaced, no draw). With no script the operator
 // is the swarm's: random settings, declarations and deletions of sim-q0..2.
 
-// scriptPublishers is how many placed publishers a scripted queue gets: a
-// confirm takes a few ms, so four keep a rate of a few hundred per second.
-const scriptPublishers = 4
+// scriptPublishers is how many placed publishers a scripted queue gets at
+// least, and scriptRatePerPublisher the rate one is given at most: a
+// confirm takes a few ms, so four keep a rate of a few hundred per second,
+// and a queue published at 1,000/s gets ten.
+const (
+	scriptPublishers       = 4
+	scriptRatePerPublisher = 100
+)
+
+// scriptPublishersFor returns how many placed publishers the script gives
+// queue name: enough for the highest rate a publish step gives it.
+func scriptPublishersFor(script []operatorStep, name string) int {
+	rate := 0
+	for _, s := range script {
+		if s.cmd.Kind == 0 && s.name == name {
+			rate = max(rate, s.rate)
+		}
+	}
+	return max(scriptPublishers, (rate+scriptRatePerPublisher-1)/scriptRatePerPublisher)
+}
 
 // operatorStep is one parsed step.
 type operatorStep struct {
@@ -127,7 +144,7 @@ func (w *World) scriptCommand() (c metadata.Command, due bool, nextNs int64) {
 // scriptGap returns the gap between one placed publisher's publishes to
 // queue name at now (0: stopped), and when the rate changes next (0:
 // never).
-func (w *World) scriptGap(name string) (gapNs, nextNs int64) {
+func (w *World) scriptGap(name string, publishers int) (gapNs, nextNs int64) {
 	rate := 0
 	for _, s := range w.script {
 		if s.cmd.Kind != 0 || s.name != name {
@@ -142,7 +159,7 @@ func (w *World) scriptGap(name string) (gapNs, nextNs int64) {
 	if rate == 0 {
 		return 0, nextNs
 	}
-	return 1e9 * scriptPublishers / int64(rate), nextNs
+	return 1e9 * int64(publishers) / int64(rate), nextNs
 }
 
 // scriptDone moves the scripted operator past the step it sent, once the

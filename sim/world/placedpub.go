@@ -47,12 +47,30 @@ type placedPub struct {
 	asking  bool // the request outstanding is a topology request
 	key     uint64
 	stats   struct{ confirmed, failed, unknown uint64 }
-	// nextNs: a scripted publisher's next publish slot
-	nextNs int64
+	// nextNs: a scripted publisher's next publish slot; slot and of: its
+	// place among its queue's scripted publishers, and their number
+	nextNs   int64
+	slot, of int
+	to       core.NodeID // the broker its request outstanding went to
+}
+
+// placedBrokerGone ends the requests outstanding at broker n, whose
+// process stopped: their connections close (a publish's outcome is
+// unknown), and each publisher asks again shortly, as a client whose
+// connection reset reconnects.
+func (w *World) placedBrokerGone(n core.NodeID) {
+	for _, p := range w.pubs {
+		if p.waiting == 0 || p.to != n {
+			continue
+		}
+		w.placedEnd(p, core.Unknown, 0, 0)
+		p.owner = 0
+		w.schedule1(w.now+w.rCtrl.Range(10e6, 100e6), evPlaced).cli = int32(p.idx)
+	}
 }
 
 // placedStart creates the placed queues' publishers: one per operator
-// queue, or scriptPublishers per queue the script declares (they start at
+// queue, or scriptPublishersFor per queue the script declares (they start at
 // the first publish step that names it).
 func (w *World) placedStart() {
 	if len(w.script) > 0 {
@@ -60,8 +78,9 @@ func (w *World) placedStart() {
 			if st.cmd.Kind != metadata.DeclareQueue || slices.ContainsFunc(w.pubs, func(p *placedPub) bool { return p.name == st.cmd.Queue }) {
 				continue
 			}
-			for range scriptPublishers {
-				p := &placedPub{idx: len(w.pubs), name: st.cmd.Queue}
+			k := scriptPublishersFor(w.script, st.cmd.Queue)
+			for slot := range k {
+				p := &placedPub{idx: len(w.pubs), name: st.cmd.Queue, slot: slot, of: k}
 				w.pubs = append(w.pubs, p)
 				w.schedule1(w.now, evPlaced).cli = int32(p.idx)
 			}
@@ -102,9 +121,9 @@ func (w *World) placedSend(p *placedPub) {
 	if len(w.script) > 0 && p.owner != 0 {
 		// A scripted publish: at its slot of the rate (the publishers of
 		// a queue start a quarter gap apart); none while stopped.
-		gap, next := w.scriptGap(p.name)
+		gap, next := w.scriptGap(p.name, p.of)
 		if gap != 0 && p.nextNs == 0 {
-			p.nextNs = w.now + int64(p.idx%scriptPublishers)*gap/scriptPublishers
+			p.nextNs = w.now + int64(p.slot)*gap/int64(p.of)
 		}
 		if gap == 0 || w.now < p.nextNs {
 			at := next
@@ -118,6 +137,9 @@ func (w *World) placedSend(p *placedPub) {
 		}
 		p.nextNs = max(p.nextNs, w.now-gap) + gap // late by more than a gap: from now
 	}
+	if p.owner != 0 && !w.brokers[p.owner-1].up {
+		p.owner = 0 // its connection refused at once: where does the queue live now?
+	}
 	p.reqs++
 	cid := placedConnBase + core.ClientID(p.idx)<<20 + core.ClientID(p.reqs&(1<<20-1))
 	p.waiting = cid
@@ -126,6 +148,11 @@ func (w *World) placedSend(p *placedPub) {
 	if to == 0 {
 		p.asking = true
 		to = core.NodeID(1 + w.rCtrl.Intn(len(w.brokers)))
+		// A connection to a broker whose process is gone is refused at
+		// once (a reset), not left to time out: ask the next one up.
+		for k := 0; k < len(w.brokers) && !w.brokers[to-1].up; k++ {
+			to = to%core.NodeID(len(w.brokers)) + 1
+		}
 		req = core.Request{Kind: core.ReqTopology, ID: p.reqs, Body: []byte(p.name)}
 	} else {
 		p.asking = false
@@ -137,6 +164,7 @@ func (w *World) placedSend(p *placedPub) {
 		w.checker.PublishStarted(p.key, len(body))
 		req = core.Request{Kind: core.ReqPublish, ID: p.reqs, Queue: p.queue, Body: body}
 	}
+	p.to = to
 	b := w.brokers[to-1]
 	e := w.schedule1(w.now+w.ctrlDelay(), evRequest)
 	e.node, e.inc, e.from, e.req = int32(to-1), b.inc, core.NodeID(cid), req

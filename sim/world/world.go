@@ -581,6 +581,7 @@ func (w *World) stopProcess(b *broker, restartNs int64, exited bool) {
 			w.closeConn(c)
 		}
 	}
+	w.placedBrokerGone(b.id)
 	b.restarting = true
 	w.schedule1(w.now+restartNs, evRestart).node = int32(b.id - 1)
 }
