@@ -54,6 +54,8 @@ type Node struct {
 	deadlineNs int64         // the last deadline emitted
 	sealer     sealer        // this broker's seal (seal.go)
 	installer  installer     // this broker's installation (install.go)
+	lease      lease         // the owner lease (lease.go)
+	gone       []peerProcess // processes whose exit this node saw (InPeerLost), newest last
 	recovery   *recoveryWork // the recovery this node's worker drives (recover.go)
 }
 
@@ -201,6 +203,7 @@ func (n *Node) Step(in *Input) []Effect {
 		}
 		r.OnStorage(&in.Done)
 	case InPeerLost:
+		n.peerGone(in.From, in.Process)
 		if n.ctrl != nil {
 			n.stepCtrl(ctrl.Input{Kind: ctrl.InPeerLost, From: uint64(in.From), Process: in.Process})
 		}
@@ -213,6 +216,7 @@ func (n *Node) Step(in *Input) []Effect {
 			n.inSyncTick()
 			n.recoveryTick()
 			n.installTick()
+			n.leaseTick(false)
 		}
 	default:
 		panic("core: unknown input kind")

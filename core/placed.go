@@ -201,6 +201,9 @@ func (n *Node) activated(p *placedGroup, q *metadata.Queue) {
 			r.Seal(fmt.Sprintf("replaced by the assignment of epoch %d", q.Assignment.Epoch))
 			p.replacing = true
 			_, end, _, _ := r.Retained()
+			if p.byInstall {
+				end = p.state.End // an installation wrote the log since
+			}
 			n.out.Storage(seam.Effect{Op: seam.OpSync, Group: g, Offset: end, Tag: sealTag | replaceTag})
 		}
 		return
@@ -245,7 +248,7 @@ func (n *Node) replaced(d *StorageDone) {
 func (n *Node) startGroup(p *placedGroup, q *metadata.Queue, st *seam.LogState) {
 	md := n.ctrl.Metadata()
 	p.epoch, p.forSeal, p.byInstall = q.Assignment.Epoch, false, false
-	qc := QueueConfig{Queue: p.queue, Owner: q.Assignment.Owner, Policy: q.Policy, EpochBase: seam.EpochBase(q.Assignment.Epoch)}
+	qc := QueueConfig{Queue: p.queue, Owner: q.Assignment.Owner, Policy: q.Policy, EpochBase: seam.EpochBase(q.Assignment.Epoch), Leased: true}
 	if q.Policy == ISR {
 		qc.MinInSync = q.MinInsync
 	}
@@ -264,7 +267,9 @@ func (n *Node) startGroup(p *placedGroup, q *metadata.Queue, st *seam.LogState) 
 	})
 	n.queues = slices.Insert(n.queues, at, r)
 	r.Restore(st)
+	r.SetLease(n.lease.untilNs)
 	r.Begin()
+	n.leaseTick(true)
 	if q.Assignment.Owner == n.x.Node {
 		// The committed in-sync set from the start, not from the next
 		// tick: an isr owner admits nothing without one, and a publish

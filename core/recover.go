@@ -62,6 +62,30 @@ type recoveryWork struct {
 	srcEpochs  []seam.EpochStart
 	installs   []installAsk
 	activateNs int64
+	detectNs   int64 // when the worker took the transition up (after its commit)
+}
+
+// leaseMarginNs covers the clocks' drift over an owner lease.
+const leaseMarginNs = 250_000_000
+
+// oldOwnerStopped reports whether the previous assignment's owner process
+// serves no more whatever its lease: it sealed for this transition (inert),
+// its exit was seen (InPeerLost), or its broker runs another process now.
+func (n *Node) oldOwnerStopped(w *recoveryWork, q *metadata.Queue) bool {
+	a := &q.Assignment
+	if slices.ContainsFunc(w.coll.Seals(), func(s recovery.Seal) bool { return s.Node == a.Owner }) {
+		return true
+	}
+	for _, m := range a.Members.Slice() {
+		if m.Node == a.Owner {
+			if n.exited(m.Node, m.Process) {
+				return true
+			}
+			b, ok := n.ctrl.Metadata().Broker(m.Node)
+			return ok && b.Live && b.Process != m.Process
+		}
+	}
+	return false
 }
 
 // installAsk is the worker's state of one proposed member's installation.
@@ -148,7 +172,7 @@ func (n *Node) recoveryStart(q *metadata.Queue) {
 	a := &q.Assignment
 	t := recovery.Transition{Queue: q.ID, Incarnation: q.Incarnation, Epoch: a.Pending.Epoch, Digest: recovery.Digest(a.Pending.Digest),
 		W: q.Policy.WriteQuorum(a.Members.N, q.MinInsync), ISR: q.Policy == seam.ISR, InSync: slices.Clone(a.InSync.Slice())}
-	w := &recoveryWork{t: t, name: q.Name}
+	w := &recoveryWork{t: t, name: q.Name, detectNs: n.x.NowNs}
 	for _, m := range a.Members.Slice() {
 		t.Previous = append(t.Previous, recovery.Replica{Node: m.Node, Storage: m.Storage})
 		w.asks = append(w.asks, recoveryAsk{node: m.Node, nextNs: n.x.NowNs, backoffNs: recoveryBackoffMinNs})
@@ -386,6 +410,9 @@ func (n *Node) recoveryActivate() {
 	members := c.Members.N
 	if c.InSync.N == 0 || c.InSync.N < q.Policy.WriteQuorum(members, min(q.MinInsync, members)) {
 		return
+	}
+	if !n.oldOwnerStopped(w, &q) && n.x.NowNs < w.detectNs+ownerLeaseNs+leaseMarginNs {
+		return // the old owner may still serve on its lease: wait it out
 	}
 	// The owner: the previous one if it installed (clients stay), else the
 	// source (it held the history already), else the lowest installed.

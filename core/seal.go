@@ -226,7 +226,7 @@ func (n *Node) sealRequested(from NodeID, req recovery.SealRequest) {
 
 // sealFreshDone continues the seal once its fresh read was answered.
 func (n *Node) sealFreshDone(e *ctrl.Effect) {
-	if n.installFreshDone(e) {
+	if n.installFreshDone(e) || n.leaseFresh(e) {
 		return
 	}
 	j := n.sealer.job

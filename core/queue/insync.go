@@ -129,6 +129,9 @@ func (o *owner) raiseWatermark() {
 		r.x.Out.Watermark(r.cfg.Queue, low)
 		return
 	}
+	if low <= o.marker && r.cfg.Leased {
+		return // below this epoch's first record: see advanceCommit
+	}
 	if low > s.hw {
 		s.hw = low
 		r.x.Out.Watermark(r.cfg.Queue, low)

@@ -309,6 +309,9 @@ func (o *owner) peer(n seam.NodeID) *progress {
 // applies.
 func (o *owner) advanceCommit() {
 	r := o.r
+	if !r.leased() {
+		return // its view of the metadata is stale: it may be fenced already
+	}
 	o.raiseWatermark()
 	var c uint64
 	var ok bool
@@ -321,6 +324,14 @@ func (o *owner) advanceCommit() {
 		return
 	}
 	c = min(c, r.log.end)
+	if c <= o.marker && r.cfg.Leased {
+		// Raft's rule, for placed queues (whose owners change with
+		// recoveries): nothing below this epoch's own first record is
+		// confirmed until that record is; the earlier epochs' records are
+		// confirmed at once with it, so the confirmed end (and an isr
+		// queue's watermark) starts above every earlier owner's.
+		return
+	}
 	if c <= o.commit {
 		return
 	}
@@ -368,7 +379,8 @@ func (o *owner) onPublish(c seam.ClientID, req *seam.Request) {
 	switch {
 	case r.failed:
 		r.x.Out.Reply(c, req.ID, seam.Failed, q, 0, "log failed: "+r.failReason)
-	case !o.ready:
+	case !o.ready || !r.leased():
+		// (Without its lease, as before its epoch: a client retries.)
 		r.x.Out.Reply(c, req.ID, seam.Failed, q, 0, "epoch not ready")
 	case o.belowMinInSync() != "":
 		r.x.Out.Reply(c, req.ID, seam.Failed, q, 0, o.belowMinInSync())

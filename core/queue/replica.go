@@ -75,6 +75,8 @@ type Replica struct {
 	fenced string
 	// sealed: the log is frozen for recovery (Seal): nothing writes to it.
 	sealed bool
+	// leaseUntilNs: a leased queue's owner serves until then (SetLease)
+	leaseUntilNs int64
 	// unrepaired: the log lost records to damage (now or at an earlier
 	// start) and the loss is not yet repaired from other replicas.
 	unrepaired bool
@@ -298,6 +300,25 @@ func (r *Replica) Seal(why string) {
 	}
 }
 
+// SetLease gives a leased queue's replica its node's lease: it serves
+// (confirms, delivers, admits publishes) until untilNs. A renewal lets an
+// owner go on with what waited.
+func (r *Replica) SetLease(untilNs int64) {
+	was := r.leased()
+	r.leaseUntilNs = untilNs
+	if o := r.owner; o != nil && !was && r.leased() && !r.sealed && !r.failed {
+		o.advanceCommit()
+		o.state.dispatch()
+	}
+}
+
+// leased reports whether the replica may serve now: not a leased queue, or
+// its lease holds.
+func (r *Replica) leased() bool { return !r.cfg.Leased || r.x.NowNs < r.leaseUntilNs }
+
+// Owns reports whether the replica is its queue's owner.
+func (r *Replica) Owns() bool { return r.owner != nil }
+
 // Sealed reports whether the replica's log is frozen.
 func (r *Replica) Sealed() bool { return r.sealed }
 
@@ -359,7 +380,7 @@ func (r *Replica) OnClientGone(c seam.ClientID) {
 
 // storage emits a storage effect on this replica's log.
 func (r *Replica) storage(e seam.Effect) {
-	if r.sealed && e.Op != seam.OpSync {
+	if r.sealed {
 		panic(fmt.Sprintf("queue %d: a sealed replica issued %s", r.cfg.Queue, e.Op))
 	}
 	e.Group = r.g
@@ -407,7 +428,8 @@ func (r *Replica) truncate(o uint64) {
 // ensureSync issues a sync when unsynced records exist and none is in
 // flight: one sync covers every append since the last (group commit).
 func (r *Replica) ensureSync() {
-	if r.failed || !r.log.needSync() {
+	if r.failed || r.sealed || !r.log.needSync() {
+		// (A sealed replica issues nothing: the sealer syncs behind it.)
 		return
 	}
 	r.storage(seam.Effect{Op: seam.OpSync, Offset: r.log.startSync()})

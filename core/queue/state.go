@@ -255,7 +255,7 @@ func (s *queueState) body(o uint64) *record.Record {
 func (s *queueState) dispatch() {
 	r := s.o.r
 	rebuilt := s.applied > s.o.marker || r.x.Bugs.Has(bugs.DeliverBeforeRebuild)
-	if r.failed || s.deliverReading || s.applied < s.limit() || !rebuilt {
+	if r.failed || s.deliverReading || s.applied < s.limit() || !rebuilt || !r.leased() {
 		// Deliver only from a queue state that has caught up with the
 		// confirmed log, and after a restart with the whole log before this
 		// epoch: an ack confirmed in an earlier epoch but not yet applied

@@ -135,6 +135,12 @@ type QueueConfig struct {
 	// matching by (offset, epoch) stays sound across recoveries). Static
 	// queues have 0.
 	EpochBase uint64
+	// Leased: the owner confirms, delivers and admits publishes only while
+	// its node's lease (a fresh committed view of the metadata, renewed
+	// by fresh reads: core/lease.go) holds, so that an owner fenced while
+	// it was paused or cut off does not serve beside the recovered
+	// assignment's. Placed queues are leased; static ones are not.
+	Leased bool
 }
 
 // EpochBase returns the epoch base of an assignment at epoch p.

@@ -1,0 +1,50 @@
+package queue
+
+import (
+	"testing"
+
+	"github.com/sluicemq/sluice/core/seam"
+)
+
+// TestLeasedOwnerServesOnItsLease: a placed queue's owner admits, confirms
+// and delivers only while its node's lease holds; what waited goes on when
+// the lease is renewed.
+func TestLeasedOwnerServesOnItsLease(t *testing.T) {
+	x := &Ctx{Node: 1, Process: 1, Lim: seam.Limits{}.WithDefaults(), Out: &seam.Out{}}
+	cfg := seam.QueueConfig{Queue: 7, Replicas: []seam.NodeID{1}, Owner: 1, Policy: seam.LeaderDurable, Leased: true, EpochBase: seam.EpochBase(1)}
+	r := New(x, cfg)
+	r.Restore(&seam.LogState{Group: seam.QueueGroup(7)})
+	r.Begin()
+	step := func(f func()) []string {
+		x.Out.Reset()
+		f()
+		r.Invariants()
+		var lines []string
+		for i := range x.Out.Effects {
+			lines = append(lines, x.Out.Effects[i].String())
+		}
+		return lines
+	}
+	sync := func(end uint64) []string {
+		return step(func() { r.OnStorage(&seam.StorageDone{Op: seam.OpSync, Group: seam.QueueGroup(7), Offset: end}) })
+	}
+	publish := func(id uint64) []string {
+		return step(func() { r.OnPublish(9, &seam.Request{Kind: seam.ReqPublish, Queue: 7, ID: id, Body: []byte("x")}) })
+	}
+	sync(1) // the epoch record
+	x.NowNs = 1e9
+	if got := publish(1); !has(got, "failed") || !has(got, "epoch not ready") {
+		t.Fatalf("a publish with no lease: %v", got)
+	}
+	step(func() { r.SetLease(3e9) })
+	if got := publish(2); !has(got, "storage append") {
+		t.Fatalf("a publish on a lease: %v", got)
+	}
+	x.NowNs = 4e9 // the lease lapsed before the sync completed
+	if got := sync(2); has(got, "confirmed") {
+		t.Fatalf("confirmed without a lease: %v", got)
+	}
+	if got := step(func() { r.SetLease(6e9) }); !has(got, "reply c=9 id=2 confirmed") {
+		t.Fatalf("the renewal did not confirm what waited: %v", got)
+	}
+}
