@@ -18,9 +18,13 @@ import (
 // transition, unless the old owner sealed or its process is known gone
 // (recover.go). (Static queues are not leased.)
 
+// A read not answered within leaseRetryNs is asked again (raft drops a
+// read that meets no leader, and a lease that waited for ctrl's own
+// FreshReadTimeoutNs would lapse for seconds).
 const (
 	ownerLeaseNs = 2_000_000_000
 	leaseRenewNs = 500_000_000
+	leaseRetryNs = 1_000_000_000
 )
 
 type lease struct {
@@ -33,8 +37,8 @@ type lease struct {
 // asks at once (a group just started) unless a read is in flight.
 func (n *Node) leaseTick(now bool) {
 	l := &n.lease
-	if l.token != 0 && n.x.NowNs-l.askedNs < ctrl.FreshReadTimeoutNs {
-		return
+	if l.token != 0 && n.x.NowNs-l.askedNs < leaseRetryNs {
+		return // the read in flight may still be answered
 	}
 	if (!now && n.x.NowNs-l.askedNs < leaseRenewNs) || !n.ownsPlaced() {
 		return

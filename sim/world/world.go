@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -1010,6 +1012,20 @@ func (w *World) outstanding() string {
 		if w.prof.ConsumersPerQueue > 0 {
 			if n, first := w.checker.UndeliveredFirst(q.Queue); n > 0 {
 				parts = append(parts, fmt.Sprintf("q%d has %d confirmed publishes no live consumer holds (%s)", q.Queue, n, first))
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(w.placed)) {
+		p := w.placed[name]
+		if w.checker.Fenced(p.id) {
+			continue
+		}
+		if ok, why := w.checker.Converged(p.id); !ok {
+			parts = append(parts, fmt.Sprintf("placed %s (q=%d) not converged (%s)", name, p.id, why))
+		}
+		if w.placedConsumed(p.id) {
+			if n, first := w.checker.UndeliveredFirst(p.id); n > 0 {
+				parts = append(parts, fmt.Sprintf("placed %s (q=%d) has %d confirmed publishes no live consumer holds (%s)", name, p.id, n, first))
 			}
 		}
 	}
