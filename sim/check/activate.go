@@ -47,6 +47,13 @@ func (c *Checker) Reassign(atNs int64, q core.QueueID, epoch uint64, owner core.
 	qt.owner, qt.ownerProcess = qt.replica(owner), 0
 	qt.fenced = false
 	qt.activatedNs = atNs
+	if !qt.spec.ISR {
+		// Only an isr queue confirms at its watermark: another policy's
+		// watermark (over an in-sync set its lag timer may have shrunk)
+		// can run ahead of what the recovery's R witnesses hold, and the
+		// new owner's starts again from the recovered history.
+		qt.watermark = 0
+	}
 	qt.activatedEpochs = append(qt.activatedEpochs, epoch)
 	for _, r := range qt.reps {
 		r.former = !slices.Contains(members, r.node)
