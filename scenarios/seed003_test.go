@@ -1,16 +1,11 @@
 package scenarios
 
 import (
-	"bytes"
 	"fmt"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/sluicemq/sluice/sim/shrink"
-	"github.com/sluicemq/sluice/sim/world"
 )
 
 // Seed 003's two timelines, replayed from their named scenarios, with the
@@ -58,24 +53,8 @@ func instant(line string) int64 {
 // runTimeline replays the named scenario file and reads its trace.
 func runTimeline(t *testing.T, file, follower string) timeline {
 	t.Helper()
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := shrink.Parse(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var trace bytes.Buffer
-	r, err := world.Run(s.Seed, s.Profile, world.Options{Trace: &trace})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Failed > 0 {
-		t.Fatalf("%s failed its checkers: %v", file, r.Failures)
-	}
 	tl := timeline{follower: follower}
-	for _, line := range strings.Split(trace.String(), "\n") {
+	for _, line := range strings.Split(replayTrace(t, file), "\n") {
 		if m := reAssign.FindStringSubmatch(line); m != nil && tl.owner == "" {
 			tl.owner = m[1]
 		}

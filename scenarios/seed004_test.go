@@ -38,25 +38,11 @@ func runRecovery(t *testing.T, file, name, askedOf string) recoveryRun {
 	return readRecovery(t, replayTrace(t, file), name, askedOf)
 }
 
+// replayTrace replays a named scenario (its checkers required to pass)
+// and returns its trace.
 func replayTrace(t *testing.T, file string) string {
 	t.Helper()
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := shrink.Parse(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var trace bytes.Buffer
-	r, err := world.Run(s.Seed, s.Profile, world.Options{Trace: &trace})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Failed > 0 {
-		t.Fatalf("%s failed its checkers: %v", file, r.Failures)
-	}
-	return trace.String()
+	return replaySeed(t, file, 0)
 }
 
 func readRecovery(t *testing.T, trace, name, askedOf string) recoveryRun {
