@@ -7,14 +7,16 @@
 // every input carries the current instant. The same core runs in the
 // simulator and in the daemon.
 //
-// The groups today are the replica groups of queues (core/queue): queues
-// under a static assignment (one owner, N followers, an epoch), W-of-N
-// durable confirms under the leader_durable, majority_durable and
-// all_durable policies (and, for queues the controller placed, isr:
-// confirms at the high watermark of the in-sync set), log matching across epochs, group commit, consumers
-// with prefetch, acks through the log, redelivery after a consumer is lost,
-// queue state rebuilt from the log after a restart, the rebuild of an
-// owner's damaged log from its followers, heartbeats and scrubbing. The
+// The groups today are the replica groups of queues (core/queue): one
+// owner and N followers under an assignment and an epoch, W-of-N durable
+// confirms under the leader_durable, majority_durable and all_durable
+// policies (and isr: confirms at the high watermark of the in-sync set),
+// log matching across epochs, group commit, consumers with prefetch, acks
+// through the log, redelivery after a consumer is lost, queue state
+// rebuilt from the log when a group starts on a log that holds records,
+// heartbeats and scrubbing. An owner whose log lost records to damage
+// serves nothing: sealed recovery (core/recover.go) restores a verified
+// history before any owner starts on it. The
 // seam's types are in core/seam; the quorum arithmetic in core/quorum. The
 // controller's metadata group (core/ctrl, on raft) is the group GroupCtrl
 // of the nodes configured as its voters (Config.Ctrl): peer messages,
@@ -23,8 +25,10 @@
 // node opens a placed queue's log (OpOpen) once the committed assignment
 // names this very process and storage instance, and fences the group
 // (no more writes) when the assignment is fenced or the queue deleted
-// (core/placed.go); ReqTopology answers where a queue lives. Sealed
-// recovery and learners come with later issues, each as a group of its own.
+// (core/placed.go); ReqTopology answers where a queue lives. Every queue
+// of a running cluster, simulated or real, is placed: Config.Queues, a
+// replica group under a fixed assignment, is the transcript tests' way to
+// drive one group directly, and no world uses it.
 //
 // # The driver contract
 //

@@ -42,11 +42,12 @@ const installsKeptMax = 64
 type installPhase uint8
 
 const (
-	installFresh  installPhase = iota + 1 // waiting for the fresh committed view
-	installOpen                           // waiting for the log to open
-	installCopy                           // copying pages from the source
-	installSync                           // waiting for the copy to be durable
-	installVerify                         // reading the log back
+	installFresh   installPhase = iota + 1 // waiting for the fresh committed view
+	installOpen                            // waiting for the log to open
+	installCopy                            // copying pages from the source
+	installSync                            // waiting for the copy to be durable
+	installVerify                          // reading the log back
+	installReceipt                         // storing the log's new seal receipt
 )
 
 type installJob struct {
@@ -85,6 +86,14 @@ func (n *Node) installRequested(from NodeID, req recovery.InstallRequest) {
 		return
 	case in.job != nil && sameInstall(&in.job.req, &req):
 		return // running; the answer comes
+	case in.job != nil && in.job.req.Queue == req.Queue && in.job.req.Transition == req.Transition && in.job.phase <= installCopy:
+		// A later attempt of the same transition chose another source
+		// (its worker restarted, or a witness changed): the running copy
+		// would wait for pages of a source nobody verifies now. It ends
+		// (its log stays a prefix of the old source's history past the
+		// parting point, which the new installation cuts where it parts)
+		// and the new request starts.
+		n.installEnd(false, fmt.Sprintf("superseded by an installation from n%d", req.Source))
 	case in.job != nil:
 		n.installRefuse(from, &req, true, fmt.Sprintf("installing queue %d", in.job.req.Queue))
 		return
@@ -125,8 +134,11 @@ func (n *Node) installFreshDone(e *ctrl.Effect) bool {
 	sealed := slices.ContainsFunc(n.sealer.done, func(s recovery.Seal) bool {
 		return s.Queue == req.Queue && s.Epoch == req.Epoch && s.Transition == req.Transition
 	})
-	if previous && !sealed {
-		// Its log is evidence of the transition: frozen by a seal first.
+	if previous && !sealed && n.queue(seam.QueueGroup(req.Queue)) != nil {
+		// Its log is evidence of the transition, and a replica group of
+		// this process runs on it: frozen by a seal first. (A restarted
+		// process runs no group of a fenced queue, its assignment names
+		// the old process: its log lies still, as its predecessor left it.)
 		n.installEnd(false, "not sealed by this process: seal first")
 		return true
 	}
@@ -136,7 +148,9 @@ func (n *Node) installFreshDone(e *ctrl.Effect) bool {
 		n.installEnd(true, "its log is opening")
 	case i >= 0:
 		st := n.placed[i].state
-		if r := n.queue(seam.QueueGroup(req.Queue)); r != nil {
+		if r := n.queue(seam.QueueGroup(req.Queue)); r != nil && !n.placed[i].byInstall {
+			// (Once an installation wrote the log, the sealed group on it
+			// no longer knows what it holds: the placed state does.)
 			s := r.LogState()
 			st = &s
 		}
@@ -173,15 +187,27 @@ func (n *Node) installOpened(d *StorageDone) bool {
 func (n *Node) installBegin(st *seam.LogState) {
 	j := n.installer.job
 	req := &j.req
-	if st.Damage != "" {
-		n.installEnd(false, "its log has a damaged tail")
-		return
-	}
 	if st.Start != req.Start && st.End > st.Start {
 		n.installEnd(false, fmt.Sprintf("its log starts at %d, the source's at %d", st.Start, req.Start))
 		return
 	}
 	j.st = seam.LogState{Group: st.Group, Start: req.Start, End: st.End, Epochs: slices.Clone(st.Epochs), Unrepaired: st.Unrepaired}
+	if d := partingPoint(j.st.Epochs, j.st.End, req.Epochs, req.End, req.Start); st.Damage != "" || d < j.st.End || d < req.End {
+		// The installation is about to write the log: its seal for this
+		// transition (if it sealed) no longer describes it, so its
+		// receipt says first, durably (one log's operations run in
+		// order), that it is no complete witness any more.
+		n.installMarkReceipt(st)
+	}
+	if st.Damage != "" {
+		// Its tail past End is torn or corrupt (its seal said so: a
+		// damaged witness). The installation replaces everything past
+		// the parting point with the source's history, so it discards
+		// the damaged tail first, in the open; the log is marked
+		// unrepaired until the copy is verified whole.
+		n.out.Storage(seam.Effect{Op: seam.OpDiscard, Group: seam.QueueGroup(req.Queue), Offset: st.End, Tag: sealTag | installTag})
+		j.st.Unrepaired = true
+	}
 	if st.End == st.Start {
 		j.st.End, j.st.Epochs = req.Start, nil
 		if st.End != req.Start {
@@ -239,7 +265,9 @@ func (n *Node) installAskPage() {
 	rr := recovery.ReadRequest{Queue: req.Queue, Incarnation: req.Incarnation, Epoch: req.Epoch, Transition: req.Transition,
 		From: j.st.End, Count: recovery.PageRecordsMax}
 	if req.Source == n.x.Node {
-		n.installEnd(false, "the source's own log parts from its history") // cannot be: its log is the source
+		// Its own log is the source, yet parts from the history its seal
+		// gave: it changed since (met damage).
+		n.installEnd(false, sourceChangedNote+": its own log parts from its history")
 		return
 	}
 	n.out.Send(seam.GroupRecovery, req.Source, recovery.AppendReadRequest(n.out.Grow(96), &rr))
@@ -286,6 +314,8 @@ func (n *Node) installStorage(d *StorageDone) {
 		return // the failure policy (the process exits), or an installation ended
 	}
 	switch {
+	case d.Op == seam.OpSeal && j.phase == installReceipt:
+		n.installDone()
 	case d.Op == seam.OpSync && j.phase == installSync:
 		j.phase = installVerify
 		id, err := recovery.NewIdentity(j.req.Queue, j.req.Start, j.req.End)
@@ -328,6 +358,68 @@ func (n *Node) installReadNext() {
 		n.out.Storage(seam.Effect{Op: seam.OpRepaired, Group: g, Tag: sealTag | installTag})
 		j.st.Unrepaired = false
 	}
+	i := n.placedIndex(j.req.Queue)
+	if old := n.placed[i].state; old != nil && len(old.Seal) > 0 {
+		if s, err := recovery.DecodeSeal(old.Seal); err == nil && s.Queue == j.req.Queue && s.Incarnation == j.req.Incarnation &&
+			s.Epoch == j.req.Epoch && s.Transition == j.req.Transition {
+			// The log was sealed for this very transition: its receipt
+			// must say what the log holds now, the source's verified
+			// history, or a later process would find the log changed since
+			// its seal and withhold its evidence for good. The new receipt
+			// is durable before the installation is answered.
+			s.Process, s.Start, s.End, s.Identity, s.Damaged = n.x.Process, j.req.Start, j.req.End, j.req.Identity, false
+			s.LastEpoch = 0
+			if s.End > s.Start {
+				s.LastEpoch = seam.EpochAt(j.st.Epochs, s.End-1)
+			}
+			j.st.Seal = recovery.AppendSeal(nil, &s)
+			for k := range n.sealer.done {
+				if d := &n.sealer.done[k]; d.Queue == s.Queue && d.Incarnation == s.Incarnation && d.Epoch == s.Epoch && d.Transition == s.Transition {
+					*d = s // a later ask of this process answers what its log holds
+				}
+			}
+			j.phase = installReceipt
+			n.out.Storage(seam.Effect{Op: seam.OpSeal, Group: g, Body: j.st.Seal, Tag: sealTag | installTag})
+			return
+		}
+	}
+	n.installDone()
+}
+
+// installMarkReceipt rewrites the log's seal receipt for the running
+// installation's transition, if it has one that claims a complete log, to
+// say the log is damaged: a process that restarts with the installation
+// half done then answers as a damaged witness (recovery.Collection counts
+// such a seal only when every previous replica sealed), not as one whose
+// log changed since its seal, whose evidence is withheld for good.
+func (n *Node) installMarkReceipt(st *seam.LogState) {
+	j := n.installer.job
+	if len(st.Seal) == 0 {
+		return
+	}
+	s, err := recovery.DecodeSeal(st.Seal)
+	if err != nil || s.Queue != j.req.Queue || s.Incarnation != j.req.Incarnation || s.Epoch != j.req.Epoch ||
+		s.Transition != j.req.Transition || s.Damaged {
+		return
+	}
+	s.Damaged = true
+	receipt := recovery.AppendSeal(nil, &s)
+	j.st.Seal = receipt
+	if i := n.placedIndex(j.req.Queue); i >= 0 && n.placed[i].state != nil {
+		n.placed[i].state.Seal = receipt
+	}
+	for k := range n.sealer.done {
+		if d := &n.sealer.done[k]; d.Queue == s.Queue && d.Incarnation == s.Incarnation && d.Epoch == s.Epoch && d.Transition == s.Transition {
+			*d = s
+		}
+	}
+	n.out.Storage(seam.Effect{Op: seam.OpSeal, Group: seam.QueueGroup(j.req.Queue), Body: receipt, Tag: sealTag | installTag})
+}
+
+// installDone answers the installation: its log holds the source's
+// verified history, durably.
+func (n *Node) installDone() {
+	j := n.installer.job
 	i := n.placedIndex(j.req.Queue)
 	st := j.st
 	n.placed[i].state, n.placed[i].byInstall = &st, true

@@ -25,7 +25,11 @@ type Config struct {
 	// Storage is the node's storage instance: new per data directory (the
 	// daemon draws it when it creates one), never 0 with a metadata group.
 	Storage uint64
-	Queues  []QueueConfig // the queues this node holds a replica of
+	// Queues: replica groups under a fixed assignment, started with the
+	// node. Tests only (the transcripts drive one group this way): every
+	// queue of a simulated or real cluster is declared and placed by the
+	// controller, and its group follows the committed assignments.
+	Queues []QueueConfig
 	// Ctrl configures this node's replica of the metadata group (group
 	// GroupCtrl), if it holds one: a voter. Nil: none.
 	Ctrl   *ctrl.Config

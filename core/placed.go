@@ -74,12 +74,37 @@ func (n *Node) reconcile() {
 		n.out.Storage(seam.Effect{Op: seam.OpOpen, Group: seam.QueueGroup(q.ID)})
 	}
 	for _, p := range n.placed {
-		if r := n.queue(seam.QueueGroup(p.queue)); r != nil && !r.Fenced() {
+		r := n.queue(seam.QueueGroup(p.queue))
+		if r == nil {
+			continue
+		}
+		if !r.Fenced() {
 			if why := fenceReason(md, p); why != "" {
 				r.Fence(why)
 			}
 		}
+		if why := retireReason(md, &p, n); why != "" && !r.Sealed() && !p.replacing {
+			// Nothing this group holds matters to the queue any more: it
+			// answers its publishes in flight (unknown: each may or may not
+			// be in the history the recovery installed) and goes inert,
+			// rather than leaving their clients waiting for ever.
+			r.Seal(why)
+		}
 	}
+}
+
+// retireReason says why placed group p's replica group on this node has
+// no part in its queue any more (the queue deleted, or activated in an
+// assignment that does not name this process), or "".
+func retireReason(md *metadata.State, p *placedGroup, n *Node) string {
+	q, ok := placedQueue(md, p.queue)
+	switch {
+	case !ok || q.Incarnation != p.incarnation:
+		return "the queue was deleted"
+	case q.Assigned && !q.Assignment.Fenced && q.Assignment.Epoch != p.epoch && !n.mine(&q.Assignment):
+		return fmt.Sprintf("the assignment of epoch %d does not name this process", q.Assignment.Epoch)
+	}
+	return ""
 }
 
 // inSyncTick feeds every placed group this node owns its committed in-sync

@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/core/ctrl"
@@ -44,6 +45,9 @@ type recoveryAsk struct {
 	nextNs    int64 // when to ask (again)
 	backoffNs int64
 	sealed    bool
+	// process: the node's process the metadata registered when it was
+	// last asked; a new one is news that ends the backoff
+	process uint64
 }
 
 // recoveryWork is the worker's current recovery.
@@ -152,6 +156,11 @@ func (n *Node) recoveryTick() {
 	}
 	for i := range w.asks {
 		a := &w.asks[i]
+		if b, ok := md.Broker(a.node); ok && b.Live && b.Process != a.process {
+			// Back (or just registered): ask now rather than at the end
+			// of a backoff that may have grown to recoveryBackoffMaxNs.
+			a.process, a.nextNs = b.Process, min(a.nextNs, n.x.NowNs)
+		}
 		if a.sealed || n.x.NowNs < a.nextNs {
 			continue
 		}
@@ -199,6 +208,16 @@ func (n *Node) sealArrived(s recovery.Seal) {
 	if w == nil || s.Queue != w.t.Queue || s.Transition != w.t.Digest {
 		return // an attempt that ended
 	}
+	if w.verify != nil || w.selected {
+		if i := slices.IndexFunc(w.coll.Seals(), func(o recovery.Seal) bool { return o.Node == s.Node }); i >= 0 &&
+			!sameSealEvidence(&w.coll.Seals()[i], &s) && s.Identity == w.src.Identity && !s.Damaged {
+			// It installed this attempt's source since it sealed (its
+			// receipt now says so): not contradictory evidence, but the
+			// old no longer describes its log. Start over on fresh seals.
+			n.recoveryStartOver("n%d installed the source's history since its seal", s.Node)
+			return
+		}
+	}
 	if err := w.coll.Add(s); err != nil {
 		n.recoveryNote(w.t.Queue, "recovery q=%d seal of n%d refused: %v", w.t.Queue, s.Node, err)
 		return
@@ -211,6 +230,13 @@ func (n *Node) sealArrived(s recovery.Seal) {
 		return
 	}
 	if w.selected {
+		if s.Node == w.src.Node && !sameSealEvidence(&s, &w.src) {
+			// The source met damage since it was chosen (its seal says
+			// so now): the installations would wait for pages its log no
+			// longer serves. Start over.
+			n.recoveryStartOver("the source n%d's seal changed ([%d,%d) damaged=%v, now [%d,%d) damaged=%v)",
+				s.Node, w.src.Start, w.src.End, w.src.Damaged, s.Start, s.End, s.Damaged)
+		}
 		return
 	}
 	src, ok := w.coll.Source()
@@ -225,7 +251,9 @@ func (n *Node) sealArrived(s recovery.Seal) {
 		return // the verification of this source goes on
 	}
 	// A new source (or the first): read it and every other complete
-	// witness before accepting it.
+	// witness before accepting it. (The source may be a damaged one when
+	// every previous replica sealed and too few are complete: its valid
+	// prefix is read and checked like any source's.)
 	var witnesses []recovery.Seal
 	for _, s := range w.coll.Seals() {
 		if !s.Damaged && !n.x.Bugs.Has(bugs.RecoveryFirstWitness) { // planted: nothing to compare it with
@@ -297,13 +325,50 @@ func (n *Node) recoveryBlocked(why string) {
 // sealRefusedBy takes a refusal for the worker: it asks again after its
 // backoff.
 func (n *Node) sealRefusedBy(from NodeID, r recovery.SealRefused) {
+	if j := n.installer.job; j != nil && r.Read && !r.Busy && from != n.x.Node && j.phase == installCopy &&
+		r.Queue == j.req.Queue && r.Transition == j.req.Transition && from == j.req.Source {
+		if r.Reason != notSealedHere {
+			// The source's seal no longer covers what it reported when it
+			// was chosen: the worker must choose again.
+			n.installEnd(false, sourceChangedNote+": "+r.Reason)
+			return
+		}
+		// The installation's source restarted and lost its seal (a read
+		// is served only under this process's seal): ask it to seal again
+		// (it answers from its receipt if its log still matches), as the
+		// worker does for the verification's reads; the page is asked
+		// again on a later tick.
+		req := recovery.SealRequest{Queue: j.req.Queue, Incarnation: j.req.Incarnation, Epoch: j.req.Epoch, Transition: j.req.Transition}
+		n.out.Send(seam.GroupRecovery, from, recovery.AppendSealRequest(n.out.Grow(64), &req))
+	}
 	w := n.recovery
 	if w == nil || r.Queue != w.t.Queue || r.Transition != w.t.Digest {
 		return
 	}
 	what := "seal"
-	if r.Read {
+	switch {
+	case r.Read:
 		what = "serve a sealed read"
+	case r.Install && !r.Busy && strings.HasPrefix(r.Reason, sourceChangedNote):
+		n.recoveryStartOver("n%d: %s", from, r.Reason)
+		return
+	case r.Busy && !r.Install:
+		// Busy sealing another queue (one seal at a time per broker):
+		// that ends soon, so it is asked again soon, not at the end of a
+		// backoff grown while it was unreachable.
+		if i := slices.IndexFunc(w.asks, func(a recoveryAsk) bool { return a.node == from }); i >= 0 && !w.asks[i].sealed {
+			a := &w.asks[i]
+			a.nextNs, a.backoffNs = min(a.nextNs, n.x.NowNs+recoveryBackoffMinNs), recoveryBackoffMinNs
+		}
+	case r.Install:
+		what = "install"
+		if i := slices.IndexFunc(w.installs, func(a installAsk) bool { return a.node == from }); i >= 0 && r.Busy {
+			// Busy with another queue's installation or with its own seal
+			// of this one: neither lasts long, so it is asked again soon,
+			// not at the end of a backoff grown while it was away.
+			a := &w.installs[i]
+			a.nextNs, a.backoffNs = min(a.nextNs, n.x.NowNs+recoveryBackoffMinNs), recoveryBackoffMinNs
+		}
 	}
 	n.recoveryNote(w.t.Queue, "recovery q=%d n%d did not %s (busy=%v): %s", w.t.Queue, from, what, r.Busy, r.Reason)
 	if r.Read && !r.Busy && from != n.x.Node {
@@ -312,6 +377,35 @@ func (n *Node) sealRefusedBy(from NodeID, r recovery.SealRefused) {
 		req := recovery.SealRequest{Queue: w.t.Queue, Incarnation: w.t.Incarnation, Epoch: w.t.Epoch, Transition: w.t.Digest}
 		n.out.Send(seam.GroupRecovery, from, recovery.AppendSealRequest(n.out.Grow(64), &req))
 	}
+}
+
+// sourceChangedNote begins an installation's refusal when the source's
+// sealed log no longer is what its seal said (met damage, or changed
+// under a later seal): the worker must start over, not ask again.
+const sourceChangedNote = "the source's sealed log changed"
+
+// recoveryStartOver ends the worker's attempt and begins it again at once:
+// every previous member is asked for its seal again (answered from its
+// receipt where its log still matches) and the source is chosen again.
+// Waiting for a source that changed would wait for ever (issue 7: a
+// recovering owner whose source no longer continued its log did). The
+// lease wait keeps the first attempt's start.
+func (n *Node) recoveryStartOver(format string, a ...any) {
+	w := n.recovery
+	n.recoveryNote(w.t.Queue, "recovery q=%d epoch=%d starts over: %s", w.t.Queue, w.t.Epoch, fmt.Sprintf(format, a...))
+	n.recovery = nil
+	if q, ok := n.ctrl.Metadata().Queue(w.name); ok && q.Assigned && q.Assignment.Fenced && candidate(&q) == n.x.Node {
+		n.recoveryStart(&q)
+		if n.recovery != nil {
+			n.recovery.detectNs = w.detectNs
+		}
+	}
+}
+
+// sameSealEvidence reports whether two seals of one replica say the same of
+// its log.
+func sameSealEvidence(a, b *recovery.Seal) bool {
+	return a.Start == b.Start && a.End == b.End && a.LastEpoch == b.LastEpoch && a.Identity == b.Identity && a.Damaged == b.Damaged
 }
 
 // firstWitness is the planted recovery-first-witness's source: the first
@@ -333,8 +427,18 @@ func (n *Node) recoveryNote(q QueueID, format string, a ...any) {
 // (with backoff), and asks for the activation once enough have.
 func (n *Node) recoveryInstallTick() {
 	w := n.recovery
+	md := n.ctrl.Metadata()
 	for i := range w.installs {
 		a := &w.installs[i]
+		if a.receipt != nil {
+			if b, ok := md.Broker(a.node); ok && b.Live && (b.Process != a.receipt.Process || b.Storage != a.receipt.Storage) {
+				// The member restarted since it installed: the activation
+				// names the live process, so that one must install (it
+				// finds its predecessor's copy and completes or checks
+				// it). Asked at once: the restart is news.
+				a.receipt, a.nextNs, a.backoffNs = nil, n.x.NowNs, recoveryBackoffMinNs
+			}
+		}
 		if a.receipt != nil || n.x.NowNs < a.nextNs {
 			continue
 		}

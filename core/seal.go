@@ -138,6 +138,10 @@ type serving struct {
 	req recovery.ReadRequest
 }
 
+// notSealedHere is a sealed read's refusal by a process that did not seal
+// the log for the read's transition (a restart): sealing again answers it.
+const notSealedHere = "not sealed by this process"
+
 // readRequested serves a page of a log this process sealed for the
 // request's transition, or refuses.
 func (n *Node) readRequested(from NodeID, req recovery.ReadRequest) {
@@ -155,7 +159,7 @@ func (n *Node) readRequested(from NodeID, req recovery.ReadRequest) {
 	}
 	switch {
 	case i < 0:
-		refuse(false, "not sealed by this process")
+		refuse(false, notSealedHere)
 	case s.serving != nil:
 		refuse(true, "serving another sealed read")
 	case req.From < s.done[i].Start || req.From >= s.done[i].End || req.Count < 1:
@@ -246,9 +250,12 @@ func (n *Node) sealFreshDone(e *ctrl.Effect) {
 	j.seal = recovery.Seal{Queue: j.req.Queue, Incarnation: j.req.Incarnation, Epoch: j.req.Epoch, Transition: j.req.Transition,
 		Node: n.x.Node, Process: n.x.Process, Storage: n.storage}
 	g := seam.QueueGroup(q.ID)
-	if r := n.queue(g); r != nil {
+	if r := n.queue(g); r != nil && !n.writtenByInstall(q.ID) {
 		// A group runs on the log: freeze it, then sync behind what it
 		// issued, so that the reads see every record it ever will hold.
+		// (Once an installation wrote the log, the group, sealed before
+		// it, no longer knows what the log holds: the log is read as the
+		// installation left it, below.)
 		r.Seal(fmt.Sprintf("sealed for the transition to epoch %d", j.req.Epoch))
 		j.seal.Start, j.seal.End, j.seal.LastEpoch, j.seal.Damaged = r.Retained()
 		j.phase = sealSync
@@ -298,6 +305,14 @@ func sealAuthorized(md *metadata.State, req *recovery.SealRequest, node NodeID, 
 		}
 	}
 	return nil, fmt.Sprintf("n%d is not a previous member of queue %d", node, req.Queue)
+}
+
+// writtenByInstall reports whether an installation wrote queue q's log
+// since the replica group on it (sealed, inert) last knew it: the placed
+// state is the log as the installation issued it.
+func (n *Node) writtenByInstall(q QueueID) bool {
+	i := n.placedIndex(q)
+	return i >= 0 && n.placed[i].byInstall && n.placed[i].state != nil
 }
 
 // sealRetained starts reading a log no group runs on, as it recovered.
@@ -359,24 +374,45 @@ func (n *Node) sealReadNext() {
 	// did; otherwise the seal is stored durably before it is answered.
 	p := &n.placed[n.placedIndex(j.req.Queue)]
 	if st := p.state; st != nil && st.SealDamage != "" {
-		n.sealEnd("its seal receipt does not check (" + st.SealDamage + "): evidence withheld")
-		return
-	}
-	if st := p.state; st != nil && len(st.Seal) > 0 {
+		// The receipt itself met damage on the disk: what this replica
+		// answered before can no longer be checked, so it answers as a
+		// damaged witness (the collection never counts it complete again,
+		// recovery.Collection.Add) and stores that as its receipt.
+		// Withholding every answer would leave a recovery that needs
+		// every previous replica (AllSealed) waiting for ever.
+		j.seal.Damaged = true
+	} else if st := p.state; st != nil && len(st.Seal) > 0 {
 		if old, err := recovery.DecodeSeal(st.Seal); err != nil {
 			n.sealEnd("its seal receipt does not decode (" + err.Error() + "): evidence withheld")
 			return
 		} else if old.Queue == j.req.Queue && old.Incarnation == j.req.Incarnation && old.Epoch == j.req.Epoch && old.Transition == j.req.Transition {
-			if old.Node != j.seal.Node || old.Storage != j.seal.Storage || old.Start != j.seal.Start || old.End != j.seal.End ||
-				old.LastEpoch != j.seal.LastEpoch || old.Identity != j.seal.Identity || old.Damaged != j.seal.Damaged {
+			// (A log sealed damaged and found whole now, with the same
+			// records, was repaired by an installation of this transition's
+			// verified source over its own records: the original seal
+			// stands, damaged, as a retry keeps it.)
+			same := old.Node == j.seal.Node && old.Storage == j.seal.Storage && old.Start == j.seal.Start && old.End == j.seal.End &&
+				old.LastEpoch == j.seal.LastEpoch && old.Identity == j.seal.Identity && (old.Damaged == j.seal.Damaged || old.Damaged)
+			switch {
+			case same:
+				j.seal = old // a retry keeps the original seal
+				j.fromReceipt = true
+				n.sealMade()
+				return
+			case !j.seal.Damaged && !old.Damaged:
 				n.sealEnd(fmt.Sprintf("the log changed since its seal ([%d,%d) %x, now [%d,%d) %x): evidence withheld",
 					old.Start, old.End, old.Identity[:6], j.seal.Start, j.seal.End, j.seal.Identity[:6]))
 				return
 			}
-			j.seal = old // a retry keeps the original seal
-			j.fromReceipt = true
-			n.sealMade()
-			return
+			// The log met damage since it sealed (its restart's recovery
+			// found a torn or corrupt part), or its receipt already said it
+			// is no complete witness (an installation began to rewrite it):
+			// the seal of what it holds now says so, as the collection
+			// expects of such a replica (recovery.Collection.Add: a damaged
+			// seal replaces a complete one), and becomes the receipt.
+			// Withholding it would leave a recovery that needs every
+			// previous replica waiting for a witness that can never answer
+			// again.
+			j.seal.Damaged = true
 		}
 	}
 	j.phase = sealReceipt

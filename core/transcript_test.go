@@ -30,7 +30,6 @@ package core
 //	recv from=2 [q=1] <kind> e=<epoch> p=<process> <fields>
 //	  a peer message, encoded with queue.AppendMsg; q defaults to 1; kinds:
 //	  append prev= preve= commit= recs=[...] | append-reply ok|reject end= [epochs=]
-//	  log-query | log-report end= epochs= | fetch from= | fetch-reply prev= preve= end= recs=[...]
 //	  raw bytes=<hex>     (bytes as they came: for messages that must be refused)
 //	  raft type=MsgVoteResp term=1 [index= logterm= commit= reject]   (the metadata group's)
 //	  heartbeat process= storage=   (a controller heartbeat of node from)
@@ -416,8 +415,7 @@ func (h *harness) recv(in *Input, args []arg) {
 	m := queue.Msg{Epoch: h.num(f, "e"), Process: h.num(f, "p"), Prev: h.num(f, "prev"), PrevEpoch: h.num(f, "preve"),
 		Commit: h.num(f, "commit"), End: h.num(f, "end"), Epochs: h.epochs(h.str(f, "epochs"))}
 	m.Records = h.records(h.str(f, "recs"), m.Prev)
-	kinds := map[string]queue.MsgKind{"append": queue.MsgAppend, "append-reply": queue.MsgAppendReply,
-		"log-query": queue.MsgLogQuery, "log-report": queue.MsgLogReport, "fetch": queue.MsgFetch, "fetch-reply": queue.MsgFetchReply}
+	kinds := map[string]queue.MsgKind{"append": queue.MsgAppend, "append-reply": queue.MsgAppendReply}
 	switch m.Kind = kinds[args[i].key]; {
 	case args[i].key == "raft":
 		in.Group = GroupCtrl
@@ -449,8 +447,6 @@ func (h *harness) recv(in *Input, args []arg) {
 		return
 	case m.Kind == 0:
 		h.fatalf("unknown message kind %q", args[i].key)
-	case m.Kind == queue.MsgFetch:
-		m.Prev = h.num(f, "from")
 	}
 	_, m.Ok = h.get(f, "ok")
 	in.Data = queue.AppendMsg(nil, &m)

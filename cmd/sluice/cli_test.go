@@ -316,8 +316,8 @@ func TestTraceFilters(t *testing.T) {
 			t.Fatalf("a line outside the filters: %q", l)
 		}
 	}
-	if n == 0 || !strings.Contains(out, "t=1.628840070s * fault at=1628840070 power-cycle") {
-		t.Fatalf("the filters let nothing through (or lost the power cycle):\n%s", tail(out))
+	if n == 0 || !strings.Contains(out, "t=1.628840070s * fault at=1628840070 leader-isolate") {
+		t.Fatalf("the filters let nothing through (or lost the leader's isolation):\n%s", tail(out))
 	}
 	_, out, _ = runCmd(t, "sim", "--seed", "1", "--bugs", "sync-skip", "--trace", "--trace-node", "n3")
 	for _, l := range strings.Split(out, "\n") {
@@ -356,13 +356,13 @@ func TestDiff(t *testing.T) {
 
 // --timeline writes one self-contained page for the seed.
 func TestTimelineFile(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "seed1.html")
-	code, _, errs := runCmd(t, "sim", "--seed", "1", "--bugs", "sync-skip", "--timeline", file)
+	file := filepath.Join(t.TempDir(), "seed2.html")
+	code, _, errs := runCmd(t, "sim", "--seed", "2", "--bugs", "sync-skip", "--timeline", file)
 	if code != 1 || !strings.Contains(errs, "timeline: wrote "+file) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	b, _ := os.ReadFile(file)
-	for _, want := range []string{"Sluice simulator: seed 1", `"kind":"power-cycle"`, `"class":"process"`, "sync-durable"} {
+	for _, want := range []string{"Sluice simulator: seed 2", `"kind":"power-cycle"`, `"class":"process"`, "sync-durable"} {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Fatalf("the page lacks %q", want)
 		}
@@ -380,25 +380,25 @@ func TestTimelineFile(t *testing.T) {
 func TestMutantsRegressionBudget(t *testing.T) {
 	dir := t.TempDir()
 	budgets := filepath.Join(dir, "mutants.budget")
-	if err := os.WriteFile(budgets, []byte("epoch-below-seen regression\n"), 0o644); err != nil {
+	if err := os.WriteFile(budgets, []byte("no-heartbeat regression\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Mkdir(filepath.Join(dir, "regressions"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	code, out, _ := runCmd(t, "sim", "mutants", "--bugs", "epoch-below-seen", "--budgets", budgets)
-	if code != 1 || !strings.Contains(out, "FAIL epoch-below-seen: budget 'regression' but no saved regression") {
+	code, out, _ := runCmd(t, "sim", "mutants", "--bugs", "no-heartbeat", "--budgets", budgets)
+	if code != 1 || !strings.Contains(out, "FAIL no-heartbeat: budget 'regression' but no saved regression") {
 		t.Fatalf("no regression: exit %d:\n%s", code, out)
 	}
-	saved, err := os.ReadFile("../../scenarios/regressions/rebuilt-owner-epoch-above-seen.json")
+	saved, err := os.ReadFile("../../scenarios/regressions/follower-restart-while-idle.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "regressions", "r.json"), saved, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, _ = runCmd(t, "sim", "mutants", "--bugs", "epoch-below-seen", "--budgets", budgets)
-	if code != 0 || !strings.Contains(out, "caught by its saved regression rebuilt-owner-epoch-above-seen") {
+	code, out, _ = runCmd(t, "sim", "mutants", "--bugs", "no-heartbeat", "--budgets", budgets)
+	if code != 0 || !strings.Contains(out, "caught by its saved regression follower-restart-while-idle") {
 		t.Fatalf("with the regression: exit %d:\n%s", code, out)
 	}
 }

@@ -29,13 +29,6 @@ func newTimelineOut(path string, seed uint64, p world.Profile, reproduce string)
 	}
 	m := timeline.Meta{Title: fmt.Sprintf("Sluice simulator: seed %d", seed), Seed: seed, Profile: p.String(),
 		Brokers: p.Brokers, WorkloadNs: p.DurationMs * 1e6, Reproduce: reproduce}
-	for _, q := range p.Queues {
-		tq := timeline.Queue{ID: uint64(q.Queue), Owner: int(q.Owner)}
-		for _, r := range q.Replicas {
-			tq.Replicas = append(tq.Replicas, int(r))
-		}
-		m.Queues = append(m.Queues, tq)
-	}
 	return &timelineOut{path: path, b: timeline.New(m)}, nil
 }
 

@@ -36,24 +36,19 @@ const (
 	// FailNotUnknown: when its log fails, the owner answers the publishes in
 	// flight as failed, though they may be durable on followers already.
 	FailNotUnknown
-	// SameEpochOnRestart: a restarted owner reopens its old epoch instead of
-	// a new one.
-	SameEpochOnRestart
 	// SkipTruncate: a follower keeps a divergent suffix instead of
 	// truncating it, and reports it as matching.
 	SkipTruncate
 	// NoRedeliver: a lost consumer's unacked deliveries are dropped instead
 	// of returned to the queue.
 	NoRedeliver
-	// DeliverBeforeRebuild: a restarted owner delivers before it has
-	// re-applied the log of earlier epochs (acks included).
+	// DeliverBeforeRebuild: an owner starting on a log that already holds
+	// records (a restart, or a recovery's activation) delivers before it
+	// has re-applied the log of earlier epochs (acks included).
 	DeliverBeforeRebuild
 	// DeliverUncommitted: the owner applies and delivers records as soon as
 	// it appended them, before they are confirmed.
 	DeliverUncommitted
-	// RecoveryWorstSource: an owner that rebuilds its log fetches from the
-	// least complete replica instead of the most complete.
-	RecoveryWorstSource
 	// StarveFollowers: the owner of a W = 1 queue never replicates to its
 	// followers.
 	StarveFollowers
@@ -66,21 +61,10 @@ const (
 	// NoCRCCheck: the segment log's recovery scan accepts frames whose
 	// checksum does not match.
 	NoCRCCheck
-	// RecoveryTrustsChangedSource: a rebuilding owner keeps fetching from a
-	// source that restarted, shrank or no longer continues its log, instead
-	// of starting over (the bug seed 1001943 found).
-	RecoveryTrustsChangedSource
 	// NoHeartbeat: an owner sends nothing to followers it has heard all it
 	// needs from, so one that restarted and lost records while the queue is
 	// idle is never repaired (seed 262 of the new swarm).
 	NoHeartbeat
-	// EpochBelowSeen: a rebuilding owner's new epoch is above the epochs in
-	// its followers' logs only, not above the epochs they have seen, which
-	// then fence it out (seed 431 of the new swarm).
-	EpochBelowSeen
-	// RepairedMarkEarly: a rebuilding owner clears its log's unrepaired
-	// mark as soon as it fetched, before what it fetched is durable.
-	RepairedMarkEarly
 	// CtrlSendBeforePersist: the metadata group sends a raft Ready's
 	// messages (votes, append acknowledgements) with its persist effect,
 	// before the batch is durable: a power loss then forgets a vote or an
@@ -141,20 +125,15 @@ var Registry = []Bug{
 	{ConfirmWithoutOwner, "confirm-without-owner", "confirms", "the owner confirms on followers' reports without its own sync"},
 	{RejectAsOK, "reject-as-ok", "follower reports", "a follower that does not match an append reports that it matches"},
 	{FailNotUnknown, "fail-not-unknown", "publish outcomes", "publishes in flight on a failed log are answered failed, not unknown"},
-	{SameEpochOnRestart, "same-epoch-on-restart", "epochs and fencing", "a restarted owner reopens its old epoch"},
 	{SkipTruncate, "skip-truncate", "truncation", "a follower keeps a divergent suffix and reports it as matching"},
 	{NoRedeliver, "no-redeliver", "acks and redelivery", "a lost consumer's unacked deliveries are dropped, not returned"},
 	{DeliverBeforeRebuild, "deliver-before-rebuild", "acks and redelivery", "a restarted owner delivers before re-applying its log"},
 	{DeliverUncommitted, "deliver-uncommitted", "confirms", "the owner delivers records before they are confirmed"},
-	{RecoveryWorstSource, "recovery-worst-source", "recovery source choice", "a rebuilding owner fetches from the least complete replica"},
 	{StarveFollowers, "starve-followers", "replication", "the owner of a W=1 queue never replicates to followers"},
 	{SyncSkip, "sync-skip", "storage syncs", "the segment log skips every other fdatasync"},
 	{NoDirSyncOnRoll, "no-dir-sync-on-roll", "storage syncs", "the segment log does not sync the directory after a segment roll"},
 	{NoCRCCheck, "no-crc-check", "storage checksums", "the recovery scan accepts frames with a wrong checksum"},
-	{RecoveryTrustsChangedSource, "recovery-trusts-changed-source", "recovery source choice", "a rebuilding owner keeps fetching from a source that changed since its report"},
 	{NoHeartbeat, "no-heartbeat", "replication", "an owner never probes followers it thinks caught up"},
-	{EpochBelowSeen, "epoch-below-seen", "epochs and fencing", "a rebuilt owner's epoch is not above the epochs its followers saw"},
-	{RepairedMarkEarly, "repaired-mark-early", "recovery", "a rebuilding owner clears its unrepaired mark before its fetch is durable"},
 	{CtrlSendBeforePersist, "ctrl-send-before-persist", "metadata group", "the metadata group sends a Ready's votes and acks before its batch is durable"},
 	{CtrlConfirmUncommitted, "ctrl-confirm-uncommitted", "metadata group", "the metadata leader confirms a proposal once its own copy is durable, before a majority's"},
 	{ISRConfirmAtW, "isr-confirm-at-w", "confirms", "an isr queue confirms once min_insync replicas hold a publish, not its whole in-sync set"},

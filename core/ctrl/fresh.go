@@ -15,12 +15,19 @@ import (
 // before it answers with its commit index), then waits until it applied
 // that index: whatever was committed when the read was asked is then in
 // the applied metadata. No entry is written. A read with no leader to
-// answer it is dropped by raft; the caller learns so by an Unknown answer
-// after FreshReadTimeoutNs and asks again.
+// answer it is dropped by raft, silently: the group asks raft again every
+// FreshReadRetryNs while no index came (so a read asked while no leader
+// was known is answered soon after one is, not only when the caller gives
+// up), and the caller learns of a read that found no leader for
+// FreshReadTimeoutNs by an Unknown answer.
 
 // FreshReadTimeoutNs is how long a fresh read waits for its answer (seed
-// 004: authorization times out after ten seconds).
-const FreshReadTimeoutNs = 10_000_000_000
+// 004: authorization times out after ten seconds); FreshReadRetryNs how
+// long it waits for a read index before it asks raft again.
+const (
+	FreshReadTimeoutNs = 10_000_000_000
+	FreshReadRetryNs   = 1_000_000_000
+)
 
 // freshReadsMax bounds the fresh reads pending at once; one more is
 // answered Unknown at once.
@@ -31,8 +38,10 @@ type freshRead struct {
 	token uint64 // the caller's (Input.Seq)
 	ctx   uint64 // raft's request context: the group's own counter
 	atNs  int64
-	index uint64 // the read index, once known
-	known bool
+	// askedNs: when raft was last asked for its read index
+	askedNs int64
+	index   uint64 // the read index, once known
+	known   bool
 }
 
 type freshReads struct {
@@ -46,7 +55,7 @@ func (g *Group) freshRead(in Input) {
 		return
 	}
 	g.fresh.lastCtx++
-	r := freshRead{token: in.Seq, ctx: g.fresh.lastCtx, atNs: in.NowNs}
+	r := freshRead{token: in.Seq, ctx: g.fresh.lastCtx, atNs: in.NowNs, askedNs: in.NowNs}
 	g.fresh.pending = append(g.fresh.pending, r)
 	g.rn.ReadIndex(binary.BigEndian.AppendUint64(nil, r.ctx))
 }
@@ -84,6 +93,13 @@ func (g *Group) answerFresh() {
 			}
 			g.freshAnswer(r.token, Unknown, 0, why)
 		default:
+			if !r.known && g.nowNs-r.askedNs >= FreshReadRetryNs {
+				// Dropped, most likely (no leader then): ask again, under
+				// the same context (a late answer to the first ask is as
+				// good).
+				r.askedNs = g.nowNs
+				g.rn.ReadIndex(binary.BigEndian.AppendUint64(nil, r.ctx))
+			}
 			keep = append(keep, r)
 		}
 	}

@@ -87,3 +87,21 @@ func TestFreshRead(t *testing.T) {
 	}
 	c.done()
 }
+
+// TestFreshReadAskedBeforeALeader: raft drops a read index asked while no
+// leader is known, silently; the group asks again every FreshReadRetryNs,
+// so the read is answered committed soon after a leader is elected, not
+// only when the caller's FreshReadTimeoutNs runs out. (Without the re-ask
+// the answer is Unknown after FreshReadTimeoutNs: the seal of a recovery
+// that started as the cluster did waited ten seconds for it.)
+func TestFreshReadAskedBeforeALeader(t *testing.T) {
+	c := newCluster(t, 3, sparse3, false)
+	n := c.nodes[1]
+	c.step(n, Input{Kind: InFreshRead, Seq: 7})
+	start := c.nowNs
+	e := freshAnswer(t, c, n, 7)
+	if e.Result != Committed || c.nowNs-start >= FreshReadTimeoutNs/2 {
+		t.Fatalf("a fresh read asked before any leader: %s after %dms", e, (c.nowNs-start)/1e6)
+	}
+	c.done()
+}

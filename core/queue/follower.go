@@ -21,14 +21,6 @@ func (f *follower) onMessage(r *Replica, from seam.NodeID, m *Msg) {
 	switch m.Kind {
 	case MsgAppend:
 		f.onAppend(r, from, m)
-	case MsgLogQuery:
-		if from == r.cfg.Owner && !r.failed {
-			hist := make([]seam.EpochStart, len(r.log.epochs))
-			copy(hist, r.log.epochs)
-			r.send(from, Msg{Kind: MsgLogReport, Epoch: r.epoch, End: r.log.end, Epochs: hist})
-		}
-	case MsgFetch:
-		f.onFetch(r, from, m)
 	}
 }
 
@@ -96,28 +88,6 @@ func (f *follower) maybeReply(r *Replica) {
 	f.replyEnd = end
 	f.replyWanted = end < f.matchEnd
 	r.send(r.cfg.Owner, Msg{Kind: MsgAppendReply, Epoch: r.epoch, Ok: true, End: end})
-}
-
-// onFetch serves an owner that rebuilds its log: records from storage.
-func (f *follower) onFetch(r *Replica, from seam.NodeID, m *Msg) {
-	if from != r.cfg.Owner || r.failed {
-		return
-	}
-	if m.Prev >= r.log.end || m.Prev < r.log.start {
-		r.send(from, Msg{Kind: MsgFetchReply, Epoch: r.epoch, Prev: m.Prev, PrevEpoch: r.prevEpoch(m.Prev), End: r.log.end})
-		return
-	}
-	r.storage(seam.Effect{Op: seam.OpRead, Offset: m.Prev, Count: r.x.Lim.BatchRecordsMax, Tag: readFetch | uint64(from)})
-}
-
-// onFetchRead sends the records read for a rebuilding owner.
-func (f *follower) onFetchRead(r *Replica, d *seam.StorageDone) {
-	owner := seam.NodeID(d.Tag &^ readKindMask)
-	e := r.epoch
-	for i := range d.Records {
-		e = max(e, d.Records[i].Epoch)
-	}
-	r.send(owner, Msg{Kind: MsgFetchReply, Epoch: e, Prev: d.Offset, PrevEpoch: r.prevEpoch(d.Offset), End: r.log.end, Records: d.Records})
 }
 
 func (f *follower) invariants(r *Replica) {

@@ -23,16 +23,9 @@ const (
 	// match Prev; End and Epochs describe its log so the owner can find where
 	// the two diverge.
 	MsgAppendReply MsgKind = 2
-	// MsgLogQuery: owner to follower, from an owner whose log lost records
-	// to damage: report your log (end and epoch history).
-	MsgLogQuery MsgKind = 3
-	// MsgLogReport: follower to owner: End and Epochs describe its log.
-	MsgLogReport MsgKind = 4
-	// MsgFetch: owner to follower: send me your records from Prev on.
-	MsgFetch MsgKind = 5
-	// MsgFetchReply: follower to owner: Records from Prev on (the record
-	// before Prev has epoch PrevEpoch); End is the follower's log end.
-	MsgFetchReply MsgKind = 6
+	// (Kinds 3 to 6 were the messages of an owner that rebuilt its damaged
+	// log from its followers, before sealed recovery replaced it: never
+	// reused, refused as unknown.)
 )
 
 // Msg is one peer message between replicas of a queue.
@@ -40,7 +33,7 @@ const (
 // Epoch is the sender's epoch: on the owner's messages the epoch it writes
 // in (it fences older owners' messages); on a follower's, the highest epoch
 // it has seen from an owner (which may be above the last epoch its log
-// holds: a rebuilding owner must open its epoch above it). Process is the
+// holds). Process is the
 // sender's process sequence number: it grows with every start of a broker,
 // so a receiver can tell a restarted peer (whose earlier reports may no
 // longer hold) from a stale message of an old one.
@@ -49,14 +42,14 @@ type Msg struct {
 	Epoch   uint64
 	Process uint64
 
-	Prev      uint64          // append, fetch, fetch-reply
-	PrevEpoch uint64          // append, fetch-reply
+	Prev      uint64          // append
+	PrevEpoch uint64          // append
 	Commit    uint64          // append
-	Records   []record.Record // append, fetch-reply
+	Records   []record.Record // append
 
 	Ok     bool              // append-reply
-	End    uint64            // append-reply, log-report, fetch-reply
-	Epochs []seam.EpochStart // append-reply when not Ok, log-report
+	End    uint64            // append-reply
+	Epochs []seam.EpochStart // append-reply when not Ok
 }
 
 // Codec limits of one message.
@@ -72,18 +65,17 @@ var ErrMalformed = errors.New("queue: malformed message")
 //
 //	kind u8 | epoch u64 | process u64 | the kind's fields
 //
-// little-endian. append and fetch-reply: prev, prev epoch, commit, end u64,
-// record count u32, then per record epoch u64, offset u64, kind u8, body
-// length u32, body. append-reply: ok u8, end u64, epoch count u32, epochs.
-// log-report: end u64, epoch count u32, epochs (epoch u64, offset u64 each).
-// fetch: prev u64. log-query: nothing more.
+// little-endian. append: prev, prev epoch, commit, end u64, record count
+// u32, then per record epoch u64, offset u64, kind u8, body length u32,
+// body. append-reply: ok u8, end u64, epoch count u32, epochs (epoch u64,
+// offset u64 each).
 func AppendMsg(dst []byte, m *Msg) []byte {
 	le := binary.LittleEndian
 	dst = append(dst, byte(m.Kind))
 	dst = le.AppendUint64(dst, m.Epoch)
 	dst = le.AppendUint64(dst, m.Process)
 	switch m.Kind {
-	case MsgAppend, MsgFetchReply:
+	case MsgAppend:
 		dst = le.AppendUint64(dst, m.Prev)
 		dst = le.AppendUint64(dst, m.PrevEpoch)
 		dst = le.AppendUint64(dst, m.Commit)
@@ -97,17 +89,12 @@ func AppendMsg(dst []byte, m *Msg) []byte {
 			dst = le.AppendUint32(dst, uint32(len(r.Body)))
 			dst = append(dst, r.Body...)
 		}
-	case MsgLogQuery:
-	case MsgFetch:
-		dst = le.AppendUint64(dst, m.Prev)
-	case MsgLogReport, MsgAppendReply:
-		if m.Kind == MsgAppendReply {
-			ok := byte(0)
-			if m.Ok {
-				ok = 1
-			}
-			dst = append(dst, ok)
+	case MsgAppendReply:
+		ok := byte(0)
+		if m.Ok {
+			ok = 1
 		}
+		dst = append(dst, ok)
 		dst = le.AppendUint64(dst, m.End)
 		dst = le.AppendUint32(dst, uint32(len(m.Epochs)))
 		for _, e := range m.Epochs {
@@ -124,17 +111,13 @@ func AppendMsg(dst []byte, m *Msg) []byte {
 func MsgSize(m *Msg) int {
 	n := 1 + 8 + 8
 	switch m.Kind {
-	case MsgAppend, MsgFetchReply:
+	case MsgAppend:
 		n += 8 + 8 + 8 + 8 + 4
 		for i := range m.Records {
 			n += 8 + 8 + 1 + 4 + len(m.Records[i].Body)
 		}
 	case MsgAppendReply:
 		n += 1 + 8 + 4 + 16*len(m.Epochs)
-	case MsgFetch:
-		n += 8
-	case MsgLogReport:
-		n += 8 + 4 + 16*len(m.Epochs)
 	}
 	return n
 }
@@ -199,7 +182,7 @@ func DecodeMsgInto(m *Msg, data []byte) error {
 	m.Epoch = r.u64()
 	m.Process = r.u64()
 	switch m.Kind {
-	case MsgAppend, MsgFetchReply:
+	case MsgAppend:
 		m.Prev = r.u64()
 		m.PrevEpoch = r.u64()
 		m.Commit = r.u64()
@@ -234,17 +217,12 @@ func DecodeMsgInto(m *Msg, data []byte) error {
 				return fmt.Errorf("%w: record %d has epoch %d outside [%d, %d]", ErrMalformed, i, rec.Epoch, lo, m.Epoch)
 			}
 		}
-	case MsgLogQuery:
-	case MsgFetch:
-		m.Prev = r.u64()
-	case MsgAppendReply, MsgLogReport:
-		if m.Kind == MsgAppendReply {
-			ok := r.u8()
-			if ok > 1 {
-				return fmt.Errorf("%w: ok flag %d", ErrMalformed, ok)
-			}
-			m.Ok = ok == 1
+	case MsgAppendReply:
+		ok := r.u8()
+		if ok > 1 {
+			return fmt.Errorf("%w: ok flag %d", ErrMalformed, ok)
 		}
+		m.Ok = ok == 1
 		m.End = r.u64()
 		count := r.u32()
 		if count > EpochsMax || int(count)*16 > len(r.b) {
@@ -308,21 +286,6 @@ func (m *Msg) AppendText(dst []byte, g seam.GroupID) []byte {
 			dst = seam.AppendEpochs(dst, m.Epochs)
 		}
 		return dst
-	case MsgLogQuery:
-		return m.appendHead(dst, "log-query", g)
-	case MsgLogReport:
-		dst = m.appendHead(dst, "log-report", g)
-		dst = seam.AppendKV(dst, "end", m.End)
-		return seam.AppendEpochs(dst, m.Epochs)
-	case MsgFetch:
-		dst = m.appendHead(dst, "fetch", g)
-		return seam.AppendKV(dst, "from", m.Prev)
-	case MsgFetchReply:
-		dst = m.appendHead(dst, "fetch-reply", g)
-		dst = seam.AppendKV(dst, "prev", m.Prev)
-		dst = seam.AppendKV(dst, "preve", m.PrevEpoch)
-		dst = seam.AppendKV(dst, "end", m.End)
-		return seam.AppendKV(dst, "recs", uint64(len(m.Records)))
 	}
 	return seam.AppendKV(append(dst, "msg?"...), "kind", uint64(m.Kind))
 }

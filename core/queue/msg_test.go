@@ -17,10 +17,7 @@ func samples() []Msg {
 		{Kind: MsgAppend, Epoch: 1},
 		{Kind: MsgAppendReply, Epoch: 2, Ok: true, End: 44},
 		{Kind: MsgAppendReply, Epoch: 2, End: 4, Epochs: []seam.EpochStart{{Epoch: 1, Offset: 0}, {Epoch: 2, Offset: 3}}},
-		{Kind: MsgLogQuery, Epoch: 3, Process: 4},
-		{Kind: MsgLogReport, Epoch: 3, Process: 9, End: 7, Epochs: []seam.EpochStart{{Epoch: 1, Offset: 0}}},
-		{Kind: MsgFetch, Epoch: 3, Prev: 5},
-		{Kind: MsgFetchReply, Epoch: 3, Prev: 5, PrevEpoch: 1, End: 7, Records: []record.Record{
+		{Kind: MsgAppend, Epoch: 3, Process: 9, Prev: 5, PrevEpoch: 1, Commit: 5, Records: []record.Record{
 			{Epoch: 1, Offset: 5, Kind: record.KindPublish, Body: []byte("x")},
 			{Epoch: 3, Offset: 6, Kind: record.KindAck, Body: make([]byte, 8)},
 		}},
@@ -60,7 +57,7 @@ func TestMsgRefusals(t *testing.T) {
 	bad := []Msg{
 		{Kind: MsgAppend, Epoch: 2, Prev: 3, Records: []record.Record{{Epoch: 2, Offset: 4, Kind: record.KindPublish}}}, // gap
 		{Kind: MsgAppend, Epoch: 2, Prev: 3, Records: []record.Record{{Epoch: 3, Offset: 3, Kind: record.KindPublish}}}, // epoch above the sender's
-		{Kind: MsgLogReport, Epoch: 2, Epochs: []seam.EpochStart{{Epoch: 2, Offset: 0}, {Epoch: 1, Offset: 5}}},         // history out of order
+		{Kind: MsgAppendReply, Epoch: 2, Epochs: []seam.EpochStart{{Epoch: 2, Offset: 0}, {Epoch: 1, Offset: 5}}},       // history out of order
 	}
 	for _, m := range bad {
 		if _, err := DecodeMsg(AppendMsg(nil, &m)); err == nil {

@@ -14,16 +14,17 @@ import (
 // epoch on every start with an epoch record, made durable before any record
 // of the epoch leaves it; replicates to its followers within a window per
 // follower; confirms once W replicas, itself among them, report a record
-// durable; and keeps the queue state (deliveries and acks). If its log lost
-// records to damage, it first rebuilds it from its followers (rebuild).
+// durable; and keeps the queue state (deliveries and acks). An owner whose
+// log lost records to damage serves nothing: only a recovery, which
+// installs a verified history, may start an owner on such a log.
 type owner struct {
 	r       *Replica
+	opened  bool   // its epoch record is issued (begin opened the epoch)
 	ready   bool   // the epoch record is durable: replication may start
 	marker  uint64 // offset of this epoch's record
 	peers   []progress
 	commit  uint64 // confirmed end: W replicas hold [0, commit) durably
 	pending []pendingPublish
-	rebuild *rebuilding // non-nil while the log is being rebuilt
 	state   queueState
 	scratch [seam.ReplicasMax]uint64
 }
@@ -45,31 +46,29 @@ func newOwner(r *Replica) *owner {
 	return o
 }
 
-// begin runs once at start. An owner whose log lost records rebuilds it;
-// otherwise it opens a new epoch.
+// begin runs once at start: the owner opens a new epoch, unless its log
+// lost records to damage (its unrepaired mark): a confirmed record may be
+// among them, and an epoch opened on that log would confirm past the
+// loss and have the followers truncate to it. Such an owner is fenced and
+// waits for recovery, which installs a verified history (and clears the
+// mark) before any group starts on the log again. A placed queue's owner
+// never begins so: its group starts only on a log its installation
+// verified. (With a single replica there is nothing to lose to: it opens
+// its epoch on what it kept, as the only copy.)
 func (o *owner) begin() {
 	if o.r.unrepaired && len(o.peers) > 0 {
-		// A confirmed record may be among what the log lost. Every
-		// confirmed record is on W replicas and at most W-1 lose it, so
-		// some replica still has it, and the most complete log (highest
-		// last epoch, then longest) holds every confirmed record. Ask every
-		// follower: one that lost records itself cannot yet prove which.
-		o.rebuild = &rebuilding{}
-		o.rebuild.queryLogs(o)
+		o.r.Fence("its log lost records to damage: only a recovery may start an owner on it")
 		return
 	}
-	o.openEpoch(0)
+	o.openEpoch()
 }
 
 // openEpoch starts the owner's new epoch with its epoch record, above its
-// own log's epochs and above seen (the highest epoch any follower reported).
-func (o *owner) openEpoch(seen uint64) {
+// own log's epochs (and the assignment's base).
+func (o *owner) openEpoch() {
 	r := o.r
-	o.rebuild = nil
-	r.epoch = max(r.epoch, seen, r.cfg.EpochBase) + 1
-	if r.x.Bugs.Has(bugs.SameEpochOnRestart) && r.epoch > 1 {
-		r.epoch-- // planted: reopen the old epoch
-	}
+	o.opened = true
+	r.epoch = max(r.epoch, r.cfg.EpochBase) + 1
 	o.marker = r.log.end
 	for i := range o.peers {
 		// Start each follower at this epoch's record, as raft probes at
@@ -86,14 +85,6 @@ func (o *owner) onMessage(from seam.NodeID, m *Msg) {
 	switch m.Kind {
 	case MsgAppendReply:
 		o.onAppendReply(from, m)
-	case MsgLogReport:
-		if o.rebuild != nil {
-			o.rebuild.onLogReport(o, from, m)
-		}
-	case MsgFetchReply:
-		if o.rebuild != nil {
-			o.rebuild.onFetchReply(o, from, m)
-		}
 	}
 }
 
@@ -101,10 +92,11 @@ func (o *owner) onMessage(from seam.NodeID, m *Msg) {
 // the confirmed end may move.
 func (o *owner) onSynced() {
 	r := o.r
-	if !o.ready && !r.failed && !r.sealed && o.rebuild == nil && r.log.syncedEnd > o.marker {
+	if !o.ready && o.opened && !r.failed && !r.sealed && r.log.syncedEnd > o.marker {
 		o.ready = true
 		if r.unrepaired {
-			// What the rebuild restored is durable now: the mark may go.
+			// A single replica's loss: nothing can restore it, and the
+			// epoch opened on what it kept is durable now.
 			r.storage(seam.Effect{Op: seam.OpRepaired})
 			r.unrepaired = false
 		}
@@ -150,9 +142,6 @@ func (o *owner) onRead(d *seam.StorageDone) {
 
 func (o *owner) onTick() {
 	r := o.r
-	if o.rebuild != nil {
-		o.rebuild.onTick(o)
-	}
 	if !o.ready {
 		return
 	}

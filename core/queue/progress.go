@@ -3,9 +3,8 @@ package queue
 import "github.com/sluicemq/sluice/core/seam"
 
 // progress is what the owner knows of one follower: how far its log
-// matches and is durable (in this epoch), what to send it next, the
-// batches in flight, and, while the owner rebuilds its log, the follower's
-// report of its log.
+// matches and is durable (in this epoch), what to send it next, and the
+// batches in flight.
 type progress struct {
 	node       seam.NodeID
 	process    uint64 // the newest process of the peer heard from
@@ -23,11 +22,6 @@ type progress struct {
 	// caughtUpNs: the last instant the follower reported the owner's whole
 	// log durable (seed 003's moment; the owner's start counts as one)
 	caughtUpNs int64
-
-	// The log the peer reported to a rebuilding owner.
-	reported  bool
-	repEnd    uint64
-	repEpochs []seam.EpochStart
 }
 
 // restarted forgets what an older process of the peer reported.

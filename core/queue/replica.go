@@ -49,16 +49,14 @@ const (
 	readApply    uint64 = 1 << 32
 	readDeliver  uint64 = 2 << 32
 	readPeer     uint64 = 3 << 32
-	readFetch    uint64 = 4 << 32
 	readKindMask        = ^uint64(math.MaxUint32)
 )
 
 // Replica is this node's replica of one queue: its log as the replica knows
 // it, and a role. The role is a value with its own step functions: the
 // owner (who admits publishes, replicates, confirms and keeps the queue
-// state; while its log is being rebuilt from followers it is in its
-// rebuilding phase) or a follower (who copies the owner's log and reports
-// what it holds durably).
+// state) or a follower (who copies the owner's log and reports what it
+// holds durably).
 type Replica struct {
 	x   *Ctx
 	cfg seam.QueueConfig
@@ -134,8 +132,7 @@ func (r *Replica) Restore(l *seam.LogState) {
 	}
 }
 
-// Begin runs once at start, after Restore: an owner opens its epoch (or
-// first rebuilds its log).
+// Begin runs once at start, after Restore: an owner opens its epoch.
 func (r *Replica) Begin() {
 	if r.owner != nil {
 		r.owner.begin()
@@ -211,8 +208,6 @@ func (r *Replica) onRead(d *seam.StorageDone) {
 			panic("queue: an owner's read completed on a follower")
 		}
 		r.owner.onRead(d)
-	case readFetch:
-		r.follower.onFetchRead(r, d)
 	default:
 		panic("queue: read completion with unknown tag")
 	}
@@ -221,7 +216,7 @@ func (r *Replica) onRead(d *seam.StorageDone) {
 // OnTick handles the passage of time.
 func (r *Replica) OnTick() {
 	if r.sealed {
-		return // inert: no scrub, no replication, no rebuild
+		return // inert: no scrub, no replication
 	}
 	r.scrub.tick(r)
 	if r.owner != nil {
@@ -233,9 +228,6 @@ func (r *Replica) OnTick() {
 func (r *Replica) DeadlineNs() int64 {
 	if r.sealed {
 		return math.MaxInt64
-	}
-	if r.owner != nil && r.owner.rebuild != nil && !r.failed {
-		return r.owner.rebuild.deadlineNs(r)
 	}
 	if r.failed {
 		return math.MaxInt64
@@ -274,9 +266,8 @@ func (r *Replica) Fence(why string) {
 func (r *Replica) Fenced() bool { return r.fenced != "" }
 
 // Seal freezes the replica's log for recovery (seed 004): from now on the
-// replica writes nothing to it (no append, truncation or discard: an
-// owner's rebuild stops and it never opens an epoch; a follower refuses
-// every append, of whatever epoch), so that what a seal reports is what
+// replica writes nothing to it (no append, truncation or discard: a
+// follower refuses every append, of whatever epoch), so that what a seal reports is what
 // the log keeps. It goes inert: it takes no peer message and no tick and
 // issues no storage operation at all (no scrub, no replication read), so
 // that once the operations issued before the seal completed (the sealer
@@ -290,7 +281,6 @@ func (r *Replica) Seal(why string) {
 	}
 	r.sealed = true
 	if o := r.owner; o != nil {
-		o.rebuild = nil
 		// Its publishes in flight: inert, it will never confirm them, and
 		// each may or may not be in the history the recovery installs.
 		for _, p := range o.pending {
@@ -413,8 +403,8 @@ func (r *Replica) noteEpoch(e, offset uint64) {
 
 // truncate removes the records from o on.
 func (r *Replica) truncate(o uint64) {
-	if r.owner != nil && r.owner.rebuild == nil {
-		panic("queue: the owner truncates its log only while rebuilding it")
+	if r.owner != nil {
+		panic("queue: an owner never truncates its log")
 	}
 	if !r.log.truncate(o) {
 		return
@@ -473,10 +463,7 @@ func (r *Replica) Invariants() {
 	if n := len(l.epochs); n > 0 && l.epochs[n-1].Offset >= l.end {
 		panic(fmt.Sprintf("queue %d: last epoch %v beyond the log end %d", r.cfg.Queue, l.epochs[n-1], l.end))
 	}
-	rebuilding := r.owner != nil && r.owner.rebuild != nil
-	if n := len(l.epochs); n > 0 && !rebuilding && r.epoch < l.epochs[n-1].Epoch {
-		// (A rebuilding owner appends its source's epochs before it opens
-		// its own above them.)
+	if n := len(l.epochs); n > 0 && r.epoch < l.epochs[n-1].Epoch {
 		panic(fmt.Sprintf("queue %d: last epoch %v above the replica's epoch %d", r.cfg.Queue, l.epochs[n-1], r.epoch))
 	}
 	if r.owner != nil {

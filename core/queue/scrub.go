@@ -18,8 +18,7 @@ type scrubState struct {
 
 // tick issues the next read when it is due.
 func (s *scrubState) tick(r *Replica) {
-	rebuilding := r.owner != nil && r.owner.rebuild != nil
-	if r.failed || rebuilding || s.reading || r.x.NowNs < s.atNs {
+	if r.failed || s.reading || r.x.NowNs < s.atNs {
 		return
 	}
 	if s.next < r.log.start || s.next >= r.log.syncedEnd {

@@ -134,22 +134,37 @@ func (c *Collection) Witnesses() int {
 }
 
 // Complete reports whether the collection holds enough evidence: not
-// blocked, and at least Threshold complete witnesses.
+// blocked, and at least Threshold complete witnesses, or a seal from every
+// previous replica (AllSealed).
 func (c *Collection) Complete() bool {
-	return c.blocked == "" && c.Witnesses() >= c.Threshold()
+	return c.blocked == "" && (c.Witnesses() >= c.Threshold() || c.AllSealed())
 }
+
+// AllSealed reports whether every replica of the previous assignment
+// sealed, damaged or not. That is enough evidence within the fault budget
+// (at most W − 1 replicas lose or corrupt any one durable record): each
+// confirmed record is then intact on some previous replica, and the log
+// that reaches furthest by (last epoch, end) over every replica's valid
+// prefix holds it (its epoch's members share one history up to their
+// ends, and a later epoch began from a recovery that held it). Without it
+// a queue whose replicas met conservative damage (a torn tail past the
+// synced end, which the format cannot tell from a lost write) would stay
+// fenced for ever once more than E − R of them did, with nothing lost.
+func (c *Collection) AllSealed() bool { return len(c.seals) == len(c.t.Previous) }
 
 // Source returns the witness recovery copies from: among the complete
 // witnesses, the one whose log reaches furthest, by (last epoch, end),
-// ties to the lowest node id. ok is false until the collection is
-// complete.
+// ties to the lowest node id; when there are fewer than Threshold complete
+// witnesses but every previous replica sealed, among all seals (their
+// valid prefixes). ok is false until the collection is complete.
 func (c *Collection) Source() (s Seal, ok bool) {
 	if !c.Complete() {
 		return Seal{}, false
 	}
+	all := c.Witnesses() < c.Threshold()
 	for i := range c.seals {
 		w := &c.seals[i]
-		if !c.eligible(w) {
+		if !all && !c.eligible(w) {
 			continue
 		}
 		if !ok || w.LastEpoch > s.LastEpoch || (w.LastEpoch == s.LastEpoch && (w.End > s.End || (w.End == s.End && w.Node < s.Node))) {

@@ -189,3 +189,42 @@ func TestCollectionLaterDamage(t *testing.T) {
 		t.Fatalf("a damaged replica's later seal counted: %d witnesses, blocked %q", c.Witnesses(), c.Blocked())
 	}
 }
+
+// Fewer than R complete witnesses, but a seal from every previous replica:
+// the collection completes (within the fault budget every confirmed record
+// is intact on one of them), and its source is the furthest valid prefix,
+// damaged or not. Short of every seal it waits, whatever the damaged ones
+// hold.
+func TestCollectionAllSealed(t *testing.T) {
+	tr := transition3()
+	c := mustCollection(t, tr)
+	for _, n := range []seam.NodeID{1, 2} {
+		s := seal(tr, n, 8, 1000*uint64(n))
+		s.Damaged = true
+		c.Add(s)
+	}
+	if c.Complete() || c.AllSealed() {
+		t.Fatal("complete with two damaged seals of three replicas")
+	}
+	c.Add(seal(tr, 3, 8, 1100))
+	if c.Witnesses() != 1 || !c.AllSealed() || !c.Complete() {
+		t.Fatalf("witnesses %d, all sealed %v, complete %v: want 1, true, true", c.Witnesses(), c.AllSealed(), c.Complete())
+	}
+	if s, ok := c.Source(); !ok || s.Node != 2 || s.End != 2000 {
+		t.Fatalf("source n%d [.., %d) (%v), want n2 [.., 2000): the furthest of all", s.Node, s.End, ok)
+	}
+	// An isr queue likewise, with no complete member of its in-sync set.
+	tr.ISR, tr.InSync = true, []seam.NodeID{1}
+	c = mustCollection(t, tr)
+	d := seal(tr, 1, 8, 900)
+	d.Damaged = true
+	c.Add(d)
+	c.Add(seal(tr, 2, 8, 700))
+	if c.Complete() {
+		t.Fatal("an isr collection complete with no complete in-sync witness and a seal missing")
+	}
+	c.Add(seal(tr, 3, 8, 800))
+	if s, ok := c.Source(); !ok || s.Node != 1 {
+		t.Fatalf("isr source n%d (%v), want the damaged n1's longer prefix", s.Node, ok)
+	}
+}

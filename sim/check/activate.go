@@ -82,7 +82,9 @@ func (qt *queueTruth) formerOwnerConfirm(node core.NodeID, process uint64) bool 
 // that the seals the simulator saw made for that transition (the stage
 // marks of the replicas themselves) reach the previous assignment's
 // witness threshold: R = E − W + 1 complete seals of distinct previous
-// members, or one for an isr queue (activation-witnesses).
+// members, or one for an isr queue, or else a seal, damaged or not, from
+// every previous member (recovery.Collection.AllSealed: within the fault
+// budget each confirmed record is intact on one of them) (activation-witnesses).
 func (c *Checker) ActivationWitnesses(atNs int64, q core.QueueID, epoch uint64) {
 	qt := c.queue(q)
 	if qt == nil {
@@ -93,13 +95,19 @@ func (c *Checker) ActivationWitnesses(atNs int64, q core.QueueID, epoch uint64) 
 	if qt.spec.ISR {
 		need = 1
 	}
-	var sealed []core.NodeID
+	var sealed, any []core.NodeID
 	for _, s := range c.seals {
-		if s.q == q && s.epoch == epoch && !s.damaged && slices.Contains(qt.spec.Replicas, s.node) && !slices.Contains(sealed, s.node) {
+		if s.q != q || s.epoch != epoch || !slices.Contains(qt.spec.Replicas, s.node) {
+			continue
+		}
+		if !slices.Contains(any, s.node) {
+			any = append(any, s.node)
+		}
+		if !s.damaged && !slices.Contains(sealed, s.node) {
 			sealed = append(sealed, s.node)
 		}
 	}
-	if len(sealed) < need {
+	if len(sealed) < need && len(any) < e {
 		c.fail("activation-witnesses", atNs, "q=%d: epoch %d activated with %d complete seals of the previous members %v (%v), R=%d (E=%d, W=%d)",
 			q, epoch, len(sealed), qt.spec.Replicas, sealed, need, e, w)
 	}

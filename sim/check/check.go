@@ -739,10 +739,17 @@ func (c *Checker) ConfirmedBy(atNs int64, q core.QueueID, node core.NodeID, proc
 // Watermark checks, at the instant the owner of q announces its high
 // watermark end, that it never moved back and that every member of the
 // committed in-sync set (by the model's fold) holds the record below it
-// durably (by their disks).
-func (c *Checker) Watermark(atNs int64, q core.QueueID, end uint64) {
+// durably (by their disks). node's process process announced it: an owner
+// of an earlier assignment may still announce late (paused or cut off
+// while its queue was recovered elsewhere, its lease running out); its
+// watermark is its own, of a history the new owner's does not continue,
+// and is not judged against the current one.
+func (c *Checker) Watermark(atNs int64, q core.QueueID, node core.NodeID, process, end uint64) {
 	qt := c.queue(q)
 	if qt == nil {
+		return
+	}
+	if node != qt.spec.Owner && qt.formerOwnerConfirm(node, process) {
 		return
 	}
 	if end < qt.watermark {

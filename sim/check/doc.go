@@ -38,15 +38,16 @@
 //     reached a live consumer, and every one whose consumer was lost before
 //     acking it was received again.
 //   - one-owner: every confirm comes from the owner the committed
-//     placement (or a static queue's configuration) names, and for a
-//     placed queue from one process of it: at most one owner admits writes
-//     per queue and assignment.
+//     placement or activation names, from one process of it: at most one
+//     owner admits writes per queue and assignment.
 //   - isr-confirm: an isr queue's confirm leaves the owner only while every
 //     member of its committed in-sync set (the model's fold of the applied
 //     history) was read to hold the record durably.
 //   - watermark-back, watermark-durable: an owner's announced high
 //     watermark never moves back, and every member of the committed
-//     in-sync set holds the record below it durably.
+//     in-sync set holds the record below it durably (an earlier
+//     assignment's owner announcing late is not judged against the
+//     current one's).
 //   - linearizable, liveness: reported by the world (sim/linear; the drain).
 //
 // The fault budget's bookkeeping lives here too: Injected marks a copy

@@ -73,19 +73,34 @@ func TestWatermarkCheckers(t *testing.T) {
 	for n := core.NodeID(1); n <= 3; n++ {
 		writtenQ(c, fd, q, n, pub(1, 0, 7), pub(1, 1, 8))
 	}
-	c.Watermark(10, q, 2)
+	c.Watermark(10, q, 1, 7, 2)
 	wantClean(t, c)
-	c.Watermark(11, q, 1)
+	c.Watermark(11, q, 1, 7, 1)
 	wantFailure(t, c, "watermark-back")
 
 	c, fd, q, _ = isrWorld(t)
 	writtenQ(c, fd, q, 1, pub(1, 0, 7), pub(1, 1, 8))
 	writtenQ(c, fd, q, 2, pub(1, 0, 7), pub(1, 1, 8))
 	writtenQ(c, fd, q, 3, pub(1, 0, 7))
-	c.Watermark(10, q, 1)
+	c.Watermark(10, q, 1, 7, 1)
 	wantClean(t, c)
-	c.Watermark(11, q, 2)
+	c.Watermark(11, q, 1, 7, 2)
 	wantFailure(t, c, "watermark-durable")
+
+	// After a recovery moved the queue to n2, the old owner's late, lower
+	// announcement is its own history's, not a step back of n2's; n2's
+	// own step back is.
+	c, fd, q, _ = isrWorld(t)
+	for n := core.NodeID(1); n <= 3; n++ {
+		writtenQ(c, fd, q, n, pub(1, 0, 7), pub(1, 1, 8))
+	}
+	c.Watermark(10, q, 1, 7, 1)
+	c.Reassign(20, q, 2, 2, []core.NodeID{1, 2, 3}, 2)
+	c.Watermark(21, q, 2, 4, 2)
+	c.Watermark(22, q, 1, 7, 1)
+	wantClean(t, c)
+	c.Watermark(23, q, 2, 4, 1)
+	wantFailure(t, c, "watermark-back")
 }
 
 // A confirm from a node other than the owner, or from a second process of

@@ -140,7 +140,14 @@ func (c *Checker) SourceChosen(atNs int64, node core.NodeID, q core.QueueID, epo
 // recovery copying the source loses nothing confirmed. (The source's seal
 // made it durable and froze it; seal-frozen judges that part.)
 func (c *Checker) sourcesFinal(atNs int64) {
-	for _, s := range c.sources {
+	for i, s := range c.sources {
+		if slices.ContainsFunc(c.sources[i+1:], func(l *sourceTruth) bool { return l.q == s.q && l.epoch == s.epoch }) {
+			// A later attempt at the same transition chose again (its
+			// worker restarted): the last choice is the one the epoch's
+			// activation installed, and the records the new epoch confirmed
+			// from that source's end on are no business of this one.
+			continue
+		}
 		qt := c.queues[s.q]
 		r := qt.replica(s.node)
 		if r.injected {

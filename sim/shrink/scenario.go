@@ -78,11 +78,12 @@ type profileJSON struct {
 	Operator        []string      `json:"operator,omitempty"`
 }
 
+// queueJSON is one of the profile's queues, as the operator declares it
+// (the controller places it).
 type queueJSON struct {
-	Queue    core.QueueID  `json:"queue"`
-	Replicas []core.NodeID `json:"replicas"`
-	Owner    core.NodeID   `json:"owner"`
-	Policy   core.Policy   `json:"policy"`
+	Replicas  int         `json:"replicas"`
+	Policy    core.Policy `json:"policy"`
+	MinInSync int         `json:"min_insync,omitempty"`
 }
 
 // faultsKeys lists the keys of world.FaultRates' JSON form, whose own
@@ -102,7 +103,7 @@ func toJSON(p world.Profile) profileJSON {
 		NetLatencyUsMin: p.NetLatencyUsMin, NetLatencyUsMax: p.NetLatencyUsMax, SyncUsMin: p.SyncUsMin,
 		SyncUsMax: p.SyncUsMax, DurationMs: p.DurationMs, DrainMs: p.DrainMs, Operator: p.Operator}
 	for _, q := range p.Queues {
-		j.Queues = append(j.Queues, queueJSON{Queue: q.Queue, Replicas: q.Replicas, Owner: q.Owner, Policy: q.Policy})
+		j.Queues = append(j.Queues, queueJSON{Replicas: q.Replicas, Policy: q.Policy, MinInSync: q.MinInSync})
 	}
 	return j
 }
@@ -115,7 +116,7 @@ func (j profileJSON) profile() world.Profile {
 		NetLatencyUsMin: j.NetLatencyUsMin, NetLatencyUsMax: j.NetLatencyUsMax, SyncUsMin: j.SyncUsMin,
 		SyncUsMax: j.SyncUsMax, DurationMs: j.DurationMs, DrainMs: j.DrainMs, Operator: j.Operator}
 	for _, q := range j.Queues {
-		p.Queues = append(p.Queues, core.QueueConfig{Queue: q.Queue, Replicas: q.Replicas, Owner: q.Owner, Policy: q.Policy})
+		p.Queues = append(p.Queues, world.QueueDecl{Replicas: q.Replicas, Policy: q.Policy, MinInSync: q.MinInSync})
 	}
 	return p
 }

@@ -8,9 +8,9 @@ package shrink
 import (
 	"fmt"
 
-	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/sim/world"
+	"slices"
 )
 
 // Verdict runs a scenario and reports whether it met its expectation.
@@ -160,22 +160,25 @@ func ShrinkKeeping(seed uint64, p world.Profile, runsMax int, mark string, progr
 			return true
 		})
 	}
-	// Fewer replicas: drop followers, last first (the owner stays).
+	// Fewer replicas, one at a time (the controller places them).
 	for qi := range p.Queues {
-		for i := len(p.Queues[qi].Replicas) - 1; i >= 0; i-- {
-			if p.Queues[qi].Replicas[i] == p.Queues[qi].Owner {
-				continue
-			}
+		for p.Queues[qi].Replicas > 1 {
+			before := p.Queues[qi].Replicas
 			try("fewer replicas", func(c *world.Profile) bool {
-				q := &c.Queues[qi]
 				// A new array: the profile being cut shares the old one.
-				q.Replicas = append(q.Replicas[:i:i], q.Replicas[i+1:]...)
+				c.Queues = slices.Clone(c.Queues)
+				q := &c.Queues[qi]
+				q.Replicas--
+				q.MinInSync = min(q.MinInSync, q.Replicas)
 				return true
 			})
+			if p.Queues[qi].Replicas == before {
+				break
+			}
 		}
 	}
-	// Fewer brokers: drop each broker that holds no replica, renumbering
-	// those above it; its faults go with it.
+	// Fewer brokers: drop each broker while every queue's replicas still
+	// fit, renumbering those above it; its faults go with it.
 	for n := p.Brokers; n >= 1 && p.Brokers > 1; n-- {
 		try("fewer brokers", func(c *world.Profile) bool { return dropBroker(c, n) })
 	}
@@ -204,25 +207,9 @@ func ShrinkKeeping(seed uint64, p world.Profile, runsMax int, mark string, progr
 // it removed n.
 func dropBroker(c *world.Profile, n int) bool {
 	for _, q := range c.Queues {
-		for _, r := range q.Replicas {
-			if int(r) == n {
-				return false
-			}
+		if q.Replicas > c.Brokers-1 {
+			return false
 		}
-	}
-	renum := func(id core.NodeID) core.NodeID {
-		if int(id) > n {
-			return id - 1
-		}
-		return id
-	}
-	for qi := range c.Queues {
-		q := &c.Queues[qi]
-		reps := make([]core.NodeID, len(q.Replicas))
-		for i, r := range q.Replicas {
-			reps[i] = renum(r)
-		}
-		q.Replicas, q.Owner = reps, renum(q.Owner)
 	}
 	keep := c.Schedule[:0]
 	for _, f := range c.Schedule {
@@ -278,11 +265,13 @@ func ddmin[T any](items []T, fails func([]T) bool) []T {
 // markPreference orders the marks from the most to the least specific: a
 // shrunk scenario names the first one its run reaches.
 var markPreference = []world.Mark{
-	world.MarkRecoveryRestart, world.MarkCorruptLive, world.MarkTornSector, world.MarkLostWrite,
-	world.MarkUnreadable, world.MarkPowerCycle, world.MarkOwnerRebuild, world.MarkCorruptOwner,
+	world.MarkRecoveryReceipt, world.MarkCorruptLive, world.MarkTornSector, world.MarkLostWrite,
+	world.MarkUnreadable, world.MarkPowerCycle, world.MarkCorruptOwner,
 	world.MarkSyncFailDrop, world.MarkRedeliveryAfterLoss, world.MarkAllDown, world.MarkWDown,
+	world.MarkRecoveryActivate, world.MarkRecoveryInstall, world.MarkRecoverySelect, world.MarkRecoverySeal,
 	world.MarkFollowerTruncate, world.MarkDamageReported, world.MarkReadMetDamage, world.MarkSegmentRoll,
-	world.MarkOwnerCrashInFlight, world.MarkProcessDown, world.MarkQueueW2,
+	world.MarkOwnerCrashInFlight, world.MarkTransitionFenced, world.MarkISRConfirm, world.MarkInSyncChange,
+	world.MarkProcessDown, world.MarkQueueW2, world.MarkQueuePlaced,
 }
 
 // MarkOf returns the most specific mark the run of seed under p reaches, or

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/sim/world"
 )
@@ -115,15 +114,14 @@ func TestShrinkCutsBrokersAndReplicas(t *testing.T) {
 	p := world.Standard()
 	p.Brokers = 5
 	p.DurationMs = 1000
-	p.Queues[0].Replicas = []core.NodeID{3, 4, 5}
-	p.Queues[0].Owner = 4
+	p.Queues[0].Replicas = 3
 	p.Bugs = bugs.SyncSkip
 	p.Schedule = []world.Fault{{AtNs: 100e6, Kind: world.FaultCrash, Node: 1, DurNs: 1e6}, {AtNs: 200e6, Kind: world.FaultClog, Node: 5, Peer: 4, DurNs: 1e6}}
 	small, checker, _, err := Shrink(1, p, 200, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if small.Brokers >= p.Brokers || len(small.Queues[0].Replicas) > 3 {
+	if small.Brokers >= p.Brokers || small.Queues[0].Replicas > 3 {
 		t.Fatalf("brokers %d, replicas %v: not cut", small.Brokers, small.Queues[0].Replicas)
 	}
 	if err := small.Validate(); err != nil {
@@ -138,22 +136,21 @@ func TestShrinkCutsBrokersAndReplicas(t *testing.T) {
 func TestDropBrokerRenumbers(t *testing.T) {
 	p := world.Standard()
 	p.Brokers = 4
-	p.Queues[0].Replicas = []core.NodeID{1, 3, 4}
-	p.Queues[0].Owner = 4
+	p.Queues[0].Replicas = 3
 	p.Schedule = []world.Fault{
 		{AtNs: 1, Kind: world.FaultCrash, Node: 2, DurNs: 1},
 		{AtNs: 2, Kind: world.FaultClog, Node: 4, Peer: 3, DurNs: 1},
 		{AtNs: 3, Kind: world.FaultOneWay, Node: 1, Peer: 2, DurNs: 1},
 		{AtNs: 4, Kind: world.FaultPowerCycle, DurNs: 1},
 	}
-	if dropBroker(&p, 3) {
-		t.Fatal("dropped a broker holding a replica")
-	}
 	if !dropBroker(&p, 2) {
-		t.Fatal("did not drop an idle broker")
+		t.Fatal("did not drop a broker the queue's 3 replicas can do without")
 	}
-	want := "[1 2 3] owner=3 at=2 clog n3->n2 dur=1 at=4 power-cycle dur=1"
-	got := fmt.Sprintf("%v owner=%d", p.Queues[0].Replicas, p.Queues[0].Owner)
+	if dropBroker(&p, 1) {
+		t.Fatal("dropped a broker the queue's 3 replicas need")
+	}
+	want := "reps=3 at=2 clog n3->n2 dur=1 at=4 power-cycle dur=1"
+	got := fmt.Sprintf("reps=%d", p.Queues[0].Replicas)
 	for _, f := range p.Schedule {
 		got += " " + f.String()
 	}

@@ -64,21 +64,29 @@ type MutantResult struct {
 }
 
 // Mutants runs, for each bug, the seeds from first on with that bug planted
-// until one catches it or its budget runs out.
+// until one catches it or its budget runs out. A seed catches the bug only
+// if its run without the bug passes: one that fails either way is a
+// finding of its own, not evidence that the checkers see this bug.
 func Mutants(list []bugs.Bug, first uint64, budget func(bugs.Bug) uint64, parallel int, profile func(uint64) world.Profile,
 	progress func(MutantResult)) []MutantResult {
 	var out []MutantResult
 	for _, b := range list {
 		n := budget(b)
-		r, found := FirstFailure(first, n, parallel, func(s uint64) world.Profile {
-			p := profile(s)
-			p.Bugs = b.Bit
-			return p
-		})
-		m := MutantResult{Bug: b, Caught: found, Budget: n}
-		if found {
-			m.Seed = r.Seed
-			m.Checker = r.Failures[0].Checker
+		m := MutantResult{Bug: b, Budget: n}
+		for from := first; from < first+n; {
+			r, found := FirstFailure(from, first+n-from, parallel, func(s uint64) world.Profile {
+				p := profile(s)
+				p.Bugs = b.Bit
+				return p
+			})
+			if !found {
+				break
+			}
+			if clean, err := world.Run(r.Seed, profile(r.Seed), world.Options{}); err == nil && clean.Failed == 0 {
+				m.Caught, m.Seed, m.Checker = true, r.Seed, r.Failures[0].Checker
+				break
+			}
+			from = r.Seed + 1
 		}
 		if progress != nil {
 			progress(m)

@@ -14,10 +14,12 @@ package timeline
 
 import (
 	"bytes"
+	"cmp"
 	"embed"
 	"encoding/json"
 	"html/template"
 	"io"
+	"slices"
 	"strconv"
 )
 
@@ -48,11 +50,11 @@ type Meta struct {
 	Reproduce  string
 }
 
-// Queue is one queue's assignment.
+// Queue is one queue's lane of owners and epochs. Render adds a lane for
+// every queue whose appends the trace shows (the controller places queues
+// while the run goes, so their ids are known only from the trace).
 type Queue struct {
-	ID       uint64
-	Owner    int
-	Replicas []int
+	ID uint64
 }
 
 // Result is the run's outcome, known at its end.
@@ -403,6 +405,13 @@ func (b *Builder) Render(w io.Writer, r Result) error {
 	if d.Confirms == nil {
 		d.Confirms = []uint32{}
 	}
+	d.Meta.Queues = slices.Clone(d.Meta.Queues)
+	for _, s := range b.segs {
+		if s.Class == "epoch" && !slices.ContainsFunc(d.Meta.Queues, func(q Queue) bool { return q.ID == s.queueKey }) {
+			d.Meta.Queues = append(d.Meta.Queues, Queue{ID: s.queueKey})
+		}
+	}
+	slices.SortFunc(d.Meta.Queues, func(a, b Queue) int { return cmp.Compare(a.ID, b.ID) })
 	if d.Meta.Queues == nil {
 		d.Meta.Queues = []Queue{}
 	}

@@ -28,7 +28,7 @@ t=9.000000000s * drain: faults off, network healed, every broker up, publishers 
 // from trace lines, whatever the chunks they arrive in, and numbers lines
 // from 1.
 func TestBuilderReadsTheTrace(t *testing.T) {
-	b := New(Meta{Brokers: 2, Queues: []Queue{{ID: 1, Owner: 1}}})
+	b := New(Meta{Brokers: 2, Queues: []Queue{{ID: 1}}})
 	for i := 0; i < len(sample); i += 7 {
 		b.Write([]byte(sample[i:min(i+7, len(sample))]))
 	}

@@ -2,6 +2,7 @@ package world
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/sluicemq/sluice/core"
 )
@@ -17,9 +18,7 @@ type Mark uint8
 // The marks.
 const (
 	MarkOwnerCrashInFlight  Mark = iota + 1 // an owner lost power or exited with publishes in flight
-	MarkFollowerTruncate                    // a follower truncated a divergent suffix
-	MarkOwnerRebuild                        // an owner fetched records from a follower to rebuild its log
-	MarkRecoveryRestart                     // a rebuilding owner started over (asked every follower again)
+	MarkFollowerTruncate                    // a follower truncated a divergent suffix (or an installation cut its log where it parts from the source's)
 	MarkWDown                               // W or more replicas of a W >= 2 queue were down at once
 	MarkAllDown                             // every replica of a queue was down at once
 	MarkRedeliveryAfterLoss                 // a consumer was lost holding a record; a consumer received it again
@@ -35,7 +34,6 @@ const (
 	MarkPowerCycle                          // every broker lost power at once
 	MarkQueueW2                             // the run has a queue with W >= 2
 	MarkProcessDown                         // a broker process stopped (power loss or exit)
-	MarkSeenAboveLog                        // a follower reported to a rebuilding owner an epoch above its log's last
 	MarkLeaderFault                         // a fault struck the metadata group's leader
 	MarkLeaderChange                        // the metadata group had a leader, then another in a later term
 	MarkBrokerExpired                       // a broker left the live set by its heartbeats' expiry
@@ -63,8 +61,6 @@ const (
 var markNames = [...]string{
 	MarkOwnerCrashInFlight:  "owner-crash-inflight",
 	MarkFollowerTruncate:    "follower-truncate",
-	MarkOwnerRebuild:        "owner-rebuild",
-	MarkRecoveryRestart:     "recovery-restart",
 	MarkWDown:               "w-down",
 	MarkAllDown:             "all-down",
 	MarkRedeliveryAfterLoss: "redelivery-after-loss",
@@ -80,7 +76,6 @@ var markNames = [...]string{
 	MarkPowerCycle:          "power-cycle",
 	MarkQueueW2:             "queue-w2",
 	MarkProcessDown:         "process-down",
-	MarkSeenAboveLog:        "seen-above-log",
 	MarkLeaderFault:         "leader-fault",
 	MarkLeaderChange:        "leader-change",
 	MarkBrokerExpired:       "broker-expired",
@@ -146,25 +141,39 @@ func (w *World) mark(m Mark) {
 func (w *World) noteDown(b *broker) {
 	w.mark(MarkProcessDown)
 	for _, c := range w.clients {
-		if c.kind == publisher && c.owner == int32(b.id-1) && len(c.inflight) > 0 {
+		if c.kind == publisher && !c.asking && c.at == int32(b.id-1) && len(c.inflight) > 0 {
 			w.mark(MarkOwnerCrashInFlight)
 			break
 		}
 	}
-	for _, q := range b.queues {
+	for _, p := range w.memberOf(b) {
 		down := 1 // b
-		for _, n := range q.Replicas {
+		for _, n := range p.members {
 			if n != b.id && !w.brokers[n-1].up {
 				down++
 			}
 		}
-		if wq := q.Policy.WriteQuorum(len(q.Replicas), q.MinInSync); wq >= 2 && down >= wq {
+		if p.w >= 2 && down >= p.w {
 			w.mark(MarkWDown)
 		}
-		if down == len(q.Replicas) {
+		if down == len(p.members) {
 			w.mark(MarkAllDown)
 		}
 	}
+}
+
+// memberOf returns the queues, in id order, whose assignment (as the
+// world followed the committed metadata) names b a member; deleted ones
+// are left out.
+func (w *World) memberOf(b *broker) []*placedQueue {
+	var out []*placedQueue
+	for _, id := range w.placedIDs {
+		p := w.placedByID[id]
+		if !p.deleted && slices.Contains(p.members, b.id) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // damageAllowed reports whether injected damage may strike b's copy of q:
@@ -174,9 +183,9 @@ func (w *World) noteDown(b *broker) {
 // before it is repaired: the log format detects the loss of any one write
 // of a commit, and two independent faults on one commit of one copy are
 // outside the model (the repaired copy can be damaged again).
-func (w *World) damageAllowed(b *broker, q core.QueueConfig) bool {
-	budget := q.Policy.WriteQuorum(len(q.Replicas), q.MinInSync) - 1
-	damaged := w.checker.Damaged(q.Queue)
+func (w *World) damageAllowed(b *broker, q *placedQueue) bool {
+	budget := q.w - 1
+	damaged := w.checker.Damaged(q.id)
 	for _, n := range damaged {
 		if n == b.id {
 			return false
@@ -185,15 +194,9 @@ func (w *World) damageAllowed(b *broker, q core.QueueConfig) bool {
 	return len(damaged) < budget
 }
 
-// isOwner reports whether b owns q.
+// isOwner reports whether b owns q, by its assignment as the world followed
+// the committed metadata.
 func isOwner(b *broker, q core.QueueID) bool {
-	for i := range b.queues {
-		if b.queues[i].Queue == q {
-			return b.queues[i].Owner == b.id
-		}
-	}
-	if p, ok := b.w.placedByID[q]; ok {
-		return p.owner == b.id
-	}
-	return false
+	p, ok := b.w.placedByID[q]
+	return ok && p.owner == b.id
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/sluicemq/sluice/core/metadata"
 	"github.com/sluicemq/sluice/io/meta"
 	"github.com/sluicemq/sluice/sim/check"
+	"github.com/sluicemq/sluice/sim/linear"
 	"github.com/sluicemq/sluice/sim/metamem"
 	"github.com/sluicemq/sluice/sim/prng"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -96,6 +97,13 @@ type admin struct {
 	// incarnations: per operator queue, the incarnation its last confirmed
 	// declaration reported
 	incarnations [adminQueues]uint64
+	// declNext: the next of the profile's queues to declare (they come
+	// first, and again in the drain until each committed); declaring: the
+	// request outstanding is one of them; drawn: commands the swarm's
+	// random operator drew
+	declNext  int
+	declaring bool
+	drawn     int
 	// scriptNext: the scripted operator's next step (operator.go)
 	scriptNext int
 }
@@ -157,12 +165,16 @@ func (w *World) adminSend() {
 	if a.waiting {
 		return
 	}
-	if !w.working && a.probed {
+	declaring := a.declNext < len(w.prof.Queues)
+	if !w.working && a.probed && !declaring {
 		return
 	}
-	scripted := len(w.script) > 0 && w.working
+	scripted := len(w.script) > 0 && w.working && !declaring
 	var c metadata.Command
-	if scripted {
+	if declaring {
+		q := w.prof.Queues[a.declNext]
+		c = metadata.Command{Kind: metadata.DeclareQueue, Queue: QueueName(a.declNext), Replicas: q.Replicas, Policy: q.Policy, MinInsync: q.minInSync()}
+	} else if scripted {
 		var due bool
 		var nextNs int64
 		if c, due, nextNs = w.scriptCommand(); !due {
@@ -174,12 +186,12 @@ func (w *World) adminSend() {
 	}
 	b := w.brokers[a.target%len(w.voters)]
 	a.seq++
-	a.waiting, a.probing = true, !w.working
+	a.waiting, a.probing, a.declaring = true, !w.working, declaring
 	// Its connections have ids of their own, apart from the queue
 	// clients' (whose ids stay as they were before the group came).
 	a.cid = adminConnBase + core.ClientID(a.seq)
-	if !scripted {
-		c = w.adminCommand() // after a.seq++: its first commands go by seq
+	if !scripted && !declaring {
+		c = w.adminCommand()
 	}
 	a.cmd = c.Encode(a.cmd[:0])
 	e := w.schedule1(w.now+w.ctrlDelay(), evRequest)
@@ -203,13 +215,14 @@ func (w *World) adminCommand() metadata.Command {
 	if !w.working {
 		return metadata.Command{Kind: metadata.SetSetting, Key: metadata.Settings[metadata.FollowerLossHoldMs].Key, Value: int64(a.seq)}
 	}
-	if a.seq == 1 {
+	a.drawn++
+	if a.drawn == 1 {
 		// A run lasts seconds: a liveness expiry of 1 to 4 s lets it
 		// see brokers expire (the default is 9 s).
 		return metadata.Command{Kind: metadata.SetSetting, Key: metadata.Settings[metadata.LivenessExpiryMs].Key, Value: r.Range(1000, 4000)}
 	}
 	lag := metadata.Command{Kind: metadata.SetSetting, Key: metadata.Settings[metadata.ReplicaLagTimeMaxMs].Key, Value: r.Range(300, 5000)}
-	if a.seq == 2 {
+	if a.drawn == 2 {
 		// And a lag time of 0.3 to 5 s lets it see followers leave the
 		// in-sync set and come back (the default is 30 s).
 		return lag
@@ -254,6 +267,16 @@ func (w *World) adminLearn(c *metadata.Command, result string) {
 	}
 }
 
+// adminDone moves the operator past the command it sent, once the
+// metadata group committed it (confirmed, or refused by the metadata).
+func (w *World) adminDone() {
+	if w.admin.declaring {
+		w.admin.declNext++
+		return
+	}
+	w.scriptDone()
+}
+
 // adminTimer is an evAdmin event: the operator's next request, or the
 // timeout of request inc.
 func (w *World) adminTimer(e *event) {
@@ -282,21 +305,23 @@ func (w *World) adminReply(eff *core.Effect) {
 	switch eff.Outcome {
 	case core.Confirmed:
 		a.stats.confirmed++
-		w.scriptDone()
+		w.adminDone()
 		w.checker.MetaConfirmed(w.now, eff.Offset, a.cmd, eff.Reason)
 		if c, err := metadata.Decode(a.cmd); err == nil {
 			w.adminLearn(&c, eff.Reason)
 		}
 		if a.probing {
 			a.probed = true
-			return
+			if a.declNext >= len(w.prof.Queues) {
+				return // the drain's operator is done
+			}
 		}
 	case core.Failed:
 		a.stats.failed++
 		if eff.Offset != 0 {
 			// Committed, and refused by the metadata (a conflict).
 			a.stats.rejected++
-			w.scriptDone()
+			w.adminDone()
 			w.checker.MetaRejected(w.now, eff.Offset, a.cmd, eff.Reason)
 		} else if _, lead, ok := strings.Cut(eff.Reason, "leader="); ok {
 			if n, err := strconv.Atoi(lead); err == nil && n >= 1 && n <= len(w.voters) {
@@ -410,10 +435,14 @@ func (w *World) brokerTruth() []check.BrokerTruth {
 // placedQueue is a queue the controller placed, as the world follows it.
 type placedQueue struct {
 	id          core.QueueID
+	name        string
 	incarnation uint64
 	epoch       uint64 // of its assignment as followed
 	owner       core.NodeID
-	isr         bool // policy isr: confirms at the high watermark
+	members     []core.NodeID // its assignment's members, the owner among them
+	w           int           // its assignment's W
+	isr         bool          // policy isr: confirms at the high watermark
+	deleted     bool
 }
 
 // placedApplied follows a placement as the first broker applies it: the
@@ -433,15 +462,21 @@ func (w *World) placedApplied(c *metadata.Command) {
 	if !ok {
 		panic(fmt.Sprintf("world: placement of %q, which the checker's model does not hold", c.Queue))
 	}
-	spec := check.QueueSpec{Queue: q.ID, Owner: c.Owner, W: q.Policy.WriteQuorum(c.Members.N, q.MinInsync), ISR: q.Policy == core.ISR, Placed: true, Dir: logDir(q.ID),
-		Disks: func(n core.NodeID) check.Disk { return w.brokers[n-1].pfs }}
+	spec := check.QueueSpec{Queue: q.ID, Owner: c.Owner, W: q.Policy.WriteQuorum(c.Members.N, q.MinInsync), ISR: q.Policy == core.ISR, Placed: true, Dir: logDir(q.ID)}
 	for _, m := range c.Members.Slice() {
 		spec.Replicas = append(spec.Replicas, m.Node)
 	}
 	w.checker.AddQueue(spec)
-	p := placedQueue{id: q.ID, incarnation: c.Incarnation, epoch: c.Epoch, owner: c.Owner, isr: q.Policy == core.ISR}
+	p := &placedQueue{id: q.ID, name: c.Queue, incarnation: c.Incarnation, epoch: c.Epoch, owner: c.Owner,
+		members: spec.Replicas, w: spec.W, isr: q.Policy == core.ISR}
 	w.placed[c.Queue], w.placedByID[q.ID] = p, p
-	w.placedConsumerStart(q.ID, c.Owner)
+	at, _ := slices.BinarySearch(w.placedIDs, q.ID)
+	w.placedIDs = slices.Insert(w.placedIDs, at, q.ID)
+	if _, ok := w.history[q.ID]; !ok && w.profileQueue(c.Queue) {
+		// Its clients' history, for the linearizability check: publishes,
+		// deliveries and the owner's ack records, presized (a hint).
+		w.history[q.ID] = make([]linear.Op, 0, min(3*w.expectedPublishes(), linearOpsMax))
+	}
 }
 
 // transitionApplied follows a fencing transition: the checkers learn the
@@ -450,7 +485,7 @@ func (w *World) transitionApplied(c *metadata.Command) {
 	if p, ok := w.placed[c.Queue]; ok && p.incarnation == c.Incarnation {
 		w.checker.AddReplicas(p.id, c.Proposed.Slice())
 	}
-	w.fencedApplied(c.Queue, c.Incarnation)
+	w.fencedApplied(c.Queue, c.Incarnation, false)
 }
 
 // activatedApplied follows a recovery's activation as the first broker
@@ -461,25 +496,48 @@ func (w *World) activatedApplied(c *metadata.Command) {
 	if !ok || p.incarnation != c.Incarnation || p.epoch > c.Epoch {
 		return // another incarnation's, or applied by an earlier broker
 	}
-	p.epoch, p.owner = c.Epoch+1, c.Owner
-	w.placed[c.Queue], w.placedByID[p.id] = p, p
 	q, _ := w.checker.MetaQueue(c.Queue)
 	var members []core.NodeID
 	for _, m := range c.Members.Slice() {
 		members = append(members, m.Node)
 	}
 	n := c.Members.N
+	p.epoch, p.owner, p.members, p.w = c.Epoch+1, c.Owner, members, q.Policy.WriteQuorum(n, min(q.MinInsync, n))
 	w.checker.ActivationWitnesses(w.now, p.id, c.Epoch+1)
-	w.checker.Reassign(w.now, p.id, c.Epoch+1, c.Owner, members, q.Policy.WriteQuorum(n, min(q.MinInsync, n)))
+	w.checker.Reassign(w.now, p.id, c.Epoch+1, c.Owner, members, p.w)
 	w.inSyncOf[c.Queue] = inSyncTruth{members: c.Members, inSync: c.InSync}
-	w.placedConsumerStart(p.id, c.Owner)
 }
 
 // fencedApplied follows a fencing transition or a deletion.
-func (w *World) fencedApplied(name string, incarnation uint64) {
-	if p, ok := w.placed[name]; ok && p.incarnation == incarnation {
-		w.checker.Fence(p.id)
-		w.placedConsumerStop(p.id)
+func (w *World) fencedApplied(name string, incarnation uint64, deleted bool) {
+	p, ok := w.placed[name]
+	if !ok || p.incarnation != incarnation {
+		return
+	}
+	w.checker.Fence(p.id)
+	w.fencedNs[p.id] = w.now
+	p.deleted = p.deleted || deleted
+}
+
+// incarnationOf returns the placed queue of name and incarnation, if the
+// world saw it placed.
+func (w *World) incarnationOf(name string, incarnation uint64) *placedQueue {
+	for _, id := range w.placedIDs {
+		if p := w.placedByID[id]; p.name == name && p.incarnation == incarnation {
+			return p
+		}
+	}
+	return nil
+}
+
+// cancelConsumers ends the subscriptions to queue q at broker b: b no
+// longer serves them (its group of q fenced, replaced or gone). Each
+// consumer asks where the queue lives again.
+func (w *World) cancelConsumers(b *broker, q core.QueueID) {
+	for _, c := range w.clients {
+		if c.kind == consumer && c.queue == q && c.conn != 0 && !c.asking && c.at == int32(b.id-1) {
+			w.relearn(c)
+		}
 	}
 }
 
@@ -501,15 +559,17 @@ func (w *World) placedSettled() bool {
 	return true
 }
 
-// placedConsumed reports whether placed queue q has a consumer.
+// placedConsumed reports whether placed queue q has a consumer: one that
+// subscribed to it, or one that follows its name.
 func (w *World) placedConsumed(q core.QueueID) bool {
-	return slices.ContainsFunc(w.clients, func(c *client) bool { return c.placed && c.q.Queue == q })
+	p := w.placedByID[q]
+	return slices.ContainsFunc(w.clients, func(c *client) bool {
+		return c.kind == consumer && (c.queue == q || (p != nil && c.name == p.name))
+	})
 }
 
-// powerLossCtrl is a power loss of b's metadata disk and its placed
-// queues' disk (the static queues' disk crashes on its own stream).
+// powerLossCtrl is a power loss of b's metadata disk.
 func (w *World) powerLossCtrl(b *broker) {
-	b.pfs.Crash(w.rCtrl)
 	b.meta.PowerLoss(w.rCtrl.Intn(b.meta.Pending() + 1))
 }
 

@@ -4,7 +4,11 @@
 // codec's bytes with seeded latency (so messages reorder naturally), one
 // in-memory disk (sim/memfs) per broker under the real segment log, and
 // simulated publishers and consumers that record a history for the checkers
-// in sim/check and sim/linear.
+// in sim/check and sim/linear. Every queue is declared through the
+// metadata group and placed by the controller, as in a real cluster: the
+// profile's queues are the operator's first declarations, and their clients
+// know them by name only (they ask any broker where a queue lives, and ask
+// again when their broker no longer serves it).
 //
 // A run has two phases. Workload (safety): clients publish and consume while
 // the profile's faults strike, per a schedule drawn from the seed up front
@@ -13,7 +17,8 @@
 // errors, lost writes, unreadable sectors, torn sectors, corruption met at a
 // restart or by live reads, full disks, partitions, clogged links, delay
 // spikes, and per-message drops, duplicates (some late) and corrupt frames;
-// disk damage stays within the fault budget (see damageAllowed). Drain
+// disk damage strikes the placed logs of a queue's current members and
+// stays within the fault budget (see damageAllowed). Drain
 // (liveness): faults stop, the network heals, every broker runs, each
 // publisher needs one probe publish confirmed, and the cluster gets a
 // bounded simulated time to resolve every publish, let consumers receive

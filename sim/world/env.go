@@ -13,7 +13,6 @@ import (
 	"github.com/sluicemq/sluice/core/wire"
 	"github.com/sluicemq/sluice/io/seglog"
 	"github.com/sluicemq/sluice/sim/check"
-	"github.com/sluicemq/sluice/sim/linear"
 )
 
 // brokerEnv is a broker process's world, as its host sees it (driver.Env),
@@ -31,19 +30,6 @@ func (env *brokerEnv) Send(to core.NodeID, g core.GroupID, msg []byte) {
 	if len(msg) > 0 && g < seam.GroupReservedMin {
 		// The network may look at what it carries: coverage marks.
 		switch queue.MsgKind(msg[0]) {
-		case queue.MsgFetch:
-			w.brokers[f].fetched = true
-			w.mark(MarkOwnerRebuild)
-		case queue.MsgLogQuery:
-			if w.brokers[f].fetched {
-				w.mark(MarkRecoveryRestart)
-			}
-		case queue.MsgLogReport:
-			// The follower has seen an epoch its log does not hold: the
-			// rebuilt owner's epoch must go above it (fencing).
-			if queue.DecodeMsgInto(&w.replyScratch, msg) == nil && w.replyScratch.Epoch > seam.LastEpoch(w.replyScratch.Epochs) {
-				w.mark(MarkSeenAboveLog)
-			}
 		case queue.MsgAppendReply:
 			// A follower's durable report: evidence the checker names when
 			// a confirm lacks its copies (it judges from the disks).
@@ -136,7 +122,7 @@ func (env *brokerEnv) Client(eff *core.Effect) {
 	}
 	// The connection delivers in order, as a TCP stream does.
 	c := w.clients[ci]
-	at := max(w.now+w.clientDelay(c), c.replyAt)
+	at := max(w.now+w.netDelay(), c.replyAt)
 	c.replyAt = at
 	e := w.schedule1(at, evReply)
 	e.inc, e.eff, e.t0 = uint64(eff.Client), *eff, w.now
@@ -267,19 +253,14 @@ func (env *brokerEnv) Executed(l int, op *core.Effect, done *core.StorageDone, l
 		w.checker.Discarded(b.id, q, log.End())
 	case core.OpAppend:
 		w.checker.Appended(b.id, q, op.Records)
-		owner := w.ownerOf(q) == b.id
 		for i := range op.Records {
 			r := &op.Records[i]
 			if r.Kind == record.KindAck {
 				acked, _ := record.AckedOffset(r.Body)
 				w.checker.AckAppended(q, b.id, r.Offset, check.IdentOf(r), acked)
 			}
-			if owner && r.Kind != record.KindPublish {
-				// Acks and epoch records take offsets too: to the log model
-				// they are appends whose outcome no client learns.
-				w.internalKeys++
-				w.record(q, linear.Op{Kind: linear.Append, Client: -1,
-					CallNs: w.now, Key: 1<<63 | w.internalKeys, Outcome: linear.Unknown})
+			if r.Kind != record.KindPublish {
+				w.internalAppended(q, r)
 			}
 		}
 	}
@@ -287,7 +268,7 @@ func (env *brokerEnv) Executed(l int, op *core.Effect, done *core.StorageDone, l
 
 // Watermark passes a queue owner's high watermark to the checkers.
 func (env *brokerEnv) Watermark(e *core.Effect) {
-	env.w.checker.Watermark(env.w.now, e.Queue, e.Offset)
+	env.w.checker.Watermark(env.w.now, e.Queue, env.b.id, env.b.inc+1, e.Offset)
 }
 
 // Recovery takes a stage of a queue's recovery: coverage, and every seal
@@ -331,6 +312,26 @@ func (env *brokerEnv) Applied(e *core.Effect) {
 		return
 	}
 	switch c.Kind {
+	case metadata.Transition, metadata.Activate, metadata.DeleteQueue:
+		// This broker fences (or replaces, or drops) its replica group of
+		// the queue as it applies this: it cancels the group's consumers
+		// on it, as AMQP's basic.cancel tells a client, and they ask where
+		// the queue lives again. TODO(issue 13): the core says so itself
+		// (an effect per subscription), for the daemon's basic.cancel.
+		// (Of that incarnation: this broker may apply it long after the
+		// name was declared again, a pause or a partition behind.)
+		if p := w.incarnationOf(c.Queue, c.Incarnation); p != nil {
+			w.cancelConsumers(env.b, p.id)
+		}
+	}
+	if e.Offset <= w.metaFollowed {
+		// Applied already by another broker (or an earlier process of this
+		// one): the world follows each entry once, at its first
+		// application, so entries in index order.
+		return
+	}
+	w.metaFollowed = e.Offset
+	switch c.Kind {
 	case metadata.BrokerDown:
 		// Eager when the world reported this process's exit.
 		if w.exited[c.Node] == c.Process {
@@ -349,7 +350,7 @@ func (env *brokerEnv) Applied(e *core.Effect) {
 		w.mark(MarkRecoveryActivate)
 		w.activatedApplied(&c)
 	case metadata.DeleteQueue:
-		w.fencedApplied(c.Queue, c.Incarnation)
+		w.fencedApplied(c.Queue, c.Incarnation, true)
 		w.deletedNames[c.Queue] = true
 	case metadata.DeclareQueue:
 		if w.deletedNames[c.Queue] && strings.Contains(e.Reason, "=> declared") {

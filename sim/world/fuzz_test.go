@@ -22,11 +22,7 @@ func FuzzWorld(f *testing.F) {
 		p := Draw(seed)
 		p.Brokers = 1 + int(brokers)%5
 		n := 1 + int(replicas)%p.Brokers
-		reps := make([]core.NodeID, n)
-		for i := range reps {
-			reps[i] = core.NodeID(i + 1)
-		}
-		p.Queues = []core.QueueConfig{{Queue: 1, Replicas: reps, Owner: reps[int(seed%uint64(n))], Policy: core.Policy(1 + policy%3)}}
+		p.Queues = []QueueDecl{{Replicas: n, Policy: core.Policy(1 + policy%3)}}
 		p.PublishesPerSec = 1 + int(rate)%1000
 		p.DurationMs = 1500
 		for k := FaultCrash; k < FaultDrop; k++ {

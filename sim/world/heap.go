@@ -25,6 +25,7 @@ const (
 	evAdmin                          // the operator's next metadata request (inc 0), or its timeout (inc: its seq)
 	evPeerLost                       // node's connection to broker from (its process q) closed and a reconnect failed
 	evPlaced                         // placed publisher cli's next request (inc 0), or its timeout (inc: the request's connection)
+	evAskTimeout                     // client cli's topology request (connection inc) has had no answer
 )
 
 // event is one scheduled happening. Events live in a slab; the heap orders

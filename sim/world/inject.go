@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/io/vfs"
 	"github.com/sluicemq/sluice/sim/memfs"
 )
@@ -206,12 +205,12 @@ func (w *World) damageMet(b *broker, text string) {
 
 // pickLog returns one of b's segment files whose copy the fault budget lets
 // a fault damage, with its durable size, or ok false.
-func (w *World) pickLog(b *broker) (q core.QueueConfig, name string, size int64, ok bool) {
-	for _, q := range b.queues {
+func (w *World) pickLog(b *broker) (q *placedQueue, name string, size int64, ok bool) {
+	for _, q := range w.memberOf(b) {
 		if !w.damageAllowed(b, q) {
 			continue
 		}
-		dir := logDir(q.Queue)
+		dir := logDir(q.id)
 		names, err := b.fs.DurableList(dir)
 		if err != nil {
 			continue
@@ -232,25 +231,25 @@ func (w *World) pickLog(b *broker) (q core.QueueConfig, name string, size int64,
 		}
 		return q, name, int64(len(durable)), true
 	}
-	return core.QueueConfig{}, "", 0, false
+	return nil, "", 0, false
 }
 
 // injected accounts for damage struck on b's copy of q.
-func (w *World) injected(b *broker, q core.QueueConfig) {
-	w.checker.Injected(b.id, q.Queue)
+func (w *World) injected(b *broker, q *placedQueue) {
+	w.checker.Injected(b.id, q.id)
 	w.checker.DiskChanged(b.id)
-	if q.Owner == b.id {
+	if q.owner == b.id {
 		w.mark(MarkCorruptOwner)
 	}
 }
 
 // loseWrite makes one recently synced write of one of b's logs revert.
 func (w *World) loseWrite(b *broker, f Fault) bool {
-	for _, q := range b.queues {
+	for _, q := range w.memberOf(b) {
 		if !w.damageAllowed(b, q) {
 			continue
 		}
-		dir := logDir(q.Queue)
+		dir := logDir(q.id)
 		names, err := b.fs.DurableList(dir)
 		if err != nil {
 			continue
@@ -291,16 +290,23 @@ func (w *World) unreadable(b *broker, f Fault) bool {
 // when the budget allows for every queue b holds (the torn write may be any
 // log's); otherwise an ordinary power loss.
 func (w *World) tearSector(b *broker, restartNs int64) {
-	for _, q := range b.queues {
-		if !w.damageAllowed(b, q) {
-			w.crash(b, restartNs)
-			return
+	// Every log on the disk may hold the torn sector, a member's or not
+	// (a former member's log, or one a recovery installs).
+	var onDisk []*placedQueue
+	for _, id := range w.placedIDs {
+		q := w.placedByID[id]
+		if names, err := b.fs.DurableList(logDir(id)); !q.deleted && err == nil && len(names) > 0 {
+			if !w.damageAllowed(b, q) {
+				w.crash(b, restartNs)
+				return
+			}
+			onDisk = append(onDisk, q)
 		}
 	}
 	w.powerLossCtrl(b)
 	if n := b.fs.CrashTearSynced(w.rFault); n > 0 {
-		for _, q := range b.queues {
-			w.checker.Injected(b.id, q.Queue)
+		for _, q := range onDisk {
+			w.checker.Injected(b.id, q.id)
 		}
 		w.notef("struck torn-sector n%d: a torn write damaged %d synced bytes", b.id, n)
 		w.stats.Struck[FaultTornSector]++
@@ -313,11 +319,11 @@ func (w *World) tearSector(b *broker, restartNs int64) {
 // corrupt flips one bit of a durable byte in one of b's logs, when the fault
 // budget allows (damageAllowed).
 func (w *World) corrupt(b *broker, f Fault) bool {
-	for _, q := range b.queues {
+	for _, q := range w.memberOf(b) {
 		if !w.damageAllowed(b, q) {
 			continue
 		}
-		dir := logDir(q.Queue)
+		dir := logDir(q.id)
 		names, err := b.fs.List(dir)
 		if err != nil || len(names) == 0 {
 			continue

@@ -2,6 +2,7 @@ package world
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -113,6 +114,12 @@ func parseOperator(lines []string) ([]operatorStep, error) {
 		}
 	}
 	return steps, nil
+}
+
+// declares reports whether an operator script declares a queue.
+func declares(lines []string) bool {
+	steps, err := parseOperator(lines)
+	return err == nil && slices.ContainsFunc(steps, func(s operatorStep) bool { return s.cmd.Kind == metadata.DeclareQueue })
 }
 
 func scriptDeclares(steps []operatorStep, name string) bool {

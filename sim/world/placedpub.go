@@ -84,11 +84,17 @@ func (w *World) placedStart() {
 				w.pubs = append(w.pubs, p)
 				w.schedule1(w.now, evPlaced).cli = int32(p.idx)
 			}
+			if w.prof.ConsumersPerQueue > 0 {
+				w.addClient(consumer, st.cmd.Queue)
+			}
 		}
 		return
 	}
 	for k := range adminQueues {
 		w.pubs = append(w.pubs, &placedPub{idx: k, name: "sim-q" + itoa(k)})
+		if w.prof.ConsumersPerQueue > 0 {
+			w.addClient(consumer, "sim-q"+itoa(k))
+		}
 	}
 	for _, p := range w.pubs {
 		e := w.schedule1(w.now+w.rCtrl.Range(500e6, 1500e6), evPlaced)
@@ -195,7 +201,7 @@ func (w *World) placedReply(p *placedPub, eff *core.Effect) {
 	} else {
 		if eff.Outcome == core.Confirmed {
 			w.checker.ConfirmEmitted(w.now, eff.Queue, eff.Offset)
-			if w.placedByID[eff.Queue].isr {
+			if p := w.placedByID[eff.Queue]; p != nil && p.isr {
 				w.mark(MarkISRConfirm)
 			}
 		}
@@ -228,47 +234,5 @@ func (w *World) placedEnd(p *placedPub, o core.Outcome, q core.QueueID, offset u
 		p.stats.failed++
 	default:
 		p.stats.unknown++
-	}
-}
-
-// clientDelay is a client message's network delay: the placed consumers'
-// own stream for theirs, the network's for the static clients.
-func (w *World) clientDelay(c *client) int64 {
-	if c.placed {
-		return c.r.Range(w.prof.NetLatencyUsMin, w.prof.NetLatencyUsMax) * 1000
-	}
-	return w.netDelay()
-}
-
-// placedConsumerStart gives a newly placed queue its consumer (one, when
-// the profile has consumers), drawing from a stream of its own: it subscribes at
-// the owner the placement names, acks what it gets, and reconnects when
-// its subscribe is refused or the owner's process ends, until the queue is
-// fenced or deleted (placedConsumerStop).
-func (w *World) placedConsumerStart(q core.QueueID, owner core.NodeID) {
-	if w.prof.ConsumersPerQueue == 0 || (!w.working && !w.placedConsumed(q)) {
-		// (A queue that had consumers gets them back after a recovery,
-		// in the drain too: its confirmed records must reach one.)
-		return
-	}
-	c := &client{kind: consumer, idx: int32(len(w.clients)), q: core.QueueConfig{Queue: q, Owner: owner},
-		owner: int32(owner - 1), r: w.rSub, placed: true}
-	w.clients = append(w.clients, c)
-	w.schedule1(w.now+c.r.Range(0, 1e6), evConnect).cli = c.idx
-	if w.prof.ConsumerLossPerMin.On() {
-		w.schedule1(w.now+expGap(c.r, w.prof.ConsumerLossPerMin), evConsumerLoss).cli = c.idx
-	}
-}
-
-// placedConsumerStop ends the consumers of placed queue q: fenced or
-// deleted, it serves no one until recovery (issue 11).
-func (w *World) placedConsumerStop(q core.QueueID) {
-	for _, c := range w.clients {
-		if c.placed && c.q.Queue == q && !c.stopped {
-			c.stopped = true
-			if c.conn != 0 {
-				w.disconnect(c, true)
-			}
-		}
 	}
 }

@@ -2,10 +2,12 @@ package world
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/bugs"
+	"github.com/sluicemq/sluice/core/metadata"
 	"github.com/sluicemq/sluice/sim/prng"
 )
 
@@ -13,7 +15,10 @@ import (
 // scenario. It prints as one line with the seed.
 type Profile struct {
 	Brokers int
-	Queues  []core.QueueConfig
+	// Queues are declared through the metadata group as the run starts
+	// (the operator's first commands, named q1, q2, ...) and placed by the
+	// controller like every queue: no queue has a static assignment.
+	Queues []QueueDecl
 
 	PublishersPerQueue int
 	PublishesPerSec    int // per publisher
@@ -47,16 +52,36 @@ type Profile struct {
 	Operator []string
 }
 
+// QueueDecl is one of the profile's queues as the operator declares it:
+// its replica count, durability policy and min in-sync (isr: the smallest
+// in-sync set that admits publishes; 0 means 1 for the others). Where its
+// replicas and its owner live is the controller's choice.
+type QueueDecl struct {
+	Replicas  int
+	Policy    core.Policy
+	MinInSync int
+}
+
+// W returns the queue's write requirement when its whole replica set is
+// placed.
+func (q QueueDecl) W() int { return q.Policy.WriteQuorum(q.Replicas, q.minInSync()) }
+
+func (q QueueDecl) minInSync() int { return max(q.MinInSync, 1) }
+
+// QueueName returns the catalogue name of the profile's queue i (from 0).
+func QueueName(i int) string { return "q" + strconv.Itoa(i+1) }
+
 // Standard returns the standard world of the benchmark: 3 brokers, 1 queue
 // of 3 replicas under majority_durable, 200 publishes/s, 1 consumer acking,
 // 60 simulated seconds, no faults. The metadata group runs (raft,
 // heartbeats, liveness), and its operator only sets one setting (to the
-// default): the world holds the one queue its definition names, where the
-// swarm's random operator would declare three more.
+// default) after it declared the profile's queue: the world holds the one
+// queue its definition names, where the swarm's random operator would
+// declare three more.
 func Standard() Profile {
 	return Profile{
 		Brokers:            3,
-		Queues:             []core.QueueConfig{{Queue: 1, Replicas: []core.NodeID{1, 2, 3}, Owner: 1, Policy: core.MajorityDurable}},
+		Queues:             []QueueDecl{{Replicas: 3, Policy: core.MajorityDurable}},
 		PublishersPerQueue: 1,
 		PublishesPerSec:    200,
 		BodyBytesMin:       64,
@@ -109,17 +134,7 @@ func Draw(seed uint64) Profile {
 		if !r.Chance(1, 5) {
 			policy = []core.Policy{core.MajorityDurable, core.AllDurable}[r.Intn(2)]
 		}
-		first := r.Intn(p.Brokers)
-		var reps []core.NodeID
-		for i := 0; i < n; i++ {
-			reps = append(reps, core.NodeID((first+i)%p.Brokers+1))
-		}
-		p.Queues = append(p.Queues, core.QueueConfig{
-			Queue:    core.QueueID(q),
-			Replicas: reps,
-			Owner:    reps[r.Intn(n)],
-			Policy:   policy,
-		})
+		p.Queues = append(p.Queues, QueueDecl{Replicas: n, Policy: policy})
 	}
 	p.PublishersPerQueue = 1 + r.Intn(2)
 	p.PublishesPerSec = []int{20, 100, 200, 500}[r.Intn(4)]
@@ -191,7 +206,10 @@ func (p Profile) String() string {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		fmt.Fprintf(&b, "q%d:%s:owner=n%d:reps=%v", q.Queue, q.Policy, q.Owner, q.Replicas)
+		fmt.Fprintf(&b, "%s:%s:reps=%d", QueueName(i), q.Policy, q.Replicas)
+		if q.Policy == core.ISR {
+			fmt.Fprintf(&b, ":min-insync=%d", q.minInSync())
+		}
 	}
 	fmt.Fprintf(&b, "] pubs=%dx%d/s body=%d..%d inflight=%d consumers=%d prefetch=%d closs/min=%s net=%d..%dus sync=%d..%dus dur=%dms faults=[%s]",
 		p.PublishersPerQueue, p.PublishesPerSec, p.BodyBytesMin, p.BodyBytesMax, p.InflightMax,
@@ -236,29 +254,31 @@ func (p Profile) Validate() error {
 	if _, err := parseOperator(p.Operator); err != nil {
 		return bad("operator", "%v", err)
 	}
-	if len(p.Queues) < 1 || len(p.Queues) > QueuesMax {
-		return bad("queues", "%d queues, want 1..%d", len(p.Queues), QueuesMax)
+	if len(p.Queues) > QueuesMax {
+		return bad("queues", "%d queues, want at most %d", len(p.Queues), QueuesMax)
+	}
+	if steps, _ := parseOperator(p.Operator); len(steps) > 0 {
+		for _, s := range steps {
+			for i := range p.Queues {
+				if s.cmd.Kind == metadata.DeclareQueue && s.cmd.Queue == QueueName(i) {
+					return bad("operator", "declares %s, the name of the profile's queue %d", s.cmd.Queue, i)
+				}
+			}
+		}
+	}
+	if len(p.Queues) == 0 && !declares(p.Operator) {
+		return bad("queues", "none, and no operator step declares one: the run would have no queue")
 	}
 	for i, q := range p.Queues {
 		field := fmt.Sprintf("queues[%d]", i)
-		if q.Queue < 1 {
-			return bad(field+".queue", "%d, want 1 or more", q.Queue)
+		if q.Replicas < 1 || q.Replicas > min(p.Brokers, core.ReplicasMax) {
+			return bad(field+".replicas", "%d, want 1..%d (brokers=%d)", q.Replicas, min(p.Brokers, core.ReplicasMax), p.Brokers)
 		}
-		for _, o := range p.Queues[:i] {
-			if o.Queue == q.Queue {
-				return bad(field+".queue", "queue %d listed twice", q.Queue)
-			}
+		if !q.Policy.Valid() {
+			return bad(field+".policy", "unknown policy %d", q.Policy)
 		}
-		for j, n := range q.Replicas {
-			if int(n) < 1 || int(n) > p.Brokers {
-				return bad(fmt.Sprintf("%s.replicas[%d]", field, j), "broker n%d does not exist (brokers=%d)", n, p.Brokers)
-			}
-		}
-		if int(q.Owner) < 1 || int(q.Owner) > p.Brokers {
-			return bad(field+".owner", "broker n%d does not exist (brokers=%d)", q.Owner, p.Brokers)
-		}
-		if err := q.Validate(); err != nil {
-			return bad(field, "%v", err)
+		if q.MinInSync < 0 || q.MinInSync > q.Replicas {
+			return bad(field+".min_insync", "%d, want 0..%d (the replica count)", q.MinInSync, q.Replicas)
 		}
 	}
 	ints := []struct {

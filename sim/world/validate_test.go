@@ -19,8 +19,14 @@ func TestValidateNamesTheField(t *testing.T) {
 		bad  func(p *Profile)
 	}{
 		{"brokers: 0, want 1..16", func(p *Profile) { p.Brokers = 0 }},
-		{"queues[0].replicas[2]: broker n4 does not exist (brokers=3)", func(p *Profile) { p.Queues[0].Replicas[2] = 4 }},
-		{"queues[0].owner: broker n9 does not exist", func(p *Profile) { p.Queues[0].Owner = 9 }},
+		{"queues[0].replicas: 4, want 1..3 (brokers=3)", func(p *Profile) { p.Queues[0].Replicas = 4 }},
+		{"queues[0].replicas: 0, want 1..3", func(p *Profile) { p.Queues[0].Replicas = 0 }},
+		{"queues[0].policy: unknown policy 9", func(p *Profile) { p.Queues[0].Policy = 9 }},
+		{"queues[0].min_insync: 4, want 0..3", func(p *Profile) { p.Queues[0].MinInSync = 4 }},
+		{"queues: none, and no operator step declares one", func(p *Profile) { p.Queues = nil }},
+		{"operator: declares q1, the name of the profile's queue 0", func(p *Profile) {
+			p.Operator = []string{"at=0 declare q1 3 majority_durable 1"}
+		}},
 		{"duration_ms: 0, want 1..600000", func(p *Profile) { p.DurationMs = 0 }},
 		{"duration_ms: -5, want 1..600000", func(p *Profile) { p.DurationMs = -5 }},
 		{"duration_ms: 9223372036854, want 1..600000", func(p *Profile) { p.DurationMs = 9223372036854 }},
@@ -39,7 +45,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		}},
 	} {
 		p := Standard()
-		p.Queues = []core.QueueConfig{{Queue: 1, Replicas: []core.NodeID{1, 2, 3}, Owner: 1, Policy: core.MajorityDurable}}
+		p.Queues = []QueueDecl{{Replicas: 3, Policy: core.MajorityDurable}}
 		c.bad(&p)
 		err := p.Validate()
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -63,7 +69,7 @@ func TestValidateNamesTheField(t *testing.T) {
 // same run as without it.
 func TestInterrupt(t *testing.T) {
 	p := Standard()
-	p.DurationMs = 2000
+	p.DurationMs = 4000
 	asks := 0
 	r, err := Run(1, p, Options{Interrupt: func() bool { asks++; return asks == 2 }})
 	if !errors.Is(err, ErrInterrupted) || r.Failed != 0 || r.Events != interruptEvents+1 {

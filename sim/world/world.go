@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/sluicemq/sluice/core"
-	"github.com/sluicemq/sluice/core/metadata"
 	"github.com/sluicemq/sluice/core/queue"
+	"github.com/sluicemq/sluice/core/record"
 	"github.com/sluicemq/sluice/core/seam"
 	"github.com/sluicemq/sluice/core/wire"
 	"github.com/sluicemq/sluice/io/driver"
@@ -80,15 +80,12 @@ type broker struct {
 	id  core.NodeID
 	up  bool
 	inc uint64 // incarnation: bumps on every crash
-	fs  *memfs.FS
-	// pfs holds the logs of the queues the controller placed: a disk of
-	// their own, so that adding them left the static queues' disks, and
-	// the draws their faults make, as they were
-	pfs    *memfs.FS
-	queues []core.QueueConfig
-	host   *driver.Host  // the running process; nil while down
-	meta   *metamem.Disk // the metadata disk of a voter of the metadata group; nil otherwise
-	draws  *prng.Rand    // the randomness its processes' tick inputs carry
+	// fs holds the logs of the queues the controller placed on it (one
+	// directory per queue), and takes the disk faults
+	fs    *memfs.FS
+	host  *driver.Host  // the running process; nil while down
+	meta  *metamem.Disk // the metadata disk of a voter of the metadata group; nil otherwise
+	draws *prng.Rand    // the randomness its processes' tick inputs carry
 	// storage is its storage instance (one per data directory)
 	storage uint64
 
@@ -99,7 +96,6 @@ type broker struct {
 	diskFullEnd int64
 	failSync    bool  // the next sync fails
 	failRead    bool  // the next log read fails
-	fetched     bool  // this process fetched records to rebuild a log (coverage)
 	armed       uint8 // damage injected into a running log, not yet met (armCorrupt, ...)
 	tornDurNs   int64 // armTorn: the restart delay of the power loss
 	damageMetNs int64 // when a read of its logs last met damage
@@ -113,6 +109,8 @@ type clientKind uint8
 const (
 	publisher clientKind = 1
 	consumer  clientKind = 2
+	// asker: a connection that asks one topology request for a client
+	asker clientKind = 3
 )
 
 type inflightPub struct {
@@ -121,13 +119,23 @@ type inflightPub struct {
 	op    int // index of its operation in the queue's history, -1 if none
 }
 
+// A client knows its queue by name only, as an application does: it asks
+// a random broker where the queue lives (a topology request, on a
+// connection of its own), connects to the owner named, and asks again
+// when that connection dies or the broker answers that it no longer owns
+// the queue (moved, fenced, sealed, or gone).
 type client struct {
-	kind     clientKind
-	idx      int32
-	q        core.QueueConfig
-	owner    int32 // broker index of the queue's owner
+	kind  clientKind
+	idx   int32
+	name  string       // the queue's name in the catalogue
+	queue core.QueueID // the queue's id, from the topology answer (0: not yet)
+	owner int32        // broker index of the owner the last answer named (-1: not known)
+	// at: the broker index the open connection goes to (the owner, or
+	// while asking, the broker asked); -1 when none is open
+	at       int32
 	conn     core.ClientID
-	connInc  uint64 // the owner's incarnation when connected
+	connInc  uint64 // the connected broker's incarnation when connected
+	asking   bool   // conn is a topology request's connection
 	reqID    uint64
 	seq      uint64
 	inflight []inflightPub
@@ -137,13 +145,7 @@ type client struct {
 	// reqAt, replyAt: when the last request and reply of the connection
 	// arrive; later ones may not overtake them.
 	reqAt, replyAt int64
-	// r: the stream the client's draws come from (the clients' stream;
-	// rSub for a placed queue's consumer, so that adding them left the
-	// static queues' draws as they were). placed: a consumer of a
-	// queue the controller placed; stopped: its queue was fenced or
-	// deleted, it connects no more.
-	r               *prng.Rand
-	placed, stopped bool
+	r              *prng.Rand // the stream the client's draws come from
 }
 
 // World is one simulated cluster.
@@ -157,16 +159,13 @@ type World struct {
 	conns    map[core.ClientID]int32      // open connections
 	connKind map[core.ClientID]clientKind // every connection ever opened
 	nextCID  core.ClientID
-	// nextPlacedCID numbers the placed queues' consumers' connections
-	// (from placedSubBase), apart from the static clients'
-	nextPlacedCID core.ClientID
-	checker       *check.Checker
-	trace         *driver.Trace
-	stats         Stats
-	nEvents       uint64
-	working       bool  // workload phase
-	healNs        int64 // when the drain began
-	stop          bool  // the drain finished early
+	checker  *check.Checker
+	trace    *driver.Trace
+	stats    Stats
+	nEvents  uint64
+	working  bool  // workload phase
+	healNs   int64 // when the drain began
+	stop     bool  // the drain finished early
 	// interrupt: Options.Interrupt; interrupted: it stopped the run
 	interrupt   func() bool
 	interrupted bool
@@ -182,6 +181,9 @@ type World struct {
 	history      map[core.QueueID][]linear.Op
 	historyFull  map[core.QueueID]bool // reached linearOpsMax: not checked
 	internalKeys uint64
+	// internalSeen: per queue, by offset, the epoch of the internal record
+	// (ack or epoch) the history took there (0: none)
+	internalSeen map[core.QueueID][]uint64
 
 	// lostHeld: deliveries a lost consumer held unacked (coverage only)
 	lostHeld map[lostKey]bool
@@ -200,10 +202,17 @@ type World struct {
 	exited map[core.NodeID]uint64
 	// placed: the queues the controller placed, by name (the current
 	// incarnation's) and by id
-	placed     map[string]placedQueue
-	placedByID map[core.QueueID]placedQueue
+	placed     map[string]*placedQueue
+	placedByID map[core.QueueID]*placedQueue
+	placedIDs  []core.QueueID  // the keys of placedByID, ascending
 	placedIncs map[uint64]bool // the incarnations whose placement was followed
-	pubs       []*placedPub    // the placed queues' publishers (placedpub.go)
+	// fencedNs: per queue, when the world last saw its assignment fenced
+	// (or the queue deleted)
+	fencedNs map[core.QueueID]int64
+	// metaFollowed: the index of the last metadata entry the world
+	// followed (its first application by any broker)
+	metaFollowed uint64
+	pubs         []*placedPub // the placed queues' publishers (placedpub.go)
 	// deletedNames: queue names deleted at least once (coverage)
 	deletedNames map[string]bool
 	// inSyncSeen: the last metadata index whose in-sync meaning was
@@ -216,9 +225,6 @@ type World struct {
 	script []operatorStep
 
 	rNet, rDisk, rCli, rFault *prng.Rand
-	// rSub draws for the placed queues' consumers (their delays, acks and
-	// losses), apart from every other stream
-	rSub *prng.Rand
 	// rCtrl draws for the metadata group (its network, its operator, its
 	// disks' power losses), apart from the queues' streams.
 	rCtrl *prng.Rand
@@ -271,18 +277,19 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 		rNet:         prng.New(prng.Derive(seed, "net")),
 		rDisk:        prng.New(prng.Derive(seed, "disk")),
 		rCli:         prng.New(prng.Derive(seed, "clients")),
-		rSub:         prng.New(prng.Derive(seed, "placed-consumers")),
 		rFault:       prng.New(prng.Derive(seed, "faults")),
 		rCtrl:        prng.New(prng.Derive(seed, "ctrl")),
 		working:      true,
 		isolated:     make([]int64, p.Brokers),
 		history:      map[core.QueueID][]linear.Op{},
 		historyFull:  map[core.QueueID]bool{},
+		internalSeen: map[core.QueueID][]uint64{},
 		lostHeld:     map[lostKey]bool{},
 		exited:       map[core.NodeID]uint64{},
-		placed:       map[string]placedQueue{},
-		placedByID:   map[core.QueueID]placedQueue{},
+		placed:       map[string]*placedQueue{},
+		placedByID:   map[core.QueueID]*placedQueue{},
 		placedIncs:   map[uint64]bool{},
+		fencedNs:     map[core.QueueID]int64{},
 		deletedNames: map[string]bool{},
 		inSyncOf:     map[string]inSyncTruth{},
 	}
@@ -296,46 +303,51 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 	} else {
 		w.schedule = drawSchedule(prng.New(prng.Derive(seed, "schedule")), p.Faults, p.Brokers, p.DurationMs*1e6)
 	}
-	var specs []check.QueueSpec
-	for _, q := range p.Queues {
-		specs = append(specs, check.QueueSpec{Queue: q.Queue, Replicas: q.Replicas, Owner: q.Owner, W: q.Policy.WriteQuorum(len(q.Replicas), q.MinInSync), Dir: logDir(q.Queue)})
-	}
-	w.checker = check.New(specs, func(n core.NodeID) check.Disk { return w.brokers[n-1].fs })
-	expect := p.PublishersPerQueue * p.PublishesPerSec * int(p.DurationMs/1000+1)
-	w.checker.Expect(expect)
-	for _, q := range p.Queues {
-		// Publishes, deliveries and the owner's ack records: presized, not
-		// grown op by op (a hint).
-		w.history[q.Queue] = make([]linear.Op, 0, min(3*expect, linearOpsMax))
-	}
+	// The checkers learn each queue as the controller places it.
+	w.checker = check.New(nil, func(n core.NodeID) check.Disk { return w.brokers[n-1].fs })
+	w.checker.Expect(w.expectedPublishes())
 	w.checker.SetLines(w.trace.Lines)
 	for i := 0; i < p.Brokers; i++ {
-		b := &broker{w: w, id: core.NodeID(i + 1), fs: memfs.New(), pfs: memfs.New()}
+		b := &broker{w: w, id: core.NodeID(i + 1), fs: memfs.New()}
 		b.fs.SetInjector(memfs.InjectorFunc(func(a memfs.Access) error { return w.diskAccess(b, a) }))
 		b.fs.SetSyncFailureDropsPages(w.rFault)
-		for _, q := range p.Queues {
-			for _, n := range q.Replicas {
-				if n == b.id {
-					b.queues = append(b.queues, q)
-				}
-			}
-		}
 		w.brokers = append(w.brokers, b)
 	}
 	w.ctrlSetup()
 	w.placedStart()
-	for _, q := range p.Queues {
-		for i := 0; i < p.PublishersPerQueue; i++ {
-			w.clients = append(w.clients, &client{kind: publisher, q: q, owner: int32(q.Owner - 1), r: w.rCli})
+	for i := range p.Queues {
+		name := QueueName(i)
+		for range p.PublishersPerQueue {
+			w.addClient(publisher, name)
 		}
-		for i := 0; i < p.ConsumersPerQueue; i++ {
-			w.clients = append(w.clients, &client{kind: consumer, q: q, owner: int32(q.Owner - 1), r: w.rCli})
+		for range p.ConsumersPerQueue {
+			w.addClient(consumer, name)
 		}
-	}
-	for i, c := range w.clients {
-		c.idx = int32(i)
 	}
 	return w
+}
+
+// expectedPublishes is about how many publishes a profile queue's
+// publishers make: a hint that presizes tables.
+func (w *World) expectedPublishes() int {
+	return w.prof.PublishersPerQueue * w.prof.PublishesPerSec * int(w.prof.DurationMs/1000+1)
+}
+
+// addClient adds a client of the queue named name.
+func (w *World) addClient(kind clientKind, name string) *client {
+	c := &client{kind: kind, idx: int32(len(w.clients)), name: name, owner: -1, at: -1, r: w.rCli}
+	w.clients = append(w.clients, c)
+	return c
+}
+
+// profileQueue reports whether name is one of the profile's queues.
+func (w *World) profileQueue(name string) bool {
+	for i := range w.prof.Queues {
+		if QueueName(i) == name {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *World) schedule1(at int64, kind evKind) *event {
@@ -347,7 +359,7 @@ func (w *World) schedule1(at int64, kind evKind) *event {
 
 func (w *World) run() {
 	for _, q := range w.prof.Queues {
-		if q.Policy.WriteQuorum(len(q.Replicas), q.MinInSync) >= 2 {
+		if q.W() >= 2 {
 			w.mark(MarkQueueW2)
 			break
 		}
@@ -466,8 +478,8 @@ func (w *World) handle(e *event) {
 		c := w.clients[e.cli]
 		if c.conn == core.ClientID(e.inc) {
 			c.reqID++
-			w.request(c, core.Request{Kind: core.ReqAck, ID: c.reqID, Queue: c.q.Queue, Offset: e.eff.Offset})
-			w.checker.AckSent(c.q.Queue, e.eff.Offset, c.conn)
+			w.request(c, core.Request{Kind: core.ReqAck, ID: c.reqID, Queue: c.queue, Offset: e.eff.Offset})
+			w.checker.AckSent(c.queue, e.eff.Offset, c.conn)
 			c.held = removeOffset(c.held, e.eff.Offset)
 			w.stats.Acks++
 		}
@@ -520,6 +532,13 @@ func (w *World) handle(e *event) {
 	case evClose:
 		if c := w.clients[e.cli]; c.conn == core.ClientID(e.inc) {
 			w.closeConn(c)
+		}
+	case evAskTimeout:
+		if c := w.clients[e.cli]; c.asking && c.conn == core.ClientID(e.inc) {
+			// No answer (the broker paused, or its answer lost with a
+			// process that stopped): ask again, elsewhere.
+			w.disconnect(c, true)
+			w.schedule1(w.now+c.r.Range(10e6, 100e6), evConnect).cli = c.idx
 		}
 	default:
 		panic("world: unknown event")
@@ -574,7 +593,7 @@ func (w *World) stopProcess(b *broker, restartNs int64, exited bool) {
 	b.host = nil
 	b.failSync, b.failRead = false, false
 	for _, c := range w.clients {
-		if c.conn != 0 && c.owner == int32(b.id-1) {
+		if c.conn != 0 && c.at == int32(b.id-1) {
 			if exited && c.replyAt > w.now {
 				e := w.schedule1(c.replyAt, evClose)
 				e.cli, e.inc = c.idx, uint64(c.conn)
@@ -588,10 +607,27 @@ func (w *World) stopProcess(b *broker, restartNs int64, exited bool) {
 	w.schedule1(w.now+restartNs, evRestart).node = int32(b.id - 1)
 }
 
-// closeConn closes c's connection to a dead process; c reconnects later.
+// closeConn closes c's connection to a dead process; c reconnects later,
+// asking first where its queue lives now.
 func (w *World) closeConn(c *client) {
 	w.disconnect(c, false)
+	c.owner = -1
 	w.schedule1(w.now+c.r.Range(10e6, 200e6), evConnect).cli = c.idx
+}
+
+// relearn closes c's connection to a broker that answered that it does
+// not (or no longer) serve c's queue: c asks where it lives, soon.
+func (w *World) relearn(c *client) {
+	w.disconnect(c, true)
+	c.owner = -1
+	w.schedule1(w.now+c.r.Range(20e6, 200e6), evConnect).cli = c.idx
+}
+
+// servesNot reports whether a refusal says that the broker does not serve
+// the queue (any more): the client must ask where it lives.
+func servesNot(reason string) bool {
+	return reason == "not the owner" || reason == "no such queue" ||
+		strings.HasPrefix(reason, "fenced") || strings.HasPrefix(reason, "sealed")
 }
 
 func (w *World) resume(b *broker) {
@@ -626,6 +662,10 @@ func (w *World) heal() {
 	for _, b := range w.brokers {
 		b.slowSyncEnd, b.diskFullEnd = 0, 0
 		b.failSync, b.failRead = false, false
+		// An armed torn-sector power loss is a fault yet to strike: it
+		// never does after the heal. (Damage already on the disk, armed
+		// until a read meets it, stays: it is the disk's state.)
+		b.armed &^= armTorn
 		b.fs.SetCapacity(0)
 		if b.up && b.paused {
 			w.resume(b)
@@ -657,10 +697,11 @@ func (w *World) drainCheck() {
 			return
 		}
 	}
-	for _, q := range w.prof.Queues {
-		if ok, _ := w.checker.Converged(q.Queue); !ok || (w.prof.ConsumersPerQueue > 0 && w.checker.Undelivered(q.Queue) > 0) {
+	for i := range w.prof.Queues {
+		p, ok := w.placed[QueueName(i)]
+		if !ok || w.checker.Fenced(p.id) {
 			w.schedule1(w.now+100e6, evDrainCheck)
-			return
+			return // not placed yet, or not recovered yet
 		}
 	}
 	if !w.placedSettled() {
@@ -676,22 +717,16 @@ func logDir(q core.QueueID) string { return "q" + strconv.FormatUint(uint64(q), 
 
 func (w *World) startBroker(b *broker) {
 	b.up = true
-	b.fetched = false
 	b.flushErrNs = -1
-	var specs []driver.LogSpec
-	for _, q := range b.queues {
-		specs = append(specs, driver.LogSpec{Group: core.QueueGroup(q.Queue), Dir: logDir(q.Queue),
-			Opts: seglog.Options{SegmentBytesMax: 8 << 20, SlotsPerSegment: segmentSlots, Bugs: w.prof.Bugs}})
-	}
 	env := &brokerEnv{w: w, b: b}
-	cfg := core.Config{Node: b.id, Process: b.inc + 1, Storage: b.storage, Queues: b.queues, Bugs: w.prof.Bugs}
+	cfg := core.Config{Node: b.id, Process: b.inc + 1, Storage: b.storage, Bugs: w.prof.Bugs}
 	var ms driver.MetaStore
 	if ctrlCfg, store := w.ctrlConfig(b); ctrlCfg != nil {
 		cfg.Ctrl, ms = ctrlCfg, store
 	}
-	b.host = driver.NewHost(cfg, b.fs, specs, ms, env, env, w.trace, driver.Options{CheckInvariants: true,
+	b.host = driver.NewHost(cfg, b.fs, nil, ms, env, env, w.trace, driver.Options{CheckInvariants: true,
 		PlacedLog: func(g core.GroupID) driver.LogSpec {
-			return driver.LogSpec{Dir: logDir(queueOf(g)), FS: b.pfs,
+			return driver.LogSpec{Dir: logDir(queueOf(g)), FS: b.fs,
 				Opts: seglog.Options{SegmentBytesMax: 8 << 20, SlotsPerSegment: segmentSlots, Bugs: w.prof.Bugs}}
 		}})
 	if err := b.host.Open(); err != nil {
@@ -703,8 +738,12 @@ func (w *World) startBroker(b *broker) {
 
 // record adds op to q's history and returns its index, or -1 once the
 // history is full (the check is then skipped, and memory stays bounded).
+// Only the profile's queues keep one (their clients' histories).
 func (w *World) record(q core.QueueID, op linear.Op) int {
-	h := w.history[q]
+	h, ok := w.history[q]
+	if !ok {
+		return -1
+	}
 	if len(h) >= linearOpsMax {
 		w.historyFull[q] = true
 		return -1
@@ -713,17 +752,50 @@ func (w *World) record(q core.QueueID, op linear.Op) int {
 	return len(h)
 }
 
-func (w *World) ownerOf(q core.QueueID) core.NodeID {
-	for i := range w.prof.Queues {
-		if w.prof.Queues[i].Queue == q {
-			return w.prof.Queues[i].Owner
-		}
+// internalAppended takes an ack or epoch record as some replica of q
+// appends it: it takes an offset too, so to the log model it is an append
+// whose outcome no client learns. It joins q's history once per (offset,
+// epoch), at its first append anywhere: an owner sends its records to its
+// followers as it issues them, so a follower may hold one its owner never
+// wrote (the owner's process ended with the append queued behind a sync),
+// and a recovery may then keep it.
+func (w *World) internalAppended(q core.QueueID, r *record.Record) {
+	h, ok := w.history[q]
+	if !ok {
+		return
 	}
-	if p, ok := w.placedByID[q]; ok {
+	if len(h) >= linearOpsMax {
+		return // full: not checked (record says so)
+	}
+	seen := w.internalSeen[q]
+	if r.Offset < uint64(len(seen)) && seen[r.Offset] == r.Epoch {
+		return
+	}
+	if r.Offset >= internalOffsetsMax {
+		w.historyFull[q] = true // beyond what the check keeps: not checked
+		return
+	}
+	for uint64(len(seen)) <= r.Offset {
+		seen = append(seen, 0)
+	}
+	seen[r.Offset] = r.Epoch
+	w.internalSeen[q] = seen
+	w.internalKeys++
+	w.record(q, linear.Op{Kind: linear.Append, Client: -1, CallNs: w.now, Key: 1<<63 | w.internalKeys, Outcome: linear.Unknown})
+}
+
+// ownerOf returns the owner of q's assignment as the world followed the
+// committed metadata (0 for a queue never placed).
+func (w *World) ownerOf(q core.QueueID) core.NodeID {
+	if p := w.placedByID[q]; p != nil {
 		return p.owner
 	}
-	panic("world: no such queue")
+	return 0
 }
+
+// internalOffsetsMax bounds the offsets whose internal records a queue's
+// history tracks (as linearOpsMax bounds the history).
+const internalOffsetsMax = 4 * linearOpsMax
 
 // storageDelay draws a storage operation's time on b's device, from r.
 func (w *World) storageDelay(r *prng.Rand, b *broker, op core.StorageOp) int64 {
@@ -740,45 +812,64 @@ func (w *World) storageDelay(r *prng.Rand, b *broker, op core.StorageOp) int64 {
 	return r.Range(1, 10) * 1000
 }
 
-// controlled reports whether group g is the controller's or one it placed:
-// their draws come from the controller's stream (rCtrl), so that adding
-// them left the static queues' runs as they were.
+// controlled reports whether group g is one of the controller's own: its
+// draws come from the controller's stream (rCtrl).
 func controlled(g core.GroupID) bool {
-	return g >= core.GroupID(metadata.FirstQueueID)
+	return g >= seam.GroupReservedMin
 }
 
 // --- clients ---
 
+// connect opens c's connection: to its queue's owner when an answer named
+// one, else to a random broker to ask where the queue lives.
 func (w *World) connect(c *client) {
-	if c.conn != 0 || c.stopped {
+	if c.conn != 0 {
 		return
 	}
-	b := w.brokers[c.owner]
+	to, asking := c.owner, c.owner < 0
+	if asking {
+		// A connection to a broker whose process is gone is refused at
+		// once (a reset): try the next one up.
+		to = int32(c.r.Intn(len(w.brokers)))
+		for k := 0; k < len(w.brokers) && !w.brokers[to].up; k++ {
+			to = (to + 1) % int32(len(w.brokers))
+		}
+	}
+	b := w.brokers[to]
 	if !b.up {
+		c.owner = -1
 		w.schedule1(w.now+c.r.Range(10e6, 100e6), evConnect).cli = c.idx
 		return
 	}
-	if c.placed {
-		w.nextPlacedCID++
-		c.conn, c.connInc = placedSubBase+w.nextPlacedCID, b.inc
-	} else {
-		w.nextCID++
-		c.conn, c.connInc = w.nextCID, b.inc
+	if w.nextCID+1 >= placedConnBase {
+		panic("world: client connection ids exhausted")
 	}
+	w.nextCID++
+	c.conn, c.connInc, c.at, c.asking = w.nextCID, b.inc, to, asking
 	c.reqAt, c.replyAt = 0, 0
 	w.conns[c.conn] = c.idx
+	c.reqID++
+	if asking {
+		w.connKind[c.conn] = asker
+		w.request(c, core.Request{Kind: core.ReqTopology, ID: c.reqID, Body: []byte(c.name)})
+		t := w.schedule1(w.now+placedTimeoutNs, evAskTimeout)
+		t.cli, t.inc = c.idx, uint64(c.conn)
+		return
+	}
 	w.connKind[c.conn] = c.kind
 	if c.kind == consumer {
-		c.reqID++
-		w.request(c, core.Request{Kind: core.ReqSubscribe, ID: c.reqID, Queue: c.q.Queue, Prefetch: w.prof.Prefetch})
+		w.request(c, core.Request{Kind: core.ReqSubscribe, ID: c.reqID, Queue: c.queue, Prefetch: w.prof.Prefetch})
 	}
 }
 
 // disconnect closes c's connection; in-flight publishes end unknown.
 func (w *World) disconnect(c *client, notify bool) {
-	h := w.history[c.q.Queue]
+	if c.conn == 0 {
+		return
+	}
+	h := w.history[c.queue]
 	for _, p := range c.inflight {
-		w.checker.PublishEnded(w.now, p.key, core.Unknown, c.q.Queue, 0)
+		w.checker.PublishEnded(w.now, p.key, core.Unknown, c.queue, 0)
 		if p.op >= 0 {
 			h[p.op].Outcome = linear.Unknown
 		}
@@ -786,30 +877,30 @@ func (w *World) disconnect(c *client, notify bool) {
 	}
 	c.inflight = c.inflight[:0]
 	c.probeKey = 0
-	if c.kind == consumer {
-		w.checker.ConsumerLost(c.q.Queue, c.conn, c.held)
+	if c.kind == consumer && !c.asking {
+		w.checker.ConsumerLost(c.queue, c.conn, c.held)
 		for _, o := range c.held {
 			if len(w.lostHeld) < heldMax {
-				w.lostHeld[lostKey{c.q.Queue, o}] = true
+				w.lostHeld[lostKey{c.queue, o}] = true
 			}
 		}
-		c.held = c.held[:0]
 	}
+	c.held = c.held[:0]
 	delete(w.conns, c.conn)
 	if notify {
-		e := w.schedule1(max(w.now+w.clientDelay(c), c.reqAt), evClientGone)
-		e.node, e.inc, e.from = c.owner, c.connInc, core.NodeID(c.conn)
+		e := w.schedule1(max(w.now+w.netDelay(), c.reqAt), evClientGone)
+		e.node, e.inc, e.from = c.at, c.connInc, core.NodeID(c.conn)
 	}
-	c.conn = 0
+	c.conn, c.at, c.asking = 0, -1, false
 }
 
 // request sends req on c's connection. A connection is a TCP stream: what
 // the client sends reaches the broker in order, and its close comes last.
 func (w *World) request(c *client, req core.Request) {
-	at := max(w.now+w.clientDelay(c), c.reqAt)
+	at := max(w.now+w.netDelay(), c.reqAt)
 	c.reqAt = at
 	e := w.schedule1(at, evRequest)
-	e.node, e.inc, e.from, e.req = c.owner, c.connInc, core.NodeID(c.conn), req
+	e.node, e.inc, e.from, e.req = c.at, c.connInc, core.NodeID(c.conn), req
 }
 
 type lostKey struct {
@@ -852,9 +943,12 @@ func (w *World) publish(c *client) {
 		}
 	} else {
 		w.schedule1(w.now+w.publishGap(), evPublish).cli = c.idx
-		if c.conn == 0 || len(c.inflight) >= w.prof.InflightMax {
+		if c.conn == 0 || c.asking || len(c.inflight) >= w.prof.InflightMax {
 			return
 		}
+	}
+	if c.asking {
+		return
 	}
 	c.seq++
 	key := publishKey(c, c.seq)
@@ -862,14 +956,14 @@ func (w *World) publish(c *client) {
 	body := w.bodies.take(n)
 	binary.LittleEndian.PutUint64(body, key)
 	c.reqID++
-	op := w.record(c.q.Queue, linear.Op{Kind: linear.Append, Client: int(c.idx), CallNs: w.now, Key: key, Outcome: linear.Unknown})
+	op := w.record(c.queue, linear.Op{Kind: linear.Append, Client: int(c.idx), CallNs: w.now, Key: key, Outcome: linear.Unknown})
 	c.inflight = append(c.inflight, inflightPub{reqID: c.reqID, key: key, op: op})
 	if !w.working {
 		c.probeKey = key
 	}
 	w.checker.PublishStarted(key, n)
 	w.stats.Publishes++
-	w.request(c, core.Request{Kind: core.ReqPublish, ID: c.reqID, Queue: c.q.Queue, Body: body})
+	w.request(c, core.Request{Kind: core.ReqPublish, ID: c.reqID, Queue: c.queue, Body: body})
 }
 
 func (w *World) clientReceive(e *event) {
@@ -880,11 +974,16 @@ func (w *World) clientReceive(e *event) {
 	c := w.clients[ci]
 	switch e.eff.Kind {
 	case core.EfReply:
+		if c.asking {
+			w.topologyAnswer(c, &e.eff)
+			return
+		}
 		if c.kind != publisher {
-			if c.placed && e.eff.Outcome != core.Confirmed {
+			if e.eff.Outcome != core.Confirmed {
 				// Its subscribe was refused (the log still opening, the
-				// queue fenced or gone): close and try again later.
+				// queue fenced or gone): ask again later.
 				w.disconnect(c, true)
+				c.owner = -1
 				w.schedule1(w.now+c.r.Range(100e6, 500e6), evConnect).cli = c.idx
 			}
 			return
@@ -896,7 +995,7 @@ func (w *World) clientReceive(e *event) {
 			c.inflight = append(c.inflight[:i], c.inflight[i+1:]...)
 			w.checker.PublishEnded(w.now, p.key, e.eff.Outcome, e.eff.Queue, e.eff.Offset)
 			if p.op >= 0 {
-				op := &w.history[c.q.Queue][p.op]
+				op := &w.history[c.queue][p.op]
 				op.ReturnNs, op.Offset = w.now, e.eff.Offset
 				op.Outcome = linearOutcome[e.eff.Outcome]
 			}
@@ -907,15 +1006,21 @@ func (w *World) clientReceive(e *event) {
 				w.stats.FailedPubs++
 			default:
 				w.stats.Unknown++
-				ob := w.brokers[c.owner]
+				ob := w.brokers[c.at]
 				flushFailedBeforeHeal := ob.flushErrNs >= 0 && ob.flushErrNs < w.healNs
-				if !w.working && e.t0 >= w.healNs && ob.damageMetNs < w.healNs && !flushFailedBeforeHeal {
+				if !w.working && e.t0 >= w.healNs && ob.damageMetNs < w.healNs && !flushFailedBeforeHeal && !w.checker.Fenced(c.queue) && w.fencedNs[c.queue] < w.healNs &&
+					w.ownerOf(c.queue) == ob.id {
 					// After the heal an outcome may be unknown only where
 					// the client's own connection died, where damage
 					// injected before the heal (latent until read) made
-					// the owner's log fail, or where a write failed before
+					// the owner's log fail, where a write failed before
 					// the heal (a full disk) and its sync, under way at the
-					// heal, reported it after (seed 11909).
+					// heal, reported it after (seed 11909), or where the
+					// queue is fenced or was fenced after the heal (its
+					// owner sealed its log for recovery with the publish
+					// in flight), or where the broker no longer owns it
+					// (recovered elsewhere while it was cut off: it retires
+					// its group as it learns so).
 					w.checker.Liveness(w.now, fmt.Sprintf("publish %#x ended unknown on a live connection after the heal: %s", p.key, e.eff.Reason))
 				}
 			}
@@ -923,21 +1028,24 @@ func (w *World) clientReceive(e *event) {
 				c.probeKey = 0
 				c.probed = e.eff.Outcome == core.Confirmed
 			}
+			if e.eff.Outcome != core.Confirmed && servesNot(e.eff.Reason) {
+				w.relearn(c)
+			}
 			return
 		}
 	case core.EfDeliver:
 		// A delivery is a read of the log at its offset, from the instant
 		// the broker sent it to the instant the consumer had it.
-		w.record(c.q.Queue, linear.Op{Kind: linear.Read, Client: int(c.idx),
+		w.record(c.queue, linear.Op{Kind: linear.Read, Client: int(c.idx),
 			CallNs: e.t0, ReturnNs: w.now, Key: KeyOf(e.eff.Body), Offset: e.eff.Offset})
-		w.checker.DeliveryReceived(w.now, c.q.Queue, e.eff.Offset, c.conn, e.eff.Body)
+		w.checker.DeliveryReceived(w.now, c.queue, e.eff.Offset, c.conn, e.eff.Body)
 		if len(c.held) < heldMax {
 			c.held = append(c.held, e.eff.Offset)
 		}
 		w.stats.Deliveries++
 		if e.eff.Redelivered {
 			w.stats.Redeliveries++
-			if w.lostHeld[lostKey{c.q.Queue, e.eff.Offset}] {
+			if w.lostHeld[lostKey{c.queue, e.eff.Offset}] {
 				w.mark(MarkRedeliveryAfterLoss)
 			}
 		}
@@ -947,7 +1055,20 @@ func (w *World) clientReceive(e *event) {
 	}
 }
 
-// --- the driver's environment ---
+// topologyAnswer takes the answer to c's topology request: connect to the
+// owner it names, or ask again later (not placed yet, fenced, or gone).
+func (w *World) topologyAnswer(c *client, eff *core.Effect) {
+	w.disconnect(c, true)
+	if eff.Outcome != core.Confirmed {
+		w.schedule1(w.now+c.r.Range(50e6, 250e6), evConnect).cli = c.idx
+		return
+	}
+	c.queue, c.owner = eff.Queue, int32(eff.Offset)-1
+	if c.owner < 0 || int(c.owner) >= len(w.brokers) {
+		panic(fmt.Sprintf("world: topology names owner %d", eff.Offset))
+	}
+	w.connect(c)
+}
 
 // --- the end ---
 
@@ -957,14 +1078,14 @@ func (w *World) finish() {
 	var unserved []string
 	for _, c := range w.clients {
 		pending += uint64(len(c.inflight))
-		if c.kind == publisher && !c.probed {
-			unserved = append(unserved, fmt.Sprintf("q%d", c.q.Queue))
+		if c.kind == publisher && !c.probed && !slices.Contains(unserved, c.name) {
+			unserved = append(unserved, c.name)
 		}
 	}
 	consumed := map[core.QueueID]bool{}
 	for _, c := range w.clients {
-		if c.kind == consumer {
-			consumed[c.q.Queue] = true
+		if c.kind == consumer && c.queue != 0 {
+			consumed[c.queue] = true
 		}
 	}
 	if !w.stop {
@@ -972,13 +1093,13 @@ func (w *World) finish() {
 		w.checker.Liveness(w.now, "the drain ran out after "+strconv.FormatInt(w.prof.DrainMs, 10)+" ms with work outstanding: "+w.outstanding())
 	}
 	w.checker.Final(w.now, func(q core.QueueID) bool { return w.stop && consumed[q] })
-	for _, q := range w.prof.Queues {
-		if w.historyFull[q.Queue] {
-			w.notef("q%d: history over %d operations, linearizability not checked", q.Queue, linearOpsMax)
+	for _, q := range slices.Sorted(maps.Keys(w.history)) {
+		if w.historyFull[q] {
+			w.notef("q%d: history over %d operations, linearizability not checked", q, linearOpsMax)
 			continue
 		}
-		if ok, detail := linear.Check(w.history[q.Queue]); !ok {
-			w.checker.Linearizability(w.now, q.Queue, detail)
+		if ok, detail := linear.Check(w.history[q]); !ok {
+			w.checker.Linearizability(w.now, q, detail)
 		}
 	}
 	if pending > 0 {
@@ -999,20 +1120,19 @@ func (w *World) outstanding() string {
 			continue
 		}
 		if !c.probed {
-			parts = append(parts, fmt.Sprintf("q%d publisher %d has no confirmed probe", c.q.Queue, c.idx))
+			parts = append(parts, fmt.Sprintf("%s publisher %d has no confirmed probe", c.name, c.idx))
 		}
 		if len(c.inflight) > 0 {
-			parts = append(parts, fmt.Sprintf("q%d publisher %d has %d publishes unresolved", c.q.Queue, c.idx, len(c.inflight)))
+			parts = append(parts, fmt.Sprintf("%s publisher %d has %d publishes unresolved", c.name, c.idx, len(c.inflight)))
 		}
 	}
-	for _, q := range w.prof.Queues {
-		if ok, why := w.checker.Converged(q.Queue); !ok {
-			parts = append(parts, fmt.Sprintf("q%d not converged (%s)", q.Queue, why))
-		}
-		if w.prof.ConsumersPerQueue > 0 {
-			if n, first := w.checker.UndeliveredFirst(q.Queue); n > 0 {
-				parts = append(parts, fmt.Sprintf("q%d has %d confirmed publishes no live consumer holds (%s)", q.Queue, n, first))
-			}
+	for i := range w.prof.Queues {
+		p, ok := w.placed[QueueName(i)]
+		switch {
+		case !ok:
+			parts = append(parts, QueueName(i)+" never placed")
+		case w.checker.Fenced(p.id):
+			parts = append(parts, fmt.Sprintf("%s (q=%d) fenced, not recovered", QueueName(i), p.id))
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(w.placed)) {

@@ -49,17 +49,19 @@ func TestStandardWorldConfirmsAndDelivers(t *testing.T) {
 		t.Fatalf("standard world failed: %v", r.Failures)
 	}
 	s := r.Stats
-	// 200/s for 5 s: about 1000 publishes, every one confirmed and delivered.
-	if s.Publishes < 900 || s.Confirmed != s.Publishes || s.Deliveries < s.Confirmed {
+	// 200/s for the 5 s less the second or so before the queue is placed
+	// (an election, the brokers' registration, the declaration, the
+	// placement): 750 publishes or so, every one confirmed and delivered.
+	if s.Publishes < 650 || s.Confirmed != s.Publishes || s.Deliveries < s.Confirmed {
 		t.Fatalf("standard world: %+v", s)
 	}
 }
 
 func TestProfileValidation(t *testing.T) {
 	p := Standard()
-	p.Queues[0].Replicas = append(p.Queues[0].Replicas, 9)
+	p.Queues[0].Replicas = 9
 	if _, err := Run(1, p, Options{}); err == nil {
-		t.Fatal("a profile naming a broker that does not exist ran")
+		t.Fatal("a profile with more replicas than brokers ran")
 	}
 }
 
