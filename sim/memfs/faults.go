@@ -30,7 +30,7 @@ func (n *node) durableSize() int64 {
 	if len(n.undo) > 0 {
 		return n.undo[0].oldSize
 	}
-	return int64(len(n.data))
+	return n.c.size
 }
 
 // ---- reading the durable state ----
@@ -63,10 +63,7 @@ func (fs *FS) ReadDurable(name string, p []byte, off int64) (int, error) {
 		return 0, unreadableErr("readdurable", name, off)
 	}
 	q := p[:k]
-	m := 0
-	if off < int64(len(n.data)) {
-		m = copy(q, n.data[off:])
-	}
+	m := n.c.read(q, off)
 	clear(q[m:])
 	// The oldest pending operation that saved a byte holds its durable
 	// value (see durableByte): overlay the saved bytes newest first, so
@@ -355,13 +352,14 @@ func (fs *FS) LoseSyncedWrite(name string, r Rand) (off, n int64, ok bool) {
 	// Nothing after the write touched its range, so the range holds the
 	// write's bytes in the current contents, which are also the durable
 	// ones there (no pending operation saved them).
-	end := min(hi, int64(len(nd.data)))
+	end := min(hi, nd.c.size)
 	if lo < end {
-		m := 0
+		m := int64(0)
 		if !zeros {
-			m = copy(nd.data[lo:end], nd.syncedBuf[u.saved:u.saved+u.savedN])
+			m = min(end-lo, u.savedN)
+			nd.c.write(nd.syncedBuf[u.saved:u.saved+m], lo)
 		}
-		clear(nd.data[lo+int64(m) : end])
+		nd.c.zero(lo+m, end)
 	}
 	nd.synced = slices.Delete(nd.synced, i, i+1)
 	return lo, hi - lo, true

@@ -62,7 +62,7 @@ type node struct {
 	isDir bool
 	path  string // directories only: their path (directories never move)
 
-	data     []byte   // file contents; bytes in data[len:cap] are zero
+	c        content  // file contents
 	undo     []undoOp // pending operations since the last Sync, oldest first
 	undoBuf  []byte   // bytes saved by the pending operations
 	prealloc int64    // bytes reserved by Preallocate
@@ -81,7 +81,7 @@ type node struct {
 }
 
 // footprint is the space a file occupies.
-func (n *node) footprint() int64 { return max(int64(len(n.data)), n.prealloc) }
+func (n *node) footprint() int64 { return max(n.c.size, n.prealloc) }
 
 // dirOpKind is a kind of pending directory operation.
 type dirOpKind uint8
@@ -473,7 +473,7 @@ func (fs *FS) Bytes(name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return slices.Clone(n.data), nil
+	return n.c.bytes(), nil
 }
 
 // lookupDurable finds the file that the durable entry name refers to.
