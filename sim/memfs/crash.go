@@ -87,13 +87,16 @@ func (fs *FS) crash(r Rand, tear bool) (damagedBytes int64) {
 		victim = pickTearVictim(files, r)
 	}
 	fs.usage = 0
+	stamp := fs.nextStamp()
 	for _, n := range files {
 		if r != nil {
 			n.forgetSyncedTouchedByPending()
 		}
+		n.notePending(stamp)
 		n.crash(r, fs.crashSector)
 		if victim != nil && victim.n == n {
 			damagedBytes = n.tearSector(victim, r)
+			n.noteChange(stamp, victim.sector*SectorBytes, (victim.sector+1)*SectorBytes)
 		}
 		n.links = 0
 		fs.usage += n.footprint()

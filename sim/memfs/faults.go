@@ -147,6 +147,7 @@ func (fs *FS) SetUnreadable(name string, off, n int64) error {
 		nd.unreadable = make([]span, 0, unreadableRangesMax)
 	}
 	nd.unreadable = slices.Replace(nd.unreadable, i, j, span{lo, hi})
+	nd.noteChange(fs.nextStamp(), off, off+n)
 	return nil
 }
 
@@ -164,12 +165,14 @@ func (n *node) unreadableIn(lo, hi int64) bool {
 // file already holds unreadableRangesMax ranges drops the smaller piece
 // (it becomes readable): the bound holds, and the error is on the side of
 // fewer faults.
-func (n *node) rewritten(lo, hi int64) {
+func (n *node) rewritten(fs *FS, lo, hi int64) {
 	for i := 0; i < len(n.unreadable); i++ {
 		s := n.unreadable[i]
 		if s.hi <= lo || hi <= s.lo {
 			continue
 		}
+		// Readable again, at once, in the durable image too.
+		n.noteChange(fs.nextStamp(), max(s.lo, lo), min(s.hi, hi))
 		left, right := span{s.lo, lo}, span{hi, s.hi}
 		switch {
 		case left.lo < left.hi && right.lo < right.hi:
@@ -210,6 +213,7 @@ func (fs *FS) SetSyncFailureDropsPages(r Rand) { fs.syncFailRand = r }
 func (fs *FS) settle(n *node, r Rand) {
 	old := n.footprint()
 	n.forgetSyncedTouchedByPending()
+	n.notePending(fs.nextStamp())
 	n.crash(r, fs.crashSector)
 	fs.account(n, old)
 }
@@ -362,6 +366,7 @@ func (fs *FS) LoseSyncedWrite(name string, r Rand) (off, n int64, ok bool) {
 		nd.c.zero(lo+m, end)
 	}
 	nd.synced = slices.Delete(nd.synced, i, i+1)
+	nd.noteChange(fs.nextStamp(), lo, hi)
 	return lo, hi - lo, true
 }
 

@@ -96,7 +96,7 @@ func (f *File) WriteAt(p []byte, off int64) (int, error) {
 	size := n.c.size
 	end := off + int64(len(p))
 	if len(n.unreadable) > 0 {
-		n.rewritten(off, end) // new bytes on the media read fine
+		n.rewritten(fs, off, end) // new bytes on the media read fine
 	}
 	if end > size {
 		old := n.footprint()
@@ -133,6 +133,9 @@ func (f *File) Sync() error {
 			// Else the pending operations stay pending: unknown state.
 			return err
 		}
+	}
+	if len(f.n.undo) > 0 {
+		f.n.notePending(fs.nextStamp())
 	}
 	f.n.syncDone()
 	fs.stats.Syncs++
@@ -253,7 +256,7 @@ func (n *node) truncate(fs *FS, size int64) {
 	}
 	n.setSize(size)
 	if size < cur && len(n.unreadable) > 0 {
-		n.rewritten(size, math.MaxInt64) // the bytes past the new size are gone
+		n.rewritten(fs, size, math.MaxInt64) // the bytes past the new size are gone
 	}
 	fs.account(n, old)
 }

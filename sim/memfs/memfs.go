@@ -33,6 +33,7 @@ type FS struct {
 	// durLookup: the last durable file found, valid while durGen stays
 	durLookup durLookup
 	nodeNext  uint64 // id of the next node
+	stamp     uint64 // the latest change stamp (changes.go)
 
 	inj         Injector
 	usage       int64 // sum of footprint over files in cur
@@ -78,6 +79,8 @@ type node struct {
 	// unreadable holds the sticky unreadable ranges (the media), sorted
 	// and disjoint, at most unreadableRangesMax.
 	unreadable []span
+	// changes: where the durable image changed lately (changes.go)
+	changes []durChange
 }
 
 // footprint is the space a file occupies.
@@ -542,5 +545,6 @@ func (fs *FS) CorruptMask(name string, off int64, mask byte) error {
 		return fmt.Errorf("memfs: corrupt %s at %d: beyond the durable size", name, off)
 	}
 	*p ^= mask
+	n.noteChange(fs.nextStamp(), off, off+1)
 	return nil
 }
