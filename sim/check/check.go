@@ -301,6 +301,27 @@ type Checker struct {
 	seals         []*sealTruth  // the seals brokers made (seal.go)
 	sources       []*sourceTruth
 	lastQueue     *queueTruth // the queue queue() found last
+	crossCheck    bool        // CrossCheckRereads
+}
+
+// CrossCheckRereads makes every disk log read again twice, incrementally
+// and in full, and panic when the two readings differ (DiskLog.CrossCheck):
+// for tests of whole simulated runs.
+func (c *Checker) CrossCheckRereads() {
+	c.crossCheck = true
+	for _, q := range c.order {
+		for _, r := range q.reps {
+			r.disk.CrossCheck()
+		}
+	}
+}
+
+func (c *Checker) newDiskLog(dir string) *DiskLog {
+	l := NewDiskLog(dir)
+	if c.crossCheck {
+		l.CrossCheck()
+	}
+	return l
 }
 
 // queue returns queue q's truth, or nil. Nearly every call names the queue
@@ -363,7 +384,7 @@ func (c *Checker) AddQueue(s QueueSpec) {
 	}
 	q := &queueTruth{spec: s, confirmed: map[uint64]uint64{}}
 	for _, n := range s.Replicas {
-		r := &replicaTruth{node: n, idx: len(q.reps), disk: NewDiskLog(s.Dir)}
+		r := &replicaTruth{node: n, idx: len(q.reps), disk: c.newDiskLog(s.Dir)}
 		q.reps = append(q.reps, r)
 		if n == s.Owner {
 			q.owner = r
