@@ -27,13 +27,15 @@ const (
 
 // Op is one client operation on one queue, with call and return instants (ns).
 type Op struct {
-	Kind     OpKind
 	Client   int // client index (porcupine ClientId)
 	CallNs   int64
 	ReturnNs int64  // for Unknown appends, ignored (the op may take effect any time after the call, or never)
 	Key      uint64 // Append: the published body's key. Read: the key read
 	Offset   uint64 // Append Confirmed: returned offset. Read: the offset read
-	Outcome  Outcome
+	// Kind and Outcome last: 48 bytes an op, not 56 (a run's history
+	// holds tens of thousands).
+	Kind    OpKind
+	Outcome Outcome
 }
 
 // Check reports whether the history is linearizable against a log: a sequence
