@@ -10,7 +10,6 @@ import (
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/record"
 	"github.com/sluicemq/sluice/io/meta"
-	"lukechampine.com/blake3"
 )
 
 // Trace is the record of a run: every input and effect of every node, and
@@ -23,7 +22,7 @@ import (
 // written out (--trace, --timeline), and neither rendering them nor the
 // filter changes the hash.
 type Trace struct {
-	hasher *blake3.Hasher
+	hasher treeHasher
 	out    io.Writer // nil: hash only
 	filter TraceFilter
 	lines  uint64
@@ -61,18 +60,10 @@ type TraceFilter struct {
 // flushed into the hasher before an entry could overflow it.
 const traceBufBytes = 256 << 10
 
-// traceBufSlackBytes is capacity past traceBufBytes that is never filled
-// before a flush. The hasher compresses a write's last, short subtree
-// (fewer than 16 chunks of 1 KiB) in a 16 KiB SIMD block taken from the
-// capacity after it, and copies it into a fresh 16 KiB buffer when the
-// capacity is short: with the slack it never is, and hashing allocates
-// nothing of that size (3.5 MB a standard run before).
-const traceBufSlackBytes = 16 << 10
-
 // NewTrace returns a trace that hashes every entry and, when out is not
 // nil, also writes the lines f selects to out.
 func NewTrace(out io.Writer, f TraceFilter) *Trace {
-	return &Trace{hasher: blake3.New(32, nil), out: out, filter: f, bin: make([]byte, 0, traceBufBytes+traceBufSlackBytes)}
+	return &Trace{out: out, filter: f, bin: make([]byte, 0, traceBufBytes)}
 }
 
 func (t *Trace) room(n int) {
@@ -158,7 +149,8 @@ func (t *Trace) Lines() uint64 { return t.lines }
 // Hash returns the hex BLAKE3 hash of every entry so far.
 func (t *Trace) Hash() string {
 	t.flush()
-	return hex.EncodeToString(t.hasher.Sum(nil))
+	sum := t.hasher.Sum()
+	return hex.EncodeToString(sum[:])
 }
 
 // The binary encoding of entries: a tag byte, then the fields that the
