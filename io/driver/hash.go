@@ -41,6 +41,14 @@ func (h *treeHasher) Write(p []byte) {
 			h.tree.push(guts.ChainingValue(n), blockHeight)
 			h.n = 0
 		}
+		if h.n == 0 && len(p) > len(h.block) {
+			// At a block boundary with more than a block to come: the
+			// caller's bytes are compressed where they are, not copied.
+			n := guts.CompressBuffer((*[blockChunks * guts.ChunkSize]byte)(p), len(h.block), &guts.IV, h.tree.counter, 0)
+			h.tree.push(guts.ChainingValue(n), blockHeight)
+			p = p[len(h.block):]
+			continue
+		}
 		k := copy(h.block[h.n:], p)
 		h.n += k
 		p = p[k:]
