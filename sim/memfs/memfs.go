@@ -34,6 +34,7 @@ type FS struct {
 	durLookup durLookup
 	nodeNext  uint64 // id of the next node
 	stamp     uint64 // the latest change stamp (changes.go)
+	slab      chunkSlab
 
 	inj         Injector
 	usage       int64 // sum of footprint over files in cur
@@ -185,7 +186,7 @@ func (fs *FS) Create(name string) (vfs.File, error) {
 		n.truncate(fs, 0)
 		return fs.newFile(n, name), nil
 	}
-	n := &node{id: fs.nodeNext}
+	n := &node{id: fs.nodeNext, c: content{slab: &fs.slab}}
 	fs.nodeNext++
 	ents[base] = n
 	n.links = 1
