@@ -62,7 +62,10 @@
 // and the bytes that CrashClean would leave under a durable name (ReadAt
 // semantics, copying only the bytes asked for; a sticky unreadable range
 // makes ReadDurable fail with vfs.ErrIO), and DurableBytes copies a whole
-// file. None of them consults the Injector.
+// file. DurableChanges names the ranges of a file whose durable bytes,
+// readability or size may have changed since a DurableStamp (changes.go),
+// so that a checker reads again only those. None of them consults the
+// Injector.
 //
 // # Faults
 //
