@@ -1,6 +1,7 @@
 package check
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -165,6 +166,7 @@ type DiskLog struct {
 	stamped     bool
 	fullRereads bool
 	changed     []changedSpan // scratch: the ranges changed in one segment
+	ranges      []offRange    // scratch: segsDisjoint's
 	skipped     int           // frames a Reparse did not read again (tests)
 	// shadow, when set (CrossCheck), reads everything on every reread
 	// and must agree after each.
@@ -385,18 +387,32 @@ func (l *DiskLog) reparse(d Disk) {
 
 // segsDisjoint reports whether no two segments' frames claim one offset:
 // then each offset's identity in recs was put by the one frame seen there.
+// Linear in the segments when they are in base order (they nearly always
+// are: listing appends names in order), else it sorts their ranges.
 func (l *DiskLog) segsDisjoint() bool {
+	ranges := l.ranges[:0]
+	sorted := true
 	for i := range l.segs {
-		a := &l.segs[i]
-		for j := i + 1; j < len(l.segs); j++ {
-			b := &l.segs[j]
-			if a.base < b.next() && b.base < a.next() {
-				return false
-			}
+		if seg := &l.segs[i]; len(seg.locs) > 0 {
+			r := offRange{seg.base, seg.next()}
+			sorted = sorted && (len(ranges) == 0 || ranges[len(ranges)-1].lo <= r.lo)
+			ranges = append(ranges, r)
+		}
+	}
+	l.ranges = ranges
+	if !sorted {
+		slices.SortFunc(ranges, func(a, b offRange) int { return cmp.Compare(a.lo, b.lo) })
+	}
+	for i := 1; i < len(ranges); i++ {
+		if ranges[i].lo < ranges[i-1].hi {
+			return false
 		}
 	}
 	return true
 }
+
+// offRange is a segment's offsets [lo, hi) with a frame seen.
+type offRange struct{ lo, hi uint64 }
 
 // loadChanges loads into l.changed the ranges of seg's file that changed
 // since stamp since. It reports false when the segment must be read whole:
