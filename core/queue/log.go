@@ -22,7 +22,11 @@ type replicaLog struct {
 	syncTarget   uint64
 	truncLow     uint64 // lowest truncation since the sync in flight was issued
 
-	cache      []record.Record // records [cacheStart, end) kept in memory
+	// cache: records [cacheStart, end) kept in memory, a window on
+	// cacheBuf that runs to its end (records leave at the front, come in
+	// at the back; makeRoom moves the window back to the front).
+	cache      []record.Record
+	cacheBuf   []record.Record
 	cacheStart uint64
 	cacheBytes int64
 }
@@ -47,13 +51,16 @@ func (l *replicaLog) noteEpoch(e, offset uint64) bool {
 	return true
 }
 
-// appendCached appends rec at the end, keeps it in memory within
-// cacheBytesMax, and returns it as a one-record slice for the append effect.
-func (l *replicaLog) appendCached(rec record.Record, cacheBytesMax int64) []record.Record {
+// appendCached appends rec at the end and keeps it in memory within
+// cacheBytesMax.
+func (l *replicaLog) appendCached(rec record.Record, cacheBytesMax int64) {
 	if rec.Offset != l.end {
 		panic(fmt.Sprintf("queue: append at %d, log end %d", rec.Offset, l.end))
 	}
 	l.end++
+	if len(l.cache) == cap(l.cache) {
+		l.makeRoom()
+	}
 	l.cache = append(l.cache, rec)
 	l.cacheBytes += int64(len(rec.Body))
 	for l.cacheBytes > cacheBytesMax && len(l.cache) > 1 {
@@ -62,7 +69,27 @@ func (l *replicaLog) appendCached(rec record.Record, cacheBytesMax int64) []reco
 		l.cache = l.cache[1:]
 		l.cacheStart++
 	}
-	return l.cache[len(l.cache)-1 : len(l.cache) : len(l.cache)]
+}
+
+// makeRoom gives the cache room for one more record at its back: it moves
+// the window to the front of cacheBuf when at least half of it is free
+// there, else it moves it to a buffer twice as large. Appending to a
+// window that drops records at its front would otherwise reallocate and
+// copy it every few hundred records (5 MB a standard run). Nothing may
+// hold a pointer into the cache across an append: storage effects carry
+// copies (seam.Out.Record), sends encode at once.
+func (l *replicaLog) makeRoom() {
+	n := len(l.cache)
+	head := cap(l.cacheBuf) - cap(l.cache) // the window's index in cacheBuf
+	if cap(l.cacheBuf) > 0 && head >= n {
+		copy(l.cacheBuf, l.cache)
+		clear(l.cacheBuf[n : head+n]) // drop the moved records' old copies
+		l.cache = l.cacheBuf[:n]
+		return
+	}
+	buf := make([]record.Record, 2*max(n, 32))
+	copy(buf, l.cache)
+	l.cacheBuf, l.cache = buf, buf[:n]
 }
 
 // appendUncached extends the log by records a follower got from its owner

@@ -387,8 +387,8 @@ func (r *Replica) send(to seam.NodeID, m Msg) {
 // appendLocal appends one record the owner writes (or fetched).
 func (r *Replica) appendLocal(rec record.Record) {
 	r.noteEpoch(rec.Epoch, rec.Offset)
-	recs := r.log.appendCached(rec, r.x.Lim.CacheBytesMax)
-	r.storage(seam.Effect{Op: seam.OpAppend, Records: recs})
+	r.log.appendCached(rec, r.x.Lim.CacheBytesMax)
+	r.storage(seam.Effect{Op: seam.OpAppend, Records: r.x.Out.Record(rec)})
 	r.ensureSync()
 }
 

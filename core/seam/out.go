@@ -10,6 +10,9 @@ import "github.com/sluicemq/sluice/core/record"
 type Out struct {
 	Effects []Effect
 	buf     []byte
+	// recs holds the records of the step's storage effects (Record), as
+	// buf holds its messages' bytes.
+	recs []record.Record
 }
 
 // Reset empties the buffer for the next Step.
@@ -17,6 +20,24 @@ func (o *Out) Reset() {
 	clear(o.Effects)
 	o.Effects = o.Effects[:0]
 	o.buf = o.buf[:0]
+	clear(o.recs) // the bodies are not the Out's to keep
+	o.recs = o.recs[:0]
+}
+
+// Record returns a one-record slice holding a copy of rec (its body
+// shared), valid until the next Step like the effects: a storage effect
+// carries it instead of pointing into its group's memory, which the group
+// may move or reuse before the driver runs the effect.
+func (o *Out) Record(rec record.Record) []record.Record {
+	if len(o.recs) == cap(o.recs) {
+		// Effects already emitted keep the old array: they stay valid.
+		nr := make([]record.Record, len(o.recs), max(2*cap(o.recs), 16))
+		copy(nr, o.recs)
+		o.recs = nr
+	}
+	o.recs = append(o.recs, rec)
+	k := len(o.recs)
+	return o.recs[k-1 : k : k]
 }
 
 // Grow returns the buffer with room for at least n more bytes, to append a

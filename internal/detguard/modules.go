@@ -33,8 +33,10 @@ var ReviewedDeps = []Reviewed{
 	{"lukechampine.com/blake3", "the trace hash (io/driver). Hasher.Write of more than one chunk " +
 		"hashes subtrees in goroutines joined by a WaitGroup, each writing its own slot: the digest is a " +
 		"pure function of the bytes written."},
-	{"lukechampine.com/blake3/guts", "blake3's compression functions, reached through it; the same " +
-		"goroutine pattern (indexed slots, joined), same digest on every path."},
+	{"lukechampine.com/blake3/guts", "blake3's compression functions, reached through it (the same " +
+		"goroutine pattern: indexed slots, joined; same digest on every path) and called by io/driver's " +
+		"trace hasher, which uses only the goroutine-free ones (CompressBuffer, CompressChunk, " +
+		"ParentNode, ChainingValue, CompressNode)."},
 	{"lukechampine.com/blake3/bao", "imported by blake3's package itself; the trace never calls it."},
 	{"github.com/klauspost/cpuid/v2", "blake3 reads the CPU's features at init to pick an assembly " +
 		"path; the path changes speed, never the digest (BLAKE3 is specified bit for bit)."},

@@ -10,7 +10,6 @@ import (
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/record"
 	"github.com/sluicemq/sluice/io/meta"
-	"lukechampine.com/blake3"
 )
 
 // Trace is the record of a run: every input and effect of every node, and
@@ -23,7 +22,7 @@ import (
 // written out (--trace, --timeline), and neither rendering them nor the
 // filter changes the hash.
 type Trace struct {
-	hasher *blake3.Hasher
+	hasher treeHasher
 	out    io.Writer // nil: hash only
 	filter TraceFilter
 	lines  uint64
@@ -64,7 +63,7 @@ const traceBufBytes = 256 << 10
 // NewTrace returns a trace that hashes every entry and, when out is not
 // nil, also writes the lines f selects to out.
 func NewTrace(out io.Writer, f TraceFilter) *Trace {
-	return &Trace{hasher: blake3.New(32, nil), out: out, filter: f, bin: make([]byte, 0, traceBufBytes)}
+	return &Trace{out: out, filter: f, bin: make([]byte, 0, traceBufBytes)}
 }
 
 func (t *Trace) room(n int) {
@@ -150,7 +149,8 @@ func (t *Trace) Lines() uint64 { return t.lines }
 // Hash returns the hex BLAKE3 hash of every entry so far.
 func (t *Trace) Hash() string {
 	t.flush()
-	return hex.EncodeToString(t.hasher.Sum(nil))
+	sum := t.hasher.Sum()
+	return hex.EncodeToString(sum[:])
 }
 
 // The binary encoding of entries: a tag byte, then the fields that the

@@ -52,7 +52,11 @@ func (l *Log) view(seg *segment, pos int64, n int, limit int64) ([]byte, error) 
 		want = max(limit-pos, int64(n))
 	}
 	if int64(cap(l.win)) < want {
-		l.win = make([]byte, want)
+		// Doubling, within the window's chunk: the scan's window fits
+		// each segment whole, and segments differ by a few bytes, so
+		// sizing it exactly reallocated it for nearly every segment.
+		// Only the capacity grows: a read still reads want bytes.
+		l.win = make([]byte, want, max(want, min(2*int64(cap(l.win)), int64(l.winChunk))))
 	}
 	l.win = l.win[:want]
 	l.winSeg = nil

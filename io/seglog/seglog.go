@@ -331,14 +331,15 @@ func (l *Log) appendOne(r *record.Record) error {
 	}
 	n := frameBytes(len(r.Body))
 	pos := seg.size
-	if len(l.buf)+n > cap(l.buf) || len(l.slotBuf)+slotBytes > cap(l.slotBuf) {
+	if len(l.buf)+n > l.opts.WriteBufferBytes || len(l.slotBuf)+slotBytes > cap(l.slotBuf) {
 		if err := l.flush(); err != nil {
 			return err
 		}
 	}
 	var fr []byte // the frame's fixed part, for its header copy
-	if n <= cap(l.buf) {
+	if n <= l.opts.WriteBufferBytes {
 		k := len(l.buf)
+		l.growBuf(n)
 		l.buf = l.buf[:k+n]
 		putFrame(l.buf[k:], r)
 		fr = l.buf[k:]
@@ -456,9 +457,29 @@ func (l *Log) createSegment(base uint64) (*segment, error) {
 	return seg, nil
 }
 
+// writeBufBytesMin is the write buffer's first capacity. The buffer grows
+// (doubling) to what the commits need, never past Options.WriteBufferBytes:
+// a log whose commits are a few small records (most of them) keeps a few
+// KiB instead of the whole MiB, which every Open allocated before. When
+// the buffer is written depends on WriteBufferBytes only, never on its
+// capacity.
+const writeBufBytesMin = 4 << 10
+
+// growBuf makes room in the write buffer for n more bytes, within
+// Options.WriteBufferBytes (the caller flushed when they would not fit).
+func (l *Log) growBuf(n int) {
+	if len(l.buf)+n <= cap(l.buf) {
+		return
+	}
+	c := min(max(2*cap(l.buf), len(l.buf)+n, writeBufBytesMin), l.opts.WriteBufferBytes)
+	buf := make([]byte, len(l.buf), c)
+	copy(buf, l.buf)
+	l.buf = buf
+}
+
 func (l *Log) ensureBuf() {
 	if l.buf == nil {
-		l.buf = make([]byte, 0, l.opts.WriteBufferBytes)
+		l.buf = make([]byte, 0, min(writeBufBytesMin, l.opts.WriteBufferBytes))
 	}
 	if l.slotBuf == nil {
 		l.slotBuf = make([]byte, 0, segHeaderBytes+slotBytes*min(l.opts.SlotsPerSegment, slotBufSlotsMax))

@@ -122,9 +122,9 @@ type pubInfo struct {
 // receipt is what became of the latest delivery of one offset that a live
 // consumer received.
 type receipt struct {
-	has   bool // received at all
 	conn  core.ClientID
 	count uint32 // receipts in all
+	has   bool   // received at all
 	acked bool   // the receiving consumer sent its ack
 	// settled: some consumer that received it sent its ack (a later
 	// receipt on a connection that dies does not undo that)
@@ -150,10 +150,14 @@ type queueTruth struct {
 	firstAny    bool
 	received    []receipt // by offset
 	// ackRecs: by acked offset, the owner's ack records for it (offset and
-	// identity), to judge a redelivery.
+	// identity), to judge a redelivery; ackMore the records beyond the
+	// first of an offset (ackSlot)
 	ackRecs []ackSlot
-	// seen: per offset, the durable copies made (see seenCopy)
-	seen []seenAt
+	ackMore [][]ackRec
+	// seen: per offset, the durable copies made (see seenCopy); seenMore
+	// the copies beyond the first of an offset (seenAt)
+	seen     []seenAt
+	seenMore [][]seenCopy
 	// watermark: the highest high watermark its owner announced
 	watermark uint64
 	// ownerProcess: the process of the owner that confirmed the placed
@@ -181,13 +185,27 @@ func (q *queueTruth) addSeen(o uint64, id Ident, i int) {
 		s.first.mask |= 1 << i
 		return
 	}
-	for k := range s.more {
-		if s.more[k].id == id {
-			s.more[k].mask |= 1 << i
+	more := q.seenMoreOf(s)
+	for k := range more {
+		if more[k].id == id {
+			more[k].mask |= 1 << i
 			return
 		}
 	}
-	s.more = append(s.more, seenCopy{id: id, mask: 1 << i})
+	if s.more == 0 {
+		q.seenMore = append(q.seenMore, nil)
+		s.more = int32(len(q.seenMore))
+	}
+	q.seenMore[s.more-1] = append(more, seenCopy{id: id, mask: 1 << i})
+}
+
+// seenMoreOf returns the copies at s beyond its first (rare: a record
+// overwritten by another at its offset).
+func (q *queueTruth) seenMoreOf(s *seenAt) []seenCopy {
+	if s.more == 0 {
+		return nil
+	}
+	return q.seenMore[s.more-1]
 }
 
 // dropSeen forgets replica i's copies from o on (a truncation).
@@ -195,8 +213,9 @@ func (q *queueTruth) dropSeen(from uint64, i int) {
 	for o := from; o < uint64(len(q.seen)); o++ {
 		s := &q.seen[o]
 		s.first.mask &^= 1 << i
-		for k := range s.more {
-			s.more[k].mask &^= 1 << i
+		more := q.seenMoreOf(s)
+		for k := range more {
+			more[k].mask &^= 1 << i
 		}
 	}
 }
@@ -210,9 +229,10 @@ func (q *queueTruth) seenMask(o uint64, id Ident) uint32 {
 	if s.first.id == id {
 		return s.first.mask
 	}
-	for k := range s.more {
-		if s.more[k].id == id {
-			return s.more[k].mask
+	more := q.seenMoreOf(s)
+	for k := range more {
+		if more[k].id == id {
+			return more[k].mask
 		}
 	}
 	return 0
@@ -228,37 +248,57 @@ type seenCopy struct {
 }
 
 // seenAt holds the copies seen at one offset: nearly always one record, so
-// the first lives inline.
+// the first lives inline, and the others (more: their list in the queue's
+// seenMore, plus one; 0: none) apart, so that the table of every offset
+// costs 40 bytes an offset, not 56.
 type seenAt struct {
 	first seenCopy
-	more  []seenCopy
+	more  int32
 }
 
-// ackSlot holds the ack records of one offset: nearly always one, inline.
+// ackSlot holds the ack records of one offset: nearly always one, inline;
+// the others (more: their list in the queue's ackMore, plus one) apart.
 type ackSlot struct {
 	first ackRec
-	n     int
-	more  []ackRec
+	n     int32
+	more  int32
 }
 
-func (s *ackSlot) add(a ackRec) {
+// ackRecsMax bounds the ack records kept for one offset.
+const ackRecsMax = 64
+
+// addAck records the owner's ack record a of offset acked.
+func (q *queueTruth) addAck(acked uint64, a ackRec) {
+	q.ackRecs = growTo(q.ackRecs, acked)
+	s := &q.ackRecs[acked]
 	switch {
 	case s.n == 0:
 		s.first = a
-	case s.n < 64:
-		s.more = append(s.more, a)
+	case s.n < ackRecsMax:
+		if s.more == 0 {
+			q.ackMore = append(q.ackMore, nil)
+			s.more = int32(len(q.ackMore))
+		}
+		q.ackMore[s.more-1] = append(q.ackMore[s.more-1], a)
 	default:
 		return
 	}
 	s.n++
 }
 
-func (s *ackSlot) each(f func(a ackRec)) {
+// eachAck calls f with each ack record of offset o.
+func (q *queueTruth) eachAck(o uint64, f func(a ackRec)) {
+	if o >= uint64(len(q.ackRecs)) {
+		return
+	}
+	s := &q.ackRecs[o]
 	if s.n > 0 {
 		f(s.first)
 	}
-	for _, a := range s.more {
-		f(a)
+	if s.more > 0 {
+		for _, a := range q.ackMore[s.more-1] {
+			f(a)
+		}
 	}
 }
 
@@ -301,6 +341,27 @@ type Checker struct {
 	seals         []*sealTruth  // the seals brokers made (seal.go)
 	sources       []*sourceTruth
 	lastQueue     *queueTruth // the queue queue() found last
+	crossCheck    bool        // CrossCheckRereads
+}
+
+// CrossCheckRereads makes every disk log read again twice, incrementally
+// and in full, and panic when the two readings differ (DiskLog.CrossCheck):
+// for tests of whole simulated runs.
+func (c *Checker) CrossCheckRereads() {
+	c.crossCheck = true
+	for _, q := range c.order {
+		for _, r := range q.reps {
+			r.disk.CrossCheck()
+		}
+	}
+}
+
+func (c *Checker) newDiskLog(dir string) *DiskLog {
+	l := NewDiskLog(dir)
+	if c.crossCheck {
+		l.CrossCheck()
+	}
+	return l
 }
 
 // queue returns queue q's truth, or nil. Nearly every call names the queue
@@ -363,7 +424,7 @@ func (c *Checker) AddQueue(s QueueSpec) {
 	}
 	q := &queueTruth{spec: s, confirmed: map[uint64]uint64{}}
 	for _, n := range s.Replicas {
-		r := &replicaTruth{node: n, idx: len(q.reps), disk: NewDiskLog(s.Dir)}
+		r := &replicaTruth{node: n, idx: len(q.reps), disk: c.newDiskLog(s.Dir)}
 		q.reps = append(q.reps, r)
 		if n == s.Owner {
 			q.owner = r
@@ -682,8 +743,7 @@ func (c *Checker) AckAppended(q core.QueueID, node core.NodeID, o uint64, id Ide
 	if node != qt.spec.Owner {
 		return
 	}
-	qt.ackRecs = growTo(qt.ackRecs, acked)
-	qt.ackRecs[acked].add(ackRec{offset: o, id: id})
+	qt.addAck(acked, ackRec{offset: o, id: id})
 }
 
 // PublishStarted records a publish attempt whose body has n bytes.
@@ -812,13 +872,11 @@ func (c *Checker) DeliverEmitted(atNs int64, q core.QueueID, o uint64, key uint6
 	if emitted {
 		// A duplicate must be a redelivery of an unacked record: no ack of
 		// it may be confirmed (durable on W replicas) already.
-		if o < uint64(len(qt.ackRecs)) {
-			qt.ackRecs[o].each(func(a ackRec) {
-				if n, ownerHas, mask := qt.holders(a.offset, a.id); ownerHas && n >= qt.spec.W {
-					c.fail("redeliver-acked", atNs, "q=%d o=%d delivered again after its ack (record %d, held by%s) was confirmed", q, o, a.offset, qt.names(mask))
-				}
-			})
-		}
+		qt.eachAck(o, func(a ackRec) {
+			if n, ownerHas, mask := qt.holders(a.offset, a.id); ownerHas && n >= qt.spec.W {
+				c.fail("redeliver-acked", atNs, "q=%d o=%d delivered again after its ack (record %d, held by%s) was confirmed", q, o, a.offset, qt.names(mask))
+			}
+		})
 		return
 	}
 	if qt.firstAny && o <= qt.firstMax {

@@ -1,10 +1,13 @@
 package check
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +26,24 @@ type Disk interface {
 	DurableGen() uint64
 	// ReadDurable reads the durable contents of name at off (ReadAt rules).
 	ReadDurable(name string, p []byte, off int64) (int, error)
+}
+
+// ChangeLog is what a Disk may also tell (sim/memfs does): where durable
+// bytes changed. With it, reading a log again after a crash or an injected
+// fault reads only the frames, headers and header copies whose bytes may
+// have changed since they were last read, instead of the whole log; the
+// verdicts are the same as a full reading (TestIncrementalRereadIsFull).
+// The checkers still read what they judge from the durable bytes with
+// their own parser; a change log only says what need not be read again.
+type ChangeLog interface {
+	// DurableStamp returns a stamp such that every change made after the
+	// call is reported by DurableChanges for it.
+	DurableStamp() uint64
+	// DurableChanges calls f (if not nil) with ranges covering every byte
+	// of the file under the durable name whose durable value,
+	// readability or presence changed after stamp since, and returns the
+	// file's identity (another file under the name has another).
+	DurableChanges(name string, since uint64, f func(lo, hi int64)) (file uint64, err error)
 }
 
 // Ident identifies a record: its epoch, kind, body length and first 8 body
@@ -87,6 +108,19 @@ type diskSeg struct {
 	locs  []frameLoc // where each frame seen intact lies, by index
 	pos   int64      // where the next new frame is looked for
 	done  bool       // nothing more can be found in it (full, or lost track)
+
+	// For rereads with a ChangeLog (see DiskLog.Reparse): file is the
+	// identity of the file read under the name (fileKnown: one was);
+	// mixed, that another file stood under the name at some read since
+	// the last Reparse; headerOK, that the header was valid at the last
+	// reading of it; slotsOK, that the header copies were all as they
+	// should be for slotsOKLocs frames at the last check.
+	file        uint64
+	fileKnown   bool
+	mixed       bool
+	headerOK    bool
+	slotsOK     bool
+	slotsOKLocs int
 }
 
 // frameLoc is where a frame was seen: the checker remembers it, so that
@@ -124,7 +158,48 @@ type DiskLog struct {
 	// during one).
 	winSeg *diskSeg
 	winPos int64
+	// stamp: the disk's change stamp at the last Reparse (stamped: there
+	// was one, on a disk with a ChangeLog): what changed since then is
+	// what the next Reparse must read again. fullRereads turns the
+	// incremental reading off (tests compare the two).
+	stamp       uint64
+	stamped     bool
+	fullRereads bool
+	changed     []changedSpan // scratch: the ranges changed in one segment
+	ranges      []offRange    // scratch: segsDisjoint's
+	skipped     int           // frames a Reparse did not read again (tests)
+	// shadow, when set (CrossCheck), reads everything on every reread
+	// and must agree after each.
+	shadow *DiskLog
 }
+
+// CrossCheck makes the log read every reread twice, incrementally and in
+// full (a shadow fed the same calls), and panic when the two differ: a
+// test's check of the incremental reading in whole simulated runs.
+func (l *DiskLog) CrossCheck() {
+	if l.shadow != nil {
+		return
+	}
+	sh := NewDiskLog(l.dir)
+	sh.fullRereads = true
+	sh.recs = slices.Clone(l.recs)
+	sh.segs = slices.Clone(l.segs)
+	for i := range sh.segs {
+		sh.segs[i].locs = slices.Clone(sh.segs[i].locs)
+	}
+	sh.listed, sh.listedOK, sh.note, sh.damaged = l.listed, l.listedOK, l.note, l.damaged
+	l.shadow = sh
+}
+
+func (l *DiskLog) crossChecked(what string) {
+	if s := compareDiskLogs(l, l.shadow); s != "" {
+		panic("check: the incremental " + what + " of " + l.dir + " differs from a full one: " + s)
+	}
+}
+
+// changedSpan is a range [lo, hi) of a segment file whose durable bytes may
+// have changed.
+type changedSpan struct{ lo, hi int64 }
 
 // locsPresizeMax bounds the frame locations reserved for a new segment.
 const locsPresizeMax = 1 << 13
@@ -174,6 +249,9 @@ func (l *DiskLog) Note() string { return l.note }
 // Cut forgets the frames from offset end on: the log truncated them (the
 // segments after are removed, the one holding end is cut).
 func (l *DiskLog) Cut(end uint64) {
+	if l.shadow != nil {
+		l.shadow.Cut(end)
+	}
 	k := 0
 	for i := range l.segs {
 		seg := &l.segs[i]
@@ -183,6 +261,7 @@ func (l *DiskLog) Cut(end uint64) {
 		if keep := end - seg.base; uint64(len(seg.locs)) > keep {
 			seg.locs = seg.locs[:keep]
 			seg.done = false
+			seg.slotsOK = false // frames found at these slots again are others
 			seg.pos = seg.frameStart()
 			if keep > 0 {
 				last := seg.locs[keep-1]
@@ -207,16 +286,43 @@ func (seg *diskSeg) frameStart() int64 {
 }
 
 // Reparse reads every frame seen so far again, where it was seen, then
-// whatever is new.
+// whatever is new. On a disk with a ChangeLog it reads again only what may
+// have changed since the last Reparse: a frame, header or header-copy
+// region whose bytes did not change keeps the verdict it had when it was
+// last read (a frame that was valid keeps its identity; anything found
+// wrong is read again), so the result is what reading everything would
+// give, and a restart costs what was written since the last one instead of
+// the whole log.
 func (l *DiskLog) Reparse(d Disk) {
+	l.reparse(d)
+	if l.shadow != nil {
+		l.shadow.Reparse(d)
+		l.crossChecked("reread")
+	}
+}
+
+func (l *DiskLog) reparse(d Disk) {
 	l.winSeg = nil
-	clear(l.recs)
-	l.recs, l.note, l.damaged = l.recs[:0], "", false
+	since := l.stamp
+	cl, _ := d.(ChangeLog)
+	incr := cl != nil && l.stamped && !l.fullRereads && l.segsDisjoint()
+	if cl != nil {
+		// The durable bytes do not change while they are read: what
+		// changes from now on is what the next Reparse reads again.
+		l.stamp, l.stamped = cl.DurableStamp(), true
+	}
+	if !incr {
+		clear(l.recs)
+		l.recs = l.recs[:0]
+	}
+	l.note, l.damaged = "", false
 	for i := range l.segs {
 		seg := &l.segs[i]
-		if seg.slots > 0 {
+		all := !incr || !l.loadChanges(cl, seg, since)
+		if seg.slots > 0 && (all || !seg.headerOK || l.changedIn(0, dSegHeaderBytes)) {
 			h, err := l.read(d, seg, 0, dSegHeaderBytes)
-			if err != nil || !headerOK(h, seg.base, seg.slots) {
+			seg.headerOK = err == nil && headerOK(h, seg.base, seg.slots)
+			if !seg.headerOK {
 				// The frames are still found where they were seen, but the
 				// log will not read past this header.
 				l.setNote(seg.name + ": segment header damaged")
@@ -225,6 +331,18 @@ func (l *DiskLog) Reparse(d Disk) {
 		}
 		for j, loc := range seg.locs {
 			o := seg.base + uint64(j)
+			if incr {
+				// A frame valid when last read (its identity is there: the
+				// segments' offsets are disjoint, so no other frame put it)
+				// whose bytes did not change since is valid still.
+				if !all && o < uint64(len(l.recs)) && l.recs[o].Intact() && !l.changedIn(loc.pos, loc.pos+dFrameHeader+int64(loc.n)) {
+					l.skipped++
+					continue
+				}
+				if o < uint64(len(l.recs)) {
+					l.recs[o] = Ident{}
+				}
+			}
 			fr, err := l.read(d, seg, loc.pos, dFrameHeader+int(loc.n))
 			if err != nil || len(fr) < dFrameHeader+int(loc.n) {
 				l.setNote(seg.name + ": frame of offset " + strconv.FormatUint(o, 10) + " unreadable or gone")
@@ -239,11 +357,83 @@ func (l *DiskLog) Reparse(d Disk) {
 			}
 		}
 		seg.done = uint64(len(seg.locs)) >= uint64(seg.slots) && seg.slots > 0
+		if !all {
+			continue
+		}
+		// Read whole: from now on the file under the name is this one.
+		seg.mixed, seg.slotsOK, seg.fileKnown = false, false, false
+		if cl != nil {
+			l.noteFile(cl, seg)
+		}
 	}
-	l.Resume(d)
+	if incr {
+		// As a full reading leaves it: nothing past the last valid frame.
+		n := len(l.recs)
+		for n > 0 && !l.recs[n-1].Intact() {
+			n--
+		}
+		l.recs = l.recs[:n]
+	}
+	l.resume(d)
 	for i := range l.segs {
-		l.checkSlots(d, &l.segs[i]) // against every frame now known
+		seg := &l.segs[i]
+		if incr && seg.slotsOK && seg.slotsOKLocs == len(seg.locs) && l.loadChanges(cl, seg, since) &&
+			!l.changedIn(dSegHeaderBytes, dSegHeaderBytes+dSlotBytes*int64(seg.slots)) {
+			continue // the same copies, for the same frames: as good as then
+		}
+		l.checkSlots(d, seg) // against every frame now known
 	}
+}
+
+// segsDisjoint reports whether no two segments' frames claim one offset:
+// then each offset's identity in recs was put by the one frame seen there.
+// Linear in the segments when they are in base order (they nearly always
+// are: listing appends names in order), else it sorts their ranges.
+func (l *DiskLog) segsDisjoint() bool {
+	ranges := l.ranges[:0]
+	sorted := true
+	for i := range l.segs {
+		if seg := &l.segs[i]; len(seg.locs) > 0 {
+			r := offRange{seg.base, seg.next()}
+			sorted = sorted && (len(ranges) == 0 || ranges[len(ranges)-1].lo <= r.lo)
+			ranges = append(ranges, r)
+		}
+	}
+	l.ranges = ranges
+	if !sorted {
+		slices.SortFunc(ranges, func(a, b offRange) int { return cmp.Compare(a.lo, b.lo) })
+	}
+	for i := 1; i < len(ranges); i++ {
+		if ranges[i].lo < ranges[i-1].hi {
+			return false
+		}
+	}
+	return true
+}
+
+// offRange is a segment's offsets [lo, hi) with a frame seen.
+type offRange struct{ lo, hi uint64 }
+
+// loadChanges loads into l.changed the ranges of seg's file that changed
+// since stamp since. It reports false when the segment must be read whole:
+// the file under its name is not the one read last (or another stood there
+// at a read since), or it is not durable.
+func (l *DiskLog) loadChanges(cl ChangeLog, seg *diskSeg, since uint64) bool {
+	l.changed = l.changed[:0]
+	file, err := cl.DurableChanges(seg.path, since, func(lo, hi int64) {
+		l.changed = append(l.changed, changedSpan{lo, hi})
+	})
+	return err == nil && seg.fileKnown && file == seg.file && !seg.mixed
+}
+
+// changedIn reports whether a range loaded by loadChanges overlaps [lo, hi).
+func (l *DiskLog) changedIn(lo, hi int64) bool {
+	for _, c := range l.changed {
+		if c.lo < hi && lo < c.hi {
+			return true
+		}
+	}
+	return false
 }
 
 // checkSlots reads seg's header copies: each frame seen must have its copy,
@@ -253,12 +443,14 @@ func (l *DiskLog) checkSlots(d Disk, seg *diskSeg) {
 	if seg.slots == 0 {
 		return
 	}
+	seg.slotsOK, seg.slotsOKLocs = false, len(seg.locs)
 	region, err := l.read(d, seg, dSegHeaderBytes, dSlotBytes*seg.slots)
 	if err != nil {
 		l.setNote(seg.name + ": header copies unreadable")
 		l.damaged = true
 		return
 	}
+	bad := false
 	for i := 0; i < seg.slots; i++ {
 		var s []byte
 		if (i+1)*dSlotBytes <= len(region) {
@@ -267,16 +459,18 @@ func (l *DiskLog) checkSlots(d Disk, seg *diskSeg) {
 		if i >= len(seg.locs) {
 			if !slotZero(s) {
 				l.setNote(seg.name + ": stray header copy at slot " + strconv.Itoa(i))
-				l.damaged = true
+				bad = true
 			}
 			continue
 		}
 		if len(s) < dSlotBytes || binary.LittleEndian.Uint32(s[28:32]) != crc32.Checksum(s[0:28], dCastagnoli) ||
 			binary.LittleEndian.Uint64(s[0:8]) != seg.base+uint64(i) || binary.LittleEndian.Uint32(s[20:24]) != seg.locs[i].n {
 			l.setNote(seg.name + ": header copy of offset " + strconv.FormatUint(seg.base+uint64(i), 10) + " missing or damaged")
-			l.damaged = true
+			bad = true
 		}
 	}
+	l.damaged = l.damaged || bad
+	seg.slotsOK = !bad
 }
 
 // slotZero reports whether a slot's bytes (a whole slot, or none) are all
@@ -292,15 +486,51 @@ func slotZero(s []byte) bool {
 // Resume reads what was made durable since the last read, assuming bytes
 // already read did not change.
 func (l *DiskLog) Resume(d Disk) {
+	l.resume(d)
+	if l.shadow != nil {
+		l.shadow.Resume(d)
+		l.crossChecked("read")
+	}
+}
+
+func (l *DiskLog) resume(d Disk) {
 	l.winSeg = nil
+	cl, _ := d.(ChangeLog)
 	if gen := d.DurableGen(); !l.listedOK || gen != l.listed {
 		l.list(d)
 		l.listed, l.listedOK = gen, true
+		if cl != nil {
+			// The names may refer to other files now (only a change of
+			// the durable namespace changes the generation).
+			for i := range l.segs {
+				l.noteFile(cl, &l.segs[i])
+			}
+		}
 	}
 	for i := range l.segs {
-		if !l.segs[i].done {
-			l.parseSeg(d, &l.segs[i])
+		seg := &l.segs[i]
+		if !seg.done {
+			if cl != nil && !seg.fileKnown {
+				l.noteFile(cl, seg)
+			}
+			l.parseSeg(d, seg)
 		}
+	}
+}
+
+// noteFile learns which file the segment's name refers to: a segment read
+// from another file than the one its last Reparse read is read whole at
+// the next Reparse (mixed).
+func (l *DiskLog) noteFile(cl ChangeLog, seg *diskSeg) {
+	file, err := cl.DurableChanges(seg.path, math.MaxUint64, nil)
+	switch {
+	case err != nil:
+		// Not durable: nothing is read under the name until it is again,
+		// and then the file it refers to is compared.
+	case !seg.fileKnown:
+		seg.file, seg.fileKnown = file, true
+	case file != seg.file:
+		seg.file, seg.mixed = file, true
 	}
 }
 
@@ -494,4 +724,30 @@ func (l *DiskLog) put(o uint64, id Ident) {
 		l.recs = append(l.recs, Ident{})
 	}
 	l.recs[o] = id
+}
+
+// compareDiskLogs describes how two DiskLogs' views differ, "" if not.
+func compareDiskLogs(a, b *DiskLog) string {
+	switch {
+	case !slices.Equal(a.recs, b.recs):
+		o := 0
+		for o < min(len(a.recs), len(b.recs)) && a.recs[o] == b.recs[o] {
+			o++
+		}
+		return fmt.Sprintf("records differ from offset %d (%d vs %d records): %v vs %v", o, len(a.recs), len(b.recs), a.At(uint64(o)), b.At(uint64(o)))
+	case a.note != b.note:
+		return fmt.Sprintf("notes differ: %q vs %q", a.note, b.note)
+	case a.damaged != b.damaged:
+		return fmt.Sprintf("damaged %v vs %v", a.damaged, b.damaged)
+	case len(a.segs) != len(b.segs):
+		return fmt.Sprintf("%d segments vs %d", len(a.segs), len(b.segs))
+	}
+	for i := range a.segs {
+		x, y := &a.segs[i], &b.segs[i]
+		if x.name != y.name || x.base != y.base || x.slots != y.slots || x.pos != y.pos || x.done != y.done || !slices.Equal(x.locs, y.locs) {
+			return fmt.Sprintf("segment %d differs: %s base=%d slots=%d pos=%d done=%v locs=%d vs %s base=%d slots=%d pos=%d done=%v locs=%d",
+				i, x.name, x.base, x.slots, x.pos, x.done, len(x.locs), y.name, y.base, y.slots, y.pos, y.done, len(y.locs))
+		}
+	}
+	return ""
 }

@@ -3,8 +3,10 @@
 // test: durability from each fake disk's durable bytes (Disk), read by this
 // package's own parser of the segment format (DiskLog: an independent
 // reading of io/seglog's documented format, never its code), incrementally
-// at each sync acknowledged to a core and in full after a crash or an
-// injected fault; deliveries from what live consumers received.
+// at each sync acknowledged to a core and again after a crash or an
+// injected fault (what may have changed since the last reading, by the
+// disk's change log, ChangeLog; the verdicts are a full reading's);
+// deliveries from what live consumers received.
 //
 // Checkers, by name (the name appears in failure reports and summaries):
 //

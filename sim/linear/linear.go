@@ -27,13 +27,15 @@ const (
 
 // Op is one client operation on one queue, with call and return instants (ns).
 type Op struct {
-	Kind     OpKind
 	Client   int // client index (porcupine ClientId)
 	CallNs   int64
 	ReturnNs int64  // for Unknown appends, ignored (the op may take effect any time after the call, or never)
 	Key      uint64 // Append: the published body's key. Read: the key read
 	Offset   uint64 // Append Confirmed: returned offset. Read: the offset read
-	Outcome  Outcome
+	// Kind and Outcome last: 48 bytes an op, not 56 (a run's history
+	// holds tens of thousands).
+	Kind    OpKind
+	Outcome Outcome
 }
 
 // Check reports whether the history is linearizable against a log: a sequence
@@ -169,9 +171,21 @@ func (p *plan) describeSlot(o int) string {
 // So offsets fully determine the log: the state of the model is its length.
 func pin(ops []Op) (*plan, string) {
 	p := &plan{ops: ops}
-	appendOf := make(map[uint64]int, len(ops))      // key -> index of its append
-	confirmedAt := make(map[uint64]int, len(ops)/2) // offset -> index of the confirmed append there
-	var live int                                    // appends that may have taken effect
+	if len(ops) > opsMax {
+		return nil, fmt.Sprintf("malformed history: %d ops, more than the %d a check takes", len(ops), opsMax)
+	}
+	appends, reads := 0, 0
+	for i := range ops {
+		if ops[i].Kind == Append {
+			appends++
+		} else {
+			reads++
+		}
+	}
+	appendOf := newIndex(appends)    // key -> index of its append
+	confirmedAt := newIndex(appends) // offset -> index of the confirmed append there
+	p.reads = make([]int, 0, reads)
+	var live int // appends that may have taken effect
 	var maxOffset uint64
 	anyNamed := false
 	for i, op := range ops {
@@ -185,10 +199,10 @@ func pin(ops []Op) (*plan, string) {
 			if op.Outcome != Unknown && op.ReturnNs < op.CallNs {
 				return nil, fmt.Sprintf("malformed history: %s returns before its call", describe(ops, i))
 			}
-			if j, dup := appendOf[op.Key]; dup {
+			if j, dup := appendOf.get(op.Key); dup {
 				return nil, fmt.Sprintf("malformed history: key %d is appended twice (#%d and #%d); keys must be unique per append", op.Key, j, i)
 			}
-			appendOf[op.Key] = i
+			appendOf.put(op.Key, i)
 			if op.Outcome == Failed {
 				continue
 			}
@@ -196,11 +210,11 @@ func pin(ops []Op) (*plan, string) {
 			if op.Outcome != Confirmed {
 				continue
 			}
-			if j, dup := confirmedAt[op.Offset]; dup {
+			if j, dup := confirmedAt.get(op.Offset); dup {
 				return nil, fmt.Sprintf("two confirmed appends returned offset %d: %s and %s",
 					op.Offset, describe(ops, j), describe(ops, i))
 			}
-			confirmedAt[op.Offset] = i
+			confirmedAt.put(op.Offset, i)
 			if !anyNamed || op.Offset > maxOffset {
 				maxOffset = op.Offset
 			}
@@ -220,11 +234,11 @@ func pin(ops []Op) (*plan, string) {
 	}
 
 	// Each read against its append, and reads against each other.
-	readAt := make(map[uint64]int)  // offset -> first read of it
-	keyRead := make(map[uint64]int) // key -> first read of it
+	readAt := newIndex(len(p.reads))  // offset -> first read of it
+	keyRead := newIndex(len(p.reads)) // key -> first read of it
 	for _, r := range p.reads {
 		op := ops[r]
-		a, ok := appendOf[op.Key]
+		a, ok := appendOf.get(op.Key)
 		if !ok {
 			return nil, fmt.Sprintf("%s: no append of that key exists", describe(ops, r))
 		}
@@ -235,23 +249,23 @@ func pin(ops []Op) (*plan, string) {
 		if app.Outcome == Confirmed && app.Offset != op.Offset {
 			return nil, fmt.Sprintf("%s: that key was placed at offset %d by %s", describe(ops, r), app.Offset, describe(ops, a))
 		}
-		if c, ok := confirmedAt[op.Offset]; ok && c != a {
+		if c, ok := confirmedAt.get(op.Offset); ok && c != a {
 			return nil, fmt.Sprintf("%s: offset %d holds key %d (%s)", describe(ops, r), op.Offset, ops[c].Key, describe(ops, c))
 		}
 		if op.ReturnNs < app.CallNs {
 			return nil, fmt.Sprintf("%s: returned before its append was called (%s)", describe(ops, r), describe(ops, a))
 		}
-		if q, ok := readAt[op.Offset]; ok && ops[q].Key != op.Key {
+		if q, ok := readAt.get(op.Offset); ok && ops[q].Key != op.Key {
 			return nil, fmt.Sprintf("offset %d read as two keys: %s and %s", op.Offset, describe(ops, q), describe(ops, r))
 		}
-		if q, ok := keyRead[op.Key]; ok && ops[q].Offset != op.Offset {
+		if q, ok := keyRead.get(op.Key); ok && ops[q].Offset != op.Offset {
 			return nil, fmt.Sprintf("key %d read at two offsets: %s and %s", op.Key, describe(ops, q), describe(ops, r))
 		}
-		if _, ok := readAt[op.Offset]; !ok {
-			readAt[op.Offset] = r
+		if _, ok := readAt.get(op.Offset); !ok {
+			readAt.put(op.Offset, r)
 		}
-		if _, ok := keyRead[op.Key]; !ok {
-			keyRead[op.Key] = r
+		if _, ok := keyRead.get(op.Key); !ok {
+			keyRead.put(op.Key, r)
 		}
 	}
 	if !anyNamed {
@@ -261,10 +275,11 @@ func pin(ops []Op) (*plan, string) {
 	// have taken effect. Checking this first also bounds the slots below.
 	if maxOffset >= uint64(live) {
 		who := ""
-		if c, ok := confirmedAt[maxOffset]; ok {
+		if c, ok := confirmedAt.get(maxOffset); ok {
 			who = describe(ops, c)
 		} else {
-			who = describe(ops, readAt[maxOffset])
+			r, _ := readAt.get(maxOffset)
+			who = describe(ops, r)
 		}
 		return nil, fmt.Sprintf("%s needs %d appends to have taken effect, but the history has only %d that were not failed",
 			who, maxOffset+1, live)
@@ -274,12 +289,12 @@ func pin(ops []Op) (*plan, string) {
 	p.slots = make([]slot, n)
 	filled := make([]bool, n)
 	for o := range n {
-		if c, ok := confirmedAt[uint64(o)]; ok {
+		if c, ok := confirmedAt.get(uint64(o)); ok {
 			op := ops[c]
 			p.slots[o] = slot{origin: fromConfirmed, op: c, key: op.Key, callNs: op.CallNs, retNs: op.ReturnNs, client: op.Client}
 			filled[o] = true
-		} else if r, ok := readAt[uint64(o)]; ok {
-			a := appendOf[ops[r].Key] // an Unknown append, by the checks above
+		} else if r, ok := readAt.get(uint64(o)); ok {
+			a, _ := appendOf.get(ops[r].Key) // an Unknown append, by the checks above
 			op := ops[a]
 			p.slots[o] = slot{origin: fromObserved, op: a, key: op.Key, callNs: op.CallNs, client: op.Client}
 			filled[o] = true
@@ -289,7 +304,7 @@ func pin(ops []Op) (*plan, string) {
 	var pool []int64
 	for _, op := range ops {
 		if op.Kind == Append && op.Outcome == Unknown {
-			if _, seen := keyRead[op.Key]; !seen {
+			if _, seen := keyRead.get(op.Key); !seen {
 				pool = append(pool, op.CallNs)
 			}
 		}
@@ -429,39 +444,61 @@ const partitionMin = 256
 // to o). The history is therefore linearizable iff each part is, with its
 // offsets counted from its base — porcupine's partition contract.
 func (p *plan) porcupine() bool {
-	history := make([]porcupine.Operation, 0, len(p.slots)+len(p.reads))
+	n := len(p.slots) + len(p.reads)
 	base := make([]uint64, len(p.slots)) // partition base of each offset
+	part := make([]int32, len(p.slots))  // partition number of each offset
 	var b uint64
+	parts := int32(0)
 	latest := int64(math.MinInt64) // latest call among slots below o
 	for o, s := range p.slots {
-		if uint64(o)-b >= partitionMin && s.callNs >= latest {
+		if o == 0 || (uint64(o)-b >= partitionMin && s.callNs >= latest) {
 			b = uint64(o)
+			parts++
 		}
 		latest = max(latest, s.callNs)
-		base[o] = b
+		base[o], part[o] = b, parts-1
+	}
+	// The history is laid out partition by partition (each one's appends
+	// in offset order, then its reads in history order, as partition
+	// would group them), so that partition hands porcupine slices of it
+	// instead of a copy. at[k]: where partition k's next operation goes.
+	at := make([]int, parts+1)
+	for o := range p.slots {
+		at[part[o]+1]++
+	}
+	for _, r := range p.reads {
+		at[part[p.ops[r].Offset]+1]++
+	}
+	for k := int32(1); k <= parts; k++ {
+		at[k] += at[k-1]
 	}
 	// The inputs live in one slice and porcupine holds pointers to them:
 	// boxing a pointer in an interface costs no allocation, boxing a step
 	// would cost one per operation.
-	steps := make([]step, 0, len(p.slots)+len(p.reads))
+	history := make([]porcupine.Operation, n)
+	steps := make([]step, n)
 	for o, s := range p.slots {
-		steps = append(steps, step{base: base[o], offset: uint64(o), key: s.key})
-		history = append(history, porcupine.Operation{
+		i := at[part[o]]
+		at[part[o]]++
+		steps[i] = step{base: base[o], offset: uint64(o), key: s.key}
+		history[i] = porcupine.Operation{
 			ClientId: s.client,
-			Input:    &steps[len(steps)-1],
+			Input:    &steps[i],
 			Call:     s.callNs,
 			Return:   s.retNs,
-		})
+		}
 	}
 	for _, r := range p.reads {
 		op := p.ops[r]
-		steps = append(steps, step{read: true, base: base[op.Offset], offset: op.Offset, key: op.Key})
-		history = append(history, porcupine.Operation{
+		i := at[part[op.Offset]]
+		at[part[op.Offset]]++
+		steps[i] = step{read: true, base: base[op.Offset], offset: op.Offset, key: op.Key}
+		history[i] = porcupine.Operation{
 			ClientId: op.Client,
-			Input:    &steps[len(steps)-1],
+			Input:    &steps[i],
 			Call:     op.CallNs,
 			Return:   op.ReturnNs,
-		})
+		}
 	}
 	// Likewise the model's states, log lengths within a partition, are
 	// pointers into lengths (lengths[k] == k): no state is boxed.
@@ -506,8 +543,21 @@ func (p *plan) model(lengths []uint64) porcupine.Model {
 
 // partition splits a history built by porcupine() by partition base, in
 // order of base (the bases of slots are non-decreasing, and every base is
-// some slot's).
+// some slot's), each part's operations in history order. porcupine() lays
+// the history out part by part: then the parts are slices of it.
 func partition(history []porcupine.Operation) [][]porcupine.Operation {
+	if grouped(history) {
+		var parts [][]porcupine.Operation
+		for i := 0; i < len(history); {
+			j, b := i+1, history[i].Input.(*step).base
+			for j < len(history) && history[j].Input.(*step).base == b {
+				j++
+			}
+			parts = append(parts, history[i:j:j])
+			i = j
+		}
+		return parts
+	}
 	var bases []uint64
 	index := make(map[uint64]int)
 	var counts []int
@@ -535,4 +585,14 @@ func partition(history []porcupine.Operation) [][]porcupine.Operation {
 		parts[i] = append(parts[i], op)
 	}
 	return parts
+}
+
+// grouped reports whether the history's partition bases never decrease.
+func grouped(history []porcupine.Operation) bool {
+	for i := 1; i < len(history); i++ {
+		if history[i].Input.(*step).base < history[i-1].Input.(*step).base {
+			return false
+		}
+	}
+	return true
 }

@@ -87,13 +87,16 @@ func (fs *FS) crash(r Rand, tear bool) (damagedBytes int64) {
 		victim = pickTearVictim(files, r)
 	}
 	fs.usage = 0
+	stamp := fs.nextStamp()
 	for _, n := range files {
 		if r != nil {
 			n.forgetSyncedTouchedByPending()
 		}
+		n.notePending(stamp)
 		n.crash(r, fs.crashSector)
 		if victim != nil && victim.n == n {
 			damagedBytes = n.tearSector(victim, r)
+			n.noteChange(stamp, victim.sector*SectorBytes, (victim.sector+1)*SectorBytes)
 		}
 		n.links = 0
 		fs.usage += n.footprint()
@@ -144,12 +147,12 @@ func pickTearVictim(files []*node, r Rand) *tearVictim {
 // a random split of the write's own bytes there; it returns the synced
 // bytes damaged.
 func (n *node) tearSector(v *tearVictim, r Rand) (damaged int64) {
-	size := int64(len(n.data))
+	size := n.c.size
 	lo, hi := v.sector*SectorBytes, min((v.sector+1)*SectorBytes, size)
 	wLo, wHi := max(v.w.off, lo), min(v.w.off+v.w.n, hi)
 	garbage := func(a, b int64) {
 		for i := a; i < b; i++ {
-			n.data[i] = byte(1 + r.Intn(255))
+			*n.c.bytePtr(i) = byte(1 + r.Intn(255))
 		}
 	}
 	// Synced bytes outside the write (the durable size never exceeds the
@@ -192,12 +195,13 @@ func (n *node) crash(r Rand, settled map[int64]bool) {
 				break // kept, and with it every earlier operation
 			}
 			if u.oldSize > u.off { // undo a shrink: the cut bytes come back
-				n.setSize(max(int64(len(n.data)), u.oldSize))
+				n.setSize(max(n.c.size, u.oldSize))
 				for lo := u.off; lo < u.oldSize; {
 					s := lo / SectorBytes
 					hi := min(u.oldSize, (s+1)*SectorBytes)
 					if !settled[s] {
-						copy(n.data[lo:hi], n.undoBuf[u.saved+lo-u.off:])
+						s := u.saved + lo - u.off
+						n.c.write(n.undoBuf[s:s+hi-lo], lo)
 					}
 					lo = hi
 				}
@@ -254,10 +258,11 @@ func (n *node) restore(u *undoOp, lo, hi int64) {
 	savedEnd := u.off + u.savedN
 	if lo < savedEnd {
 		m := min(hi, savedEnd)
-		copy(n.data[lo:m], n.undoBuf[u.saved+lo-u.off:])
+		s := u.saved + lo - u.off
+		n.c.write(n.undoBuf[s:s+m-lo], lo)
 		lo = m
 	}
 	if lo < hi {
-		clear(n.data[lo:hi])
+		n.c.zero(lo, hi)
 	}
 }

@@ -12,6 +12,12 @@
 // from the Rand they are given), and no map iteration whose order can reach
 // a result. An FS must be used from one goroutine; the simulator owns it.
 //
+// # Memory
+//
+// A file's contents are kept in 4 KiB chunks (one per sector; a chunk
+// never written reads as zeros), so a file grown by appends allocates its
+// size once and copies nothing as it grows.
+//
 // # What survives a crash
 //
 // File contents. Every WriteAt and Truncate since the file's last successful
@@ -56,7 +62,10 @@
 // and the bytes that CrashClean would leave under a durable name (ReadAt
 // semantics, copying only the bytes asked for; a sticky unreadable range
 // makes ReadDurable fail with vfs.ErrIO), and DurableBytes copies a whole
-// file. None of them consults the Injector.
+// file. DurableChanges names the ranges of a file whose durable bytes,
+// readability or size may have changed since a DurableStamp (changes.go),
+// so that a checker reads again only those. None of them consults the
+// Injector.
 //
 // # Faults
 //

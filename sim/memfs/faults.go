@@ -30,7 +30,7 @@ func (n *node) durableSize() int64 {
 	if len(n.undo) > 0 {
 		return n.undo[0].oldSize
 	}
-	return int64(len(n.data))
+	return n.c.size
 }
 
 // ---- reading the durable state ----
@@ -63,10 +63,7 @@ func (fs *FS) ReadDurable(name string, p []byte, off int64) (int, error) {
 		return 0, unreadableErr("readdurable", name, off)
 	}
 	q := p[:k]
-	m := 0
-	if off < int64(len(n.data)) {
-		m = copy(q, n.data[off:])
-	}
+	m := n.c.read(q, off)
 	clear(q[m:])
 	// The oldest pending operation that saved a byte holds its durable
 	// value (see durableByte): overlay the saved bytes newest first, so
@@ -150,6 +147,7 @@ func (fs *FS) SetUnreadable(name string, off, n int64) error {
 		nd.unreadable = make([]span, 0, unreadableRangesMax)
 	}
 	nd.unreadable = slices.Replace(nd.unreadable, i, j, span{lo, hi})
+	nd.noteChange(fs.nextStamp(), off, off+n)
 	return nil
 }
 
@@ -167,12 +165,14 @@ func (n *node) unreadableIn(lo, hi int64) bool {
 // file already holds unreadableRangesMax ranges drops the smaller piece
 // (it becomes readable): the bound holds, and the error is on the side of
 // fewer faults.
-func (n *node) rewritten(lo, hi int64) {
+func (n *node) rewritten(fs *FS, lo, hi int64) {
 	for i := 0; i < len(n.unreadable); i++ {
 		s := n.unreadable[i]
 		if s.hi <= lo || hi <= s.lo {
 			continue
 		}
+		// Readable again, at once, in the durable image too.
+		n.noteChange(fs.nextStamp(), max(s.lo, lo), min(s.hi, hi))
 		left, right := span{s.lo, lo}, span{hi, s.hi}
 		switch {
 		case left.lo < left.hi && right.lo < right.hi:
@@ -213,6 +213,7 @@ func (fs *FS) SetSyncFailureDropsPages(r Rand) { fs.syncFailRand = r }
 func (fs *FS) settle(n *node, r Rand) {
 	old := n.footprint()
 	n.forgetSyncedTouchedByPending()
+	n.notePending(fs.nextStamp())
 	n.crash(r, fs.crashSector)
 	fs.account(n, old)
 }
@@ -355,15 +356,17 @@ func (fs *FS) LoseSyncedWrite(name string, r Rand) (off, n int64, ok bool) {
 	// Nothing after the write touched its range, so the range holds the
 	// write's bytes in the current contents, which are also the durable
 	// ones there (no pending operation saved them).
-	end := min(hi, int64(len(nd.data)))
+	end := min(hi, nd.c.size)
 	if lo < end {
-		m := 0
+		m := int64(0)
 		if !zeros {
-			m = copy(nd.data[lo:end], nd.syncedBuf[u.saved:u.saved+u.savedN])
+			m = min(end-lo, u.savedN)
+			nd.c.write(nd.syncedBuf[u.saved:u.saved+m], lo)
 		}
-		clear(nd.data[lo+int64(m) : end])
+		nd.c.zero(lo+m, end)
 	}
 	nd.synced = slices.Delete(nd.synced, i, i+1)
+	nd.noteChange(fs.nextStamp(), lo, hi)
 	return lo, hi - lo, true
 }
 

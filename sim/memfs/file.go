@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 
 	"github.com/sluicemq/sluice/io/vfs"
 )
@@ -62,14 +61,14 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	data := f.n.data
-	if off >= int64(len(data)) {
+	size := f.n.c.size
+	if off >= size {
 		return 0, io.EOF
 	}
-	if len(f.n.unreadable) > 0 && f.n.unreadableIn(off, min(off+int64(len(p)), int64(len(data)))) {
+	if len(f.n.unreadable) > 0 && f.n.unreadableIn(off, min(off+int64(len(p)), size)) {
 		return 0, unreadableErr("read", f.name, off)
 	}
-	k := copy(p, data[off:])
+	k := f.n.c.read(p, off)
 	if k < len(p) {
 		return k, io.EOF
 	}
@@ -94,10 +93,10 @@ func (f *File) WriteAt(p []byte, off int64) (int, error) {
 		return 0, nil
 	}
 	n := f.n
-	size := int64(len(n.data))
+	size := n.c.size
 	end := off + int64(len(p))
 	if len(n.unreadable) > 0 {
-		n.rewritten(off, end) // new bytes on the media read fine
+		n.rewritten(fs, off, end) // new bytes on the media read fine
 	}
 	if end > size {
 		old := n.footprint()
@@ -105,15 +104,12 @@ func (f *File) WriteAt(p []byte, off int64) (int, error) {
 			return 0, errNoSpace
 		}
 		n.logWrite(off, int64(len(p)))
-		n.setLen(end)
-		if off > size {
-			clear(n.data[size:off])
-		}
+		n.c.setSize(end) // a gap [size, off) reads as zeros
 		fs.account(n, old)
 	} else {
 		n.logWrite(off, int64(len(p)))
 	}
-	copy(n.data[off:end], p)
+	n.c.write(p, off)
 	fs.stats.Writes++
 	fs.stats.WriteBytes += int64(len(p))
 	return len(p), nil
@@ -138,6 +134,9 @@ func (f *File) Sync() error {
 			return err
 		}
 	}
+	if len(f.n.undo) > 0 {
+		f.n.notePending(fs.nextStamp())
+	}
 	f.n.syncDone()
 	fs.stats.Syncs++
 	return nil
@@ -158,7 +157,7 @@ func (f *File) Truncate(size int64) error {
 		}
 	}
 	n := f.n
-	if size > int64(len(n.data)) {
+	if size > n.c.size {
 		if err := fs.reserve(n, max(size, n.prealloc)); err != nil {
 			return errNoSpace
 		}
@@ -178,7 +177,7 @@ func (f *File) Size() (int64, error) {
 			return 0, err
 		}
 	}
-	return int64(len(f.n.data)), nil
+	return f.n.c.size, nil
 }
 
 // Preallocate implements vfs.File: it reserves space (counted by Usage and
@@ -199,7 +198,7 @@ func (f *File) Preallocate(size int64) error {
 		return nil
 	}
 	old := n.footprint()
-	if err := fs.reserve(n, max(size, int64(len(n.data)))); err != nil {
+	if err := fs.reserve(n, max(size, n.c.size)); err != nil {
 		return errNoSpace
 	}
 	n.prealloc = size
@@ -218,35 +217,12 @@ func (f *File) Close() error {
 
 // ---- node contents ----
 
-// setLen sets len(n.data) to size; bytes that become visible are not
-// cleared (callers clear or overwrite them).
-func (n *node) setLen(size int64) {
-	if size <= int64(cap(n.data)) {
-		n.data = n.data[:size]
-		return
-	}
-	// Double, so that a file grown by appends copies each byte O(1) times.
-	// Growing by append copies the old bytes once and clears only the new
-	// ones (make then copy would clear the whole buffer first); append
-	// clears everything past the length it returns, so data[len:cap] stays
-	// zero.
-	old := n.data[:cap(n.data)]
-	want := max(size, 2*int64(cap(n.data)), 4096)
-	n.data = append(old, make([]byte, want-int64(len(old)))...)[:size]
-}
-
 // setSize sets the size; growth reads as zeros.
-func (n *node) setSize(size int64) {
-	cur := int64(len(n.data))
-	n.setLen(size)
-	if size > cur {
-		clear(n.data[cur:size])
-	}
-}
+func (n *node) setSize(size int64) { n.c.setSize(size) }
 
 // logWrite records the pending write of n bytes at off, before it is made.
 func (n *node) logWrite(off, ln int64) {
-	size := int64(len(n.data))
+	size := n.c.size
 	if k := len(n.undo); k > 0 {
 		u := &n.undo[k-1]
 		// A write continuing the previous one past the end of the file
@@ -262,13 +238,13 @@ func (n *node) logWrite(off, ln int64) {
 	}
 	n.undo = append(n.undo, undoOp{off: off, n: ln, oldSize: size, saved: int64(len(n.undoBuf)), savedN: savedN})
 	if savedN > 0 {
-		n.undoBuf = append(n.undoBuf, n.data[off:off+savedN]...)
+		n.undoBuf = n.c.appendRange(n.undoBuf, off, off+savedN)
 	}
 }
 
 // truncate sets the size as a pending operation.
 func (n *node) truncate(fs *FS, size int64) {
-	cur := int64(len(n.data))
+	cur := n.c.size
 	if size == cur {
 		return
 	}
@@ -276,11 +252,11 @@ func (n *node) truncate(fs *FS, size int64) {
 	savedN := max(cur-size, 0)
 	n.undo = append(n.undo, undoOp{trunc: true, off: size, oldSize: cur, saved: int64(len(n.undoBuf)), savedN: savedN})
 	if savedN > 0 {
-		n.undoBuf = append(n.undoBuf, n.data[size:cur]...)
+		n.undoBuf = n.c.appendRange(n.undoBuf, size, cur)
 	}
 	n.setSize(size)
 	if size < cur && len(n.unreadable) > 0 {
-		n.rewritten(size, math.MaxInt64) // the bytes past the new size are gone
+		n.rewritten(fs, size, math.MaxInt64) // the bytes past the new size are gone
 	}
 	fs.account(n, old)
 }
@@ -288,7 +264,7 @@ func (n *node) truncate(fs *FS, size int64) {
 // durableByte returns the location holding the durable byte at off, or nil
 // if off is past the durable size.
 func (n *node) durableByte(off int64) *byte {
-	durSize := int64(len(n.data))
+	durSize := n.c.size
 	if len(n.undo) > 0 {
 		durSize = n.undo[0].oldSize
 	}
@@ -303,13 +279,13 @@ func (n *node) durableByte(off int64) *byte {
 			return &n.undoBuf[u.saved+off-u.off]
 		}
 	}
-	return &n.data[off]
+	return n.c.bytePtr(off)
 }
 
 // durableContents returns what the file holds once every pending operation
 // is undone.
 func (n *node) durableContents() []byte {
-	tmp := &node{data: slices.Clone(n.data), undo: n.undo, undoBuf: n.undoBuf}
+	tmp := &node{c: n.c.clone(), undo: n.undo, undoBuf: n.undoBuf}
 	tmp.crash(nil, nil)
-	return tmp.data
+	return tmp.c.bytes()
 }

@@ -33,6 +33,8 @@ type FS struct {
 	// durLookup: the last durable file found, valid while durGen stays
 	durLookup durLookup
 	nodeNext  uint64 // id of the next node
+	stamp     uint64 // the latest change stamp (changes.go)
+	slab      chunkSlab
 
 	inj         Injector
 	usage       int64 // sum of footprint over files in cur
@@ -62,7 +64,7 @@ type node struct {
 	isDir bool
 	path  string // directories only: their path (directories never move)
 
-	data     []byte   // file contents; bytes in data[len:cap] are zero
+	c        content  // file contents
 	undo     []undoOp // pending operations since the last Sync, oldest first
 	undoBuf  []byte   // bytes saved by the pending operations
 	prealloc int64    // bytes reserved by Preallocate
@@ -78,10 +80,12 @@ type node struct {
 	// unreadable holds the sticky unreadable ranges (the media), sorted
 	// and disjoint, at most unreadableRangesMax.
 	unreadable []span
+	// changes: where the durable image changed lately (changes.go)
+	changes []durChange
 }
 
 // footprint is the space a file occupies.
-func (n *node) footprint() int64 { return max(int64(len(n.data)), n.prealloc) }
+func (n *node) footprint() int64 { return max(n.c.size, n.prealloc) }
 
 // dirOpKind is a kind of pending directory operation.
 type dirOpKind uint8
@@ -182,7 +186,7 @@ func (fs *FS) Create(name string) (vfs.File, error) {
 		n.truncate(fs, 0)
 		return fs.newFile(n, name), nil
 	}
-	n := &node{id: fs.nodeNext}
+	n := &node{id: fs.nodeNext, c: content{slab: &fs.slab}}
 	fs.nodeNext++
 	ents[base] = n
 	n.links = 1
@@ -473,7 +477,7 @@ func (fs *FS) Bytes(name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return slices.Clone(n.data), nil
+	return n.c.bytes(), nil
 }
 
 // lookupDurable finds the file that the durable entry name refers to.
@@ -542,5 +546,6 @@ func (fs *FS) CorruptMask(name string, off int64, mask byte) error {
 		return fmt.Errorf("memfs: corrupt %s at %d: beyond the durable size", name, off)
 	}
 	*p ^= mask
+	n.noteChange(fs.nextStamp(), off, off+1)
 	return nil
 }

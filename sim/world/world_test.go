@@ -145,3 +145,33 @@ func TestPlacedQueuesAreJudged(t *testing.T) {
 	}
 	t.Fatal("confirm-short on placed queues not caught in seeds 1..10")
 }
+
+// The checkers read a disk again, after a crash or an injected fault, only
+// where its durable bytes may have changed (check.DiskLog.Reparse). In
+// whole runs with every fault on, and in a sweep of the swarm, each such
+// reading must agree with a reading of everything (a difference panics,
+// which the run reports as a failure).
+func TestIncrementalRereadsAgreeWithFullOnes(t *testing.T) {
+	run := func(seed uint64, p Profile) {
+		w := newWorld(seed, p, Options{})
+		w.checker.CrossCheckRereads()
+		if msg := w.runGuarded(); msg != "" {
+			t.Fatalf("seed %d: %s", seed, msg)
+		}
+		if r := w.result(); r.Failed > 0 {
+			t.Fatalf("seed %d: %v", seed, r.Failures)
+		}
+	}
+	seeds := uint64(40)
+	if testing.Short() {
+		seeds = 8
+	}
+	for s := uint64(1); s <= 2; s++ {
+		run(s, StandardWithFaults())
+	}
+	for s := uint64(1); s <= seeds; s++ {
+		p := Draw(s)
+		p.DurationMs = 3000
+		run(s, p)
+	}
+}

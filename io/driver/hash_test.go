@@ -1,0 +1,61 @@
+package driver
+
+import (
+	"testing"
+
+	"lukechampine.com/blake3"
+)
+
+// treeHasher's digest must be BLAKE3's for any input, however it is cut
+// into writes: every length around the chunk (1 KiB) and block (16 KiB)
+// boundaries and a few long ones, in random write sizes, with Sum asked
+// between writes too.
+func TestTreeHasherIsBLAKE3(t *testing.T) {
+	data := make([]byte, 300<<10)
+	x := uint64(1)
+	for i := range data {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		data[i] = byte(x)
+	}
+	var lengths []int
+	for _, b := range []int{0, 1024, 2048, 16 << 10, 32 << 10, 48 << 10, 64 << 10, 256 << 10} {
+		for d := -2; d <= 2; d++ {
+			if b+d >= 0 {
+				lengths = append(lengths, b+d)
+			}
+		}
+	}
+	lengths = append(lengths, 7, 1000, 5000, 100000, 257<<10, 300<<10)
+	for _, n := range lengths {
+		want := blake3.Sum256(data[:n])
+		for split := 0; split < 4; split++ {
+			var h treeHasher
+			for off := 0; off < n; {
+				k := n - off
+				switch split {
+				case 1:
+					k = min(k, 1+int(x%3000))
+				case 2:
+					k = min(k, 1+int(x%40000))
+				case 3:
+					k = min(k, 16<<10)
+				}
+				x ^= x << 13
+				x ^= x >> 7
+				x ^= x << 17
+				h.Write(data[off : off+k])
+				off += k
+				if split == 1 && off < n {
+					if got, part := h.Sum(), blake3.Sum256(data[:off]); got != part {
+						t.Fatalf("len %d: Sum after %d bytes differs", n, off)
+					}
+				}
+			}
+			if got := h.Sum(); got != want {
+				t.Fatalf("len %d split %d: digest differs from BLAKE3", n, split)
+			}
+		}
+	}
+}
