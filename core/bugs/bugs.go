@@ -42,10 +42,6 @@ const (
 	// NoRedeliver: a lost consumer's unacked deliveries are dropped instead
 	// of returned to the queue.
 	NoRedeliver
-	// DeliverBeforeRebuild: an owner starting on a log that already holds
-	// records (a restart, or a recovery's activation) delivers before it
-	// has re-applied the log of earlier epochs (acks included).
-	DeliverBeforeRebuild
 	// DeliverUncommitted: the owner applies and delivers records as soon as
 	// it appended them, before they are confirmed.
 	DeliverUncommitted
@@ -127,7 +123,6 @@ var Registry = []Bug{
 	{FailNotUnknown, "fail-not-unknown", "publish outcomes", "publishes in flight on a failed log are answered failed, not unknown"},
 	{SkipTruncate, "skip-truncate", "truncation", "a follower keeps a divergent suffix and reports it as matching"},
 	{NoRedeliver, "no-redeliver", "acks and redelivery", "a lost consumer's unacked deliveries are dropped, not returned"},
-	{DeliverBeforeRebuild, "deliver-before-rebuild", "acks and redelivery", "a restarted owner delivers before re-applying its log"},
 	{DeliverUncommitted, "deliver-uncommitted", "confirms", "the owner delivers records before they are confirmed"},
 	{StarveFollowers, "starve-followers", "replication", "the owner of a W=1 queue never replicates to followers"},
 	{SyncSkip, "sync-skip", "storage syncs", "the segment log skips every other fdatasync"},

@@ -3,8 +3,8 @@ package metadata
 import (
 	"encoding/binary"
 
+	"github.com/sluicemq/sluice/core/digest"
 	"github.com/sluicemq/sluice/core/quorum"
-	"lukechampine.com/blake3"
 )
 
 // digestDomain separates transition digests from any other BLAKE3 use.
@@ -44,5 +44,5 @@ func TransitionDigest(q *Queue, proposed *Nodes) Digest {
 		b = binary.AppendUvarint(b, uint64(n))
 	}
 	b = binary.AppendUvarint(b, a.Epoch+1)
-	return blake3.Sum256(b)
+	return digest.Sum256(b)
 }

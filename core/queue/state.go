@@ -254,12 +254,19 @@ func (s *queueState) body(o uint64) *record.Record {
 // dispatch hands confirmed records to consumers with credit, round robin.
 func (s *queueState) dispatch() {
 	r := s.o.r
-	rebuilt := s.applied > s.o.marker || r.x.Bugs.Has(bugs.DeliverBeforeRebuild)
+	rebuilt := s.applied > s.o.marker
 	if r.failed || s.deliverReading || s.applied < s.limit() || !rebuilt || !r.leased() {
 		// Deliver only from a queue state that has caught up with the
 		// confirmed log, and after a restart with the whole log before this
 		// epoch: an ack confirmed in an earlier epoch but not yet applied
-		// would make a duplicate.
+		// would make a duplicate. (A placed queue's owner confirms nothing
+		// below its epoch record until that record is, raft's rule, so
+		// its confirmed end jumps past the old log at once and the first
+		// condition already waits for all of it; the second guards a
+		// group under a fixed assignment, as the transcripts drive, and
+		// acks_across_restart.txt pins it. The planted bug that dropped it,
+		// deliver-before-rebuild, went from the mutation suite when every
+		// queue became a placed one: no run could tell it apart.)
 		return
 	}
 	for len(s.consumers) > 0 {

@@ -4,9 +4,9 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/sluicemq/sluice/core/digest"
 	"github.com/sluicemq/sluice/core/record"
 	"github.com/sluicemq/sluice/core/seam"
-	"lukechampine.com/blake3"
 )
 
 // identityDomain separates content identities from every other BLAKE3 use.
@@ -15,7 +15,7 @@ const identityDomain = "sluice retained content v1\x00"
 // Identity computes a log's retained content identity record by record, so
 // that a seal can hash a log of any size a page of reads at a time.
 type Identity struct {
-	h         *blake3.Hasher
+	h         digest.Hasher
 	next, end uint64 // the next offset wanted; the retained end
 	scratch   []byte
 }
@@ -25,7 +25,7 @@ func NewIdentity(q seam.QueueID, start, end uint64) (*Identity, error) {
 	if start > end {
 		return nil, fmt.Errorf("recovery: retained bounds [%d, %d)", start, end)
 	}
-	id := &Identity{h: blake3.New(32, nil), next: start, end: end}
+	id := &Identity{next: start, end: end}
 	b := []byte(identityDomain)
 	b = binary.AppendUvarint(b, uint64(q))
 	b = binary.AppendUvarint(b, start)
@@ -59,9 +59,7 @@ func (id *Identity) Sum() (Digest, error) {
 	if id.next != id.end {
 		return Digest{}, fmt.Errorf("recovery: identity fed up to %d of [.., %d)", id.next, id.end)
 	}
-	var d Digest
-	id.h.Sum(d[:0])
-	return d, nil
+	return Digest(id.h.Sum()), nil
 }
 
 // IdentityOf is the identity of records, which retain [start, end).

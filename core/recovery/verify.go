@@ -4,9 +4,9 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/sluicemq/sluice/core/digest"
 	"github.com/sluicemq/sluice/core/record"
 	"github.com/sluicemq/sluice/core/seam"
-	"lukechampine.com/blake3"
 )
 
 // Sealed reads (seed 004, "Explicit sealed-source reads" and "Explicit
@@ -51,7 +51,7 @@ func sumOf(r *record.Record, scratch []byte) ([32]byte, []byte) {
 	b := binary.AppendUvarint(scratch[:0], r.Epoch)
 	b = append(b, byte(r.Kind))
 	b = append(b, r.Body...)
-	return blake3.Sum256(b), b
+	return digest.Sum256(b), b
 }
 
 // Verifier checks a chosen source against the other complete witnesses by
@@ -162,9 +162,9 @@ func (v *Verifier) AddPage(node seam.NodeID, from uint64, recs []record.Record) 
 			v.block("n%d's sealed log: %v", node, err)
 			return
 		}
-		var sum [32]byte
-		sum, v.scratch = sumOf(r, v.scratch)
 		if v.at == 0 {
+			var sum [32]byte
+			sum, v.scratch = sumOf(r, v.scratch)
 			n := len(v.epochs)
 			switch {
 			case n > 0 && r.Epoch < v.epochs[n-1].Epoch:
@@ -192,7 +192,11 @@ func (v *Verifier) AddPage(node seam.NodeID, from uint64, recs []record.Record) 
 				v.block("n%d holds o=%d of epoch %d, above the source n%d's epoch %d there", node, r.Offset, r.Epoch, src.Node, s.epoch)
 				return
 			}
-			if r.Epoch == s.epoch && sum != s.sum {
+			if r.Epoch != s.epoch {
+				break // below the source's epoch there: a superseded suffix, never compared
+			}
+			var sum [32]byte
+			if sum, v.scratch = sumOf(r, v.scratch); sum != s.sum {
 				v.block("contradictory history: n%d and the source n%d hold different records at o=%d in epoch %d", node, src.Node, r.Offset, r.Epoch)
 				return
 			}

@@ -30,15 +30,12 @@ var ReviewedDeps = []Reviewed{
 		"It starts one goroutine per partition and joins them before it returns; with CheckOperations " +
 		"(no timeout, no time.After) its verdict is the AND of the partitions' verdicts, a pure function " +
 		"of the history. It only judges, never drives the world, and the offset sweep must agree with it."},
-	{"lukechampine.com/blake3", "the trace hash (io/driver). Hasher.Write of more than one chunk " +
-		"hashes subtrees in goroutines joined by a WaitGroup, each writing its own slot: the digest is a " +
-		"pure function of the bytes written."},
-	{"lukechampine.com/blake3/guts", "blake3's compression functions, reached through it (the same " +
-		"goroutine pattern: indexed slots, joined; same digest on every path) and called by io/driver's " +
-		"trace hasher, which uses only the goroutine-free ones (CompressBuffer, CompressChunk, " +
-		"ParentNode, ChainingValue, CompressNode)."},
-	{"lukechampine.com/blake3/bao", "imported by blake3's package itself; the trace never calls it."},
-	{"github.com/klauspost/cpuid/v2", "blake3 reads the CPU's features at init to pick an assembly " +
+	{"lukechampine.com/blake3/guts", "BLAKE3's compression functions, called by core/digest's Hasher " +
+		"(the trace hash, the retained content identity, the sealed reads' page digests, the transition " +
+		"digest), which uses only goroutine-free ones (CompressBuffer, CompressChunk, ParentNode, " +
+		"ChainingValue, CompressNode); blake3.Hasher, which starts goroutines for large writes, is " +
+		"reached by no guarded package."},
+	{"github.com/klauspost/cpuid/v2", "guts reads the CPU's features at init to pick an assembly " +
 		"path; the path changes speed, never the digest (BLAKE3 is specified bit for bit)."},
 
 	// The metadata group (core/ctrl): etcd's raft v3.7.0 and the protobuf

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"github.com/sluicemq/sluice/core/digest"
 	"io"
 	"strconv"
 
@@ -22,7 +23,7 @@ import (
 // written out (--trace, --timeline), and neither rendering them nor the
 // filter changes the hash.
 type Trace struct {
-	hasher treeHasher
+	hasher digest.Hasher
 	out    io.Writer // nil: hash only
 	filter TraceFilter
 	lines  uint64

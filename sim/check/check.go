@@ -60,6 +60,9 @@ type QueueSpec struct {
 	// Disks returns a replica's disk when the queue's logs live on other
 	// disks than the checker's (placed queues); nil: the checker's.
 	Disks func(core.NodeID) Disk
+	// Publishes: about how many publishes the queue will take, a hint
+	// that presizes its tables (0: none; they grow as needed)
+	Publishes int
 }
 
 // replicaTruth is what the checker knows of one replica of one queue.
@@ -382,27 +385,30 @@ func (c *Checker) queue(q core.QueueID) *queueTruth {
 // line, so that failures name the lines to look at.
 func (c *Checker) SetLines(lines func() uint64) { c.lines = lines }
 
-// Expect presizes the checker's tables for about publishes publishes per
-// queue, so that a run does not spend its time growing them. It is a hint:
-// any count works, and it must come before the first event.
+// Expect presizes the checker's tables for about publishes publishes in
+// all, so that a run does not spend its time growing them; the queues'
+// own tables are presized by QueueSpec.Publishes. It is a hint: any count
+// works, and it must come before the first event.
 func (c *Checker) Expect(publishes int) {
+	publishes = min(max(publishes, 0), 1<<22) // a hint, never a huge allocation
+	c.pubs = make(map[uint64]pubInfo, publishes)
+	c.deliveredKeys = make(map[uint64]bool, publishes)
+}
+
+// presize sizes q's tables for about publishes publishes.
+func (q *queueTruth) presize(publishes int) {
 	publishes = min(max(publishes, 0), 1<<20) // a hint, never a huge allocation
-	all := publishes * len(c.order)
-	c.pubs = make(map[uint64]pubInfo, all)
-	c.deliveredKeys = make(map[uint64]bool, all)
 	// A log holds about two records per publish: the publish and the ack
 	// of its delivery.
 	offsets := 2*publishes + 64
-	for _, q := range c.order {
-		q.confirmed = make(map[uint64]uint64, publishes)
-		q.deliveredAt = make([]deliveredKey, 0, offsets)
-		q.received = make([]receipt, 0, offsets)
-		q.ackRecs = make([]ackSlot, 0, offsets)
-		q.seen = make([]seenAt, 0, offsets)
-		for _, r := range q.reps {
-			r.issued = make([]Ident, 0, offsets)
-			r.disk.recs = make([]Ident, 0, offsets)
-		}
+	q.confirmed = make(map[uint64]uint64, publishes)
+	q.deliveredAt = make([]deliveredKey, 0, offsets)
+	q.received = make([]receipt, 0, offsets)
+	q.ackRecs = make([]ackSlot, 0, offsets)
+	q.seen = make([]seenAt, 0, offsets)
+	for _, r := range q.reps {
+		r.issued = make([]Ident, 0, offsets)
+		r.disk.recs = make([]Ident, 0, offsets)
 	}
 }
 
@@ -433,6 +439,9 @@ func (c *Checker) AddQueue(s QueueSpec) {
 	c.queues[s.Queue] = q
 	at, _ := slices.BinarySearchFunc(c.order, s.Queue, func(a *queueTruth, q core.QueueID) int { return int(a.spec.Queue) - int(q) })
 	c.order = slices.Insert(c.order, at, q)
+	if s.Publishes > 0 {
+		q.presize(s.Publishes)
+	}
 }
 
 // Fence says that placed queue q was fenced or deleted.
@@ -830,10 +839,10 @@ func (c *Checker) inSyncHolds(atNs int64, checker string, qt *queueTruth, o uint
 	}
 	id := qt.ownerIssued(o)
 	mask := qt.seenMask(o, id)
-	for _, n := range set {
+	for _, n := range set.ID[:set.N] {
 		if r := qt.replica(n); r != nil && mask&(1<<r.idx) == 0 {
 			c.fail(checker, atNs, "q=%d o=%d (%s) %s, but n%d of the committed in-sync set %v holds no durable copy; held by%s%s",
-				qt.spec.Queue, o, id, what, n, set, qt.names(mask), qt.earlyReports(o, id))
+				qt.spec.Queue, o, id, what, n, slices.Clone(set.ID[:set.N]), qt.names(mask), qt.earlyReports(o, id))
 			return
 		}
 	}

@@ -411,15 +411,15 @@ func (c *Checker) MetaLiveSetFinal(atNs int64, truth []BrokerTruth) {
 
 // inSyncOf returns placed queue q's committed in-sync set by the model's
 // fold of the applied history (the latest any broker applied).
-func (c *Checker) inSyncOf(q core.QueueID) ([]core.NodeID, bool) {
+func (c *Checker) inSyncOf(q core.QueueID) (metadata.Nodes, bool) {
 	if c.meta == nil {
-		return nil, false
+		return metadata.Nodes{}, false
 	}
 	mq, ok := c.meta.catalog[c.meta.names[q]]
 	if !ok || mq.id != q || mq.epoch == 0 {
-		return nil, false
+		return metadata.Nodes{}, false
 	}
-	return mq.inSync.Slice(), true
+	return mq.inSync, true // by value: the judge of every watermark allocates nothing
 }
 
 // healthOf returns the queue that cmd names, as the model holds it now.

@@ -463,6 +463,9 @@ func (w *World) placedApplied(c *metadata.Command) {
 		panic(fmt.Sprintf("world: placement of %q, which the checker's model does not hold", c.Queue))
 	}
 	spec := check.QueueSpec{Queue: q.ID, Owner: c.Owner, W: q.Policy.WriteQuorum(c.Members.N, q.MinInsync), ISR: q.Policy == core.ISR, Placed: true, Dir: logDir(q.ID)}
+	if w.profileQueue(c.Queue) {
+		spec.Publishes = w.expectedPublishes()
+	}
 	for _, m := range c.Members.Slice() {
 		spec.Replicas = append(spec.Replicas, m.Node)
 	}

@@ -305,7 +305,7 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 	}
 	// The checkers learn each queue as the controller places it.
 	w.checker = check.New(nil, func(n core.NodeID) check.Disk { return w.brokers[n-1].fs })
-	w.checker.Expect(w.expectedPublishes())
+	w.checker.Expect(w.expectedPublishes() * len(p.Queues))
 	w.checker.SetLines(w.trace.Lines)
 	for i := 0; i < p.Brokers; i++ {
 		b := &broker{w: w, id: core.NodeID(i + 1), fs: memfs.New()}
@@ -807,7 +807,14 @@ func (w *World) storageDelay(r *prng.Rand, b *broker, op core.StorageOp) int64 {
 		}
 		return d
 	case core.OpRead, core.OpVerify:
-		return r.Range(10, 100) * 1000
+		// A slow device is slow to read too: an owner that starts on a
+		// long log then takes its time re-applying it, and clients meet
+		// it meanwhile.
+		d := r.Range(10, 100) * 1000
+		if w.now < b.slowSyncEnd {
+			d *= SlowSyncFactor
+		}
+		return d
 	}
 	return r.Range(1, 10) * 1000
 }

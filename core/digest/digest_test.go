@@ -1,4 +1,4 @@
-package driver
+package digest
 
 import (
 	"testing"
@@ -6,11 +6,11 @@ import (
 	"lukechampine.com/blake3"
 )
 
-// treeHasher's digest must be BLAKE3's for any input, however it is cut
+// Hasher's digest must be BLAKE3's for any input, however it is cut
 // into writes: every length around the chunk (1 KiB) and block (16 KiB)
 // boundaries and a few long ones, in random write sizes, with Sum asked
 // between writes too.
-func TestTreeHasherIsBLAKE3(t *testing.T) {
+func TestHasherIsBLAKE3(t *testing.T) {
 	data := make([]byte, 300<<10)
 	x := uint64(1)
 	for i := range data {
@@ -31,7 +31,7 @@ func TestTreeHasherIsBLAKE3(t *testing.T) {
 	for _, n := range lengths {
 		want := blake3.Sum256(data[:n])
 		for split := 0; split < 4; split++ {
-			var h treeHasher
+			var h Hasher
 			for off := 0; off < n; {
 				k := n - off
 				switch split {

@@ -1,8 +1,8 @@
-package driver
+package digest
 
 import "lukechampine.com/blake3/guts"
 
-// treeHasher computes BLAKE3 (unkeyed, 32-byte digest) over what is
+// Hasher computes BLAKE3 (unkeyed, 32-byte digest) over what is
 // written, as blake3.Hasher does, without its goroutines and allocations:
 // Hasher.Write hashes every subtree of a large write in a goroutine of its
 // own (and allocates their closures, their chaining values and, for a
@@ -11,8 +11,8 @@ import "lukechampine.com/blake3/guts"
 // the call Hasher makes for such a subtree) once it is full and more
 // follows, and its chaining value is merged into the stack of subtree
 // roots exactly as Hasher merges them. The digest is BLAKE3's, byte for
-// byte (TestTreeHasherIsBLAKE3).
-type treeHasher struct {
+// byte (TestHasherIsBLAKE3). The zero value is ready to use.
+type Hasher struct {
 	tree  subtrees
 	block [blockChunks * guts.ChunkSize]byte
 	n     int // bytes in block
@@ -31,7 +31,7 @@ const blockChunks = guts.MaxSIMD
 const blockHeight = 4
 
 // Write adds p to the hashed bytes.
-func (h *treeHasher) Write(p []byte) {
+func (h *Hasher) Write(p []byte) {
 	for len(p) > 0 {
 		if h.n == len(h.block) {
 			// A full block with more to come holds no part of the root's
@@ -69,7 +69,7 @@ func (t *subtrees) push(cv [8]uint32, height int) {
 
 // Sum returns the digest of everything written so far; it does not change
 // the state.
-func (h *treeHasher) Sum() [32]byte {
+func (h *Hasher) Sum() [32]byte {
 	t := h.tree
 	// The block's chunks but the last go into the stack one by one; the
 	// last (possibly short, or empty for no input at all) is the one the
@@ -91,4 +91,11 @@ func (h *treeHasher) Sum() [32]byte {
 	var d [32]byte
 	copy(d[:], out[:32])
 	return d
+}
+
+// Sum256 returns the BLAKE3 digest of b.
+func Sum256(b []byte) [32]byte {
+	var h Hasher
+	h.Write(b)
+	return h.Sum()
 }
