@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,6 +82,23 @@ func (s *Server) adminLost(node core.NodeID) {
 			delete(s.admin, id)
 			p.reply <- adminReply{outcome: core.Unknown, reason: "the link to the leader n" + itoa(uint64(node)) + " ended"}
 		}
+	}
+}
+
+// adminUnreached sends the commands forwarded to broker node, whose link
+// never connected (nothing arrived), to this broker again (loop).
+func (s *Server) adminUnreached(node core.NodeID) {
+	var ids []uint64
+	for id, p := range s.admin {
+		if p.node == node && node != s.node {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		p := s.admin[id]
+		p.node = s.node
+		s.host.Request(s.now(), adminClient, core.Request{Kind: core.ReqMeta, ID: id, Body: p.cmd})
 	}
 }
 

@@ -179,9 +179,24 @@ func TestClusterInProcess(t *testing.T) {
 	if o := ownerOf(t, ss[rest[0]], "orders"); o == owner {
 		t.Fatalf("the owner is still n%d", o)
 	}
-	got = consume(t, ss[rest[1]], "orders", 20)
-	if strings.Join(got, ",") != "m100,m101,m102,m103,m104,m105,m106,m107,m108,m109,m110,m111,m112,m113,m114,m115,m116,m117,m118,m119" {
-		t.Fatalf("after the recovery: %v", got)
+	// Acks are not confirmed to the consumer: those the owner had not made
+	// durable on W replicas when it left may come again (at least once).
+	// The new publishes come, in order, after whatever does.
+	var fresh []string
+	for len(fresh) < 20 {
+		for _, b := range consume(t, ss[rest[1]], "orders", 1) {
+			var k int
+			fmt.Sscanf(b, "m%d", &k)
+			switch {
+			case k >= 100:
+				fresh = append(fresh, b)
+			case k >= 50 || len(fresh) > 0:
+				t.Fatalf("after the recovery: %s after %v", b, fresh)
+			}
+		}
+	}
+	if strings.Join(fresh, ",") != "m100,m101,m102,m103,m104,m105,m106,m107,m108,m109,m110,m111,m112,m113,m114,m115,m116,m117,m118,m119" {
+		t.Fatalf("after the recovery: %v", fresh)
 	}
 }
 

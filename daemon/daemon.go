@@ -103,14 +103,15 @@ type event struct {
 	filter string        // evDescribe
 	text   chan string   // evDescribe
 	// Cluster events.
-	node    core.NodeID  // evPeerMsg (from), evPeerLost, evFwdLost, evFwdEffect
-	process uint64       // evPeerLost
-	group   core.GroupID // evPeerMsg
-	gen     uint64       // evFwdLost, evFwdEffect: the link's generation
-	why     string       // evFwdLost
-	effect  *core.Effect // evFwdEffect
-	fwd     *fwdSession  // evFwdSessionEnd
-	fwdIn   *fwdIn       // evFwdIn
+	node      core.NodeID  // evPeerMsg (from), evPeerLost, evFwdLost, evFwdEffect
+	process   uint64       // evPeerLost
+	group     core.GroupID // evPeerMsg
+	gen       uint64       // evFwdLost, evFwdEffect: the link's generation
+	why       string       // evFwdLost
+	unreached bool         // evFwdLost: the link never connected (nothing on it arrived)
+	effect    *core.Effect // evFwdEffect
+	fwd       *fwdSession  // evFwdSessionEnd
+	fwdIn     *fwdIn       // evFwdIn
 }
 
 const (
@@ -524,7 +525,7 @@ func (s *Server) onEvent(ev event) {
 			s.toClient(ev.effect)
 		}
 	case evFwdLost:
-		s.cluster.fwd.lost(ev.node, ev.gen, ev.why)
+		s.cluster.fwd.lost(ev.node, ev.gen, ev.why, ev.unreached)
 	}
 }
 

@@ -48,6 +48,10 @@ const fwdClientBase = core.ClientID(1) << 61
 // fwdQueueMax bounds the frames queued on one side of a link.
 const fwdQueueMax = 16384
 
+// fwdRedialMs is the least time between a link's failed dial and the next
+// dial to that broker.
+const fwdRedialMs = 100
+
 // fwdFrame is one frame queued for a link's writer.
 type fwdFrame struct {
 	op   netio.Opcode
@@ -60,6 +64,11 @@ type forwarder struct {
 	// The client side: a link per broker requests go to.
 	links   map[core.NodeID]*fwdLink // lookup only
 	lastGen uint64
+	// unreachedAt: when a link to a node last failed to connect; the next
+	// one waits until fwdRedialMs after it, so that requests bouncing
+	// between a stale leader or owner and this broker cost one dial per
+	// fwdRedialMs, not one per request.
+	unreachedAt map[core.NodeID]time.Time
 	// The owner side: forwarded clients by their local id.
 	remote     map[core.ClientID]remoteClient // lookup only
 	lastClient core.ClientID
@@ -73,7 +82,7 @@ type remoteClient struct {
 }
 
 func newForwarder(s *Server) *forwarder {
-	return &forwarder{s: s, links: map[core.NodeID]*fwdLink{}, remote: map[core.ClientID]remoteClient{},
+	return &forwarder{s: s, links: map[core.NodeID]*fwdLink{}, unreachedAt: map[core.NodeID]time.Time{}, remote: map[core.ClientID]remoteClient{},
 		lastClient: fwdClientBase, sessions: map[*fwdSession]bool{}}
 }
 
@@ -118,15 +127,16 @@ func (fw *forwarder) queue(node core.NodeID, f fwdFrame, open bool) {
 			// Told after this effect (the front is mid-call).
 			s.log.Warn("a request for a broker that is not a member", "node", node)
 			s.work = append(s.work, func() {
-				fw.lost(node, 0, "broker n"+itoa(uint64(node))+" is not a member of this broker's cluster configuration")
+				fw.lost(node, 0, "broker n"+itoa(uint64(node))+" is not a member of this broker's cluster configuration", true)
 			})
 			return
 		}
 		fw.lastGen++
 		l = &fwdLink{node: node, gen: fw.lastGen, out: make(chan fwdFrame, fwdQueueMax), stop: make(chan struct{})}
 		fw.links[node] = l
+		wait := time.Until(fw.unreachedAt[node].Add(fwdRedialMs * time.Millisecond))
 		s.wg.Add(1)
-		go fw.runLink(l, addr)
+		go fw.runLink(l, addr, wait)
 	}
 	select {
 	case l.out <- f:
@@ -136,13 +146,15 @@ func (fw *forwarder) queue(node core.NodeID, f fwdFrame, open bool) {
 		s.log.Warn("forwarding link full; ending it", "node", node, "frames", fwdQueueMax)
 		l.end()
 		gen := l.gen
-		s.work = append(s.work, func() { fw.lost(node, gen, "forwarding to broker n"+itoa(uint64(node))+" fell behind") })
+		s.work = append(s.work, func() { fw.lost(node, gen, "forwarding to broker n"+itoa(uint64(node))+" fell behind", false) })
 	}
 }
 
 // lost ends the link to node of generation gen (0: whatever is open) and
-// tells the front (loop).
-func (fw *forwarder) lost(node core.NodeID, gen uint64, reason string) {
+// tells the front (loop): unreached, the link never connected, so nothing
+// sent on it arrived (the front takes its requests back); otherwise their
+// outcomes are unknown.
+func (fw *forwarder) lost(node core.NodeID, gen uint64, reason string, unreached bool) {
 	s := fw.s
 	if l := fw.links[node]; l != nil {
 		if gen != 0 && l.gen != gen {
@@ -151,22 +163,36 @@ func (fw *forwarder) lost(node core.NodeID, gen uint64, reason string) {
 		l.end()
 		delete(fw.links, node)
 	}
+	if unreached {
+		fw.unreachedAt[node] = time.Now()
+		s.adminUnreached(node)
+		s.frontEffects(s.front.NodeUnreachable(s.now(), node, reason))
+		return
+	}
 	s.adminLost(node)
 	s.frontEffects(s.front.NodeLost(s.now(), node, reason))
 }
 
 // runLink dials broker node for link l, writes its queue and reads the
 // replies and deliveries coming back, until either side fails.
-func (fw *forwarder) runLink(l *fwdLink, addr string) {
+func (fw *forwarder) runLink(l *fwdLink, addr string, wait time.Duration) {
 	s := fw.s
 	defer s.wg.Done()
+	if wait > 0 {
+		select {
+		case <-time.After(wait):
+		case <-l.stop:
+		case <-s.done:
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), peerDialTimeoutMs*time.Millisecond)
 	stop := context.AfterFunc(s.doneCtx, cancel)
 	c, err := netio.Dial(ctx, addr, s.cluster.netio)
 	stop()
 	cancel()
 	if err != nil {
-		s.post(event{kind: evFwdLost, node: l.node, gen: l.gen, why: "forwarding to broker n" + itoa(uint64(l.node)) + ": " + err.Error()})
+		// Never connected: nothing queued on it was delivered.
+		s.post(event{kind: evFwdLost, node: l.node, gen: l.gen, unreached: true, why: "broker n" + itoa(uint64(l.node)) + " unreachable: " + err.Error()})
 		return
 	}
 	if c.Peer() != l.node {

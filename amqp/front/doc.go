@@ -78,7 +78,14 @@
 //     CONNECTION_FORCED: the outcomes of its publishes are unknown to its
 //     client, as when the broker it is connected to dies, and it
 //     reconnects. Declarations in flight there are asked again here
-//     instead (they are idempotent). No queue stays routed there.
+//     instead (they are idempotent). No queue stays routed there;
+//   - NodeUnreachable(node): the driver could not reach that broker at all
+//     for what it sent there (its link never connected), so nothing
+//     arrived: publishes wait for a serving owner again, declarations are
+//     asked again, subscriptions are refused (405); the connection stays
+//     open. This is the common case after an owner dies: the topology
+//     still names it for a moment, and its refused address costs the
+//     client nothing.
 //
 // Publishes. Each publish is one ReqPublish on the connection's own core
 // client; the record body carries the exchange, routing key, content

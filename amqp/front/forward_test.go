@@ -248,3 +248,34 @@ func TestLeaderNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardNodeUnreachable: the owner the topology still names could not
+// be reached at all (it died a moment ago): the publish sent there is taken
+// back, not lost in doubt; it waits for the new owner and goes there, and
+// the connection stays open.
+func TestForwardNodeUnreachable(t *testing.T) {
+	h := forwardHarness(t)
+	h.cl.publish(t, 1, "q", "A")
+	h.send()
+	h.reply(h.next(seam.ReqTopology), seam.Confirmed, 7, 2, "owner=n2")
+	h.next(seam.ReqPublish)
+	h.take(h.f.NodeUnreachable(h.now+1, 2, "broker n2 unreachable"))
+	if h.f.Conns() != 1 || h.closed != "" {
+		t.Fatal("an unreachable owner closed the connection")
+	}
+	h.reply(h.next(seam.ReqTopology), seam.Failed, 7, 0, "fenced: pending transition to epoch 2")
+	h.tick()
+	h.reply(h.next(seam.ReqTopology), seam.Confirmed, 7, 3, "owner=n3")
+	h.tick()
+	p := h.next(seam.ReqPublish)
+	if p.Node != 3 || bodyOf(t, p) != "A" {
+		t.Fatalf("%s: want A sent to n3", p.String())
+	}
+	h.reply(p, seam.Confirmed, 7, 0, "")
+	if got := h.methods(); len(got) != 1 || got[0] != "60.80 tag=1 multiple=false" {
+		t.Fatalf("client got %v, want basic.ack 1", got)
+	}
+	if st := h.f.Stats(); st.Unknown != 0 || st.Rerouted != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}

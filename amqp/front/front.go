@@ -756,6 +756,67 @@ func (f *Front) redeclare(c *connState, node seam.NodeID) {
 	}
 }
 
+// NodeUnreachable says that broker node could not be reached at all for
+// the requests sent there since the last NodeLost or NodeUnreachable (the
+// driver's link there never connected): none of them arrived, so each is
+// taken back as definitely not delivered. A publish waits for a serving
+// owner again (as after a refusal that stored nothing), a declaration is
+// asked again here, a subscription is refused (405, the client may
+// consume again); no queue stays routed there. The connection stays open.
+func (f *Front) NodeUnreachable(nowNs int64, node seam.NodeID, reason string) []Effect {
+	f.begin(nowNs)
+	if node == f.cfg.Node {
+		node = 0
+	}
+	//detguard:order-independent the predicate only compares; which entries go does not depend on the order
+	maps.DeleteFunc(f.routes, func(_ seam.QueueID, n seam.NodeID) bool { return n == node })
+	for _, id := range slices.Clone(f.ids) {
+		c := f.conns[id]
+		if c == nil {
+			continue
+		}
+		f.redeclare(c, node)
+		var ids []uint64
+		//detguard:order-independent collects request ids, sorted below before anything is emitted
+		for rid, p := range c.reqs {
+			if p.node == node {
+				ids = append(ids, rid)
+			}
+		}
+		slices.Sort(ids)
+		for _, rid := range ids {
+			p := c.reqs[rid]
+			delete(c.reqs, rid)
+			switch p.kind {
+			case pPublish:
+				c.publishing--
+				if c.inflight[p.pub.queue]--; c.inflight[p.pub.queue] == 0 {
+					delete(c.inflight, p.pub.queue)
+				}
+				f.unrouted[p.pub.queue] = reason
+				f.stats.Rerouted++
+				f.deferPublish(c, p.pub)
+			case pSubscribe:
+				if s := c.sub(p.sub); s != nil {
+					c.dropSubID(s.id)
+					delete(f.clients, s.client)
+				}
+				f.input(c, conn.InResult{NowNs: f.nowNs, Op: p.op, Code: wire.ResourceLocked, Text: "cannot consume: " + reason})
+			}
+		}
+		if c.uses(node) {
+			// A subscription there from before: it ended with that link.
+			f.stats.NodesLost++
+			f.stats.Unknown += uint64(c.publishing)
+			f.step(c, conn.InBrokerLost{NowNs: nowNs, Reason: reason})
+			if f.conns[id] != nil {
+				f.end(c, reason)
+			}
+		}
+	}
+	return f.finish()
+}
+
 // uses says whether c has a request in flight at node or a subscription
 // there.
 func (c *connState) uses(node seam.NodeID) bool {
