@@ -16,6 +16,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/seam"
 	"github.com/sluicemq/sluice/netio"
 )
 
@@ -178,6 +179,14 @@ func TestClusterInProcess(t *testing.T) {
 	}
 	if o := ownerOf(t, ss[rest[0]], "orders"); o == owner {
 		t.Fatalf("the owner is still n%d", o)
+	}
+	// The recovery's stages were seen (and counted for the metrics).
+	activated := uint64(0)
+	for _, n := range rest {
+		activated += snap(t, ss[n]).stages[seam.StageActivate]
+	}
+	if activated == 0 {
+		t.Error("no broker counted the recovery's activation")
 	}
 	// Acks are not confirmed to the consumer: those the owner had not made
 	// durable on W replicas when it left may come again (at least once).

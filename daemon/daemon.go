@@ -71,6 +71,7 @@ type Server struct {
 	err     error           // why the loop ended (nil: a clean drain)
 
 	cluster *cluster // nil for a single broker
+	obs     *observer
 
 	// Loop-owned.
 	work      []func()
@@ -235,7 +236,8 @@ func Start(cfg Config) (*Server, error) {
 		brokers = len(cfg.Cluster.Members)
 	}
 	ccfg := core.Config{Node: s.node, Process: process, Storage: id.Storage, Ctrl: &cc}
-	s.host = driver.NewHost(ccfg, fs, nil, metaStore{s.store}, &env{s: s}, nil, nil, driver.Options{
+	s.obs = &observer{s: s}
+	s.host = driver.NewHost(ccfg, fs, nil, metaStore{s.store}, &env{s: s}, s.obs, nil, driver.Options{
 		PlacedLog: func(g core.GroupID) driver.LogSpec {
 			return driver.LogSpec{Dir: fmt.Sprintf("q%d", g), Opts: seglog.Options{}}
 		},

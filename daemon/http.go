@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sluicemq/sluice/amqp/front"
+	"github.com/sluicemq/sluice/core/seam"
 )
 
 // The HTTP side: /metrics (Prometheus), /healthz and /readyz. Handlers run
@@ -36,6 +37,8 @@ type snapshot struct {
 	peersConnected                      int
 	peerSent, peerReceived, peerDropped uint64
 	peerLostReports                     uint64
+	// Recovery stages this broker saw reached, by stage.
+	stages [seam.StageActivate + 1]uint64
 }
 
 // query asks the loop for a snapshot; ok is false when the loop does not
@@ -63,6 +66,7 @@ func (s *Server) query(ctx context.Context) (snapshot, bool) {
 func (s *Server) snapshot() snapshot {
 	sn := snapshot{front: s.front.Stats(), draining: s.draining, syncing: s.syncing, processID: s.process}
 	sn.term, sn.lead, sn.leader, _ = s.host.Node().CtrlStatus()
+	sn.stages = s.obs.stages
 	if cl := s.cluster; cl != nil {
 		sn.cluster = true
 		sn.peersConnected = cl.peersConnected()
@@ -164,6 +168,8 @@ var (
 		"Publishes an owner refused without storing them because it no longer served the queue, held until a serving owner was known (cluster mode).", nil, nil)
 	descNodeLost = prometheus.NewDesc("sluice_connections_closed_broker_lost_total",
 		"AMQP connections closed (320) because a broker they had requests or subscriptions at was lost.", nil, nil)
+	descStages = prometheus.NewDesc("sluice_recovery_stages_total",
+		"Stages of queue recoveries this broker took part in (detect, seal, select, install, activate), as its core reported them.", []string{"stage"}, nil)
 	descQueue = prometheus.NewDesc("sluice_queues", "Queues of the catalogue this broker applied, by state: all; under_replicated (in-sync set smaller than the members); under_min_insync (in-sync set below the queue's min in-sync); unavailable (not placed, or fenced until recovery).", []string{"state"}, nil)
 )
 
@@ -171,7 +177,7 @@ var (
 // loop, which may not run yet).
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPublishes, descRetries, descLatency, descConns, descTerm, descLead, descIsLd, descSync, descProc, descQueue,
-		descPeerConns, descPeerMsgs, descPeerLost, descForwarded, descRerouted, descNodeLost} {
+		descPeerConns, descPeerMsgs, descPeerLost, descForwarded, descRerouted, descNodeLost, descStages} {
 		ch <- d
 	}
 }
@@ -214,6 +220,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		n     int
 	}{{"all", sn.queues}, {"under_replicated", sn.underReplicated}, {"under_min_insync", sn.underMinInSync}, {"unavailable", sn.unavailable}} {
 		ch <- prometheus.MustNewConstMetric(descQueue, prometheus.GaugeValue, float64(q.n), q.state)
+	}
+	for stage := seam.StageDetect; stage <= seam.StageActivate; stage++ {
+		ch <- prometheus.MustNewConstMetric(descStages, prometheus.CounterValue, float64(sn.stages[stage]), stage.String())
 	}
 	ch <- prometheus.MustNewConstMetric(descForwarded, prometheus.CounterValue, float64(st.Forwarded))
 	ch <- prometheus.MustNewConstMetric(descRerouted, prometheus.CounterValue, float64(st.Rerouted))
