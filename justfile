@@ -42,6 +42,15 @@ bench-serve:
     go test -run '^$' -bench ConfirmedPublish -benchtime 30000x ./daemon
     go test -run '^$' -bench ConfirmLatency -benchtime 2000x ./daemon
 
+# the real-cluster tests alone: three sluice serve processes under kill -9, SIGSTOP and restarts
+cluster-test:
+    go test -count=1 -v -run 'TestOwnerKill|TestFollowerKill|TestFollowerPaused' ./daemon/clustertest
+
+# kill -9 a random broker of three at random moments under confirmed load; no confirmed message may be lost.
+# The seed is printed; just soak 100 7 replays seed 7; just soak 100 random draws a fresh one (crypto/rand).
+soak cycles="100" seed="1":
+    SLUICE_SOAK_CYCLES={{cycles}} SLUICE_SOAK_SEED={{seed}} go test -count=1 -v -timeout 120m -run '^TestSoak$' ./daemon/clustertest
+
 # failpoint tests on the real file system (enable, test, always disable)
 failpoints:
     fsio/failpoint-test.sh
