@@ -273,8 +273,13 @@ func TestClusterPeerGate(t *testing.T) {
 		t.Fatalf("unauthenticated connection: read %v, want it closed", err)
 	}
 	raw.Close()
-	if st := s.cluster.ln.Stats(); st.RefusedBeforeAuth != 1 {
-		t.Fatalf("listener stats %+v, want 1 refused before authentication", st)
+	// The listener counts the refusal just after it closes the connection.
+	deadline := time.Now().Add(5 * time.Second)
+	for s.cluster.ln.Stats().RefusedBeforeAuth != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("listener stats %+v, want 1 refused before authentication", s.cluster.ln.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 
 	c, err := netio.Dial(context.Background(), addrs[0], netio.Config{NodeID: 9, Process: 1, Secret: testSecret})
