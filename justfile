@@ -51,6 +51,11 @@ cluster-test:
 soak cycles="100" seed="1":
     SLUICE_SOAK_CYCLES={{cycles}} SLUICE_SOAK_SEED={{seed}} go test -count=1 -v -timeout 120m -run '^TestSoak$' ./daemon/clustertest
 
+# three brokers on this host, W = 2 fsynced, amqp091-go: confirmed msgs/s, p50/p99 confirm latency
+# (128 B and 1 KiB), the owner-kill pause (docs/performance.md). Sluice only: the RabbitMQ side is not built.
+bench-daemon:
+    go test -count=1 -run '^$' -bench Cluster -benchtime 20000x ./daemon/clustertest
+
 # failpoint tests on the real file system (enable, test, always disable)
 failpoints:
     fsio/failpoint-test.sh

@@ -77,7 +77,7 @@ func (b *broker) running() bool {
 
 // cluster is a test cluster of broker processes on loopback.
 type cluster struct {
-	t       *testing.T
+	t       testing.TB
 	dir     string
 	brokers []*broker
 	peers   string // the --peers value
@@ -86,7 +86,7 @@ type cluster struct {
 
 // freePorts reserves n loopback ports (listening on port 0 and closing;
 // nothing else on this machine is expected to take them within the test).
-func freePorts(t *testing.T, n int) []string {
+func freePorts(t testing.TB, n int) []string {
 	t.Helper()
 	var lns []net.Listener
 	var addrs []string
@@ -105,7 +105,7 @@ func freePorts(t *testing.T, n int) []string {
 }
 
 // newCluster starts n brokers and waits until every one is ready.
-func newCluster(t *testing.T, n int) *cluster {
+func newCluster(t testing.TB, n int) *cluster {
 	t.Helper()
 	c := &cluster{t: t, dir: t.TempDir()}
 	c.secret = filepath.Join(c.dir, "secret")
@@ -536,7 +536,7 @@ func (p *publisher) confirmsAfter(t time.Time) (int, time.Time) {
 }
 
 // waitConfirmsAfter waits until at least n confirms arrived after t.
-func (p *publisher) waitConfirmsAfter(t *testing.T, after time.Time, n int, within time.Duration) time.Time {
+func (p *publisher) waitConfirmsAfter(t testing.TB, after time.Time, n int, within time.Duration) time.Time {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
@@ -548,6 +548,42 @@ func (p *publisher) waitConfirmsAfter(t *testing.T, after time.Time, n int, with
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	t.Fatalf("%s: fewer than %d confirms in %v after %v (last error: %s)", p.queue, n, within, after.Format("15:04:05.000"), p.lastErr)
+	return time.Time{}
+}
+
+// lastSeq is the sequence number of the last publish sent.
+func (p *publisher) lastSeq() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.seq
+}
+
+// waitSentAfter waits until n publishes sent after seq (its number above
+// it) are confirmed and returns when the first of those confirms came: a
+// confirm already on its way when something happened does not count.
+func (p *publisher) waitSentAfter(t testing.TB, seq, n int, within time.Duration) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		p.mu.Lock()
+		k, first := 0, time.Time{}
+		for s, at := range p.confirmed {
+			if s > seq {
+				k++
+				if first.IsZero() || at.Before(first) {
+					first = at
+				}
+			}
+		}
+		p.mu.Unlock()
+		if k >= n {
+			return first
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t.Fatalf("%s: fewer than %d confirms of publishes after #%d in %v (last error: %s)", p.queue, n, seq, within, p.lastErr)
 	return time.Time{}
 }
 
@@ -575,7 +611,7 @@ func (p *publisher) maxGap(from, to time.Time) time.Duration {
 // consumeAll consumes queue from the brokers of urls (the first that
 // works) until every body of want has been seen and nothing more came for
 // a second, or within elapses; it returns every body seen, with counts.
-func consumeAll(t *testing.T, urls []string, queue string, want map[string]bool, within time.Duration) map[string]int {
+func consumeAll(t testing.TB, urls []string, queue string, want map[string]bool, within time.Duration) map[string]int {
 	t.Helper()
 	seen := map[string]int{}
 	missing := func() int {
@@ -651,7 +687,7 @@ func consumeAll(t *testing.T, urls []string, queue string, want map[string]bool,
 // verify consumes each publisher's queue (once per queue) and checks that
 // every confirmed message is there and no nacked one is; it returns the
 // totals.
-func verify(t *testing.T, c *cluster, pubs []*publisher) (confirmed, nacked, unknown int) {
+func verify(t testing.TB, c *cluster, pubs []*publisher) (confirmed, nacked, unknown int) {
 	t.Helper()
 	var urls []string
 	for _, b := range c.brokers {
