@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicemq/sluice/core"
@@ -45,8 +46,13 @@ import (
 // operators' (adminClient).
 const fwdClientBase = core.ClientID(1) << 61
 
-// fwdQueueMax bounds the frames queued on one side of a link.
-const fwdQueueMax = 16384
+// fwdQueueMax and fwdQueueBytesMax bound the frames queued on one side of
+// a link, by count and by bytes (a frame holds at most one record, about
+// 1 MiB, so the count alone would allow gigabytes).
+const (
+	fwdQueueMax      = 16384
+	fwdQueueBytesMax = 256 << 20
+)
 
 // fwdRedialMs is the least time between a link's failed dial and the next
 // dial to that broker.
@@ -88,11 +94,12 @@ func newForwarder(s *Server) *forwarder {
 
 // fwdLink is the client side of a link to one broker.
 type fwdLink struct {
-	node core.NodeID
-	gen  uint64 // which link to that node this is: events of an older one are ignored
-	out  chan fwdFrame
-	stop chan struct{} // closed by the loop to end the link
-	once sync.Once
+	queued atomic.Int64 // bytes in out
+	node   core.NodeID
+	gen    uint64 // which link to that node this is: events of an older one are ignored
+	out    chan fwdFrame
+	stop   chan struct{} // closed by the loop to end the link
+	once   sync.Once
 }
 
 func (l *fwdLink) end() { l.once.Do(func() { close(l.stop) }) }
@@ -138,8 +145,15 @@ func (fw *forwarder) queue(node core.NodeID, f fwdFrame, open bool) {
 		s.wg.Add(1)
 		go fw.runLink(l, addr, wait)
 	}
+	if l.queued.Load()+int64(len(f.body)) > fwdQueueBytesMax {
+		l.end()
+		gen := l.gen
+		s.work = append(s.work, func() { fw.lost(node, gen, "forwarding to broker n"+itoa(uint64(node))+" fell behind", false) })
+		return
+	}
 	select {
 	case l.out <- f:
+		l.queued.Add(int64(len(f.body)))
 	default:
 		// Ended now (nothing more goes on it); the front is told after
 		// this effect (it is mid-call).
@@ -227,6 +241,7 @@ loop:
 	for {
 		select {
 		case f := <-l.out:
+			l.queued.Add(-int64(len(f.body)))
 			if err := c.WriteFrame(f.op, f.body); err != nil {
 				why = err.Error()
 				break loop
@@ -250,6 +265,7 @@ loop:
 
 // fwdSession is the owner side of one link: an accepted connection.
 type fwdSession struct {
+	queued  atomic.Int64 // bytes in out
 	c       *netio.Conn
 	out     chan fwdFrame
 	dead    chan struct{}
@@ -275,6 +291,7 @@ func (fw *forwarder) serve(c *netio.Conn) *fwdSession {
 		for {
 			select {
 			case f := <-ss.out:
+				ss.queued.Add(-int64(len(f.body)))
 				if err := c.WriteFrame(f.op, f.body); err != nil {
 					ss.close()
 					return
@@ -331,8 +348,15 @@ func (fw *forwarder) effect(ef *core.Effect) {
 	if !ok {
 		return // its session ended: drop it (contract point 7)
 	}
+	body := appendClientEffect(nil, rc.id, ef)
+	if rc.sess.queued.Load()+int64(len(body)) > fwdQueueBytesMax {
+		fw.s.log.Warn("forwarding session full; ending it", "peer", rc.sess.c.Peer(), "bytes", fwdQueueBytesMax)
+		rc.sess.close()
+		return
+	}
 	select {
-	case rc.sess.out <- fwdFrame{op: netio.OpClientEffect, body: appendClientEffect(nil, rc.id, ef)}:
+	case rc.sess.out <- fwdFrame{op: netio.OpClientEffect, body: body}:
+		rc.sess.queued.Add(int64(len(body)))
 	default:
 		fw.s.log.Warn("forwarding session full; ending it", "peer", rc.sess.c.Peer(), "frames", fwdQueueMax)
 		rc.sess.close()
