@@ -191,8 +191,8 @@ func TestOwnerKill(t *testing.T) {
 		p.waitConfirmsAfter(t, time.Now(), 100, 30*time.Second)
 	}
 	stopPublishers(pubs)
-	confirmed, nacked, unknown := verify(t, c, append(pubs, extra...))
-	t.Logf("in all: %d confirmed, none lost; %d nacked; %d unknown outcomes", confirmed, nacked, unknown)
+	confirmed, nacked, unknown, missing := verify(t, c, append(pubs, extra...))
+	t.Logf("in all: %d confirmed, %d of them not delivered; %d nacked; %d unknown outcomes", confirmed, missing, nacked, unknown)
 }
 
 // TestFollowerKill: SIGKILL a broker that only follows q0 (it owns another

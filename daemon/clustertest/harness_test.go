@@ -687,7 +687,7 @@ func consumeAll(t testing.TB, urls []string, queue string, want map[string]bool,
 // verify consumes each publisher's queue (once per queue) and checks that
 // every confirmed message is there and no nacked one is; it returns the
 // totals.
-func verify(t testing.TB, c *cluster, pubs []*publisher) (confirmed, nacked, unknown int) {
+func verify(t testing.TB, c *cluster, pubs []*publisher) (confirmed, nacked, unknown, missing int) {
 	t.Helper()
 	var urls []string
 	for _, b := range c.brokers {
@@ -727,8 +727,9 @@ func verify(t testing.TB, c *cluster, pubs []*publisher) (confirmed, nacked, unk
 		}
 		slices.Sort(lost)
 		if len(lost) > 0 {
-			t.Errorf("%s: %d of %d confirmed messages lost, first %v", q, len(lost), len(want), lost[:min(5, len(lost))])
+			t.Errorf("%s: %d of %d confirmed messages not delivered within 60 s (lost, or stuck), first %v", q, len(lost), len(want), lost[:min(5, len(lost))])
 		}
+		missing += len(lost)
 		for b := range seen {
 			if nackedBodies[b] {
 				t.Errorf("%s: %s was nacked (definitely not stored) and was delivered", q, b)
@@ -744,5 +745,5 @@ func verify(t testing.TB, c *cluster, pubs []*publisher) (confirmed, nacked, unk
 			q, nc, nc-len(lost), nn, nu, len(seen), dups, sessions)
 		confirmed, nacked, unknown = confirmed+nc, nacked+nn, unknown+nu
 	}
-	return confirmed, nacked, unknown
+	return confirmed, nacked, unknown, missing
 }
