@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,21 +37,90 @@ type adminEvent struct {
 	reply chan adminReply
 }
 
+// adminPending is an operator's command awaiting its outcome (loop).
+type adminPending struct {
+	cmd   []byte
+	reply chan adminReply
+	node  core.NodeID // where it was proposed (this broker, or the leader it was forwarded to)
+}
+
 // propose runs on the loop: cmd goes to the core.
 func (s *Server) propose(a *adminEvent) {
 	s.adminSeq++
-	s.admin[s.adminSeq] = a.reply
+	s.admin[s.adminSeq] = &adminPending{cmd: a.cmd, reply: a.reply, node: s.node}
 	s.host.Request(s.now(), adminClient, core.Request{Kind: core.ReqMeta, ID: s.adminSeq, Body: a.cmd})
 }
 
-// adminAnswer runs on the loop: the core's reply to an operator's command.
+// adminAnswer runs on the loop: the core's reply to an operator's command
+// (this broker's, or the leader's it was forwarded to). In a cluster, a
+// "not the leader" that names another leader sends the command there
+// (after this step: the host may be mid-step).
 func (s *Server) adminAnswer(e *core.Effect) {
-	ch := s.admin[e.ReqID]
-	if ch == nil {
+	p := s.admin[e.ReqID]
+	if p == nil {
 		return
 	}
+	if s.cluster != nil && e.Outcome == core.Failed {
+		if n := leaderIn(e.Reason); n != 0 && n != p.node && n != s.node && s.cluster.member(n) {
+			p.node = n
+			id, cmd := e.ReqID, p.cmd
+			s.work = append(s.work, func() {
+				s.cluster.fwd.request(n, adminClient, &core.Request{Kind: core.ReqMeta, ID: id, Body: cmd})
+			})
+			return
+		}
+	}
 	delete(s.admin, e.ReqID)
-	ch <- adminReply{outcome: e.Outcome, reason: e.Reason, index: e.Offset}
+	p.reply <- adminReply{outcome: e.Outcome, reason: e.Reason, index: e.Offset}
+}
+
+// adminLost answers the commands forwarded to broker node, whose link
+// ended, as unknown (loop).
+func (s *Server) adminLost(node core.NodeID) {
+	for id, p := range s.admin {
+		if p.node == node && node != s.node {
+			delete(s.admin, id)
+			p.reply <- adminReply{outcome: core.Unknown, reason: "the link to the leader n" + itoa(uint64(node)) + " ended"}
+		}
+	}
+}
+
+// adminUnreached sends the commands forwarded to broker node, whose link
+// never connected (nothing arrived), to this broker again (loop).
+func (s *Server) adminUnreached(node core.NodeID) {
+	var ids []uint64
+	for id, p := range s.admin {
+		if p.node == node && node != s.node {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		p := s.admin[id]
+		p.node = s.node
+		s.host.Request(s.now(), adminClient, core.Request{Kind: core.ReqMeta, ID: id, Body: p.cmd})
+	}
+}
+
+// leaderIn returns the leader a "not the leader: leader=N" refusal names
+// (core/ctrl), 0 if none.
+func leaderIn(reason string) core.NodeID {
+	if !strings.HasPrefix(reason, "not the leader") {
+		return 0
+	}
+	_, after, ok := strings.Cut(reason, "leader=")
+	if !ok {
+		return 0
+	}
+	end := 0
+	for end < len(after) && after[end] >= '0' && after[end] <= '9' {
+		end++
+	}
+	n, err := strconv.ParseUint(after[:end], 10, 32)
+	if err != nil {
+		return 0
+	}
+	return core.NodeID(n)
 }
 
 // command proposes cmd until it is committed, refused, or ctx ends;

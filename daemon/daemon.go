@@ -43,6 +43,9 @@ type Config struct {
 	// WriteTimeout bounds one write to a client socket: a client that
 	// reads nothing for this long is disconnected. Default 30 s.
 	WriteTimeout time.Duration
+	// Cluster makes the broker one member of a cluster (cluster.go); nil:
+	// a single broker, the sole voter of its metadata group.
+	Cluster *ClusterConfig
 }
 
 // Server is one running broker.
@@ -64,7 +67,11 @@ type Server struct {
 	events  chan event
 	stopReq chan chan error // Shutdown's request to the loop
 	done    chan struct{}   // closed when the loop ends
+	doneCtx context.Context // ends when done is closed
 	err     error           // why the loop ended (nil: a clean drain)
+
+	cluster *cluster // nil for a single broker
+	obs     *observer
 
 	// Loop-owned.
 	work      []func()
@@ -77,7 +84,7 @@ type Server struct {
 	syncing   int    // sync goroutines running
 	lastNow   int64  // the last instant given (loop-owned after Start)
 	adminSeq  uint64 // operators' requests proposed
-	admin     map[uint64]chan adminReply
+	admin     map[uint64]*adminPending
 	toFront   []core.Effect // core replies and deliveries for the front's next batch
 	draining  bool
 	exitErr   error
@@ -96,6 +103,16 @@ type event struct {
 	admin  *adminEvent   // evAdmin
 	filter string        // evDescribe
 	text   chan string   // evDescribe
+	// Cluster events.
+	node      core.NodeID  // evPeerMsg (from), evPeerLost, evFwdLost, evFwdEffect
+	process   uint64       // evPeerLost
+	group     core.GroupID // evPeerMsg
+	gen       uint64       // evFwdLost, evFwdEffect: the link's generation
+	why       string       // evFwdLost
+	unreached bool         // evFwdLost: the link never connected (nothing on it arrived)
+	effect    *core.Effect // evFwdEffect
+	fwd       *fwdSession  // evFwdSessionEnd
+	fwdIn     *fwdIn       // evFwdIn
 }
 
 const (
@@ -106,6 +123,13 @@ const (
 	evQuery    // the HTTP side asks for a snapshot
 	evAdmin    // the HTTP side proposes an operator's command
 	evDescribe // the HTTP side asks for the catalogue
+
+	evPeerMsg       // a peer's message for the core
+	evPeerLost      // eager failover: a peer's process is gone
+	evFwdIn         // a forwarded client's request or end (owner side)
+	evFwdSessionEnd // a forwarding session ended (owner side)
+	evFwdEffect     // a reply or delivery for a client forwarded from here
+	evFwdLost       // a forwarding link ended (client side)
 )
 
 // sock is one client socket, its reader's credit and its writer's queue.
@@ -154,9 +178,19 @@ func Start(cfg Config) (*Server, error) {
 	if lg == nil {
 		lg = slog.Default()
 	}
+	if cfg.Cluster != nil {
+		cc, err := cfg.Cluster.validate(cfg.Node)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Cluster = &cc
+	}
 	s := &Server{cfg: cfg, log: lg, start: time.Now(), node: core.NodeID(cfg.Node),
 		events: make(chan event, 1024), stopReq: make(chan chan error), done: make(chan struct{}),
-		socks: map[front.ConnID]*sock{}, admin: map[uint64]chan adminReply{}}
+		socks: map[front.ConnID]*sock{}, admin: map[uint64]*adminPending{}}
+	var cancelDone context.CancelFunc
+	s.doneCtx, cancelDone = context.WithCancel(context.Background())
+	go func() { <-s.done; cancelDone() }()
 
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, err
@@ -185,8 +219,25 @@ func Start(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	cc := ctrl.DefaultConfig(uint64(cfg.Node), []uint64{uint64(cfg.Node)})
+	brokers := 1
+	if cfg.Cluster != nil {
+		voters := make([]uint64, len(cfg.Cluster.Voters))
+		for i, v := range cfg.Cluster.Voters {
+			voters[i] = uint64(v)
+		}
+		cc = ctrl.DefaultConfig(uint64(cfg.Node), voters)
+		cc.Learners = cfg.Cluster.learners()
+		// Raft over real sockets between processes that share cores with
+		// fsyncs: a leader heartbeat every 40 ms, and a campaign after
+		// 500 to 1000 ms without one, so that a slow disk or a busy
+		// scheduler does not unseat a live leader (one broker alone has
+		// nobody to lose touch with, and keeps the faster default).
+		cc.TickNs, cc.HeartbeatTicks, cc.CampaignTimeoutNs = 20_000_000, 2, 500_000_000
+		brokers = len(cfg.Cluster.Members)
+	}
 	ccfg := core.Config{Node: s.node, Process: process, Storage: id.Storage, Ctrl: &cc}
-	s.host = driver.NewHost(ccfg, fs, nil, metaStore{s.store}, &env{s: s}, nil, nil, driver.Options{
+	s.obs = &observer{s: s}
+	s.host = driver.NewHost(ccfg, fs, nil, metaStore{s.store}, &env{s: s}, s.obs, nil, driver.Options{
 		PlacedLog: func(g core.GroupID) driver.LogSpec {
 			return driver.LogSpec{Dir: fmt.Sprintf("q%d", g), Opts: seglog.Options{}}
 		},
@@ -197,20 +248,33 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s.front, err = front.New(front.Config{Conn: conn.Config{Users: cfg.Users,
 		// One connection alone never meets the owner's own limit.
-		PublishesInFlightMax: core.DefaultLimits.PendingPublishesMax}, Node: s.node, Brokers: 1,
-		Serves: func(q core.QueueID) bool { return s.host.Node().Serves(q) }})
+		PublishesInFlightMax: core.DefaultLimits.PendingPublishesMax}, Node: s.node, Brokers: brokers,
+		Forward: cfg.Cluster != nil,
+		Serves:  func(q core.QueueID) bool { return s.host.Node().Serves(q) }})
 	if err != nil {
 		s.store.Close()
 		return nil, err
 	}
+	if cfg.Cluster != nil {
+		if err := s.startCluster(*cfg.Cluster); err != nil {
+			s.store.Close()
+			return nil, fmt.Errorf("peer listener: %w", err)
+		}
+	}
 	s.ln, err = net.Listen("tcp", cfg.AMQPAddr)
 	if err != nil {
+		if s.cluster != nil {
+			s.cluster.close()
+		}
 		s.store.Close()
 		return nil, err
 	}
 	if cfg.HTTPAddr != "" {
 		if err := s.startHTTP(cfg.HTTPAddr); err != nil {
 			s.ln.Close()
+			if s.cluster != nil {
+				s.cluster.close()
+			}
 			s.store.Close()
 			return nil, fmt.Errorf("http: %w", err)
 		}
@@ -220,17 +284,28 @@ func Start(cfg Config) (*Server, error) {
 	s.frontTime = time.NewTimer(time.Hour)
 	s.frontTime.Stop()
 	lg.Info("starting", "node", cfg.Node, "process", process, "storage", id.Storage,
-		"data_dir", cfg.DataDir, "amqp", s.ln.Addr().String(), "http", s.HTTPAddr())
+		"data_dir", cfg.DataDir, "amqp", s.ln.Addr().String(), "http", s.HTTPAddr(), "peers", s.PeerAddr())
 	s.host.Start(s.now())
 	s.accepting.Store(true)
 	s.wg.Add(1)
 	go s.acceptLoop()
+	if s.cluster != nil {
+		s.runCluster()
+	}
 	go s.loop()
 	return s, nil
 }
 
 // Addr is the AMQP listener's address.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// PeerAddr is the peer listener's address, "" for a single broker.
+func (s *Server) PeerAddr() string {
+	if s.cluster == nil {
+		return ""
+	}
+	return s.cluster.ln.Addr().String()
+}
 
 // HTTPAddr is the metrics listener's address, "" without one.
 func (s *Server) HTTPAddr() string {
@@ -438,6 +513,21 @@ func (s *Server) onEvent(ev event) {
 		s.propose(ev.admin)
 	case evDescribe:
 		ev.text <- s.describe(ev.filter)
+	case evPeerMsg:
+		s.host.Message(s.now(), ev.node, ev.group, ev.bytes)
+	case evPeerLost:
+		s.cluster.lostReports.Add(1)
+		s.host.PeerLost(s.now(), ev.node, ev.process)
+	case evFwdIn:
+		s.cluster.fwd.in(ev.fwdIn)
+	case evFwdSessionEnd:
+		s.cluster.fwd.sessionEnd(ev.fwd)
+	case evFwdEffect:
+		if l := s.cluster.fwd.links[ev.node]; l != nil && l.gen == ev.gen {
+			s.toClient(ev.effect)
+		}
+	case evFwdLost:
+		s.cluster.fwd.lost(ev.node, ev.gen, ev.why, ev.unreached)
 	}
 }
 
@@ -512,8 +602,16 @@ func (s *Server) frontEffects(effects []front.Effect) {
 				}
 			}
 		case front.EfRequest:
+			if e.Node != 0 {
+				s.cluster.fwd.request(e.Node, e.Client, &e.Req)
+				continue
+			}
 			s.host.Request(s.now(), e.Client, e.Req)
 		case front.EfClientGone:
+			if e.Node != 0 {
+				s.cluster.fwd.gone(e.Node, e.Client)
+				continue
+			}
 			s.host.ClientGone(s.now(), e.Client)
 		case front.EfTimer:
 			s.frontTime.Reset(time.Duration(max(e.AtNs-s.now(), 0)))
@@ -591,6 +689,9 @@ func (s *Server) teardown() {
 	s.ln.Close()
 	if s.http != nil {
 		s.http.Close()
+	}
+	if s.cluster != nil {
+		s.cluster.close()
 	}
 	for _, k := range s.socks {
 		s.closeNow(k)

@@ -42,13 +42,33 @@
 // it and made durable by the next one: group commit, without a thread per
 // log.
 //
-// # Single node
+// # Single node, or one broker of a cluster
 //
-// This daemon is one broker that is the sole voter of the metadata group
-// (core/ctrl): a queue.declare commits through it, its placement names this
-// broker, and publishes are confirmed once this broker's log holds them
-// durably (W = 1 of 1). Peers (netio), forwarding to another broker's
-// queues, and metrics are not wired yet (docs/daemon.md).
+// Without Config.Cluster the broker is the sole voter of the metadata
+// group (core/ctrl): a queue.declare commits through it, its placement
+// names this broker, and publishes are confirmed once this broker's log
+// holds them durably (W = 1 of 1).
+//
+// With Config.Cluster (cluster.go) it is one member of a cluster: the
+// metadata group's voters are the configured ones and every other member
+// is a raft learner; the core's sends to a peer go over netio on the one
+// connection this broker dials to it, each peer with a bounded queue
+// (full: the message is dropped and counted, the core resends what
+// matters), so a slow or stopped peer never stalls the loop; what peers
+// send arrives on the connections they dialed here, authenticated before
+// any frame is read, and only from configured members, as InMessage
+// inputs. Eager failover: a peer's connection closed from its side and a
+// reconnect refused is InPeerLost with the process instance that
+// connection reached (the handshake carries it); a silence never is.
+//
+// Client forwarding (forward.go): the front (amqp/front, Forward) routes
+// a request for a queue another broker owns to that broker; the daemon
+// carries it on a forwarding link (a netio connection of its own, TCP's
+// order both ways, bounded queues whose overflow ends the link rather
+// than dropping a request), and the owner runs it as a core client of its
+// own and sends the replies and deliveries back. A link that ends is the
+// front's NodeLost; a session that ends on the owner side ends its
+// clients (InClientGone).
 //
 // # Drain
 //

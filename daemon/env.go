@@ -17,25 +17,41 @@ import (
 // front is queued as work.
 type env struct{ s *Server }
 
-// Send: a single-node broker's only peer is itself (the metadata group's
-// heartbeats to the leader it knows); anything else has no transport yet.
+// Send: a message to this broker itself (the metadata group's heartbeats
+// to a leader that is this broker) is the loop's next work; one to a peer
+// goes on its bounded queue (cluster.go), or is dropped without peers.
 func (e *env) Send(to core.NodeID, g core.GroupID, msg []byte) {
 	s := e.s
 	if to != s.node {
-		s.log.Warn("a message for a peer, and no peer transport yet: dropped", "to", to, "group", uint64(g))
+		if s.cluster == nil {
+			s.log.Warn("a message for a peer, and this broker has none: dropped", "to", to, "group", uint64(g))
+			return
+		}
+		s.cluster.send(s, to, g, msg)
 		return
 	}
 	m := slices.Clone(msg)
 	s.work = append(s.work, func() { s.host.Message(s.now(), s.node, g, m) })
 }
 
-// Client hands a reply or delivery to the front after the host's step:
-// every one emitted before the front takes them goes in one batch.
+// Client hands a reply or delivery to whom it is for: an operator's
+// request, a client forwarded here by another broker, or the front.
 func (e *env) Client(ef *core.Effect) {
 	s := e.s
+	if s.cluster != nil && isRemote(ef.Client) {
+		s.cluster.fwd.effect(ef)
+		return
+	}
+	s.toClient(ef)
+}
+
+// toClient hands a reply or delivery of this broker's core, or of the one
+// a request was forwarded to, to the operator or to the front after the
+// step: every one emitted before the front takes them goes in one batch.
+func (s *Server) toClient(ef *core.Effect) {
 	if ef.Client == adminClient {
 		if ef.Kind == core.EfReply {
-			s.adminAnswer(ef) // answers a waiting handler; re-enters nothing
+			s.adminAnswer(ef) // answers a waiting handler, or queues work
 		}
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sluicemq/sluice/amqp/front"
+	"github.com/sluicemq/sluice/core/seam"
 )
 
 // The HTTP side: /metrics (Prometheus), /healthz and /readyz. Handlers run
@@ -31,6 +32,13 @@ type snapshot struct {
 	// Queues of the catalogue: all, and those in trouble (describe's
 	// filters).
 	queues, underReplicated, underMinInSync, unavailable int
+	// The peer transport (cluster mode only).
+	cluster                             bool
+	peersConnected                      int
+	peerSent, peerReceived, peerDropped uint64
+	peerLostReports                     uint64
+	// Recovery stages this broker saw reached, by stage.
+	stages [seam.StageActivate + 1]uint64
 }
 
 // query asks the loop for a snapshot; ok is false when the loop does not
@@ -58,6 +66,13 @@ func (s *Server) query(ctx context.Context) (snapshot, bool) {
 func (s *Server) snapshot() snapshot {
 	sn := snapshot{front: s.front.Stats(), draining: s.draining, syncing: s.syncing, processID: s.process}
 	sn.term, sn.lead, sn.leader, _ = s.host.Node().CtrlStatus()
+	sn.stages = s.obs.stages
+	if cl := s.cluster; cl != nil {
+		sn.cluster = true
+		sn.peersConnected = cl.peersConnected()
+		sn.peerSent, sn.peerReceived, sn.peerDropped = cl.sent.Load(), cl.received.Load(), cl.dropped.Load()
+		sn.peerLostReports = cl.lostReports.Load()
+	}
 	if md := s.host.Node().Metadata(); md != nil {
 		qs := md.Queues()
 		sn.queues = len(qs)
@@ -135,19 +150,34 @@ var (
 		"Publishes sent to the core again after a refusal that stored nothing (epoch not ready, owner at its limit).", nil, nil)
 	descLatency = prometheus.NewDesc("sluice_confirm_latency_seconds",
 		"Time from a publish's first request to the core to its confirm.", nil, nil)
-	descConns = prometheus.NewDesc("sluice_amqp_connections", "Open AMQP connections.", nil, nil)
-	descTerm  = prometheus.NewDesc("sluice_raft_term", "The metadata group's raft term on this broker.", nil, nil)
-	descLead  = prometheus.NewDesc("sluice_raft_leader_node", "The node id of the metadata group's leader this broker knows (0: none).", nil, nil)
-	descIsLd  = prometheus.NewDesc("sluice_raft_is_leader", "1 if this broker leads the metadata group.", nil, nil)
-	descSync  = prometheus.NewDesc("sluice_log_syncs_in_flight", "Queue log syncs (fdatasync) running.", nil, nil)
-	descProc  = prometheus.NewDesc("sluice_process_instance", "This start's process instance (one more than the last start's).", nil, nil)
+	descConns     = prometheus.NewDesc("sluice_amqp_connections", "Open AMQP connections.", nil, nil)
+	descTerm      = prometheus.NewDesc("sluice_raft_term", "The metadata group's raft term on this broker.", nil, nil)
+	descLead      = prometheus.NewDesc("sluice_raft_leader_node", "The node id of the metadata group's leader this broker knows (0: none).", nil, nil)
+	descIsLd      = prometheus.NewDesc("sluice_raft_is_leader", "1 if this broker leads the metadata group.", nil, nil)
+	descSync      = prometheus.NewDesc("sluice_log_syncs_in_flight", "Queue log syncs (fdatasync) running.", nil, nil)
+	descProc      = prometheus.NewDesc("sluice_process_instance", "This start's process instance (one more than the last start's).", nil, nil)
+	descPeerConns = prometheus.NewDesc("sluice_peers_connected", "Peers this broker's outgoing connection reaches now (cluster mode).", nil, nil)
+	descPeerMsgs  = prometheus.NewDesc("sluice_peer_messages_total",
+		"The core's peer messages (cluster mode), by what happened: sent (written to a peer), received (read from one), dropped (its peer's queue was full or the peer unreachable; the core resends what matters).",
+		[]string{"what"}, nil)
+	descPeerLost = prometheus.NewDesc("sluice_peer_lost_reports_total",
+		"Eager failover reports passed to the core: a peer's connection closed from its side and a reconnect was refused (repeated while it stays down).", nil, nil)
+	descForwarded = prometheus.NewDesc("sluice_requests_forwarded_total",
+		"Client requests carried to the broker that owns their queue (cluster mode).", nil, nil)
+	descRerouted = prometheus.NewDesc("sluice_publishes_rerouted_total",
+		"Publishes an owner refused without storing them because it no longer served the queue, held until a serving owner was known (cluster mode).", nil, nil)
+	descNodeLost = prometheus.NewDesc("sluice_connections_closed_broker_lost_total",
+		"AMQP connections closed (320) because a broker they had requests or subscriptions at was lost.", nil, nil)
+	descStages = prometheus.NewDesc("sluice_recovery_stages_total",
+		"Stages of queue recoveries this broker took part in (detect, seal, select, install, activate), as its core reported them.", []string{"stage"}, nil)
 	descQueue = prometheus.NewDesc("sluice_queues", "Queues of the catalogue this broker applied, by state: all; under_replicated (in-sync set smaller than the members); under_min_insync (in-sync set below the queue's min in-sync); unavailable (not placed, or fenced until recovery).", []string{"state"}, nil)
 )
 
 // Describe sends the static descriptions (registering must not ask the
 // loop, which may not run yet).
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descPublishes, descRetries, descLatency, descConns, descTerm, descLead, descIsLd, descSync, descProc, descQueue} {
+	for _, d := range []*prometheus.Desc{descPublishes, descRetries, descLatency, descConns, descTerm, descLead, descIsLd, descSync, descProc, descQueue,
+		descPeerConns, descPeerMsgs, descPeerLost, descForwarded, descRerouted, descNodeLost, descStages} {
 		ch <- d
 	}
 }
@@ -190,5 +220,21 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		n     int
 	}{{"all", sn.queues}, {"under_replicated", sn.underReplicated}, {"under_min_insync", sn.underMinInSync}, {"unavailable", sn.unavailable}} {
 		ch <- prometheus.MustNewConstMetric(descQueue, prometheus.GaugeValue, float64(q.n), q.state)
+	}
+	for stage := seam.StageDetect; stage <= seam.StageActivate; stage++ {
+		ch <- prometheus.MustNewConstMetric(descStages, prometheus.CounterValue, float64(sn.stages[stage]), stage.String())
+	}
+	ch <- prometheus.MustNewConstMetric(descForwarded, prometheus.CounterValue, float64(st.Forwarded))
+	ch <- prometheus.MustNewConstMetric(descRerouted, prometheus.CounterValue, float64(st.Rerouted))
+	ch <- prometheus.MustNewConstMetric(descNodeLost, prometheus.CounterValue, float64(st.NodesLost))
+	if sn.cluster {
+		ch <- prometheus.MustNewConstMetric(descPeerConns, prometheus.GaugeValue, float64(sn.peersConnected))
+		for _, m := range []struct {
+			what string
+			n    uint64
+		}{{"sent", sn.peerSent}, {"received", sn.peerReceived}, {"dropped", sn.peerDropped}} {
+			ch <- prometheus.MustNewConstMetric(descPeerMsgs, prometheus.CounterValue, float64(m.n), m.what)
+		}
+		ch <- prometheus.MustNewConstMetric(descPeerLost, prometheus.CounterValue, float64(sn.peerLostReports))
 	}
 }

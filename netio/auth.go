@@ -21,9 +21,9 @@ const (
 	MACBytes       = sha256.Size
 	SecretBytesMin = 32
 
-	HelloBytes     = 4 + NonceBytes            // node id, nonce_c
-	ChallengeBytes = 4 + NonceBytes + MACBytes // node id, nonce_s, MAC_s
-	ProofBytes     = MACBytes                  // MAC_c
+	HelloBytes     = 4 + 8 + NonceBytes            // node id, process instance, nonce_c
+	ChallengeBytes = 4 + 8 + NonceBytes + MACBytes // node id, process instance, nonce_s, MAC_s
+	ProofBytes     = MACBytes                      // MAC_c
 	WelcomeBytes   = 0
 )
 
@@ -45,17 +45,21 @@ var (
 	ErrRefused          = errors.New("netio: listener closed the connection during the handshake")
 )
 
-// Hello is the dialer's first frame.
+// Hello is the dialer's first frame: its node id, its process instance
+// and its fresh nonce.
 type Hello struct {
-	Node  seam.NodeID
-	Nonce [NonceBytes]byte
+	Node    seam.NodeID
+	Process uint64
+	Nonce   [NonceBytes]byte
 }
 
-// Challenge is the listener's answer: its id, its fresh nonce and MAC_s.
+// Challenge is the listener's answer: its id, its process instance, its
+// fresh nonce and MAC_s.
 type Challenge struct {
-	Node  seam.NodeID
-	Nonce [NonceBytes]byte
-	MAC   [MACBytes]byte
+	Node    seam.NodeID
+	Process uint64
+	Nonce   [NonceBytes]byte
+	MAC     [MACBytes]byte
 }
 
 // Proof is the dialer's MAC_c.
@@ -66,12 +70,14 @@ type Proof struct {
 // AppendHello appends the body of m.
 func AppendHello(dst []byte, m Hello) []byte {
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(m.Node))
+	dst = binary.LittleEndian.AppendUint64(dst, m.Process)
 	return append(dst, m.Nonce[:]...)
 }
 
 // AppendChallenge appends the body of m.
 func AppendChallenge(dst []byte, m Challenge) []byte {
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(m.Node))
+	dst = binary.LittleEndian.AppendUint64(dst, m.Process)
 	dst = append(dst, m.Nonce[:]...)
 	return append(dst, m.MAC[:]...)
 }
@@ -96,7 +102,8 @@ func DecodeHello(body []byte) (Hello, error) {
 		return m, err
 	}
 	m.Node = seam.NodeID(binary.LittleEndian.Uint32(body))
-	copy(m.Nonce[:], body[4:])
+	m.Process = binary.LittleEndian.Uint64(body[4:])
+	copy(m.Nonce[:], body[12:])
 	return m, nil
 }
 
@@ -108,8 +115,9 @@ func DecodeChallenge(body []byte) (Challenge, error) {
 		return m, err
 	}
 	m.Node = seam.NodeID(binary.LittleEndian.Uint32(body))
-	copy(m.Nonce[:], body[4:])
-	copy(m.MAC[:], body[4+NonceBytes:])
+	m.Process = binary.LittleEndian.Uint64(body[4:])
+	copy(m.Nonce[:], body[12:])
+	copy(m.MAC[:], body[12+NonceBytes:])
 	return m, nil
 }
 
@@ -126,14 +134,19 @@ func DecodeProof(body []byte) (Proof, error) {
 // DecodeWelcome checks a Welcome body, which is empty.
 func DecodeWelcome(body []byte) error { return exactBody(OpWelcome, body, WelcomeBytes) }
 
-// mac is HMAC-SHA256(secret, label || client id || server id || nonce_c ||
-// nonce_s). Both ids bind the session to who claims to be talking to whom;
+// mac is HMAC-SHA256(secret, label || client id || server id || client
+// process || server process || nonce_c || nonce_s). Both ids bind the
+// session to who claims to be talking to whom; the process instances are
+// bound too, because eager failover reports the instance a connection
+// reached (InPeerLost), and an altered one could fence a live process;
 // both nonces make it fresh for each side.
-func mac(secret []byte, label string, client, server seam.NodeID, nonceC, nonceS *[NonceBytes]byte) [MACBytes]byte {
+func mac(secret []byte, label string, client, server seam.NodeID, procC, procS uint64, nonceC, nonceS *[NonceBytes]byte) [MACBytes]byte {
 	h := hmac.New(sha256.New, secret)
-	var ids [8]byte
+	var ids [24]byte
 	binary.LittleEndian.PutUint32(ids[0:], uint32(client))
 	binary.LittleEndian.PutUint32(ids[4:], uint32(server))
+	binary.LittleEndian.PutUint64(ids[8:], procC)
+	binary.LittleEndian.PutUint64(ids[16:], procS)
 	h.Write([]byte(label))
 	h.Write(ids[:])
 	h.Write(nonceC[:])
@@ -208,89 +221,90 @@ func nonce(r io.Reader) ([NonceBytes]byte, error) {
 }
 
 // clientHandshake runs the dialer's side and returns the listener's
-// authenticated node id.
-func clientHandshake(nc net.Conn, cfg *Config) (seam.NodeID, error) {
+// authenticated node id and process instance.
+func clientHandshake(nc net.Conn, cfg *Config) (seam.NodeID, uint64, error) {
 	h := &handshakeIO{nc: nc}
 	nonceC, err := nonce(cfg.rand)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	if err := h.write(OpHello, AppendHello(nil, Hello{Node: cfg.NodeID, Nonce: nonceC})); err != nil {
-		return 0, err
+	if err := h.write(OpHello, AppendHello(nil, Hello{Node: cfg.NodeID, Process: cfg.Process, Nonce: nonceC})); err != nil {
+		return 0, 0, err
 	}
 	f, _, err := h.read(OpChallenge, ChallengeBytes, false)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	ch, err := DecodeChallenge(f.Body)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	want := mac(cfg.Secret, labelServer, cfg.NodeID, ch.Node, &nonceC, &ch.Nonce)
+	want := mac(cfg.Secret, labelServer, cfg.NodeID, ch.Node, cfg.Process, ch.Process, &nonceC, &ch.Nonce)
 	if !hmac.Equal(want[:], ch.MAC[:]) {
-		return 0, fmt.Errorf("%w: listener (claims node %d) has a MAC that does not verify: a different cluster secret, or not a sluice peer", ErrAuth, ch.Node)
+		return 0, 0, fmt.Errorf("%w: listener (claims node %d) has a MAC that does not verify: a different cluster secret, or not a sluice peer", ErrAuth, ch.Node)
 	}
-	proof := mac(cfg.Secret, labelClient, cfg.NodeID, ch.Node, &nonceC, &ch.Nonce)
+	proof := mac(cfg.Secret, labelClient, cfg.NodeID, ch.Node, cfg.Process, ch.Process, &nonceC, &ch.Nonce)
 	if err := h.write(OpProof, AppendProof(nil, Proof{MAC: proof})); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	f, _, err = h.read(OpWelcome, WelcomeBytes, false)
 	if err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) {
 			// A refusal arrives as an end of stream, or as a reset when
 			// the listener closed with our Proof unread.
-			return 0, fmt.Errorf("%w: no Welcome after our Proof (the listener refused it): %w", ErrRefused, err)
+			return 0, 0, fmt.Errorf("%w: no Welcome after our Proof (the listener refused it): %w", ErrRefused, err)
 		}
-		return 0, err
+		return 0, 0, err
 	}
 	if err := DecodeWelcome(f.Body); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return ch.Node, nil
+	return ch.Node, ch.Process, nil
 }
 
 // serverHandshake runs the listener's side and returns the dialer's
-// authenticated node id. Only with cfg.skipGate (a planted bug for tests)
-// can it return a frame that arrived before authentication, as pending.
-func serverHandshake(nc net.Conn, cfg *Config) (peer seam.NodeID, pending *Frame, err error) {
+// authenticated node id and process instance. Only with cfg.skipGate (a
+// planted bug for tests) can it return a frame that arrived before
+// authentication, as pending.
+func serverHandshake(nc net.Conn, cfg *Config) (peer seam.NodeID, process uint64, pending *Frame, err error) {
 	h := &handshakeIO{nc: nc}
 	f, ok, err := h.read(OpHello, HelloBytes, cfg.skipGate)
 	if err != nil {
-		return 0, nil, err
+		return 0, 0, nil, err
 	}
 	if !ok {
-		return 0, &f, nil // skipGate only: the bug the gate tests must catch
+		return 0, 0, &f, nil // skipGate only: the bug the gate tests must catch
 	}
 	hello, err := DecodeHello(f.Body)
 	if err != nil {
-		return 0, nil, err
+		return 0, 0, nil, err
 	}
 	nonceS, err := nonce(cfg.rand)
 	if err != nil {
-		return 0, nil, err
+		return 0, 0, nil, err
 	}
-	ch := Challenge{Node: cfg.NodeID, Nonce: nonceS}
-	ch.MAC = mac(cfg.Secret, labelServer, hello.Node, cfg.NodeID, &hello.Nonce, &nonceS)
+	ch := Challenge{Node: cfg.NodeID, Process: cfg.Process, Nonce: nonceS}
+	ch.MAC = mac(cfg.Secret, labelServer, hello.Node, cfg.NodeID, hello.Process, cfg.Process, &hello.Nonce, &nonceS)
 	if err := h.write(OpChallenge, AppendChallenge(nil, ch)); err != nil {
-		return 0, nil, err
+		return 0, 0, nil, err
 	}
 	f, ok, err = h.read(OpProof, ProofBytes, cfg.skipGate)
 	if err != nil {
-		return 0, nil, err
+		return 0, 0, nil, err
 	}
 	if !ok {
-		return 0, &f, nil
+		return 0, 0, &f, nil
 	}
 	proof, err := DecodeProof(f.Body)
 	if err != nil {
-		return 0, nil, err
+		return 0, 0, nil, err
 	}
-	want := mac(cfg.Secret, labelClient, hello.Node, cfg.NodeID, &hello.Nonce, &nonceS)
+	want := mac(cfg.Secret, labelClient, hello.Node, cfg.NodeID, hello.Process, cfg.Process, &hello.Nonce, &nonceS)
 	if !hmac.Equal(want[:], proof.MAC[:]) {
-		return 0, nil, fmt.Errorf("%w: dialer claiming node %d sent a Proof that does not verify: a different cluster secret, a replayed or reflected MAC", ErrAuth, hello.Node)
+		return 0, 0, nil, fmt.Errorf("%w: dialer claiming node %d sent a Proof that does not verify: a different cluster secret, a replayed or reflected MAC", ErrAuth, hello.Node)
 	}
 	if err := h.write(OpWelcome, nil); err != nil {
-		return 0, nil, err
+		return 0, 0, nil, err
 	}
-	return hello.Node, nil, nil
+	return hello.Node, hello.Process, nil, nil
 }

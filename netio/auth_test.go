@@ -192,7 +192,7 @@ func TestWrongSecret(t *testing.T) {
 	r := dialRaw(t, s.addr())
 	var nc [NonceBytes]byte
 	ch := r.hello(2, nc)
-	r.send(OpProof, AppendProof(nil, Proof{MAC: mac(secretB, labelClient, 2, ch.Node, &nc, &ch.Nonce)}))
+	r.send(OpProof, AppendProof(nil, Proof{MAC: mac(secretB, labelClient, 2, ch.Node, 0, ch.Process, &nc, &ch.Nonce)}))
 	if err := s.waitRefused(t); !errors.Is(err, ErrAuth) {
 		t.Fatalf("listener: %v", err)
 	}
@@ -213,7 +213,7 @@ func replay(t *testing.T, cfg Config) error {
 	copy(nc[:], "recorded dialer nonce")
 	r := dialRaw(t, s.addr())
 	ch := r.hello(2, nc)
-	proof := Proof{MAC: mac(secretA, labelClient, 2, ch.Node, &nc, &ch.Nonce)}
+	proof := Proof{MAC: mac(secretA, labelClient, 2, ch.Node, 0, ch.Process, &nc, &ch.Nonce)}
 	r.send(OpProof, AppendProof(nil, proof))
 	if f, err := r.recv(); err != nil || f.Op != OpWelcome {
 		t.Fatalf("recorded session not welcomed: %v %v", f.Op, err)
@@ -250,6 +250,35 @@ func TestReplayCheckCanFail(t *testing.T) {
 	}
 }
 
+// TestProcessBound: the process instances are inside both MACs, so a man
+// in the middle who alters one (to have a live process reported gone by
+// eager failover) breaks the handshake.
+func TestProcessBound(t *testing.T) {
+	cfg := config(1, secretA)
+	cfg.Process = 41
+	s := startServer(t, cfg)
+	r := dialRaw(t, s.addr())
+	var nc [NonceBytes]byte
+	r.send(OpHello, AppendHello(nil, Hello{Node: 2, Process: 5, Nonce: nc}))
+	f, err := r.recv()
+	if err != nil || f.Op != OpChallenge {
+		t.Fatalf("no Challenge: %v %v", f.Op, err)
+	}
+	ch, err := DecodeChallenge(f.Body)
+	if err != nil || ch.Process != 41 {
+		t.Fatalf("challenge %+v %v", ch, err)
+	}
+	// The listener's MAC covers its process: another value would not verify.
+	if mac(secretA, labelServer, 2, 1, 5, 42, &nc, &ch.Nonce) == ch.MAC || mac(secretA, labelServer, 2, 1, 5, 41, &nc, &ch.Nonce) != ch.MAC {
+		t.Fatal("MAC_s does not bind the listener's process")
+	}
+	// A Proof for another dialer process than the Hello said is refused.
+	r.send(OpProof, AppendProof(nil, Proof{MAC: mac(secretA, labelClient, 2, 1, 6, 41, &nc, &ch.Nonce)}))
+	if err := s.waitRefused(t); !errors.Is(err, ErrAuth) {
+		t.Fatalf("altered process: %v", err)
+	}
+}
+
 func TestReflectedMACRefused(t *testing.T) {
 	s := startServer(t, config(1, secretA))
 	r := dialRaw(t, s.addr())
@@ -262,7 +291,7 @@ func TestReflectedMACRefused(t *testing.T) {
 	}
 	// It fails only because of the direction label: the listener's MAC is
 	// exactly the Proof a listener without domain separation would expect.
-	if undivided := mac(secretA, labelServer, 2, 1, &nc, &ch.Nonce); undivided != ch.MAC {
+	if undivided := mac(secretA, labelServer, 2, 1, 0, ch.Process, &nc, &ch.Nonce); undivided != ch.MAC {
 		t.Fatal("reflection would fail even without the labels; the test shows nothing")
 	}
 }

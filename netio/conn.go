@@ -27,6 +27,11 @@ const (
 type Config struct {
 	// NodeID is this broker's stable id, sent in the handshake.
 	NodeID seam.NodeID
+	// Process is this broker's process instance, sent in the handshake
+	// (bound by both MACs): the other end learns which process it reached,
+	// which is what eager failover reports once that process is gone
+	// (core/doc.go point 10). 0 for a peer that has none (tests).
+	Process uint64
 	// Secret is the cluster secret, at least SecretBytesMin bytes. Every
 	// broker of a cluster holds the same one.
 	Secret []byte
@@ -97,9 +102,10 @@ func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 // lost its place in the framing cannot be trusted again, and the caller
 // redials.
 type Conn struct {
-	nc   net.Conn
-	cfg  Config
-	peer seam.NodeID
+	nc          net.Conn
+	cfg         Config
+	peer        seam.NodeID
+	peerProcess uint64
 
 	rmu     sync.Mutex
 	rhead   [HeaderBytes]byte
@@ -114,6 +120,10 @@ type Conn struct {
 
 // Peer returns the authenticated node id of the other end.
 func (c *Conn) Peer() seam.NodeID { return c.peer }
+
+// PeerProcess returns the other end's process instance, as its handshake
+// sent it (bound by the MACs).
+func (c *Conn) PeerProcess() uint64 { return c.peerProcess }
 
 // RemoteAddr returns the other end's address.
 func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
@@ -245,7 +255,7 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 	}
 	// A cancelled context ends the handshake by moving the deadline to now.
 	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
-	peer, err := clientHandshake(nc, &cfg)
+	peer, process, err := clientHandshake(nc, &cfg)
 	if !stop() && err == nil {
 		err = ctx.Err() // cancelled just as the handshake ended
 	}
@@ -260,7 +270,7 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 		nc.Close()
 		return nil, err
 	}
-	return &Conn{nc: nc, cfg: cfg, peer: peer}, nil
+	return &Conn{nc: nc, cfg: cfg, peer: peer, peerProcess: process}, nil
 }
 
 // ListenerStats counts a listener's connections.
@@ -417,9 +427,10 @@ func (l *Listener) handshake(nc net.Conn) {
 	}()
 	err := nc.SetDeadline(time.Now().Add(ms(l.cfg.HandshakeTimeoutMs)))
 	var peer seam.NodeID
+	var process uint64
 	var pending *Frame
 	if err == nil {
-		peer, pending, err = serverHandshake(nc, &l.cfg)
+		peer, process, pending, err = serverHandshake(nc, &l.cfg)
 	}
 	if err == nil {
 		err = nc.SetDeadline(time.Time{})
@@ -436,7 +447,7 @@ func (l *Listener) handshake(nc net.Conn) {
 		return
 	}
 	l.authenticated.Add(1)
-	c := &Conn{nc: nc, cfg: l.cfg, peer: peer, pending: pending}
+	c := &Conn{nc: nc, cfg: l.cfg, peer: peer, peerProcess: process, pending: pending}
 	select {
 	case l.ready <- c:
 	case <-l.done:

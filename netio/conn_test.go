@@ -38,9 +38,15 @@ func pair(t *testing.T, server, client Config) (srv, cli *Conn) {
 
 func TestConnRoundTripEveryOpcode(t *testing.T) {
 	rng := rand.New(rand.NewPCG(testSeed(t), 4))
-	srv, cli := pair(t, config(1, secretA), config(2, secretA))
+	sc, cc := config(1, secretA), config(2, secretA)
+	sc.Process, cc.Process = 7, 1<<40
+	srv, cli := pair(t, sc, cc)
 	if srv.Peer() != 2 || cli.Peer() != 1 {
 		t.Fatalf("peers %d %d", srv.Peer(), cli.Peer())
+	}
+	// Each end learns the process instance the other reached it from.
+	if srv.PeerProcess() != 1<<40 || cli.PeerProcess() != 7 {
+		t.Fatalf("peer processes %d %d", srv.PeerProcess(), cli.PeerProcess())
 	}
 	for _, op := range Opcodes() {
 		if op.Handshake() {

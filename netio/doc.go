@@ -27,8 +27,8 @@
 // (DataBodyBytesMax), as seed 004 has them.
 //
 //	opcode  name          class    body
-//	1       Hello         control  exactly 36 bytes: u32 node id, nonce_c[32]
-//	2       Challenge     control  exactly 68 bytes: u32 node id, nonce_s[32], MAC_s[32]
+//	1       Hello         control  exactly 44 bytes: u32 node id, u64 process, nonce_c[32]
+//	2       Challenge     control  exactly 76 bytes: u32 node id, u64 process, nonce_s[32], MAC_s[32]
 //	3       Proof         control  exactly 32 bytes: MAC_c[32]
 //	4       Welcome       control  empty
 //	16      GroupMessage  data     u64 group id + the group's message (replication)
@@ -38,6 +38,9 @@
 //	35      ReadReply     data     placeholder (pages of records)
 //	36      Install       data     placeholder (pages to install)
 //	37      InstallReply  data     placeholder
+//	48      ClientRequest data     a forwarded client request (daemon/forward.go)
+//	49      ClientEffect  data     a reply or delivery for a forwarded client
+//	50      ClientGone    control  a forwarded client is gone
 //
 // Opcode values are wire format: never renumbered, only added. The
 // placeholders get their bodies from the issues that add those operations;
@@ -72,26 +75,30 @@
 // Nonces are 32 bytes from crypto/rand, fresh on each side for each
 // connection.
 //
-//  1. Dialer → Hello{client id, nonce_c}.
-//  2. Listener → Challenge{server id, nonce_s, MAC_s}, where
-//     MAC_s = HMAC-SHA256(secret, "sluice-peer-v1 server" || client id ||
-//     server id || nonce_c || nonce_s).
+//  1. Dialer → Hello{client id, client process, nonce_c}.
+//  2. Listener → Challenge{server id, server process, nonce_s, MAC_s},
+//     where MAC_s = HMAC-SHA256(secret, "sluice-peer-v1 server" || client
+//     id || server id || client process || server process || nonce_c ||
+//     nonce_s).
 //  3. The dialer checks MAC_s (hmac.Equal, constant time). It proves the
 //     listener holds the secret now: nonce_c is the dialer's own and fresh,
 //     so no recorded Challenge verifies. A wrong MAC ends the dial with
 //     ErrAuth before the dialer reveals anything that depends on the secret.
 //  4. Dialer → Proof{MAC_c}, where MAC_c = HMAC-SHA256(secret,
-//     "sluice-peer-v1 client" || client id || server id || nonce_c ||
-//     nonce_s). The listener checks it in constant time; nonce_s is fresh,
+//     "sluice-peer-v1 client" || client id || server id || client process
+//     || server process || nonce_c || nonce_s). The listener checks it in constant time; nonce_s is fresh,
 //     so a Proof recorded from an earlier session does not verify (replay).
 //  5. Listener → Welcome (empty). The dialer's Dial returns only after it.
 //
 // What each MAC covers, and why: the direction label separates the two
 // MACs, so a listener's MAC_s sent back as a Proof fails (reflection); both
 // node ids bind the session to who claims to talk to whom, so a MAC cannot
-// be moved to a session between other nodes; both nonces make it fresh for
-// each side. Every field after the label has a fixed size, so the
-// concatenation is unambiguous.
+// be moved to a session between other nodes; the process instances
+// (Conn.PeerProcess) are bound because eager failover reports the instance
+// a connection reached as gone once it closes, and an altered one could
+// have a live process fenced; both nonces make it fresh for each side.
+// Every field after the label has a fixed size, so the concatenation is
+// unambiguous.
 //
 // Each handshake frame must be the expected opcode with exactly its size,
 // checked from the header. The whole handshake must end within

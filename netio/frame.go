@@ -74,6 +74,13 @@ const (
 	OpReadReply    Opcode = 35
 	OpInstall      Opcode = 36
 	OpInstallReply Opcode = 37
+
+	// Client forwarding (daemon/forward.go has the bodies): a broker that
+	// does not own a queue carries its clients' requests to the owner on
+	// a connection of their own, and the owner answers on it.
+	OpClientRequest Opcode = 48 // a client's core request, forwarded to the broker that serves it
+	OpClientEffect  Opcode = 49 // the core's reply or delivery for a forwarded client
+	OpClientGone    Opcode = 50 // a forwarded client is gone
 )
 
 // Class is an opcode's limit class.
@@ -104,6 +111,10 @@ var ops = [256]opInfo{
 	OpReadReply:    {"ReadReply", ClassData, false},
 	OpInstall:      {"Install", ClassData, false},
 	OpInstallReply: {"InstallReply", ClassData, false},
+
+	OpClientRequest: {"ClientRequest", ClassData, false},
+	OpClientEffect:  {"ClientEffect", ClassData, false},
+	OpClientGone:    {"ClientGone", ClassControl, false},
 }
 
 // Opcodes returns every known opcode in ascending order.

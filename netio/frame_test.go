@@ -56,6 +56,7 @@ func TestOpcodeTable(t *testing.T) {
 		OpGroupMessage: ClassData,
 		OpSeal:         ClassControl, OpSealReply: ClassControl, OpRead: ClassControl,
 		OpReadReply: ClassData, OpInstall: ClassData, OpInstallReply: ClassData,
+		OpClientRequest: ClassData, OpClientEffect: ClassData, OpClientGone: ClassControl,
 	}
 	got := Opcodes()
 	if len(got) != len(want) {

@@ -43,11 +43,49 @@
 //
 // queue.declare commits a DeclareQueue command through the metadata group
 // (ReqMeta; x-sluice-replicas, x-sluice-policy, x-sluice-min-insync, with
-// defaults 1, majority_durable and 1), then asks the topology until the
+// defaults 1 (with Forward: 3, or as many brokers as there are below
+// that), majority_durable and 1), then asks the topology until the
 // controller has placed the queue (declare-ok) or says why it cannot serve
 // it. Not the leader yet, an unknown outcome (a declaration is idempotent)
 // and "not placed yet" are retried every RetryNs until DeclareTimeoutNs.
-// A queue placed elsewhere cannot be served here (no forwarding yet).
+// Without Forward a queue placed elsewhere cannot be served here.
+//
+// # Forwarding (Config.Forward: a broker of a cluster)
+//
+// Any broker serves any queue: a request for a queue whose owner (by the
+// topology, from the committed metadata this broker applied) is another
+// broker is an EfRequest naming that broker (Node), which the driver
+// carries there; the replies and deliveries that come back are passed to
+// Core like the local core's. The front keeps the owner each queue was
+// last routed to:
+//
+//   - a publish the broker it went to refuses without storing it ("not
+//     the owner", "no such queue", "fenced: ...": a recovery moved the
+//     queue, or is under way) waits, and the topology is asked again every
+//     RouteRetryNs until it names a serving owner, then it goes there; a
+//     publish waits at most RouteWaitNs, then it is nacked. Waiting
+//     publishes keep their connection's order: they go again in publish
+//     order, and only once no publish to their queue is still in flight;
+//   - a subscription runs at the owner it was routed to, and its acks and
+//     its end (EfClientGone with Node) go there;
+//   - a declaration's command goes to the leader a "not the leader:
+//     leader=N" refusal names; a topology answer of "no such queue" (this
+//     broker has not applied the committed declaration yet) or "fenced"
+//     (a recovery) is asked again until DeclareTimeoutNs;
+//   - NodeLost(node): the driver lost its way to that broker (its process
+//     died, the link failed). Every connection with a request in flight
+//     there or a subscription there is closed with 320
+//     CONNECTION_FORCED: the outcomes of its publishes are unknown to its
+//     client, as when the broker it is connected to dies, and it
+//     reconnects. Declarations in flight there are asked again here
+//     instead (they are idempotent). No queue stays routed there;
+//   - NodeUnreachable(node): the driver could not reach that broker at all
+//     for what it sent there (its link never connected), so nothing
+//     arrived: publishes wait for a serving owner again, declarations are
+//     asked again, subscriptions are refused (405); the connection stays
+//     open. This is the common case after an owner dies: the topology
+//     still names it for a moment, and its refused address costs the
+//     client nothing.
 //
 // Publishes. Each publish is one ReqPublish on the connection's own core
 // client; the record body carries the exchange, routing key, content

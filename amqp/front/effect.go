@@ -23,9 +23,11 @@ const (
 	// EfPauseRead and EfResumeRead: stop or resume reading Conn's socket.
 	EfPauseRead
 	EfResumeRead
-	// EfRequest: pass Req from core client Client to the host.
+	// EfRequest: pass Req from core client Client to the host of broker
+	// Node (0: this broker's own host; another: forward it there).
 	EfRequest
-	// EfClientGone: core client Client is gone (Host.ClientGone).
+	// EfClientGone: core client Client is gone (Host.ClientGone) at broker
+	// Node (0: this broker).
 	EfClientGone
 	// EfTimer: call Tick at or after AtNs; only the latest counts.
 	EfTimer
@@ -39,7 +41,10 @@ type Effect struct {
 	Reason string
 	Client seam.ClientID
 	Req    seam.Request
-	AtNs   int64
+	// Node is the broker an EfRequest or EfClientGone is for: 0 for this
+	// one, another for the broker the request is forwarded to (Forward).
+	Node seam.NodeID
+	AtNs int64
 }
 
 // String is the effect's one-line text form.
@@ -55,8 +60,14 @@ func (e *Effect) String() string {
 		return fmt.Sprintf("read-resume conn=%d", e.Conn)
 	case EfRequest:
 		in := seam.Input{Kind: seam.InClient, Client: e.Client, Req: e.Req}
+		if e.Node != 0 {
+			return fmt.Sprintf("request node=%d %s", e.Node, in.String())
+		}
 		return "request " + in.String()
 	case EfClientGone:
+		if e.Node != 0 {
+			return fmt.Sprintf("client-gone node=%d c=%d", e.Node, e.Client)
+		}
 		return fmt.Sprintf("client-gone c=%d", e.Client)
 	case EfTimer:
 		return fmt.Sprintf("timer at=%d", e.AtNs)
@@ -68,9 +79,23 @@ func (e *Effect) String() string {
 type Config struct {
 	// Conn is every connection's configuration (users, limits).
 	Conn conn.Config
-	// Node is this broker's node id: a queue placed with another owner is
-	// not served here (no forwarding yet).
+	// Node is this broker's node id.
 	Node seam.NodeID
+	// Forward serves a queue owned by another broker by forwarding its
+	// requests there (EfRequest and EfClientGone with Node), and follows
+	// a changed owner: a publish the owner it went to refused without
+	// storing it (not the owner, no such queue, fenced) waits for the
+	// topology to name a serving owner again, up to RouteWaitNs, and is
+	// sent there; a declaration is sent to the metadata leader the
+	// refusal names. Without it (a single broker) a queue owned elsewhere
+	// is refused and a fenced queue's publishes are nacked.
+	Forward bool
+	// RouteWaitNs bounds how long a publish waits for its queue to have
+	// a serving owner again (Forward only). Default 30 s.
+	RouteWaitNs int64
+	// RouteRetryNs is the wait between two topology questions while a
+	// publish waits for an owner (Forward only). Default 10 ms.
+	RouteRetryNs int64
 	// Brokers is how many brokers can hold a queue's replicas: a
 	// declaration asking for more is refused (406) rather than left
 	// declared and never placed.
@@ -96,6 +121,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DeclareTimeoutNs <= 0 {
 		c.DeclareTimeoutNs = 10_000_000_000
+	}
+	if c.RouteWaitNs <= 0 {
+		c.RouteWaitNs = 30_000_000_000
+	}
+	if c.RouteRetryNs <= 0 {
+		c.RouteRetryNs = 10_000_000
 	}
 	if c.PrefetchMax <= 0 {
 		c.PrefetchMax = seam.DefaultLimits.PrefetchMax

@@ -2,8 +2,10 @@ package front
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/sluicemq/sluice/amqp/conn"
@@ -46,6 +48,14 @@ type Front struct {
 	// names holds the queue ids the topology gave (the queue placed with
 	// its owner here); a name is learned once.
 	names map[string]seam.QueueID
+	// routes holds, with Forward, the owner the topology last named for a
+	// queue, while it is believed to serve it; a refusal that says it no
+	// longer does, or the loss of that broker, removes the entry.
+	routes map[seam.QueueID]seam.NodeID
+	// unrouted says, per queue, why the topology named no serving owner
+	// when last asked (the text a publish that waited in vain is nacked
+	// with).
+	unrouted map[seam.QueueID]string
 
 	// work is the queue of connection inputs still to step (answers the
 	// front makes itself, without the core), so that no call recurses.
@@ -62,6 +72,15 @@ type Stats struct {
 	// Retried counts publishes sent to the core again (epoch not ready,
 	// owner at its limit).
 	Retried uint64
+	// Rerouted counts publishes an owner refused without storing them
+	// because it no longer serves the queue, held until the topology
+	// named a serving owner (Forward).
+	Rerouted uint64
+	// Forwarded counts requests carried to another broker (Forward).
+	Forwarded uint64
+	// NodesLost counts connections closed because a broker they had
+	// requests or subscriptions at was lost (NodeLost).
+	NodesLost uint64
 	// ConfirmLatency counts confirmed publishes by the time from their
 	// first request to the core until the core's confirm: bucket i holds
 	// those at or below LatencyBoundsNs[i] and above the bound before; the
@@ -132,6 +151,17 @@ type connState struct {
 	timed []*declare
 	// publishing counts the publishes sent to the core without an answer.
 	publishing int
+	// inflight counts, per queue, the publishes sent without an answer: a
+	// publish waiting for a retry is sent again only once none is in
+	// flight to its queue, so that a refused publish never overtakes a
+	// later one still on its way (Forward reroutes).
+	inflight map[seam.QueueID]int
+	// routing: queue names whose owner is being asked (one question at a
+	// time per connection and name).
+	routing map[string]bool
+	// nodes: the other brokers the connection's own client sent requests
+	// to (Forward), each told when the connection ends.
+	nodes []seam.NodeID
 }
 
 type heldKey struct {
@@ -144,6 +174,7 @@ type sub struct {
 	client seam.ClientID
 	queue  string
 	noAck  bool
+	node   seam.NodeID // the broker that runs it (this one's id, or the owner it was forwarded to)
 }
 
 // pubItem is a publish on its way to a queue.
@@ -151,6 +182,7 @@ type pubItem struct {
 	id        conn.PublishID
 	firstNs   int64 // when it was first sent to the core
 	queue     seam.QueueID
+	name      string // the queue's name (its routing key)
 	body      []byte
 	mandatory bool
 	content   conn.Content
@@ -159,6 +191,7 @@ type pubItem struct {
 // declare is a queue.declare in progress.
 type declare struct {
 	op      conn.OpID
+	leader  seam.NodeID // where its command goes (Forward: the leader last named; 0: this broker)
 	spec    conn.QueueSpec
 	cmd     []byte // the DeclareQueue command, nil for a passive one
 	meta    bool   // still committing the command (else asking the topology)
@@ -173,11 +206,13 @@ const (
 	pTopology
 	pDeclare
 	pSubscribe
+	pRoute // a topology question for a waiting publish's owner (Forward)
 )
 
 // pending is a core request awaiting its reply.
 type pending struct {
 	kind pendingKind
+	node seam.NodeID // the broker the request went to
 	pub  pubItem
 	name string   // topology
 	decl *declare // declare
@@ -195,7 +230,8 @@ func New(cfg Config) (*Front, error) {
 		return nil, err
 	}
 	return &Front{cfg: cfg.withDefaults(), conns: map[ConnID]*connState{},
-		clients: map[seam.ClientID]clientRef{}, names: map[string]seam.QueueID{}}, nil
+		clients: map[seam.ClientID]clientRef{}, names: map[string]seam.QueueID{},
+		routes: map[seam.QueueID]seam.NodeID{}, unrouted: map[seam.QueueID]string{}}, nil
 }
 
 // Publishing returns how many publishes of open connections wait for an
@@ -273,7 +309,8 @@ func (f *Front) Accept(nowNs int64, id ConnID, peer conn.Peer) []Effect {
 		panic("front: " + err.Error()) // validated by New
 	}
 	c := &connState{id: id, m: m, reqs: map[uint64]*pending{},
-		held: map[heldKey]seam.ClientID{}, resolving: map[string][]conn.Effect{}}
+		held: map[heldKey]seam.ClientID{}, resolving: map[string][]conn.Effect{},
+		inflight: map[seam.QueueID]int{}, routing: map[string]bool{}}
 	c.client = f.newClient(id, 0)
 	f.conns[id] = c
 	at, _ := slices.BinarySearch(f.ids, id)
@@ -332,11 +369,7 @@ func (f *Front) Tick(nowNs int64) []Effect {
 			continue
 		}
 		if len(c.retry) > 0 && c.retryAtNs <= nowNs {
-			items := c.retry
-			c.retry = nil
-			for _, p := range items {
-				f.publish(c, p)
-			}
+			f.retryPublishes(c)
 		}
 		var due []*declare
 		c.timed = slices.DeleteFunc(c.timed, func(d *declare) bool {
@@ -395,14 +428,36 @@ func (f *Front) newClient(id ConnID, s conn.SubID) seam.ClientID {
 	return f.lastClient
 }
 
-// request emits a core request of client cl on connection c.
-func (f *Front) request(c *connState, cl seam.ClientID, req seam.Request, p *pending) {
+// request emits a core request of client cl on connection c, for the
+// core of broker node (this one's id or 0: the local core).
+func (f *Front) request(c *connState, cl seam.ClientID, req seam.Request, p *pending, node seam.NodeID) {
 	c.lastReq++
 	req.ID = c.lastReq
+	if node == f.cfg.Node {
+		node = 0
+	}
 	if p != nil {
+		p.node = node
 		c.reqs[req.ID] = p
 	}
-	f.out = append(f.out, Effect{Kind: EfRequest, Conn: c.id, Client: cl, Req: req})
+	if node != 0 {
+		f.stats.Forwarded++
+		if cl == c.client && !slices.Contains(c.nodes, node) {
+			c.nodes = append(c.nodes, node)
+		}
+	}
+	f.out = append(f.out, Effect{Kind: EfRequest, Conn: c.id, Client: cl, Req: req, Node: node})
+}
+
+// route returns the broker to send queue q's publishes and subscriptions
+// to: this one without Forward; with it, the owner the topology last
+// named, if any.
+func (f *Front) route(q seam.QueueID) (seam.NodeID, bool) {
+	if !f.cfg.Forward {
+		return f.cfg.Node, true
+	}
+	n, ok := f.routes[q]
+	return n, ok
 }
 
 // input queues an input for connection c's machine; publish outcomes
@@ -452,14 +507,14 @@ func (f *Front) step(c *connState, in conn.Input) {
 // end closes connection c and ends its core session: every client gone.
 func (f *Front) end(c *connState, reason string) {
 	f.out = append(f.out, Effect{Kind: EfClose, Conn: c.id, Reason: reason})
-	var gone []seam.ClientID
-	gone = append(gone, c.client)
-	for _, s := range c.subs {
-		gone = append(gone, s.client)
+	delete(f.clients, c.client)
+	f.out = append(f.out, Effect{Kind: EfClientGone, Client: c.client})
+	for _, n := range c.nodes {
+		f.out = append(f.out, Effect{Kind: EfClientGone, Client: c.client, Node: n})
 	}
-	for _, cl := range gone {
-		delete(f.clients, cl)
-		f.out = append(f.out, Effect{Kind: EfClientGone, Client: cl})
+	for _, s := range c.subs {
+		delete(f.clients, s.client)
+		f.out = append(f.out, Effect{Kind: EfClientGone, Client: s.client, Node: s.node})
 	}
 	delete(f.conns, c.id)
 	i, _ := slices.BinarySearch(f.ids, c.id)
@@ -506,7 +561,7 @@ func (f *Front) resolve(c *connState, name string, op conn.Effect) {
 	w, asked := c.resolving[name]
 	c.resolving[name] = append(w, op)
 	if !asked {
-		f.request(c, c.client, seam.Request{Kind: seam.ReqTopology, Body: []byte(name)}, &pending{kind: pTopology, name: name})
+		f.request(c, c.client, seam.Request{Kind: seam.ReqTopology, Body: []byte(name)}, &pending{kind: pTopology, name: name}, 0)
 	}
 }
 
@@ -519,7 +574,7 @@ func (f *Front) resolved(c *connState, q seam.QueueID, op conn.Effect) {
 			f.input(c, conn.InPublished{NowNs: f.nowNs, Results: []conn.PublishResult{{ID: x.ID, Outcome: conn.Failed, Text: err.Error()}}})
 			return
 		}
-		f.publish(c, pubItem{id: x.ID, firstNs: f.nowNs, queue: q, body: body, mandatory: x.Mandatory, content: x.Content})
+		f.publish(c, pubItem{id: x.ID, firstNs: f.nowNs, queue: q, name: x.RoutingKey, body: body, mandatory: x.Mandatory, content: x.Content})
 	case conn.EfSubscribe:
 		f.subscribe(c, q, x)
 	default:
@@ -558,28 +613,248 @@ func (f *Front) routePublish(c *connState, x conn.EfPublish) {
 	f.resolve(c, x.RoutingKey, x)
 }
 
-// publish sends p to the core, unless earlier publishes to its queue wait
-// for a retry: then it waits behind them.
+// publish sends p to the core of its queue's owner, unless earlier
+// publishes to its queue wait for a retry: then it waits behind them. With
+// Forward, a publish whose queue has no serving owner known waits for one.
 func (f *Front) publish(c *connState, p pubItem) {
 	for _, r := range c.retry {
 		if r.queue == p.queue {
-			c.retry = append(c.retry, p)
+			f.retryLater(c, p, 0)
 			return
 		}
 	}
+	node, ok := f.route(p.queue)
+	if !ok {
+		f.deferPublish(c, p)
+		return
+	}
 	c.publishing++
-	f.request(c, c.client, seam.Request{Kind: seam.ReqPublish, Queue: p.queue, Body: p.body}, &pending{kind: pPublish, pub: p})
+	c.inflight[p.queue]++
+	f.request(c, c.client, seam.Request{Kind: seam.ReqPublish, Queue: p.queue, Body: p.body}, &pending{kind: pPublish, pub: p}, node)
+}
+
+// retryLater holds p in the connection's retry list, in publish order
+// (so that a publish refused after a later one was held goes back ahead
+// of it), to be sent again after waitNs (0: whenever the list is next
+// tried).
+func (f *Front) retryLater(c *connState, p pubItem, waitNs int64) {
+	i, _ := slices.BinarySearchFunc(c.retry, p.id, func(r pubItem, id conn.PublishID) int {
+		switch {
+		case r.id < id:
+			return -1
+		case r.id > id:
+			return 1
+		}
+		return 0
+	})
+	c.retry = slices.Insert(c.retry, i, p)
+	if waitNs > 0 && (len(c.retry) == 1 || f.nowNs+waitNs < c.retryAtNs) {
+		c.retryAtNs = f.nowNs + waitNs
+	} else if len(c.retry) == 1 {
+		c.retryAtNs = f.nowNs + f.cfg.RetryNs
+	}
+}
+
+// retryPublishes sends the held publishes again, in order; those of a
+// queue with publishes still in flight wait for their answers first.
+func (f *Front) retryPublishes(c *connState) {
+	items := c.retry
+	c.retry = nil
+	// Queues with publishes in flight before this pass wait; those this
+	// pass sends are in order behind each other.
+	var busy []seam.QueueID
+	for _, p := range items {
+		if c.inflight[p.queue] > 0 && !slices.Contains(busy, p.queue) {
+			busy = append(busy, p.queue)
+		}
+	}
+	for _, p := range items {
+		if slices.Contains(busy, p.queue) {
+			f.retryLater(c, p, f.cfg.RetryNs)
+			continue
+		}
+		f.publish(c, p)
+	}
+}
+
+// deferPublish holds p until the topology names a serving owner for its
+// queue (Forward), asking it every RouteRetryNs; past RouteWaitNs since
+// p was first sent it is nacked.
+func (f *Front) deferPublish(c *connState, p pubItem) {
+	if f.nowNs-p.firstNs > f.cfg.RouteWaitNs {
+		why := f.unrouted[p.queue]
+		if why == "" {
+			why = "no owner known"
+		}
+		f.input(c, conn.InPublished{NowNs: f.nowNs, Results: []conn.PublishResult{{ID: p.id, Outcome: conn.Failed,
+			Text: fmt.Sprintf("queue '%s' has had no serving owner for %d ms: %s", p.name, f.cfg.RouteWaitNs/1e6, why)}}})
+		return
+	}
+	f.retryLater(c, p, f.cfg.RouteRetryNs)
+	if !c.routing[p.name] {
+		c.routing[p.name] = true
+		f.request(c, c.client, seam.Request{Kind: seam.ReqTopology, Body: []byte(p.name)}, &pending{kind: pRoute, name: p.name}, 0)
+	}
+}
+
+// staleRoute says whether a refusal means that the broker a request went
+// to does not serve the queue (any more, or yet): nothing was stored, and
+// the topology must be asked again (core/queue, core/node.go).
+func staleRoute(reason string) bool {
+	return reason == "not the owner" || reason == "no such queue" || strings.HasPrefix(reason, "fenced: ")
+}
+
+// NodeLost says that broker node is gone for this front (the daemon lost
+// its forwarding connection there): every connection with a request in
+// flight there or a subscription there is closed with 320
+// CONNECTION_FORCED (its publishes' outcomes are unknown to its client;
+// its subscriptions ended with the connection to their broker), and no
+// queue is routed there until the topology names it again.
+func (f *Front) NodeLost(nowNs int64, node seam.NodeID, reason string) []Effect {
+	f.begin(nowNs)
+	if node == f.cfg.Node {
+		node = 0
+	}
+	//detguard:order-independent the predicate only compares; which entries go does not depend on the order
+	maps.DeleteFunc(f.routes, func(_ seam.QueueID, n seam.NodeID) bool { return n == node || (node == 0 && n == f.cfg.Node) })
+	for _, id := range slices.Clone(f.ids) {
+		c := f.conns[id]
+		if c == nil {
+			continue
+		}
+		f.redeclare(c, node)
+		if !c.uses(node) {
+			continue
+		}
+		f.stats.NodesLost++
+		f.stats.Unknown += uint64(c.publishing)
+		f.step(c, conn.InBrokerLost{NowNs: nowNs, Reason: reason})
+		if f.conns[id] != nil {
+			f.end(c, reason)
+		}
+	}
+	return f.finish()
+}
+
+// redeclare takes back c's declarations whose command went to node (a
+// leader since lost): idempotent, they are asked again here after RetryNs
+// (the answer from node, if one ever comes, finds no request waiting).
+func (f *Front) redeclare(c *connState, node seam.NodeID) {
+	var ids []uint64
+	//detguard:order-independent collects request ids, sorted below before anything is emitted
+	for id, p := range c.reqs {
+		if p.node == node && p.kind == pDeclare {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		d := c.reqs[id].decl
+		delete(c.reqs, id)
+		d.leader = 0
+		f.declareLater(c, d, "the leader n"+strconv.FormatUint(uint64(node), 10)+" was lost")
+	}
+}
+
+// NodeUnreachable says that broker node could not be reached at all for
+// the requests sent there since the last NodeLost or NodeUnreachable (the
+// driver's link there never connected): none of them arrived, so each is
+// taken back as definitely not delivered. A publish waits for a serving
+// owner again (as after a refusal that stored nothing), a declaration is
+// asked again here, a subscription is refused (405, the client may
+// consume again); no queue stays routed there. The connection stays open.
+func (f *Front) NodeUnreachable(nowNs int64, node seam.NodeID, reason string) []Effect {
+	f.begin(nowNs)
+	if node == f.cfg.Node {
+		node = 0
+	}
+	//detguard:order-independent the predicate only compares; which entries go does not depend on the order
+	maps.DeleteFunc(f.routes, func(_ seam.QueueID, n seam.NodeID) bool { return n == node })
+	for _, id := range slices.Clone(f.ids) {
+		c := f.conns[id]
+		if c == nil {
+			continue
+		}
+		f.redeclare(c, node)
+		var ids []uint64
+		//detguard:order-independent collects request ids, sorted below before anything is emitted
+		for rid, p := range c.reqs {
+			if p.node == node {
+				ids = append(ids, rid)
+			}
+		}
+		slices.Sort(ids)
+		for _, rid := range ids {
+			p := c.reqs[rid]
+			delete(c.reqs, rid)
+			switch p.kind {
+			case pPublish:
+				c.publishing--
+				if c.inflight[p.pub.queue]--; c.inflight[p.pub.queue] == 0 {
+					delete(c.inflight, p.pub.queue)
+				}
+				f.unrouted[p.pub.queue] = reason
+				f.stats.Rerouted++
+				f.deferPublish(c, p.pub)
+			case pSubscribe:
+				if s := c.sub(p.sub); s != nil {
+					c.dropSubID(s.id)
+					delete(f.clients, s.client)
+				}
+				f.input(c, conn.InResult{NowNs: f.nowNs, Op: p.op, Code: wire.ResourceLocked, Text: "cannot consume: " + reason})
+			}
+		}
+		if c.uses(node) {
+			// A subscription there from before: it ended with that link.
+			f.stats.NodesLost++
+			f.stats.Unknown += uint64(c.publishing)
+			f.step(c, conn.InBrokerLost{NowNs: nowNs, Reason: reason})
+			if f.conns[id] != nil {
+				f.end(c, reason)
+			}
+		}
+	}
+	return f.finish()
+}
+
+// uses says whether c has a request in flight at node or a subscription
+// there.
+func (c *connState) uses(node seam.NodeID) bool {
+	for _, s := range c.subs {
+		if s.node == node {
+			return true
+		}
+	}
+	//detguard:order-independent only asks whether any entry matches; nothing is emitted inside
+	for _, p := range c.reqs {
+		if p.node == node {
+			return true
+		}
+	}
+	return false
 }
 
 func (f *Front) subscribe(c *connState, q seam.QueueID, x conn.EfSubscribe) {
-	s := &sub{id: x.Sub, queue: x.Queue, noAck: x.NoAck}
+	node, ok := f.route(q)
+	if !ok {
+		why := f.unrouted[q]
+		if why == "" {
+			why = "no owner known"
+		}
+		f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: wire.ResourceLocked, Text: fmt.Sprintf("queue '%s': %s", x.Queue, why)})
+		return
+	}
+	if node == f.cfg.Node {
+		node = 0
+	}
+	s := &sub{id: x.Sub, queue: x.Queue, noAck: x.NoAck, node: node}
 	s.client = f.newClient(c.id, x.Sub)
 	c.subs = append(c.subs, s)
 	prefetch := int(x.PrefetchCount)
 	if x.NoAck || prefetch == 0 || prefetch > f.cfg.PrefetchMax {
 		prefetch = f.cfg.PrefetchMax
 	}
-	f.request(c, s.client, seam.Request{Kind: seam.ReqSubscribe, Queue: q, Prefetch: prefetch}, &pending{kind: pSubscribe, op: x.Op, sub: x.Sub})
+	f.request(c, s.client, seam.Request{Kind: seam.ReqSubscribe, Queue: q, Prefetch: prefetch}, &pending{kind: pSubscribe, op: x.Op, sub: x.Sub}, node)
 }
 
 func (f *Front) cancel(c *connState, x conn.EfCancel) {
@@ -594,7 +869,7 @@ func (f *Front) cancel(c *connState, x conn.EfCancel) {
 func (f *Front) dropSub(c *connState, s *sub) {
 	c.dropSubID(s.id)
 	delete(f.clients, s.client)
-	f.out = append(f.out, Effect{Kind: EfClientGone, Client: s.client})
+	f.out = append(f.out, Effect{Kind: EfClientGone, Client: s.client, Node: s.node})
 	// The deliveries it held went back to the queue; their entries in
 	// held go when the machine settles them (settle finds the client gone).
 }
@@ -619,7 +894,11 @@ func (f *Front) settle(c *connState, x conn.EfSettle) {
 	if !ok {
 		panic("front: a delivery from a queue whose id is unknown")
 	}
-	f.request(c, cl, seam.Request{Kind: seam.ReqAck, Queue: q, Offset: uint64(x.Handle) - 1}, nil)
+	var node seam.NodeID
+	if s := c.sub(f.clients[cl].sub); s != nil {
+		node = s.node
+	}
+	f.request(c, cl, seam.Request{Kind: seam.ReqAck, Queue: q, Offset: uint64(x.Handle) - 1}, nil, node)
 }
 
 // deliver hands a core delivery to its subscription.
@@ -639,7 +918,7 @@ func (f *Front) deliver(c *connState, ref clientRef, e *seam.Effect) {
 	msg.Exchange, msg.RoutingKey, msg.Content = ex, rk, content
 	if s.noAck {
 		q := f.names[s.queue]
-		f.request(c, s.client, seam.Request{Kind: seam.ReqAck, Queue: q, Offset: e.Offset}, nil)
+		f.request(c, s.client, seam.Request{Kind: seam.ReqAck, Queue: q, Offset: e.Offset}, nil, s.node)
 	} else {
 		c.held[heldKey{queue: s.queue, handle: handle}] = s.client
 	}
@@ -656,17 +935,28 @@ func (f *Front) reply(c *connState, e *seam.Effect) {
 	switch p.kind {
 	case pPublish:
 		c.publishing--
+		if c.inflight[p.pub.queue]--; c.inflight[p.pub.queue] == 0 {
+			delete(c.inflight, p.pub.queue)
+		}
 		r := conn.PublishResult{ID: p.pub.id}
 		switch {
 		case e.Outcome == seam.Confirmed:
 			r.Outcome = conn.Confirmed
 			f.latency(f.nowNs - p.pub.firstNs)
 		case e.Outcome == seam.Failed && (e.Reason == reasonNotReady || e.Reason == reasonBusy):
-			if len(c.retry) == 0 {
-				c.retryAtNs = f.nowNs + f.cfg.RetryNs
-			}
 			f.stats.Retried++
-			c.retry = append(c.retry, p.pub)
+			f.retryLater(c, p.pub, f.cfg.RetryNs)
+			return
+		case e.Outcome == seam.Failed && f.cfg.Forward && staleRoute(e.Reason):
+			// The broker it went to does not serve the queue (a recovery
+			// moved it, or is under way): nothing was stored; ask the
+			// topology again and send it where it names.
+			if n, ok := f.routes[p.pub.queue]; ok && (n == p.node || (p.node == 0 && n == f.cfg.Node)) {
+				delete(f.routes, p.pub.queue)
+			}
+			f.unrouted[p.pub.queue] = e.Reason
+			f.stats.Rerouted++
+			f.deferPublish(c, p.pub)
 			return
 		case e.Outcome == seam.Failed:
 			r.Outcome, r.Text = conn.Failed, e.Reason
@@ -676,6 +966,9 @@ func (f *Front) reply(c *connState, e *seam.Effect) {
 		f.input(c, conn.InPublished{NowNs: f.nowNs, Results: []conn.PublishResult{r}})
 	case pTopology:
 		f.topologyAnswer(c, p.name, e)
+	case pRoute:
+		delete(c.routing, p.name)
+		f.learnRoute(e)
 	case pDeclare:
 		f.declareAnswer(c, p.decl, e)
 	case pSubscribe:
@@ -699,7 +992,10 @@ func (f *Front) servable(e *seam.Effect) (ok bool, why string) {
 		return false, e.Reason
 	}
 	if seam.NodeID(e.Offset) != f.cfg.Node {
-		return false, fmt.Sprintf("its owner is n%d; forwarding to another broker is not implemented yet", e.Offset)
+		if f.cfg.Forward {
+			return true, "" // its owner serves it; requests are forwarded there
+		}
+		return false, fmt.Sprintf("its owner is n%d; forwarding to another broker is off (a single broker)", e.Offset)
 	}
 	if f.cfg.Serves != nil && !f.cfg.Serves(e.Queue) {
 		return false, reasonNotServed
@@ -707,10 +1003,36 @@ func (f *Front) servable(e *seam.Effect) (ok bool, why string) {
 	return true, ""
 }
 
+// learnRoute takes a topology answer (Forward): the queue's id, and its
+// owner while that owner serves it; otherwise why none does.
+func (f *Front) learnRoute(e *seam.Effect) {
+	if e.Queue == 0 {
+		return // no such queue
+	}
+	ok, why := f.servable(e)
+	if ok {
+		f.routes[e.Queue] = seam.NodeID(e.Offset)
+		delete(f.unrouted, e.Queue)
+		return
+	}
+	delete(f.routes, e.Queue)
+	f.unrouted[e.Queue] = why
+}
+
 // topologyAnswer resolves the operations waiting for name.
 func (f *Front) topologyAnswer(c *connState, name string, e *seam.Effect) {
 	ops := c.resolving[name]
 	delete(c.resolving, name)
+	if f.cfg.Forward && e.Queue != 0 {
+		// The queue exists: its publishes wait for a serving owner if it
+		// has none now (a recovery), its subscriptions are refused then.
+		f.names[name] = e.Queue
+		f.learnRoute(e)
+		for _, op := range ops {
+			f.resolved(c, e.Queue, op)
+		}
+		return
+	}
 	ok, why := f.servable(e)
 	if ok {
 		f.names[name] = e.Queue
@@ -744,7 +1066,12 @@ func (f *Front) declareCommand(q conn.QueueSpec) (metadata.Command, error) {
 	cmd := metadata.Command{Kind: metadata.DeclareQueue, Queue: q.Name, Replicas: int(q.Replicas),
 		Policy: seam.MajorityDurable, MinInsync: int(q.MinInSync)}
 	if cmd.Replicas == 0 {
+		// One broker: one replica. A cluster: three, or as many brokers
+		// as there are below that (a quorum queue's default size).
 		cmd.Replicas = 1
+		if f.cfg.Forward {
+			cmd.Replicas = min(3, f.cfg.Brokers)
+		}
 	}
 	if cmd.MinInsync == 0 {
 		cmd.MinInsync = 1
@@ -770,10 +1097,10 @@ func (f *Front) declareCommand(q conn.QueueSpec) (metadata.Command, error) {
 // topology question.
 func (f *Front) declareAsk(c *connState, d *declare) {
 	if d.meta {
-		f.request(c, c.client, seam.Request{Kind: seam.ReqMeta, Body: d.cmd}, &pending{kind: pDeclare, decl: d})
+		f.request(c, c.client, seam.Request{Kind: seam.ReqMeta, Body: d.cmd}, &pending{kind: pDeclare, decl: d}, d.leader)
 		return
 	}
-	f.request(c, c.client, seam.Request{Kind: seam.ReqTopology, Body: []byte(d.spec.Name)}, &pending{kind: pDeclare, decl: d})
+	f.request(c, c.client, seam.Request{Kind: seam.ReqTopology, Body: []byte(d.spec.Name)}, &pending{kind: pDeclare, decl: d}, 0)
 }
 
 // declareLater asks again after RetryNs, or gives up (why) past the
@@ -794,8 +1121,13 @@ func (f *Front) declareAnswer(c *connState, d *declare, e *seam.Effect) {
 		case e.Outcome == seam.Confirmed:
 			d.meta = false
 			f.declareAsk(c, d)
+		case f.cfg.Forward && e.Outcome == seam.Failed && f.leaderMoved(d, e.Reason):
+			// Another broker leads: the command goes there at once.
+			f.declareAsk(c, d)
 		case e.Outcome == seam.Unknown, strings.HasPrefix(e.Reason, "not the leader"):
 			// Idempotent: asking again commits it once ("exists" after).
+			// A leader named before may be gone: ask this broker again.
+			d.leader = 0
 			f.declareLater(c, d, e.Reason)
 		case e.Offset != 0:
 			// Committed and refused by the metadata: a conflict.
@@ -810,6 +1142,9 @@ func (f *Front) declareAnswer(c *connState, d *declare, e *seam.Effect) {
 	ok, why := f.servable(e)
 	if ok {
 		f.names[d.spec.Name] = e.Queue
+		if f.cfg.Forward {
+			f.learnRoute(e)
+		}
 		f.input(c, conn.InResult{NowNs: f.nowNs, Op: d.op})
 		return
 	} else if e.Outcome == seam.Confirmed && why != reasonNotServed {
@@ -819,6 +1154,10 @@ func (f *Front) declareAnswer(c *connState, d *declare, e *seam.Effect) {
 	switch {
 	case e.Reason == "not placed yet", e.Outcome == seam.Confirmed && why == reasonNotServed:
 		f.declareLater(c, d, why)
+	case f.cfg.Forward && (strings.HasPrefix(e.Reason, "fenced: ") || (e.Reason == "no such queue" && !d.spec.Passive)):
+		// A recovery under way, or a declaration the leader committed
+		// that this broker has not applied yet: ask again.
+		f.declareLater(c, d, e.Reason)
 	case e.Reason == "no such queue" && d.spec.Passive:
 		f.input(c, conn.InResult{NowNs: f.nowNs, Op: d.op, Code: wire.NotFound, Text: fmt.Sprintf("no queue '%s' in vhost '/'", d.spec.Name)})
 	case e.Reason == "no such queue":
@@ -828,6 +1167,40 @@ func (f *Front) declareAnswer(c *connState, d *declare, e *seam.Effect) {
 		// Fenced (a pending transition that only recovery activates).
 		f.input(c, conn.InResult{NowNs: f.nowNs, Op: d.op, Code: wire.ResourceLocked, Text: fmt.Sprintf("queue '%s' cannot be served: %s", d.spec.Name, e.Reason)})
 	}
+}
+
+// leaderMoved says whether a refusal names a leader other than the broker
+// declaration d's command went to, and if so sends d there next.
+func (f *Front) leaderMoved(d *declare, reason string) bool {
+	named := leaderNamed(reason)
+	if named == 0 {
+		return false
+	}
+	if named == f.cfg.Node {
+		named = 0
+	}
+	if named == d.leader {
+		return false
+	}
+	d.leader = named
+	return true
+}
+
+// leaderNamed returns the leader a "not the leader: leader=N" refusal
+// names (core/ctrl), 0 if none.
+func leaderNamed(reason string) seam.NodeID {
+	_, after, ok := strings.Cut(reason, "leader=")
+	if !ok || !strings.HasPrefix(reason, "not the leader") {
+		return 0
+	}
+	n := uint64(0)
+	for i := 0; i < len(after) && after[i] >= '0' && after[i] <= '9'; i++ {
+		n = n*10 + uint64(after[i]-'0')
+		if n > math.MaxUint32 {
+			return 0
+		}
+	}
+	return seam.NodeID(n)
 }
 
 // sub returns subscription id of c, or nil.

@@ -68,12 +68,25 @@ type harness struct {
 	at  int64    // the timer
 	cl  *client  // the client's writer
 	ok  func(seam.QueueID) bool
+	// closeOK lets the connection close (the test expects it); closed is
+	// why it did.
+	closeOK bool
+	closed  string
+	gone    []Effect // EfClientGone effects
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t *testing.T) *harness { return newHarnessWith(t, nil) }
+
+// newHarnessWith is newHarness with the front's configuration changed by
+// edit first.
+func newHarnessWith(t *testing.T, edit func(*Config)) *harness {
 	h := &harness{t: t, now: 1, ok: func(seam.QueueID) bool { return true }}
-	f, err := New(Config{Conn: conn.Config{Users: []conn.User{{Name: "guest", Password: "guest"}}}, Node: 1,
-		Serves: func(q seam.QueueID) bool { return h.ok(q) }})
+	cfg := Config{Conn: conn.Config{Users: []conn.User{{Name: "guest", Password: "guest"}}}, Node: 1,
+		Serves: func(q seam.QueueID) bool { return h.ok(q) }}
+	if edit != nil {
+		edit(&cfg)
+	}
+	f, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +121,12 @@ func (h *harness) take(effects []Effect) {
 		case EfTimer:
 			h.at = e.AtNs
 		case EfClose:
-			h.t.Fatalf("connection closed: %s", e.Reason)
+			if !h.closeOK {
+				h.t.Fatalf("connection closed: %s", e.Reason)
+			}
+			h.closed = e.Reason
+		case EfClientGone:
+			h.gone = append(h.gone, *e)
 		}
 	}
 }

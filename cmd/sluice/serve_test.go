@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -265,5 +266,106 @@ func TestDescribeAndDrain(t *testing.T) {
 	syscall.Kill(syscall.Getpid(), syscall.SIGTERM)
 	if code := <-status; code != 0 {
 		t.Fatalf("serve exit %d", code)
+	}
+}
+
+// TestServeClusterFlagsRefused: cluster flags that cannot work are usage
+// errors (exit 2) naming the flag, before anything starts.
+func TestServeClusterFlagsRefused(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "secret")
+	os.WriteFile(good, []byte("a cluster secret of at least thirty-two bytes\n"), 0o600)
+	short := filepath.Join(dir, "short")
+	os.WriteFile(short, []byte("too short\n"), 0o600)
+	cfg := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(text), 0o644)
+		return p
+	}
+	peers := "1=127.0.0.1:7001,2=127.0.0.1:7002,3=127.0.0.1:7003"
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--peers", peers}, "--peers needs --secret-file"},
+		{[]string{"--secret-file", good}, "--secret-file is for cluster mode: give --peers too"},
+		{[]string{"--voters", "1"}, "--voters is for cluster mode"},
+		{[]string{"--peers", peers, "--secret-file", short}, "9 bytes, need at least 32"},
+		{[]string{"--peers", peers, "--secret-file", filepath.Join(dir, "none")}, "--secret-file: open"},
+		{[]string{"--peers", "1=127.0.0.1:7001", "--secret-file", good}, "at least 2"},
+		{[]string{"--peers", "1=127.0.0.1:7001,1=127.0.0.1:7002", "--secret-file", good}, "n1 is listed twice"},
+		{[]string{"--peers", "1=127.0.0.1,2=127.0.0.1:7002", "--secret-file", good}, "want host:port"},
+		{[]string{"--peers", "x=127.0.0.1:1,2=127.0.0.1:7002", "--secret-file", good}, `"x" is not a node id`},
+		{[]string{"--peers", peers, "--secret-file", good, "--node", "4"}, "does not list this broker (--node 4)"},
+		{[]string{"--peers", peers, "--secret-file", good, "--voters", "1,2"}, "--voters lists 2; want 1, 3 or 5"},
+		{[]string{"--peers", peers, "--secret-file", good, "--voters", "1,2,9"}, "n9 is not in --peers"},
+		{[]string{"--peers", peers, "--secret-file", good, "--peer-listen", "nowhere"}, "--peer-listen"},
+		{[]string{"--config", filepath.Join(dir, "none.conf")}, "--config: open"},
+		{[]string{"--config", cfg("unknown.conf", "peer = 1\n")}, `unknown setting "peer" (did you mean "peers"?)`},
+		{[]string{"--config", cfg("nokv.conf", "peers\n")}, "nokv.conf:1: want name = value"},
+		{[]string{"--config", cfg("twice.conf", "node = 2\nnode = 3\n")}, "node is set twice"},
+		{[]string{"--config", cfg("badnode.conf", "# a comment\n\nnode = two\n")}, "badnode.conf:3: node"},
+		{[]string{"--config", cfg("cluster.conf", "peers = "+peers+"\n")}, "--peers needs --secret-file"},
+	} {
+		code, _, stderr := runCmd(t, append([]string{"serve"}, c.args...)...)
+		if code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("serve %s: exit %d, stderr %q; want exit 2 and %q", strings.Join(c.args, " "), code, stderr, c.want)
+		}
+	}
+}
+
+// TestServeConfigFile: a broker of a two-broker cluster configured by a
+// file, with a flag that overrides one of the file's settings; it starts,
+// listens for peers where the file says and is ready once both are up.
+func TestServeConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	os.WriteFile(secret, []byte("a cluster secret of at least thirty-two bytes\n"), 0o600)
+	ports := make([]string, 2)
+	for i := range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[i] = ln.Addr().String()
+		ln.Close()
+	}
+	peers := fmt.Sprintf("1=%s,2=%s", ports[0], ports[1])
+	var logs []*syncBuffer
+	var statuses []chan int
+	for n := 1; n <= 2; n++ {
+		conf := filepath.Join(dir, fmt.Sprintf("n%d.conf", n))
+		os.WriteFile(conf, []byte(fmt.Sprintf("# broker n%d\nnode = %d\npeers = %s\nvoters = 1\nsecret-file = %s\ndata-dir = %s\namqp-addr = 127.0.0.1:1\n",
+			n, n, peers, secret, filepath.Join(dir, fmt.Sprintf("d%d", n)))), 0o644)
+		// --amqp-addr on the command line wins over the file's.
+		addr, lg, status := startServe(t, "--config", conf, "--amqp-addr", "127.0.0.1:0")
+		statuses = append(statuses, status)
+		if addr == "127.0.0.1:1" {
+			t.Fatal("the file's amqp-addr won over the flag")
+		}
+		logs = append(logs, lg)
+		if !strings.Contains(lg.String(), "peers="+ports[n-1]) {
+			t.Fatalf("n%d does not listen for peers at %s:\n%s", n, ports[n-1], lg.String())
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs[0].String(), "peer connected") || !strings.Contains(logs[1].String(), "peer connected") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the two brokers did not connect:\n%s\n%s", logs[0].String(), logs[1].String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for i, st := range statuses {
+		select {
+		case code := <-st:
+			if code != 0 {
+				t.Errorf("n%d exited %d after SIGTERM:\n%s", i+1, code, logs[i].String())
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("n%d did not exit 20 s after SIGTERM", i+1)
+		}
 	}
 }
