@@ -181,6 +181,17 @@ func (r *Replica) OnStorage(d *seam.StorageDone) {
 		r.fail(d.Op.String() + ": " + d.Err)
 		return
 	}
+	if r.sealed {
+		// Inert: an operation it issued before its seal completes (the
+		// sealer's sync waits behind them all). What a sync made durable
+		// is still worth knowing; a read answers nothing any more (an
+		// owner's apply, delivery or catch-up would issue more storage
+		// and messages).
+		if d.Op == seam.OpSync {
+			r.log.synced(d.Offset)
+		}
+		return
+	}
 	switch d.Op {
 	case seam.OpSync:
 		r.log.synced(d.Offset)

@@ -114,8 +114,11 @@ func (l *Log) Read(from uint64, recordsMax int, bytesMax int) ([]record.Record, 
 // recordsMax records and about bytesMax body bytes, at least one if any)
 // without copying them out, and returns how many it checked: a scrub's
 // read. A frame failing validation returns ErrCorrupt with the count of the
-// good ones before it.
+// good ones before it. It reads the file afresh: the read window may hold
+// bytes read before the media lost or garbled them, and a scrub that
+// re-checked that memory would never meet the damage it exists to find.
 func (l *Log) Verify(from uint64, recordsMax int, bytesMax int) (int, error) {
+	l.winSeg = nil
 	_, n, err := l.readFrames(from, recordsMax, bytesMax, false)
 	return n, err
 }

@@ -325,6 +325,9 @@ type durableReport struct {
 type ackRec struct {
 	offset uint64
 	id     Ident
+	// w: the W of the assignment whose owner wrote the ack: the copies it
+	// needed to be confirmed (a later assignment's W may be smaller)
+	w int32
 }
 
 // Checker accumulates a run's history and reports violations. It judges
@@ -752,7 +755,7 @@ func (c *Checker) AckAppended(q core.QueueID, node core.NodeID, o uint64, id Ide
 	if node != qt.spec.Owner {
 		return
 	}
-	qt.addAck(acked, ackRec{offset: o, id: id})
+	qt.addAck(acked, ackRec{offset: o, id: id, w: int32(qt.spec.W)})
 }
 
 // PublishStarted records a publish attempt whose body has n bytes.
@@ -882,7 +885,7 @@ func (c *Checker) DeliverEmitted(atNs int64, q core.QueueID, o uint64, key uint6
 		// A duplicate must be a redelivery of an unacked record: no ack of
 		// it may be confirmed (durable on W replicas) already.
 		qt.eachAck(o, func(a ackRec) {
-			if n, ownerHas, mask := qt.holders(a.offset, a.id); ownerHas && n >= qt.spec.W {
+			if n, ownerHas, mask := qt.holders(a.offset, a.id); ownerHas && n >= int(a.w) {
 				c.fail("redeliver-acked", atNs, "q=%d o=%d delivered again after its ack (record %d, held by%s) was confirmed", q, o, a.offset, qt.names(mask))
 			}
 		})

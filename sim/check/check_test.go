@@ -599,3 +599,22 @@ func TestSyncFailureNamesTheEvidence(t *testing.T) {
 		}
 	}
 }
+
+// An ack held only by the owner was never confirmed under its W, and a
+// recovery may drop it: after the queue is reassigned with a smaller W
+// (one member), a redelivery of the record it acked is at-least-once, not
+// a redelivery of an acked record. (redeliver-acked judged the old ack
+// by the new W and flagged it: swarm seed 4117.)
+func TestRedeliveryAfterAckUnderOldWPasses(t *testing.T) {
+	c, fd := newChecker()
+	c.PublishStarted(7, 16)
+	written(c, fd, 1, pub(1, 0, 7))
+	written(c, fd, 2, pub(1, 0, 7))
+	c.DeliverEmitted(10, 1, 0, 7, false)
+	a := ack(1, 1, 0)
+	c.AckAppended(1, 1, 1, IdentOf(&a), 0)
+	written(c, fd, 1, pub(1, 0, 7), a) // only the owner holds the ack: short of W=2
+	c.Reassign(15, 1, 2, 1, []core.NodeID{1}, 1)
+	c.DeliverEmitted(20, 1, 0, 7, true)
+	wantClean(t, c)
+}

@@ -150,17 +150,34 @@ func (c *Checker) sourcesFinal(atNs int64) {
 		}
 		qt := c.queues[s.q]
 		r := qt.replica(s.node)
-		if r.injected {
-			continue // damaged since: the fault budget's business
+		// What the source's disk held when it sealed (seal-durable judged
+		// it intact then): a later recovery may rewrite the log on
+		// purpose, and the source answers for its seal, not for that.
+		var sealed *sealTruth
+		for _, t := range c.seals {
+			if t.q == s.q && t.node == s.node && t.epoch == s.epoch {
+				sealed = t
+			}
 		}
-		r.disk.Reparse(c.diskOf(s.q, s.node))
+		at := func(o uint64) Ident {
+			if sealed != nil && o >= sealed.start && o < sealed.start+uint64(len(sealed.idents)) {
+				return sealed.idents[o-sealed.start]
+			}
+			return r.disk.At(o)
+		}
+		if sealed == nil {
+			if r.injected {
+				continue // damaged since: the fault budget's business
+			}
+			r.disk.Reparse(c.diskOf(s.q, s.node))
+		}
 		activated := slices.Contains(qt.activatedEpochs, s.epoch)
 		for _, o := range sortedOffsets(qt.confirmed) {
 			if activated && o >= s.end {
 				break // the recovered assignment's own records, from the source's end on
 			}
 			key := qt.confirmed[o]
-			if id := r.disk.At(o); o < s.start || o >= s.end || id.Kind != record.KindPublish || id.Val != key {
+			if id := at(o); o < s.start || o >= s.end || id.Kind != record.KindPublish || id.Val != key {
 				c.fail("source-complete", atNs, "q=%d: the source chosen %s for epoch %d, n%d retaining [%d,%d), lacks confirmed publish %#x at o=%d (its disk holds %s there)",
 					s.q, instant(s.atNs), s.epoch, s.node, s.start, s.end, key, o, id)
 				break
