@@ -197,7 +197,7 @@ func (n *Node) installBegin(st *seam.LogState) {
 		// transition (if it sealed) no longer describes it, so its
 		// receipt says first, durably (one log's operations run in
 		// order), that it is no complete witness any more.
-		n.installMarkReceipt(st)
+		n.installMarkReceipt()
 	}
 	if st.Damage != "" {
 		// Its tail past End is torn or corrupt (its seal said so: a
@@ -300,9 +300,25 @@ func (n *Node) installPage(p *recovery.ReadPage) bool {
 	return true
 }
 
-// installTick asks again for a page not answered.
+// installTick asks again for a page not answered, and ends an installation
+// whose transition is no longer pending (activated without it, replaced,
+// or its queue deleted): one runs at a time on a broker, and one waiting
+// for a source that can no longer answer would keep every other queue's
+// installation out for good.
 func (n *Node) installTick() {
-	if j := n.installer.job; j != nil && j.phase == installCopy && n.x.NowNs-j.askedNs >= recoveryBackoffMinNs {
+	j := n.installer.job
+	if j == nil {
+		return
+	}
+	if j.phase >= installCopy && j.phase != installReceipt {
+		q, ok := placedQueue(n.ctrl.Metadata(), j.req.Queue)
+		if !ok || q.Incarnation != j.req.Incarnation || !q.Assignment.Fenced || q.Assignment.Pending.Epoch != j.req.Epoch ||
+			recovery.Digest(q.Assignment.Pending.Digest) != j.req.Transition {
+			n.installEnd(false, "the transition is no longer pending")
+			return
+		}
+	}
+	if j.phase == installCopy && n.x.NowNs-j.askedNs >= recoveryBackoffMinNs {
 		n.installAskPage()
 	}
 }
@@ -392,12 +408,13 @@ func (n *Node) installReadNext() {
 // half done then answers as a damaged witness (recovery.Collection counts
 // such a seal only when every previous replica sealed), not as one whose
 // log changed since its seal, whose evidence is withheld for good.
-func (n *Node) installMarkReceipt(st *seam.LogState) {
+func (n *Node) installMarkReceipt() {
 	j := n.installer.job
-	if len(st.Seal) == 0 {
-		return
+	i := n.placedIndex(j.req.Queue)
+	if i < 0 || n.placed[i].state == nil || len(n.placed[i].state.Seal) == 0 {
+		return // never sealed for anything (the receipt is the placed state's: a group's view has none)
 	}
-	s, err := recovery.DecodeSeal(st.Seal)
+	s, err := recovery.DecodeSeal(n.placed[i].state.Seal)
 	if err != nil || s.Queue != j.req.Queue || s.Incarnation != j.req.Incarnation || s.Epoch != j.req.Epoch ||
 		s.Transition != j.req.Transition || s.Damaged {
 		return
@@ -405,9 +422,7 @@ func (n *Node) installMarkReceipt(st *seam.LogState) {
 	s.Damaged = true
 	receipt := recovery.AppendSeal(nil, &s)
 	j.st.Seal = receipt
-	if i := n.placedIndex(j.req.Queue); i >= 0 && n.placed[i].state != nil {
-		n.placed[i].state.Seal = receipt
-	}
+	n.placed[i].state.Seal = receipt
 	for k := range n.sealer.done {
 		if d := &n.sealer.done[k]; d.Queue == s.Queue && d.Incarnation == s.Incarnation && d.Epoch == s.Epoch && d.Transition == s.Transition {
 			*d = s

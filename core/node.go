@@ -61,6 +61,9 @@ type Node struct {
 	lease      lease         // the owner lease (lease.go)
 	gone       []peerProcess // processes whose exit this node saw (InPeerLost), newest last
 	recovery   *recoveryWork // the recovery this node's worker drives (recover.go)
+	// recoverySetAside: a blocked recovery's queue, set aside so that the
+	// worker takes up the others first (at most one: the last set aside)
+	recoverySetAside []QueueID
 }
 
 // GroupCtrl is the metadata group's id.
@@ -168,6 +171,7 @@ func (n *Node) Step(in *Input) []Effect {
 		n.started = true
 		n.start(in.Logs, in.Meta)
 	case InMessage:
+		n.recoveryHeard(in.From)
 		if r := n.queue(in.Group); r != nil {
 			r.OnMessage(in.From, in.Data)
 		} else if in.Group == GroupCtrl && n.ctrl != nil {

@@ -48,6 +48,7 @@ type recoveryAsk struct {
 	// process: the node's process the metadata registered when it was
 	// last asked; a new one is news that ends the backoff
 	process uint64
+	askedNs int64 // when it was last asked
 }
 
 // recoveryWork is the worker's current recovery.
@@ -67,6 +68,7 @@ type recoveryWork struct {
 	installs   []installAsk
 	activateNs int64
 	detectNs   int64 // when the worker took the transition up (after its commit)
+	blockedNs  int64 // when it blocked
 }
 
 // leaseMarginNs covers the clocks' drift over an owner lease.
@@ -97,6 +99,7 @@ type installAsk struct {
 	node      NodeID
 	nextNs    int64
 	backoffNs int64
+	askedNs   int64 // when it was last asked
 	receipt   *recovery.Installed
 }
 
@@ -128,14 +131,34 @@ func (n *Node) recoveryTick() {
 			n.recovery, w = nil, nil
 		}
 	}
+	if w != nil && w.blocked != "" && n.x.NowNs >= w.blockedNs+recoveryBlockedSetAsideNs && n.recoveryPending(md, w.t.Queue) {
+		// Blocked (contradictory evidence, a budget spent): it stays
+		// fenced with its diagnostic, but it does not keep this broker's
+		// worker from every other queue: it is set aside, and taken up
+		// again (asking everyone afresh) after the queues behind it.
+		n.recoveryNote(w.t.Queue, "recovery q=%d epoch=%d set aside, blocked: %s", w.t.Queue, w.t.Epoch, w.blocked)
+		n.recoverySetAside = append(n.recoverySetAside[:0:0], w.t.Queue)
+		n.recovery, w = nil, nil
+	}
 	if w == nil {
 		qs := md.Queues()
+		var aside *metadata.Queue
 		for i := range qs {
 			q := &qs[i]
 			if q.Assigned && q.Assignment.Fenced && q.Assignment.Pending.Proposed.N > 0 && candidate(q) == n.x.Node {
+				if slices.Contains(n.recoverySetAside, q.ID) {
+					if aside == nil {
+						aside = q
+					}
+					continue
+				}
 				n.recoveryStart(q)
 				break
 			}
+		}
+		if n.recovery == nil && aside != nil {
+			n.recoverySetAside = n.recoverySetAside[:0]
+			n.recoveryStart(aside)
 		}
 		if w = n.recovery; w == nil {
 			return
@@ -164,7 +187,7 @@ func (n *Node) recoveryTick() {
 		if a.sealed || n.x.NowNs < a.nextNs {
 			continue
 		}
-		a.nextNs = n.x.NowNs + a.backoffNs
+		a.nextNs, a.askedNs = n.x.NowNs+a.backoffNs, n.x.NowNs
 		a.backoffNs = min(2*a.backoffNs, recoveryBackoffMaxNs)
 		req := recovery.SealRequest{Queue: w.t.Queue, Incarnation: w.t.Incarnation, Epoch: w.t.Epoch, Transition: w.t.Digest}
 		if a.node == n.x.Node {
@@ -210,11 +233,14 @@ func (n *Node) sealArrived(s recovery.Seal) {
 	}
 	if w.verify != nil || w.selected {
 		if i := slices.IndexFunc(w.coll.Seals(), func(o recovery.Seal) bool { return o.Node == s.Node }); i >= 0 &&
-			!sameSealEvidence(&w.coll.Seals()[i], &s) && s.Identity == w.src.Identity && !s.Damaged {
-			// It installed this attempt's source since it sealed (its
-			// receipt now says so): not contradictory evidence, but the
-			// old no longer describes its log. Start over on fresh seals.
-			n.recoveryStartOver("n%d installed the source's history since its seal", s.Node)
+			!sameSealEvidence(&w.coll.Seals()[i], &s) && (s.Damaged || s.Identity == w.src.Identity) {
+			// Its log changed since it sealed, and its receipt says how:
+			// it installed this attempt's source, or it met damage (or an
+			// installation began to rewrite it). Not contradictory
+			// evidence, but the old no longer describes its log, and the
+			// sealed reads of this attempt would wait for pages it no
+			// longer serves. Start over on fresh seals.
+			n.recoveryStartOver("n%d's log changed since its seal (now [%d,%d) damaged=%v)", s.Node, s.Start, s.End, s.Damaged)
 			return
 		}
 	}
@@ -261,6 +287,9 @@ func (n *Node) sealArrived(s recovery.Seal) {
 		}
 	}
 	w.src, w.verify = src, recovery.NewVerifier(src, witnesses)
+	if w.t.ISR && w.coll.Witnesses() >= w.coll.Threshold() {
+		w.verify = recovery.NewISRVerifier(src, witnesses)
+	}
 	n.recoveryAskPage()
 }
 
@@ -314,9 +343,27 @@ func (n *Node) pageArrived(p *recovery.ReadPage) {
 	n.recoveryAskPage()
 }
 
+// recoveryBlockedSetAsideNs is how long a blocked attempt keeps the worker
+// before it is set aside for the other queues waiting behind it.
+const recoveryBlockedSetAsideNs = 5_000_000_000
+
+// recoveryPending reports whether another queue waits for this worker
+// than q.
+func (n *Node) recoveryPending(md *metadata.State, q QueueID) bool {
+	qs := md.Queues()
+	for i := range qs {
+		o := &qs[i]
+		if o.ID != q && o.Assigned && o.Assignment.Fenced && o.Assignment.Pending.Proposed.N > 0 && candidate(o) == n.x.Node {
+			return true
+		}
+	}
+	return false
+}
+
 func (n *Node) recoveryBlocked(why string) {
 	w := n.recovery
 	if w.blocked == "" {
+		w.blockedNs = n.x.NowNs
 		w.blocked = why
 		n.recoveryNote(w.t.Queue, "recovery q=%d epoch=%d blocked: %s", w.t.Queue, w.t.Epoch, why)
 	}
@@ -376,6 +423,34 @@ func (n *Node) sealRefusedBy(from NodeID, r recovery.SealRefused) {
 		// and the page is asked again on a later tick.
 		req := recovery.SealRequest{Queue: w.t.Queue, Incarnation: w.t.Incarnation, Epoch: w.t.Epoch, Transition: w.t.Digest}
 		n.out.Send(seam.GroupRecovery, from, recovery.AppendSealRequest(n.out.Grow(64), &req))
+	}
+}
+
+// recoveryHeard takes a message from peer from, of any group: the peer is
+// reachable now, so a seal or installation asked of it during an outage
+// is asked again within recoveryBackoffMinNs of the last ask, not at the
+// end of a backoff grown while it was cut off (a drain, a healed
+// partition: seed 2230 waited past its drain for a seal lost on a one-way
+// link).
+func (n *Node) recoveryHeard(from NodeID) {
+	w := n.recovery
+	if w == nil || from == n.x.Node {
+		return
+	}
+	soon := func(nextNs, askedNs *int64, backoffNs *int64) {
+		if t := *askedNs + recoveryBackoffMinNs; *nextNs > t {
+			*nextNs, *backoffNs = max(t, n.x.NowNs), recoveryBackoffMinNs
+		}
+	}
+	for i := range w.asks {
+		if a := &w.asks[i]; a.node == from && !a.sealed {
+			soon(&a.nextNs, &a.askedNs, &a.backoffNs)
+		}
+	}
+	for i := range w.installs {
+		if a := &w.installs[i]; a.node == from && a.receipt == nil {
+			soon(&a.nextNs, &a.askedNs, &a.backoffNs)
+		}
 	}
 }
 
@@ -442,7 +517,7 @@ func (n *Node) recoveryInstallTick() {
 		if a.receipt != nil || n.x.NowNs < a.nextNs {
 			continue
 		}
-		a.nextNs = n.x.NowNs + a.backoffNs
+		a.nextNs, a.askedNs = n.x.NowNs+a.backoffNs, n.x.NowNs
 		a.backoffNs = min(2*a.backoffNs, recoveryBackoffMaxNs)
 		if slices.ContainsFunc(w.t.Previous, func(r recovery.Replica) bool { return r.Node == a.node }) &&
 			!slices.ContainsFunc(w.coll.Seals(), func(s recovery.Seal) bool { return s.Node == a.node }) {

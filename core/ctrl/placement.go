@@ -18,7 +18,9 @@ import (
 //     proposes the surviving members plus replacements for the rest
 //     (chosen as above), under the next epoch, bound by its digest. The
 //     queue admits no writes until recovery (issue 11) activates the next
-//     assignment.
+//     assignment. An isr queue is not proposed fewer members than its
+//     min_insync (such an assignment could confirm nothing): it waits for
+//     live brokers.
 //
 // The same proposal about one queue is not repeated within proposeRetryNs.
 
@@ -70,6 +72,15 @@ func (g *Group) placementCheck() {
 			slices.Sort(proposed.ID[:proposed.N])
 			if proposed.N == 0 {
 				continue // no broker at all: a transition needs one
+			}
+			if q.Policy == seam.ISR && proposed.N < min(q.MinInsync, q.Replicas) {
+				// An isr queue confirms nothing while its in-sync set is
+				// below min_insync, its new epoch's record included, and
+				// so delivers nothing below that record either: an
+				// assignment of fewer members could never serve. Wait for
+				// live brokers (its owner, if alive, refuses publishes
+				// meanwhile: the lost member left its in-sync set).
+				continue
 			}
 			c := metadata.Command{Kind: metadata.Transition, Queue: q.Name, Incarnation: q.Incarnation, Epoch: q.Assignment.Epoch,
 				Proposed: proposed, Digest: metadata.TransitionDigest(q, &proposed)}

@@ -68,13 +68,31 @@ type Verifier struct {
 	bytes   int64
 	blocked string
 	scratch []byte
+	// past: a witness may hold records past the source's end in the
+	// source's last epoch (an isr queue's source is the furthest member
+	// of the in-sync set, and a member outside it may be further: what it
+	// holds past the source was never confirmed, since a confirm needs
+	// every member of the set)
+	past bool
 }
 
 // NewVerifier starts the verification of source src against witnesses
 // (complete witnesses of the same transition; src itself among them is
 // skipped).
 func NewVerifier(src Seal, witnesses []Seal) *Verifier {
-	v := &Verifier{q: src.Queue, logs: []Seal{src}}
+	return newVerifier(src, witnesses, false)
+}
+
+// NewISRVerifier is NewVerifier for an isr queue's clean election: the
+// source is the furthest member of the last committed in-sync set, and a
+// witness outside the set may hold more of the source's last epoch past
+// its end (unconfirmed: dropped, not contradictory).
+func NewISRVerifier(src Seal, witnesses []Seal) *Verifier {
+	return newVerifier(src, witnesses, true)
+}
+
+func newVerifier(src Seal, witnesses []Seal, past bool) *Verifier {
+	v := &Verifier{q: src.Queue, logs: []Seal{src}, past: past}
 	for _, w := range witnesses {
 		if w.Node != src.Node {
 			v.logs = append(v.logs, w)
@@ -182,7 +200,7 @@ func (v *Verifier) AddPage(node seam.NodeID, from uint64, recs []record.Record) 
 		}
 		switch {
 		case r.Offset >= src.End:
-			if r.Epoch >= src.LastEpoch {
+			if r.Epoch > src.LastEpoch || (r.Epoch == src.LastEpoch && !v.past) {
 				v.block("n%d holds o=%d of epoch %d past the source n%d's end %d (last epoch %d)", node, r.Offset, r.Epoch, src.Node, src.End, src.LastEpoch)
 				return
 			}

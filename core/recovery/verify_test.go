@@ -134,3 +134,34 @@ func TestVerifierBudget(t *testing.T) {
 		t.Fatalf("%d one-record pages: done=%v blocked=%q", len(src), v.Done(), v.Blocked())
 	}
 }
+
+// An isr queue's source is the furthest member of the in-sync set; a
+// witness outside it may hold more of the source's last epoch (never
+// confirmed: a confirm needs every member of the set). The isr verifier
+// accepts it; the R verifier, whose source is the furthest of all
+// witnesses, takes it as a contradiction (seed 4456 had the isr one
+// blocked for good, and every queue behind it waited).
+func TestVerifierISRAcceptsAFurtherWitness(t *testing.T) {
+	src := history([]uint64{1, 1}, "")
+	further := history([]uint64{1, 1, 1, 1}, "")
+	logs := map[seam.NodeID][]record.Record{3: src, 1: further}
+	s := sealOf(t, 3, src)
+	ws := []Seal{s, sealOf(t, 1, further)}
+	run := func(v *Verifier) *Verifier {
+		for range 1000 {
+			node, from, ok := v.Want()
+			if !ok {
+				return v
+			}
+			v.AddPage(node, from, logs[node][from:])
+		}
+		t.Fatal("the verifier never finished")
+		return nil
+	}
+	if v := run(NewISRVerifier(s, ws)); !v.Done() {
+		t.Fatalf("isr: %s", v.Blocked())
+	}
+	if v := run(NewVerifier(s, ws)); v.Done() || !strings.Contains(v.Blocked(), "past the source") {
+		t.Fatalf("R: done=%v blocked=%q, want blocked past the source", v.Done(), v.Blocked())
+	}
+}
