@@ -213,6 +213,13 @@ func (n *Node) sealRequested(from NodeID, req recovery.SealRequest) {
 			return
 		}
 	}
+	if in := n.installer.job; in != nil && in.req.Queue == req.Queue {
+		// An installation is rewriting the log: a seal now would read it
+		// half written (and the installation must not write under a seal
+		// being read). The installer refuses a seal's queue the same way.
+		n.sealRefuse(from, req, true, fmt.Sprintf("installing queue %d", req.Queue))
+		return
+	}
 	if j := s.job; j != nil {
 		if j.req != req {
 			n.sealRefuse(from, req, true, fmt.Sprintf("sealing queue %d for epoch %d", j.req.Queue, j.req.Epoch))
@@ -327,7 +334,11 @@ func (n *Node) sealRetained(st *seam.LogState) {
 		j.seal.LastEpoch = seam.EpochAt(st.Epochs, st.End-1)
 	}
 	j.seal.Damaged = st.Unrepaired || st.Damage != ""
-	n.sealReadNext()
+	// A sync first, as behind a running group: an installation that ended
+	// unfinished (its transition replaced) may have left appends not yet
+	// durable, and a seal reports only what the disk holds.
+	j.phase = sealSync
+	n.out.Storage(seam.Effect{Op: seam.OpSync, Group: seam.QueueGroup(j.req.Queue), Offset: st.End, Tag: sealTag})
 }
 
 // sealOpened is the completion of the open a seal asked for.

@@ -291,11 +291,12 @@ func (w *World) unreadable(b *broker, f Fault) bool {
 // log's); otherwise an ordinary power loss.
 func (w *World) tearSector(b *broker, restartNs int64) {
 	// Every log on the disk may hold the torn sector, a member's or not
-	// (a former member's log, or one a recovery installs).
+	// (a former member's log, one a recovery installs, a deleted queue's:
+	// the checkers still judge what its confirms left).
 	var onDisk []*placedQueue
 	for _, id := range w.placedIDs {
 		q := w.placedByID[id]
-		if names, err := b.fs.DurableList(logDir(id)); !q.deleted && err == nil && len(names) > 0 {
+		if names, err := b.fs.DurableList(logDir(id)); err == nil && len(names) > 0 {
 			if !w.damageAllowed(b, q) {
 				w.crash(b, restartNs)
 				return
