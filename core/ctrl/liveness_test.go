@@ -190,6 +190,15 @@ func TestPlacement(t *testing.T) {
 	if got := s.appliedSince(m); strings.Contains(got, "assign") {
 		t.Fatalf("a 3-replica queue was placed with 2 live brokers:\n%s", got)
 	}
+	// n2 leaves too: the queue on [1 2] is not moved to n1 alone (a
+	// majority of one would confirm on one copy of a queue of two): it
+	// waits, unfenced, for live brokers.
+	m = len(s.applied)
+	s.step(Input{Kind: InPeerLost, From: 2, Process: 3})
+	s.run(2000)
+	if got := s.appliedSince(m); strings.Contains(got, "=> fenced") {
+		t.Fatalf("a 2-replica majority queue was proposed onto one broker:\n%s", got)
+	}
 }
 
 func FuzzInSyncRequest(f *testing.F) {

@@ -18,9 +18,10 @@ import (
 //     proposes the surviving members plus replacements for the rest
 //     (chosen as above), under the next epoch, bound by its digest. The
 //     queue admits no writes until recovery (issue 11) activates the next
-//     assignment. An isr queue is not proposed fewer members than its
-//     min_insync (such an assignment could confirm nothing): it waits for
-//     live brokers.
+//     assignment. A queue is never proposed so few members that their W
+//     falls below the W of its configured replica count (a majority queue
+//     of 3 is not moved to one broker, an isr queue not below min_insync):
+//     it waits for live brokers instead.
 //
 // The same proposal about one queue is not repeated within proposeRetryNs.
 
@@ -73,13 +74,16 @@ func (g *Group) placementCheck() {
 			if proposed.N == 0 {
 				continue // no broker at all: a transition needs one
 			}
-			if q.Policy == seam.ISR && proposed.N < min(q.MinInsync, q.Replicas) {
-				// An isr queue confirms nothing while its in-sync set is
-				// below min_insync, its new epoch's record included, and
-				// so delivers nothing below that record either: an
-				// assignment of fewer members could never serve. Wait for
-				// live brokers (its owner, if alive, refuses publishes
-				// meanwhile: the lost member left its in-sync set).
+			if proposedW, configuredW := q.Policy.WriteQuorum(proposed.N, min(q.MinInsync, proposed.N)),
+				q.Policy.WriteQuorum(q.Replicas, min(q.MinInsync, q.Replicas)); proposedW < configuredW {
+				// Too few live brokers for the queue's configured write
+				// requirement: an assignment of fewer members would confirm
+				// on fewer copies than the operator asked for (a majority of
+				// one, say), and a recovery never weakens W to fit what is
+				// left (seed 004). The queue waits, fenced or not, for live
+				// brokers; its owner, if alive, keeps serving only while its
+				// in-sync set still meets W (an isr queue's lost member left
+				// that set already).
 				continue
 			}
 			c := metadata.Command{Kind: metadata.Transition, Queue: q.Name, Incarnation: q.Incarnation, Epoch: q.Assignment.Epoch,

@@ -491,6 +491,36 @@ func TestInjectedDamageRepaired(t *testing.T) {
 	}
 }
 
+// sealFile is a seal receipt in io/seglog's format, by this test's own
+// encoder: magic, payload length, payload, CRC32C.
+func sealFile(payload string) []byte {
+	b := append([]byte("SLUICSEAL1"), binary.LittleEndian.AppendUint32(nil, uint32(len(payload)))...)
+	b = append(b, payload...)
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, dCastagnoli))
+}
+
+// A damaged seal receipt makes the copy a damaged witness however whole its
+// records are: the budget counts it until a receipt that checks replaces
+// it (seed 9302, where a flipped byte in one replica's SEAL was counted
+// repaired at once, and a second copy was damaged beside it).
+func TestDamagedSealReceiptIsDamage(t *testing.T) {
+	c, fd := newChecker()
+	written(c, fd, 2, pub(1, 0, 7), pub(1, 1, 8))
+	bad := sealFile("receipt")
+	bad[12] ^= 1
+	fd.disk(2).(*fakeDisk).files["q1/SEAL"] = bad
+	c.Injected(2, 1)
+	c.SyncAcked(2, 2, 1, 2)
+	if d := c.Damaged(1); len(d) != 1 || d[0] != 2 {
+		t.Fatalf("a copy whose seal receipt does not check is repaired: damaged = %v", d)
+	}
+	fd.disk(2).(*fakeDisk).files["q1/SEAL"] = sealFile("receipt")
+	c.SyncAcked(3, 2, 1, 2)
+	if d := c.Damaged(1); len(d) != 0 {
+		t.Fatalf("a copy with whole records and a receipt that checks stays damaged: %v", d)
+	}
+}
+
 // Records a damaged copy writes after its damage lie past it in the log:
 // the copy is not whole again until it holds them too (seed 14235, where a
 // copy counted as repaired at the length it had when struck, and a second

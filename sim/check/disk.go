@@ -534,6 +534,40 @@ func (l *DiskLog) noteFile(cl ChangeLog, seg *diskSeg) {
 	}
 }
 
+// The seal receipt beside the segments (io/seglog's doc.go): magic, payload
+// length u32, payload, CRC32C u32 of everything before it.
+const (
+	dSealName     = "SEAL"
+	dSealMagic    = "SLUICSEAL1"
+	dSealFixed    = len(dSealMagic) + 4 + 4
+	dSealBytesMax = 64<<10 + dSealFixed
+)
+
+// SealIntact reports whether the log's durable seal receipt, if it has
+// one, checks (magic, length and CRC): a receipt that does not makes the
+// log's seals damaged witnesses, so the fault budget counts it as damage.
+func (l *DiskLog) SealIntact(d Disk) bool {
+	names, err := d.DurableList(l.dir)
+	if err != nil || !slices.Contains(names, dSealName) {
+		return true
+	}
+	name := l.dir + "/" + dSealName
+	var head [len(dSealMagic) + 4]byte
+	if n, _ := d.ReadDurable(name, head[:], 0); n < len(head) || string(head[:len(dSealMagic)]) != dSealMagic {
+		return false
+	}
+	size := dSealFixed + int(binary.LittleEndian.Uint32(head[len(dSealMagic):]))
+	if size > dSealBytesMax {
+		return false
+	}
+	b := make([]byte, size+1) // one byte more: a longer file does not check
+	if n, _ := d.ReadDurable(name, b, 0); n != size {
+		return false
+	}
+	b = b[:size]
+	return crc32.Checksum(b[:size-4], dCastagnoli) == binary.LittleEndian.Uint32(b[size-4:])
+}
+
 // list learns the segment files durable in the directory.
 func (l *DiskLog) list(d Disk) {
 	names, err := d.DurableList(l.dir)
