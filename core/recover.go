@@ -33,11 +33,25 @@ import (
 // activation command; until then a recovered queue stays fenced at
 // "source accepted".
 
-// Backoff bounds of the worker's seal requests (seed 004).
+// Backoff bounds of the worker's seal requests (seed 004). The backoff
+// grows to recoveryBackoffMaxNs only for a broker the metadata does not
+// hold live: one it holds live (heartbeating to the controller) is asked
+// again within recoveryBackoffLiveMaxNs, since its silence is a lost
+// message far more often than a busy peer, and a request it already
+// answered costs it only the answer again (from its receipt).
 const (
-	recoveryBackoffMinNs = 1_000_000_000
-	recoveryBackoffMaxNs = 30_000_000_000
+	recoveryBackoffMinNs     = 1_000_000_000
+	recoveryBackoffLiveMaxNs = 2_000_000_000
+	recoveryBackoffMaxNs     = 30_000_000_000
 )
+
+// recoveryBackoff returns the backoff after one of backoffNs asking node.
+func (n *Node) recoveryBackoff(node NodeID, backoffNs int64) int64 {
+	if b, ok := n.ctrl.Metadata().Broker(node); ok && b.Live {
+		return min(2*backoffNs, recoveryBackoffLiveMaxNs)
+	}
+	return min(2*backoffNs, recoveryBackoffMaxNs)
+}
 
 // recoveryAsk is the worker's state of one previous member.
 type recoveryAsk struct {
@@ -188,7 +202,7 @@ func (n *Node) recoveryTick() {
 			continue
 		}
 		a.nextNs, a.askedNs = n.x.NowNs+a.backoffNs, n.x.NowNs
-		a.backoffNs = min(2*a.backoffNs, recoveryBackoffMaxNs)
+		a.backoffNs = n.recoveryBackoff(a.node, a.backoffNs)
 		req := recovery.SealRequest{Queue: w.t.Queue, Incarnation: w.t.Incarnation, Epoch: w.t.Epoch, Transition: w.t.Digest}
 		if a.node == n.x.Node {
 			n.sealRequested(n.x.Node, req)
@@ -518,7 +532,7 @@ func (n *Node) recoveryInstallTick() {
 			continue
 		}
 		a.nextNs, a.askedNs = n.x.NowNs+a.backoffNs, n.x.NowNs
-		a.backoffNs = min(2*a.backoffNs, recoveryBackoffMaxNs)
+		a.backoffNs = n.recoveryBackoff(a.node, a.backoffNs)
 		if slices.ContainsFunc(w.t.Previous, func(r recovery.Replica) bool { return r.Node == a.node }) &&
 			!slices.ContainsFunc(w.coll.Seals(), func(s recovery.Seal) bool { return s.Node == a.node }) {
 			// A previous member installs only once its own seal froze its
