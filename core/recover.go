@@ -83,6 +83,10 @@ type recoveryWork struct {
 	activateNs int64
 	detectNs   int64 // when the worker took the transition up (after its commit)
 	blockedNs  int64 // when it blocked
+	// blockedOn: the replica whose sealed read blocked the verification
+	// (0: none), asked for its seal again at blockedAskNs
+	blockedOn    NodeID
+	blockedAskNs int64
 }
 
 // leaseMarginNs covers the clocks' drift over an owner lease.
@@ -179,6 +183,9 @@ func (n *Node) recoveryTick() {
 		}
 	}
 	if w.blocked != "" {
+		if w.blockedOn != 0 && n.x.NowNs >= w.blockedAskNs+recoveryBackoffLiveMaxNs {
+			n.recoveryAskBlockedOn() // the answer may have been lost
+		}
 		return
 	}
 	if w.selected {
@@ -380,7 +387,31 @@ func (n *Node) recoveryBlocked(why string) {
 		w.blockedNs = n.x.NowNs
 		w.blocked = why
 		n.recoveryNote(w.t.Queue, "recovery q=%d epoch=%d blocked: %s", w.t.Queue, w.t.Epoch, why)
+		if w.verify != nil {
+			if on, ok := w.verify.BlockedOn(); ok {
+				w.blockedOn = on
+				n.recoveryAskBlockedOn()
+			}
+		}
 	}
+}
+
+// recoveryAskBlockedOn asks the replica whose sealed read blocked the
+// verification for its seal again. A log an installation of this
+// transition's source rewrote since it sealed (a request of an earlier
+// attempt, from a process of this worker's broker that died) serves its
+// new log under its new receipt: its fresh seal says so, and the attempt
+// starts over (sealArrived). A seal the same as before leaves the block as
+// it is: the evidence is contradictory.
+func (n *Node) recoveryAskBlockedOn() {
+	w := n.recovery
+	w.blockedAskNs = n.x.NowNs
+	req := recovery.SealRequest{Queue: w.t.Queue, Incarnation: w.t.Incarnation, Epoch: w.t.Epoch, Transition: w.t.Digest}
+	if w.blockedOn == n.x.Node {
+		n.sealRequested(n.x.Node, req)
+		return
+	}
+	n.out.Send(seam.GroupRecovery, w.blockedOn, recovery.AppendSealRequest(n.out.Grow(64), &req))
 }
 
 // sealRefusedBy takes a refusal for the worker: it asks again after its

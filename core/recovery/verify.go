@@ -131,6 +131,17 @@ func (v *Verifier) block(format string, a ...any) {
 // Blocked says why the source cannot be accepted, or "".
 func (v *Verifier) Blocked() string { return v.blocked }
 
+// BlockedOn returns the replica whose sealed log was being read when the
+// verification blocked (ok false: not blocked, or on no one log): its log
+// may have changed since its seal on purpose (an installation), which a
+// fresh seal of it tells.
+func (v *Verifier) BlockedOn() (node seam.NodeID, ok bool) {
+	if v.blocked == "" || v.at >= len(v.logs) {
+		return 0, false
+	}
+	return v.logs[v.at].Node, true
+}
+
 // Done reports whether every log was read and verified.
 func (v *Verifier) Done() bool { return v.blocked == "" && v.at >= len(v.logs) }
 

@@ -97,12 +97,17 @@ func TestVerifierBlocks(t *testing.T) {
 		if v.Done() || !strings.Contains(v.Blocked(), c.want) {
 			t.Fatalf("%s: done=%v blocked=%q, want %q", what, v.Done(), v.Blocked(), c.want)
 		}
+		if on, ok := v.BlockedOn(); !ok || on != 2 {
+			t.Fatalf("%s: blocked on n%d (%v), want the witness n2 whose log was read", what, on, ok)
+		}
 	}
 	// A source whose log changed since its seal blocks before any witness.
 	lying := s
 	lying.Identity[3] ^= 1
 	if v := verify(t, lying, nil, map[seam.NodeID][]record.Record{1: src}, 3); v.Done() || !strings.Contains(v.Blocked(), "n1's sealed log no longer matches") {
 		t.Fatalf("a changed source: %q", v.Blocked())
+	} else if on, ok := v.BlockedOn(); !ok || on != 1 {
+		t.Fatalf("a changed source: blocked on n%d (%v), want the source n1", on, ok)
 	}
 }
 
