@@ -332,7 +332,9 @@ func (n *Node) recoveryAskPage() {
 			fmt.Sprintf("source n%d [%d,%d) last-epoch=%d: %d of R=%d witnesses; sealed reads: %d pages, %d records, %d bytes",
 				src.Node, src.Start, src.End, src.LastEpoch, w.coll.Witnesses(), w.coll.Threshold(), pages, records, bytes))
 		w.srcEpochs = slices.Clone(v.SourceEpochs())
-		if q, ok := n.ctrl.Metadata().Queue(w.name); ok {
+		if q, ok := n.ctrl.Metadata().Queue(w.name); ok && q.Incarnation == w.t.Incarnation && recovery.Digest(q.Assignment.Pending.Digest) == w.t.Digest {
+			// (The members this transition proposed: a newer transition,
+			// applied before the tick ends this attempt, proposes others.)
 			for _, p := range q.Assignment.Pending.Proposed.Slice() {
 				w.installs = append(w.installs, installAsk{node: p, nextNs: n.x.NowNs, backoffNs: recoveryBackoffMinNs})
 			}
@@ -613,7 +615,13 @@ func (n *Node) recoveryActivate() {
 	}
 	md := n.ctrl.Metadata()
 	q, ok := md.Queue(w.name)
-	if !ok || !q.Assignment.Fenced {
+	if !ok || !q.Assignment.Fenced || q.Incarnation != w.t.Incarnation || recovery.Digest(q.Assignment.Pending.Digest) != w.t.Digest {
+		// The committed metadata moved on (this node applied the next
+		// transition before its tick ended the attempt): the activation
+		// names the transition whose seals and installations this
+		// worker holds, never whatever is pending now (seed 9000006174:
+		// an activation built from the metadata's pending transition
+		// committed the next epoch without one seal of its members).
 		return
 	}
 	c := metadata.Command{Kind: metadata.Activate, Queue: q.Name, Incarnation: q.Incarnation, Epoch: q.Assignment.Epoch,

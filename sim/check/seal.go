@@ -129,8 +129,16 @@ type sourceTruth struct {
 // SourceChosen takes the source a recovery worker chose for queue q's
 // transition to epoch: node's sealed log retaining [start, end).
 func (c *Checker) SourceChosen(atNs int64, node core.NodeID, q core.QueueID, epoch, start, end uint64) {
-	if qt := c.queues[q]; qt == nil || qt.replica(node) == nil {
+	qt := c.queues[q]
+	if qt == nil || qt.replica(node) == nil {
 		c.fail("source-complete", atNs, "q=%d: the source chosen, n%d, holds no replica of it", q, node)
+		return
+	}
+	if slices.Contains(qt.activatedEpochs, epoch) {
+		// The epoch activated already, from an earlier choice: a worker
+		// whose metadata lags (a restarted broker catching up) may choose
+		// again for a transition no longer pending, and nothing installs
+		// or activates from it (seed 9000005836).
 		return
 	}
 	if len(c.sources) < sealsMax {

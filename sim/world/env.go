@@ -305,6 +305,19 @@ func (env *brokerEnv) Applied(e *core.Effect) {
 	w.checker.MetaApplied(w.now, env.b.id, e.Offset, e.Tag, e.Body, e.Reason)
 	if e.Reason == ctrl.ImageRestoredNote {
 		w.mark(MarkMetaImage)
+		// The broker jumped to a snapshot of the metadata: the commands
+		// it skipped (a deletion, a transition, an activation) fenced,
+		// replaced or dropped its groups without one being applied here,
+		// so every subscription on it is cancelled, and each consumer
+		// asks where its queue lives again (seed 9000008645: a consumer
+		// of a queue deleted while its owner was cut off waited on the
+		// retired group for ever). TODO(issue 13): the core's own cancel
+		// effects, per retired group.
+		for _, c := range w.clients {
+			if c.kind == consumer && c.conn != 0 && !c.asking && c.at == int32(env.b.id-1) {
+				w.relearn(c)
+			}
+		}
 		return
 	}
 	c, err := metadata.Decode(e.Body)
