@@ -214,11 +214,22 @@ func (n *Node) sealRequested(from NodeID, req recovery.SealRequest) {
 		}
 	}
 	if in := n.installer.job; in != nil && in.req.Queue == req.Queue {
-		// An installation is rewriting the log: a seal now would read it
-		// half written (and the installation must not write under a seal
-		// being read). The installer refuses a seal's queue the same way.
-		n.sealRefuse(from, req, true, fmt.Sprintf("installing queue %d", req.Queue))
-		return
+		if in.phase == installFresh {
+			// The installation has not touched the log yet (it waits for
+			// its fresh view): the seal goes first. A previous member
+			// installs only once sealed, and a worker asks for both at
+			// once: were the seal refused here, the installation would
+			// end for want of it, and the next pair meet the same way
+			// (seed 7000001363).
+			n.installEnd(true, "a seal of its log asked first")
+		} else {
+			// An installation is rewriting the log: a seal now would
+			// read it half written (and the installation must not write
+			// under a seal being read). The installer refuses a seal's
+			// queue the same way.
+			n.sealRefuse(from, req, true, fmt.Sprintf("installing queue %d", req.Queue))
+			return
+		}
 	}
 	if j := s.job; j != nil {
 		if j.req != req {
