@@ -252,15 +252,17 @@ func (n *Node) sealArrived(s recovery.Seal) {
 	if w == nil || s.Queue != w.t.Queue || s.Transition != w.t.Digest {
 		return // an attempt that ended
 	}
-	if w.verify != nil || w.selected {
-		if i := slices.IndexFunc(w.coll.Seals(), func(o recovery.Seal) bool { return o.Node == s.Node }); i >= 0 &&
-			!sameSealEvidence(&w.coll.Seals()[i], &s) && (s.Damaged || s.Identity == w.src.Identity) {
-			// Its log changed since it sealed, and its receipt says how:
-			// it installed this attempt's source, or it met damage (or an
-			// installation began to rewrite it). Not contradictory
-			// evidence, but the old no longer describes its log, and the
-			// sealed reads of this attempt would wait for pages it no
-			// longer serves. Start over on fresh seals.
+	if i := slices.IndexFunc(w.coll.Seals(), func(o recovery.Seal) bool { return o.Node == s.Node }); i >= 0 {
+		if old := &w.coll.Seals()[i]; old.Storage == s.Storage && !sameSealEvidence(old, &s) {
+			// Its log changed since it sealed, and its receipt says how: it
+			// met damage, or an installation rewrote it (this attempt's, or
+			// an earlier attempt's of the same transition, whose request
+			// it was still carrying out: seed 5000001860), and the receipt
+			// names the history installed. Not contradictory evidence (a
+			// seal is only ever believed through sealed reads that hash to
+			// it), but the old no longer describes its log, and this
+			// attempt's reads of it would wait for pages it no longer
+			// serves. Start over on fresh seals.
 			n.recoveryStartOver("n%d's log changed since its seal (now [%d,%d) damaged=%v)", s.Node, s.Start, s.End, s.Damaged)
 			return
 		}
