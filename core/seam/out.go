@@ -1,6 +1,10 @@
 package seam
 
-import "github.com/sluicemq/sluice/core/record"
+import (
+	"fmt"
+
+	"github.com/sluicemq/sluice/core/record"
+)
 
 // Out collects the effects of one Step, in the order the driver must start
 // them. Groups add to it; the node hands it to the driver. Message bytes
@@ -55,6 +59,11 @@ func (o *Out) Grow(n int) []byte {
 // Send emits a send of the message appended to the buffer Grow returned
 // (buf is that buffer, extended).
 func (o *Out) Send(g GroupID, to NodeID, buf []byte) {
+	if to == 0 {
+		// Node ids start at 1: a send to 0 is a zero value taken for a
+		// peer (a source never chosen, say), never a peer's address.
+		panic(fmt.Sprintf("core: a send of group %d to node 0", g))
+	}
 	start := len(o.buf)
 	o.buf = buf
 	o.Effects = append(o.Effects, Effect{Kind: EfSend, Group: g, To: to, Data: buf[start:len(buf):len(buf)]})
