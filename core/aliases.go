@@ -69,6 +69,7 @@ const (
 	EfNote      = seam.EfNote
 	EfWatermark = seam.EfWatermark
 	EfRecovery  = seam.EfRecovery
+	EfCancel    = seam.EfCancel
 
 	Confirmed = seam.Confirmed
 	Failed    = seam.Failed

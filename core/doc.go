@@ -67,8 +67,10 @@
 //     frame that fails its checksum or length (core/wire) is dropped at the
 //     edge; a group refuses, and counts (Node.Refused), a message that does
 //     not decode or that no peer could truthfully send.
-//  7. Pass each reply and delivery to the client connection it names, if that
-//     connection is still open; drop it otherwise. A connection is a stream:
+//  7. Pass each reply, delivery and cancel (EfCancel: the broker ended a
+//     subscription, as AMQP's server-sent basic.cancel) to the client
+//     connection it names, if that connection is still open; drop it
+//     otherwise. A connection is a stream:
 //     its requests arrive in order and its close after them. When it closes,
 //     pass InClientGone so its unacked deliveries return to the queue.
 //  8. Keep the latest EfDeadline only (one timer), and pass an InTick at or

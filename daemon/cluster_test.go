@@ -180,13 +180,17 @@ func TestClusterInProcess(t *testing.T) {
 	if o := ownerOf(t, ss[rest[0]], "orders"); o == owner {
 		t.Fatalf("the owner is still n%d", o)
 	}
-	// The recovery's stages were seen (and counted for the metrics).
+	// The recovery's stages were seen (and counted for the metrics). The
+	// worker marks the activation on its next tick after applying it, which
+	// may come after the new owner confirmed the publishes above: wait.
 	activated := uint64(0)
-	for _, n := range rest {
-		activated += snap(t, ss[n]).stages[seam.StageActivate]
+	for deadline := time.Now().Add(5 * time.Second); activated == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, n := range rest {
+			activated += snap(t, ss[n]).stages[seam.StageActivate]
+		}
 	}
 	if activated == 0 {
-		t.Error("no broker counted the recovery's activation")
+		t.Error("no broker counted the recovery's activation within 5 s")
 	}
 	// Acks are not confirmed to the consumer: those the owner had not made
 	// durable on W replicas when it left may come again (at least once).
@@ -363,6 +367,11 @@ func TestForwardCodec(t *testing.T) {
 	if err != nil || d.Kind != core.EfDeliver || !d.Redelivered || string(d.Body) != "m" || d.Offset != 11 {
 		t.Fatalf("delivery round trip: %+v %v", d, err)
 	}
+	cancel := core.Effect{Kind: core.EfCancel, Client: 3, Queue: 7, Reason: "fenced: pending transition to epoch 2"}
+	d, err = decodeClientEffect(appendClientEffect(nil, 3, &cancel))
+	if err != nil || d.Kind != core.EfCancel || d.Queue != 7 || d.Reason != cancel.Reason || d.Body != nil {
+		t.Fatalf("cancel round trip: %+v %v", d, err)
+	}
 	for name, bad := range map[string][]byte{
 		"request truncated":   b[:clientRequestHead-1],
 		"request kind":        append(append([]byte{}, b[:8]...), append([]byte{99}, b[9:]...)...),
@@ -371,6 +380,8 @@ func TestForwardCodec(t *testing.T) {
 		"effect reason short": appendClientEffect(nil, 42, &e)[:clientEffectHead+3],
 		"effect kind":         appendClientEffect(nil, 42, &core.Effect{Kind: core.EfSend}),
 		"effect outcome":      appendClientEffect(nil, 42, &core.Effect{Kind: core.EfReply, Outcome: 7}),
+		"cancel with a body":  appendClientEffect(nil, 42, &core.Effect{Kind: core.EfCancel, Queue: 7, Body: []byte("x")}),
+		"cancel with outcome": appendClientEffect(nil, 42, &core.Effect{Kind: core.EfCancel, Queue: 7, Outcome: core.Confirmed}),
 	} {
 		var err error
 		if strings.HasPrefix(name, "request") {

@@ -492,8 +492,10 @@ func decodeClientEffect(b []byte) (core.Effect, error) {
 	switch {
 	case e.Client == 0:
 		return e, fmt.Errorf("%w: client 0", errForwarded)
-	case e.Kind != core.EfReply && e.Kind != core.EfDeliver:
+	case e.Kind != core.EfReply && e.Kind != core.EfDeliver && e.Kind != core.EfCancel:
 		return e, fmt.Errorf("%w: effect kind %d", errForwarded, b[8])
+	case e.Kind == core.EfCancel && (e.Outcome != 0 || red != 0 || len(b) != clientEffectHead+n):
+		return e, fmt.Errorf("%w: a cancel with outcome %d, redelivered %d, %d bytes", errForwarded, b[17], red, len(b))
 	case e.Kind == core.EfReply && (e.Outcome < core.Confirmed || e.Outcome > core.Unknown):
 		return e, fmt.Errorf("%w: outcome %d", errForwarded, b[17])
 	case e.Kind == core.EfDeliver && e.Outcome != 0:

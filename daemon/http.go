@@ -166,6 +166,8 @@ var (
 		"Client requests carried to the broker that owns their queue (cluster mode).", nil, nil)
 	descRerouted = prometheus.NewDesc("sluice_publishes_rerouted_total",
 		"Publishes an owner refused without storing them because it no longer served the queue, held until a serving owner was known (cluster mode).", nil, nil)
+	descCancelled = prometheus.NewDesc("sluice_subscriptions_cancelled_total",
+		"Subscriptions the broker ended itself (its queue's group fenced, replaced or retired by a recovery or a deletion), each sent basic.cancel.", nil, nil)
 	descNodeLost = prometheus.NewDesc("sluice_connections_closed_broker_lost_total",
 		"AMQP connections closed (320) because a broker they had requests or subscriptions at was lost.", nil, nil)
 	descStages = prometheus.NewDesc("sluice_recovery_stages_total",
@@ -177,7 +179,7 @@ var (
 // loop, which may not run yet).
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPublishes, descRetries, descLatency, descConns, descTerm, descLead, descIsLd, descSync, descProc, descQueue,
-		descPeerConns, descPeerMsgs, descPeerLost, descForwarded, descRerouted, descNodeLost, descStages} {
+		descPeerConns, descPeerMsgs, descPeerLost, descForwarded, descRerouted, descCancelled, descNodeLost, descStages} {
 		ch <- d
 	}
 }
@@ -226,6 +228,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descForwarded, prometheus.CounterValue, float64(st.Forwarded))
 	ch <- prometheus.MustNewConstMetric(descRerouted, prometheus.CounterValue, float64(st.Rerouted))
+	ch <- prometheus.MustNewConstMetric(descCancelled, prometheus.CounterValue, float64(st.Cancelled))
 	ch <- prometheus.MustNewConstMetric(descNodeLost, prometheus.CounterValue, float64(st.NodesLost))
 	if sn.cluster {
 		ch <- prometheus.MustNewConstMetric(descPeerConns, prometheus.GaugeValue, float64(sn.peersConnected))

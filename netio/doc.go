@@ -39,7 +39,7 @@
 //	36      Install       data     placeholder (pages to install)
 //	37      InstallReply  data     placeholder
 //	48      ClientRequest data     a forwarded client request (daemon/forward.go)
-//	49      ClientEffect  data     a reply or delivery for a forwarded client
+//	49      ClientEffect  data     a reply, delivery or cancel for a forwarded client
 //	50      ClientGone    control  a forwarded client is gone
 //
 // Opcode values are wire format: never renumbered, only added. The

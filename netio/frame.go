@@ -79,7 +79,7 @@ const (
 	// does not own a queue carries its clients' requests to the owner on
 	// a connection of their own, and the owner answers on it.
 	OpClientRequest Opcode = 48 // a client's core request, forwarded to the broker that serves it
-	OpClientEffect  Opcode = 49 // the core's reply or delivery for a forwarded client
+	OpClientEffect  Opcode = 49 // the core's reply, delivery or cancel for a forwarded client
 	OpClientGone    Opcode = 50 // a forwarded client is gone
 )
 

@@ -24,7 +24,7 @@
 //     reading the socket), EfRequest (Host.Request with Client and Req),
 //     EfClientGone (Host.ClientGone) and EfTimer (call Tick at or after
 //     AtNs; only the latest counts).
-//  3. Pass every EfReply and EfDeliver effect of the core to Core, in the
+//  3. Pass every EfReply, EfDeliver and EfCancel effect of the core to Core, in the
 //     order the core emitted them, after the call that caused them has
 //     returned (effects of the core are queued, never fed back from inside
 //     a Front call). Their bytes are copied by the driver first: the core's
@@ -106,7 +106,12 @@
 // ack is a ReqAck of that offset on the subscription's client. basic.cancel
 // and the end of a channel or connection pass EfClientGone, which returns
 // the subscription's unacked deliveries to the queue, redelivered. A no-ack
-// subscription acks each delivery as it hands it over.
+// subscription acks each delivery as it hands it over. When the core ends
+// a subscription itself (EfCancel: its owner's group was fenced, replaced
+// or retired by a recovery or a deletion), the subscription goes and the
+// client is sent basic.cancel (when it announced consumer_cancel_notify,
+// as amqp091-go and the other common clients do), and the queue's route is
+// asked again before the next subscription to it.
 //
 // # Not supported yet (answered, never silently ignored)
 //

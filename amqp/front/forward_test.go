@@ -187,6 +187,33 @@ func TestForwardSubscribe(t *testing.T) {
 	}
 }
 
+// TestCoreCancel: the core ends a subscription (its group at the owner was
+// fenced): the client gets basic.cancel, the front asks the topology where
+// the queue lives now, and consuming again goes there.
+func TestCoreCancel(t *testing.T) {
+	h := forwardHarness(t)
+	h.cl.method(t, 1, &wire.BasicConsume{Queue: "q", ConsumerTag: "c1"})
+	h.send()
+	h.reply(h.next(seam.ReqTopology), seam.Confirmed, 7, 2, "owner=n2")
+	sr := h.next(seam.ReqSubscribe)
+	h.reply(sr, seam.Confirmed, 7, 0, "")
+	h.methods()
+	h.now++
+	h.take(h.f.Core(h.now, &seam.Effect{Kind: seam.EfCancel, Client: sr.Client, Queue: 7, Reason: "fenced: pending transition to epoch 2"}))
+	if got := h.methods(); len(got) != 1 || got[0] != "60.30" {
+		t.Fatalf("after the core's cancel the client got %v, want basic.cancel (60.30)", got)
+	}
+	if h.f.Stats().Cancelled != 1 {
+		t.Fatalf("cancelled %d, want 1", h.f.Stats().Cancelled)
+	}
+	h.reply(h.next(seam.ReqTopology), seam.Confirmed, 7, 3, "owner=n3")
+	h.cl.method(t, 1, &wire.BasicConsume{Queue: "q", ConsumerTag: "c2"})
+	h.send()
+	if sr2 := h.next(seam.ReqSubscribe); sr2.Node != 3 {
+		t.Fatalf("the second subscribe went to n%d, want n3 (the topology asked again)", sr2.Node)
+	}
+}
+
 // TestForwardDeclare: a declaration goes to the leader a refusal names,
 // waits while the queue this broker applied is not there yet or fenced,
 // and survives the loss of the leader it went to (asked again here). Its

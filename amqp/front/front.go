@@ -78,6 +78,9 @@ type Stats struct {
 	Rerouted uint64
 	// Forwarded counts requests carried to another broker (Forward).
 	Forwarded uint64
+	// Cancelled counts subscriptions the core ended (EfCancel: their
+	// group fenced, replaced or retired), each told to its client.
+	Cancelled uint64
 	// NodesLost counts connections closed because a broker they had
 	// requests or subscriptions at was lost (NodeLost).
 	NodesLost uint64
@@ -386,8 +389,8 @@ func (f *Front) Tick(nowNs int64) []Effect {
 	return f.finish()
 }
 
-// Core passes a reply or delivery of the core (an EfReply or EfDeliver
-// effect).
+// Core passes a reply, delivery or cancel of the core (an EfReply,
+// EfDeliver or EfCancel effect).
 func (f *Front) Core(nowNs int64, e *seam.Effect) []Effect {
 	f.begin(nowNs)
 	f.core(e)
@@ -417,6 +420,8 @@ func (f *Front) core(e *seam.Effect) {
 		f.reply(c, e)
 	case seam.EfDeliver:
 		f.deliver(c, ref, e)
+	case seam.EfCancel:
+		f.cancelled(c, ref, e)
 	default:
 		panic("front: core effect " + e.String())
 	}
@@ -899,6 +904,26 @@ func (f *Front) settle(c *connState, x conn.EfSettle) {
 		node = s.node
 	}
 	f.request(c, cl, seam.Request{Kind: seam.ReqAck, Queue: q, Offset: uint64(x.Handle) - 1}, nil, node)
+}
+
+// cancelled takes the core's end of a subscription: the queue's group
+// there was fenced, replaced or retired, so the subscription goes (its
+// unacked deliveries went back to the queue in the core), the client is
+// told (basic.cancel), and the topology is asked where the queue lives
+// now (Forward), so that a consume that follows goes there.
+func (f *Front) cancelled(c *connState, ref clientRef, e *seam.Effect) {
+	s := c.sub(ref.sub)
+	if ref.sub == 0 || s == nil {
+		return // ended here already (basic.cancel, its channel closed)
+	}
+	c.dropSubID(s.id)
+	delete(f.clients, s.client)
+	f.stats.Cancelled++
+	f.input(c, conn.InCancelled{NowNs: f.nowNs, Sub: s.id})
+	if f.cfg.Forward && !c.routing[s.queue] {
+		c.routing[s.queue] = true
+		f.request(c, c.client, seam.Request{Kind: seam.ReqTopology, Body: []byte(s.queue)}, &pending{kind: pRoute, name: s.queue}, 0)
+	}
 }
 
 // deliver hands a core delivery to its subscription.

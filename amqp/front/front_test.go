@@ -95,7 +95,8 @@ func newHarnessWith(t *testing.T, edit func(*Config)) *harness {
 	h.take(f.Accept(h.now, 1, conn.Peer{Loopback: true}))
 	h.bytes(append(wire.ProtocolHeader[:], 0)[:8])
 	pw := "\x00guest\x00guest"
-	h.cl.method(t, 0, &wire.ConnectionStartOk{Mechanism: "PLAIN", Response: pw, Locale: "en_US"}).
+	caps := wire.Table{{Name: "capabilities", Value: wire.Table{{Name: "consumer_cancel_notify", Value: true}}}}
+	h.cl.method(t, 0, &wire.ConnectionStartOk{ClientProperties: caps, Mechanism: "PLAIN", Response: pw, Locale: "en_US"}).
 		method(t, 0, &wire.ConnectionTuneOk{ChannelMax: 16, FrameMax: wire.FrameBytesMin, Heartbeat: 0}).
 		method(t, 0, &wire.ConnectionOpen{VirtualHost: "/"}).
 		method(t, 1, &wire.ChannelOpen{}).

@@ -267,9 +267,16 @@ func (r *Replica) OnPublish(c seam.ClientID, req *seam.Request) {
 // Publishes in flight still confirm if they reach W (their copies are
 // durable and a recovery finds them); new publishes, subscriptions and
 // acks are refused with why.
+//
+// Its consumers' subscriptions end, each told (EfCancel): a fenced owner
+// delivers nothing they could ack, and the queue's next owner is elsewhere
+// or under a new group; a consumer left subscribed would wait for ever.
 func (r *Replica) Fence(why string) {
 	if r.fenced == "" {
 		r.fenced = "fenced: " + why
+		if r.owner != nil {
+			r.owner.state.cancelAll(r.fenced)
+		}
 	}
 }
 

@@ -54,3 +54,44 @@ func TestSealFreezesFollower(t *testing.T) {
 		}
 	}
 }
+
+// TestFenceCancelsConsumers: fencing an owner ends its subscriptions, each
+// consumer told (EfCancel, as AMQP's basic.cancel): a consumer left
+// subscribed to a fenced group would wait for ever (the soak's stranded
+// consumer). A follower has none to tell.
+func TestFenceCancelsConsumers(t *testing.T) {
+	x := &Ctx{Node: 1, Process: 1, Lim: seam.Limits{}.WithDefaults(), Out: &seam.Out{}}
+	cfg := seam.QueueConfig{Queue: 7, Replicas: []seam.NodeID{1, 2, 3}, Owner: 1, Policy: seam.MajorityDurable}
+	r := New(x, cfg)
+	r.Restore(&seam.LogState{Group: seam.QueueGroup(7)})
+	r.Begin()
+	for _, c := range []seam.ClientID{5, 9} {
+		r.OnSubscribe(c, &seam.Request{Kind: seam.ReqSubscribe, Queue: 7, ID: uint64(c), Prefetch: 4})
+	}
+	x.Out.Reset()
+	r.Fence("pending transition to epoch 2")
+	r.Invariants()
+	var cancelled []seam.ClientID
+	for _, e := range x.Out.Effects {
+		if e.Kind == seam.EfCancel {
+			if e.Queue != 7 || e.Reason != "fenced: pending transition to epoch 2" {
+				t.Fatalf("cancel %s: want queue 7 and the fence's reason", e.String())
+			}
+			cancelled = append(cancelled, e.Client)
+		}
+	}
+	if len(cancelled) != 2 || cancelled[0] != 5 || cancelled[1] != 9 {
+		t.Fatalf("cancelled %v, want both consumers [5 9]", cancelled)
+	}
+	x.Out.Reset()
+	r.Fence("again")
+	r.OnSubscribe(11, &seam.Request{Kind: seam.ReqSubscribe, Queue: 7, ID: 11, Prefetch: 4})
+	for _, e := range x.Out.Effects {
+		if e.Kind == seam.EfCancel {
+			t.Fatalf("a second fence cancelled again: %s", e.String())
+		}
+		if e.Kind == seam.EfReply && e.Outcome == seam.Confirmed {
+			t.Fatal("a fenced owner took a subscription")
+		}
+	}
+}

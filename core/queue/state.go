@@ -118,6 +118,20 @@ func (s *queueState) onClientGone(c seam.ClientID) {
 	}
 }
 
+// cancelAll ends every subscription, telling each consumer why; their
+// deliveries return to the queue, as when they go.
+func (s *queueState) cancelAll(why string) {
+	r := s.o.r
+	for _, k := range s.consumers {
+		for _, o := range k.outstanding {
+			delete(s.outstanding, o)
+			s.redeliver = insertSorted(s.redeliver, o)
+		}
+		r.x.Out.Cancel(k.client, r.cfg.Queue, why)
+	}
+	s.consumers, s.rr = s.consumers[:0], 0
+}
+
 func insertSorted(v []uint64, x uint64) []uint64 {
 	i := len(v)
 	for i > 0 && v[i-1] > x {

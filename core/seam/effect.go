@@ -46,6 +46,13 @@ const (
 	// source's seal (core/recovery's encoding). Nothing to do: the world may watch it (the simulator's
 	// checkers and coverage, the daemon's metrics and recovery timings).
 	EfRecovery EffectKind = 9
+	// EfCancel: the subscription of consumer Client to Queue ended on the
+	// broker's side (Reason: why; its replica group was fenced, replaced
+	// or retired): no delivery of it follows, and its unacked deliveries
+	// returned to the queue. Pass it to the client's connection like a
+	// reply (AMQP's server-sent basic.cancel): the client may subscribe
+	// again where the queue lives now.
+	EfCancel EffectKind = 10
 )
 
 // RecoveryStage names a stage of a sealed recovery (issue 11, point 8).
@@ -121,16 +128,16 @@ type Effect struct {
 	Op      StorageOp       // storage
 	Log     LogID           // storage
 	Batch   *meta.Batch     // storage persist: the metadata batch
-	Queue   QueueID         // reply, deliver
+	Queue   QueueID         // reply, deliver, cancel
 	Records []record.Record // storage append
 	Offset  uint64          // storage, reply (confirmed publish), deliver
 	Count   int             // storage read
 	Tag     uint64          // storage read, persist (its sequence number); applied (the term)
 
-	Client      ClientID // reply, deliver
+	Client      ClientID // reply, deliver, cancel
 	ReqID       uint64   // reply
 	Outcome     Outcome  // reply
-	Reason      string   // reply (failed, unknown; a confirmed meta request's result); applied (the command and result); note
+	Reason      string   // reply (failed, unknown; a confirmed meta request's result); applied (the command and result); note; cancel
 	Body        []byte   // deliver; applied (the command)
 	Redelivered bool     // deliver
 
@@ -193,6 +200,10 @@ func (e *Effect) AppendText(dst []byte, msgs MsgText) []byte {
 			dst = append(dst, " redelivered"...)
 		}
 		return dst
+	case EfCancel:
+		dst = AppendKV(append(dst, "cancel"...), "c", uint64(e.Client))
+		dst = AppendKV(dst, "q", uint64(e.Queue))
+		return AppendKVStr(dst, "reason", e.Reason)
 	case EfDeadline:
 		return AppendKVInt(append(dst, "deadline"...), "at", e.AtNs)
 	case EfApplied:

@@ -85,6 +85,12 @@ func (o *Out) Deliver(c ClientID, q QueueID, rec *record.Record, redelivered boo
 	o.Effects = append(o.Effects, Effect{Kind: EfDeliver, Client: c, Queue: q, Offset: rec.Offset, Body: rec.Body, Redelivered: redelivered})
 }
 
+// Cancel emits the end of consumer c's subscription to queue q, on the
+// broker's side.
+func (o *Out) Cancel(c ClientID, q QueueID, why string) {
+	o.Effects = append(o.Effects, Effect{Kind: EfCancel, Client: c, Queue: q, Reason: why})
+}
+
 // Deadline emits the next deadline.
 func (o *Out) Deadline(atNs int64) {
 	o.Effects = append(o.Effects, Effect{Kind: EfDeadline, AtNs: atNs})

@@ -19,7 +19,8 @@ type Env interface {
 	// Send starts sending msg, a message of group g, to peer to. msg is
 	// valid only during the call: copy what must outlive it.
 	Send(to core.NodeID, g core.GroupID, msg []byte)
-	// Client passes a reply or delivery to the client connection it names.
+	// Client passes a reply, delivery or cancel to the client connection it
+	// names.
 	Client(e *core.Effect)
 	// StartStorage says that op, the head of log l's queue, may start. It
 	// returns true to have the host run it now, inline (a write into the
@@ -415,7 +416,7 @@ func (h *Host) step(in *core.Input) {
 			h.env.Send(e.To, e.Group, e.Data)
 		case core.EfStorage:
 			h.storage(e)
-		case core.EfReply, core.EfDeliver:
+		case core.EfReply, core.EfDeliver, core.EfCancel:
 			h.env.Client(e)
 		case core.EfApplied:
 			if h.obs != nil {

@@ -261,6 +261,10 @@ func appendEffectBin(b []byte, node core.NodeID, e *core.Effect) []byte {
 		b = binary.AppendUvarint(b, e.Offset)
 		b = binary.AppendUvarint(b, uint64(len(e.Body)))
 		b = appendBoolBin(b, e.Redelivered)
+	case core.EfCancel:
+		b = binary.AppendUvarint(b, uint64(e.Client))
+		b = binary.AppendUvarint(b, uint64(e.Queue))
+		b = appendStrBin(b, e.Reason)
 	case core.EfDeadline:
 		b = binary.LittleEndian.AppendUint64(b, uint64(e.AtNs))
 	case core.EfApplied:

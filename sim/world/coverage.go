@@ -55,6 +55,7 @@ const (
 	MarkRecoveryReceipt                     // a restarted process answered a seal retry with its predecessor's seal, from the log's receipt
 	MarkRecoveryInstall                     // a proposed member installed a recovered history
 	MarkRecoveryActivate                    // a recovery's activation committed: the queue serves again
+	MarkConsumerCancelled                   // a consumer got the broker's cancel of its subscription (EfCancel) and asked where its queue lives
 	markKinds
 )
 
@@ -97,6 +98,7 @@ var markNames = [...]string{
 	MarkRecoveryReceipt:     "recovery-receipt",
 	MarkRecoveryInstall:     "recovery-install",
 	MarkRecoveryActivate:    "recovery-activate",
+	MarkConsumerCancelled:   "consumer-cancelled",
 }
 
 func (m Mark) String() string {

@@ -522,28 +522,6 @@ func (w *World) fencedApplied(name string, incarnation uint64, deleted bool) {
 	p.deleted = p.deleted || deleted
 }
 
-// incarnationOf returns the placed queue of name and incarnation, if the
-// world saw it placed.
-func (w *World) incarnationOf(name string, incarnation uint64) *placedQueue {
-	for _, id := range w.placedIDs {
-		if p := w.placedByID[id]; p.name == name && p.incarnation == incarnation {
-			return p
-		}
-	}
-	return nil
-}
-
-// cancelConsumers ends the subscriptions to queue q at broker b: b no
-// longer serves them (its group of q fenced, replaced or gone). Each
-// consumer asks where the queue lives again.
-func (w *World) cancelConsumers(b *broker, q core.QueueID) {
-	for _, c := range w.clients {
-		if c.kind == consumer && c.queue == q && c.conn != 0 && !c.asking && c.at == int32(b.id-1) {
-			w.relearn(c)
-		}
-	}
-}
-
 // placedSettled reports whether every placed queue not fenced has
 // converged: the drain waits for it.
 func (w *World) placedSettled() bool {

@@ -305,37 +305,11 @@ func (env *brokerEnv) Applied(e *core.Effect) {
 	w.checker.MetaApplied(w.now, env.b.id, e.Offset, e.Tag, e.Body, e.Reason)
 	if e.Reason == ctrl.ImageRestoredNote {
 		w.mark(MarkMetaImage)
-		// The broker jumped to a snapshot of the metadata: the commands
-		// it skipped (a deletion, a transition, an activation) fenced,
-		// replaced or dropped its groups without one being applied here,
-		// so every subscription on it is cancelled, and each consumer
-		// asks where its queue lives again (seed 9000008645: a consumer
-		// of a queue deleted while its owner was cut off waited on the
-		// retired group for ever). TODO(issue 13): the core's own cancel
-		// effects, per retired group.
-		for _, c := range w.clients {
-			if c.kind == consumer && c.conn != 0 && !c.asking && c.at == int32(env.b.id-1) {
-				w.relearn(c)
-			}
-		}
 		return
 	}
 	c, err := metadata.Decode(e.Body)
 	if err != nil || strings.Contains(e.Reason, "=> refused") {
 		return
-	}
-	switch c.Kind {
-	case metadata.Transition, metadata.Activate, metadata.DeleteQueue:
-		// This broker fences (or replaces, or drops) its replica group of
-		// the queue as it applies this: it cancels the group's consumers
-		// on it, as AMQP's basic.cancel tells a client, and they ask where
-		// the queue lives again. TODO(issue 13): the core says so itself
-		// (an effect per subscription), for the daemon's basic.cancel.
-		// (Of that incarnation: this broker may apply it long after the
-		// name was declared again, a pause or a partition behind.)
-		if p := w.incarnationOf(c.Queue, c.Incarnation); p != nil {
-			w.cancelConsumers(env.b, p.id)
-		}
 	}
 	if e.Offset <= w.metaFollowed {
 		// Applied already by another broker (or an earlier process of this

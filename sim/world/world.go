@@ -1040,6 +1040,14 @@ func (w *World) clientReceive(e *event) {
 			}
 			return
 		}
+	case core.EfCancel:
+		// The broker ended the subscription (its group fenced, replaced or
+		// retired), as AMQP's basic.cancel tells a consumer: ask where the
+		// queue lives now.
+		if c.kind == consumer && !c.asking {
+			w.mark(MarkConsumerCancelled)
+			w.relearn(c)
+		}
 	case core.EfDeliver:
 		// A delivery is a read of the log at its offset, from the instant
 		// the broker sent it to the instant the consumer had it.
