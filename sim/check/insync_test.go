@@ -66,17 +66,30 @@ func TestISRConfirmNeedsTheWholeInSyncSet(t *testing.T) {
 	}
 }
 
-// A watermark that moves back fails watermark-back; one above what a
-// member of the in-sync set holds fails watermark-durable.
+// A watermark that moves back below what was confirmed fails
+// watermark-back (an isr queue's watermark over records nothing confirmed,
+// its in-sync set below min_insync, may go back); one above what a member
+// of the in-sync set holds fails watermark-durable.
 func TestWatermarkCheckers(t *testing.T) {
 	c, fd, q, _ := isrWorld(t)
 	for n := core.NodeID(1); n <= 3; n++ {
 		writtenQ(c, fd, q, n, pub(1, 0, 7), pub(1, 1, 8))
 	}
 	c.Watermark(10, q, 1, 7, 2)
+	c.ConfirmEmitted(10, q, 0)
+	c.ConfirmEmitted(10, q, 1)
 	wantClean(t, c)
 	c.Watermark(11, q, 1, 7, 1)
 	wantFailure(t, c, "watermark-back")
+
+	c, fd, q, _ = isrWorld(t)
+	for n := core.NodeID(1); n <= 3; n++ {
+		writtenQ(c, fd, q, n, pub(1, 0, 7), pub(1, 1, 8))
+	}
+	c.Watermark(10, q, 1, 7, 2)
+	c.ConfirmEmitted(10, q, 0)
+	c.Watermark(11, q, 1, 7, 1) // back over o=1, which nothing confirmed
+	wantClean(t, c)
 
 	c, fd, q, _ = isrWorld(t)
 	writtenQ(c, fd, q, 1, pub(1, 0, 7), pub(1, 1, 8))
@@ -97,6 +110,7 @@ func TestWatermarkCheckers(t *testing.T) {
 	c.Watermark(10, q, 1, 7, 1)
 	c.Reassign(20, q, 2, 2, []core.NodeID{1, 2, 3}, 2)
 	c.Watermark(21, q, 2, 4, 2)
+	c.ConfirmEmitted(21, q, 1)
 	c.Watermark(22, q, 1, 7, 1)
 	wantClean(t, c)
 	c.Watermark(23, q, 2, 4, 1)
