@@ -117,6 +117,36 @@ func TestWatermarkCheckers(t *testing.T) {
 	wantFailure(t, c, "watermark-back")
 }
 
+// A majority queue's watermark counted a member's report that an
+// installation of a recovered history made stale (it dropped the unconfirmed
+// suffix the report covered): no watermark-durable failure, since this
+// queue's confirms do not follow its in-sync set (seed 19069). Without the
+// installation, or for an isr queue (whose watermark is its confirm
+// point), the same watermark fails.
+func TestWatermarkOverAReportAnInstallationMadeStale(t *testing.T) {
+	for _, tc := range []struct {
+		isr, install bool
+		want         string
+	}{{false, true, ""}, {false, false, "watermark-durable"}, {true, true, "watermark-durable"}} {
+		c, fd, q, _ := isrWorld(t)
+		c.queues[q].spec.ISR = tc.isr
+		for n := core.NodeID(1); n <= 3; n++ {
+			writtenQ(c, fd, q, n, pub(1, 0, 7), pub(1, 1, 8))
+		}
+		c.Reported(5, 3, q, 2)
+		c.Truncated(3, q, 1) // the installation's truncation
+		if tc.install {
+			c.Installed(6, 3, q)
+		}
+		c.Watermark(7, q, 1, 7, 2)
+		if tc.want == "" {
+			wantClean(t, c)
+		} else {
+			wantFailure(t, c, tc.want)
+		}
+	}
+}
+
 // A confirm from a node other than the owner, or from a second process of
 // the owner under one placed assignment, fails one-owner.
 func TestOneOwnerPerAssignment(t *testing.T) {
