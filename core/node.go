@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/core/ctrl"
@@ -60,10 +61,14 @@ type Node struct {
 	installer  installer     // this broker's installation (install.go)
 	lease      lease         // the owner lease (lease.go)
 	gone       []peerProcess // processes whose exit this node saw (InPeerLost), newest last
-	recovery   *recoveryWork // the recovery this node's worker drives (recover.go)
-	// recoverySetAside: a blocked recovery's queue, set aside so that the
-	// worker takes up the others first (at most one: the last set aside)
-	recoverySetAside []QueueID
+	// recoveries: the attempts this node's recovery workers drive, at most
+	// recovery.workers_per_broker; recoveryRetries: the queues whose
+	// attempt was set aside, with their backoff (recover.go)
+	recoveries      []*recoveryWork
+	recoveryRetries []recoveryRetry
+	// reattach: the recovered queues this node owns that have confirmed
+	// no publish yet (placed.go's reattachTick), at most placedMax
+	reattach []QueueID
 }
 
 // GroupCtrl is the metadata group's id.
@@ -229,6 +234,9 @@ func (n *Node) Step(in *Input) []Effect {
 	default:
 		panic("core: unknown input kind")
 	}
+	if len(n.reattach) > 0 {
+		n.reattachTick()
+	}
 	n.emitDeadline()
 	return n.out.Effects
 }
@@ -345,6 +353,9 @@ func (n *Node) ctrlEffects(effects []ctrl.Effect) {
 		case ctrl.EfApplied:
 			n.out.Effects = append(n.out.Effects, seam.Effect{Kind: seam.EfApplied, Group: GroupCtrl,
 				Offset: e.Index, Tag: e.Term, Body: e.Cmd, Reason: e.Note})
+			if strings.Contains(e.Note, fencedNote) {
+				n.proposeMark(&e)
+			}
 		case ctrl.EfNote:
 			n.out.Effects = append(n.out.Effects, seam.Effect{Kind: seam.EfNote, Group: GroupCtrl, Reason: e.Note})
 		case ctrl.EfOutcome:
@@ -354,6 +365,24 @@ func (n *Node) ctrlEffects(effects []ctrl.Effect) {
 		default:
 			panic(fmt.Sprintf("core: metadata group effect kind %d", e.Kind))
 		}
+	}
+}
+
+// fencedNote is in the note of an applied transition (metadata.State's).
+const fencedNote = "=> fenced "
+
+// proposeMark marks the propose stage of a queue's recovery on the
+// metadata leader, once: where the transition that fenced it applied.
+func (n *Node) proposeMark(e *ctrl.Effect) {
+	if _, _, leader := n.ctrl.Status(); !leader {
+		return
+	}
+	c, err := metadata.Decode(e.Cmd)
+	if err != nil || c.Kind != metadata.Transition {
+		return
+	}
+	if q, ok := n.ctrl.Metadata().Queue(c.Queue); ok && q.Incarnation == c.Incarnation {
+		n.out.Recovery(q.ID, seam.StagePropose, c.Epoch+1, nil, fmt.Sprintf("fenced at index %d", e.Index))
 	}
 }
 

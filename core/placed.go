@@ -300,7 +300,30 @@ func (n *Node) startGroup(p *placedGroup, q *metadata.Queue, st *seam.LogState) 
 		// tick: an isr owner admits nothing without one, and a publish
 		// right after the declaration would be refused.
 		r.SetInSync(q.Assignment.InSync.Slice(), q.Assignment.InSyncVersion, md.Setting(metadata.ReplicaLagTimeMaxMs))
+		if q.Assignment.Epoch > 1 && !slices.Contains(n.reattach, p.queue) {
+			// A recovered assignment (epoch 1 is the first placement):
+			// its first confirm is the recovery's last stage.
+			n.reattach = append(n.reattach, p.queue)
+		}
 	}
+}
+
+// reattachTick marks the reattach stage of the recovered queues this node
+// owns whose owner confirmed its first publish, and forgets those whose
+// group went (replaced, retired) first.
+func (n *Node) reattachTick() {
+	n.reattach = slices.DeleteFunc(n.reattach, func(q QueueID) bool {
+		r := n.queue(seam.QueueGroup(q))
+		if r == nil || r.Sealed() || !r.Owns() {
+			return true
+		}
+		i := n.placedIndex(q)
+		if c := r.PublishesConfirmed(); c > 0 && i >= 0 {
+			n.out.Recovery(q, seam.StageReattach, n.placed[i].epoch, nil, fmt.Sprintf("owner n%d confirmed %d publishes", n.x.Node, c))
+			return true
+		}
+		return false
+	})
 }
 
 // topology answers where a queue lives, by the applied metadata.

@@ -12,26 +12,33 @@ import (
 	"github.com/sluicemq/sluice/core/seam"
 )
 
-// The recovery worker (seed 004, "Automatic recovery bounds"; issue 11).
-// Every node runs one; it drives one queue recovery at a time: that of the
-// first fenced queue (by name) whose candidate it is. The candidate of a
-// pending transition is the lowest proposed member that was a previous
-// member too (it holds the queue's history), else the lowest proposed
-// member. The worker asks every previous member to seal (itself directly,
-// the others by a recovery message), again after a backoff from 1 s
-// doubling to 30 s while a member's seal is missing, and collects the
-// seals (core/recovery's Collection) until it holds R = E − W + 1 complete
-// witnesses (or, for an isr queue, one member of the last committed
-// in-sync set). It then reads the furthest witness's sealed log and every
-// other complete witness's, a page at a time (core/recovery's Verifier:
-// each must hash to its seal's identity, none may contradict the source),
-// and accepts the source. It marks each stage in the trace. A changed or
-// cleared transition ends the attempt; contradictory evidence or an
-// exhausted inspection budget blocks it, with a note.
+// The recovery workers (seed 004, "Automatic recovery bounds"; issue 11).
+// Every node drives up to recovery.workers_per_broker queue recoveries at
+// once (default 1, the seed's rule): those of the first fenced queues (by
+// name) whose candidate it is. The candidate of a pending transition is the
+// lowest proposed member that was a previous member too (it holds the
+// queue's history), else the lowest proposed member. An attempt asks every
+// previous member to seal (itself directly, the others by a recovery
+// message), again after a backoff from 1 s doubling to 30 s while a
+// member's seal is missing, and collects the seals (core/recovery's
+// Collection) until it holds R = E − W + 1 complete witnesses (or, for an
+// isr queue, one member of the last committed in-sync set). It then reads
+// the furthest witness's sealed log and every other complete witness's, a
+// page at a time (core/recovery's Verifier: each must hash to its seal's
+// identity, none may contradict the source), and accepts the source; has
+// every proposed member install the source's history (install.go); and
+// asks the controller to activate the new assignment once the owner and W
+// members installed. It marks each stage in the trace. A changed or
+// cleared transition ends the attempt; evidence that changed under it
+// starts it over. Contradictory evidence or an exhausted inspection budget
+// blocks it, with a note; a blocked attempt, and one past its two-minute
+// deadline, is set aside and tried again after a backoff (1 s doubling to
+// 30 s), the queue fenced meanwhile: nothing is dropped and no quorum
+// weakened to make it fit.
 //
-// TODO(issue 11): staging and installation on the proposed members, the
-// activation command; until then a recovered queue stays fenced at
-// "source accepted".
+// One worker serves one queue at a time; with several, they share this
+// broker's one seal and one installation at a time (a busy refusal is
+// asked again within a second).
 
 // Backoff bounds of the worker's seal requests (seed 004). The backoff
 // grows to recoveryBackoffMaxNs only for a broker the metadata does not
@@ -43,6 +50,11 @@ const (
 	recoveryBackoffMinNs     = 1_000_000_000
 	recoveryBackoffLiveMaxNs = 2_000_000_000
 	recoveryBackoffMaxNs     = 30_000_000_000
+	// recoveryBusyRetryNs: a broker busy with another seal or installation
+	// (one at a time) is asked again this soon, at the worker's next tick:
+	// a seal takes a sync, and with several workers per broker their
+	// requests meet on the same brokers
+	recoveryBusyRetryNs = 50_000_000
 )
 
 // recoveryBackoff returns the backoff after one of backoffNs asking node.
@@ -81,7 +93,8 @@ type recoveryWork struct {
 	srcEpochs  []seam.EpochStart
 	installs   []installAsk
 	activateNs int64
-	detectNs   int64 // when the worker took the transition up (after its commit)
+	detectNs   int64 // when the worker took the transition up (after its commit), at its first attempt
+	startNs    int64 // when this attempt began (its deadline runs from here)
 	blockedNs  int64 // when it blocked
 	// blockedOn: the replica whose sealed read blocked the verification
 	// (0: none), asked for its seal again at blockedAskNs
@@ -133,68 +146,72 @@ func candidate(q *metadata.Queue) NodeID {
 	return a.Pending.Proposed.ID[0]
 }
 
-// recoveryTick runs the worker: it drops an attempt whose transition
-// changed, starts the next one, and asks for the missing seals.
+// recoveryTick runs the workers: it ends the attempts whose transition
+// changed or was activated, sets aside those blocked or past their
+// deadline (to be tried again after a backoff), takes up the next fenced
+// queues while a worker is free, and steps each attempt.
 func (n *Node) recoveryTick() {
 	md := n.ctrl.Metadata()
-	w := n.recovery
-	if w != nil {
+	n.recoveryRetriesPrune(md)
+	for _, w := range slices.Clone(n.recoveries) { // (ending one removes it)
 		q, ok := md.Queue(w.name)
-		if ok && q.Incarnation == w.t.Incarnation && q.Assigned && !q.Assignment.Fenced && q.Assignment.Epoch == w.t.Epoch {
+		switch {
+		case ok && q.Incarnation == w.t.Incarnation && q.Assigned && !q.Assignment.Fenced && q.Assignment.Epoch == w.t.Epoch:
 			n.out.Recovery(w.t.Queue, seam.StageActivate, w.t.Epoch, nil, fmt.Sprintf("activated: owner n%d, members %d, in-sync %v",
 				q.Assignment.Owner, q.Assignment.Members.N, q.Assignment.InSync.Slice()))
-			n.recovery, w = nil, nil
-		} else if !ok || q.Incarnation != w.t.Incarnation || !q.Assignment.Fenced || recovery.Digest(q.Assignment.Pending.Digest) != w.t.Digest {
+			n.recoveryEnd(w)
+		case !ok || q.Incarnation != w.t.Incarnation || !q.Assignment.Fenced || recovery.Digest(q.Assignment.Pending.Digest) != w.t.Digest:
 			n.recoveryNote(w.t.Queue, "recovery q=%d epoch=%d ended: the transition is no longer pending", w.t.Queue, w.t.Epoch)
-			n.recovery, w = nil, nil
+			n.recoveryEnd(w)
+		case w.blocked != "" && n.x.NowNs >= w.blockedNs+recoveryBlockedSetAsideNs:
+			// Blocked (contradictory evidence, a budget spent): the queue
+			// stays fenced with its diagnostic, and the attempt is set
+			// aside so that it does not keep a worker from every other
+			// queue; it is tried again, asking everyone afresh, after a
+			// backoff (the evidence may have changed: a replica back, a
+			// restarted one's receipt).
+			n.recoveryRetryLater(w, "blocked: "+w.blocked)
+		case n.x.NowNs >= w.startNs+recoveryAttemptNs:
+			n.recoveryRetryLater(w, fmt.Sprintf("past the attempt's deadline of %d s", recoveryAttemptNs/1_000_000_000))
 		}
 	}
-	if w != nil && w.blocked != "" && n.x.NowNs >= w.blockedNs+recoveryBlockedSetAsideNs && n.recoveryPending(md, w.t.Queue) {
-		// Blocked (contradictory evidence, a budget spent): it stays
-		// fenced with its diagnostic, but it does not keep this broker's
-		// worker from every other queue: it is set aside, and taken up
-		// again (asking everyone afresh) after the queues behind it.
-		n.recoveryNote(w.t.Queue, "recovery q=%d epoch=%d set aside, blocked: %s", w.t.Queue, w.t.Epoch, w.blocked)
-		n.recoverySetAside = append(n.recoverySetAside[:0:0], w.t.Queue)
-		n.recovery, w = nil, nil
-	}
-	if w == nil {
+	if workers := n.recoveryWorkers(md); len(n.recoveries) < workers {
 		qs := md.Queues()
-		var aside *metadata.Queue
 		for i := range qs {
 			q := &qs[i]
-			if q.Assigned && q.Assignment.Fenced && q.Assignment.Pending.Proposed.N > 0 && candidate(q) == n.x.Node {
-				if slices.Contains(n.recoverySetAside, q.ID) {
-					if aside == nil {
-						aside = q
-					}
-					continue
-				}
-				n.recoveryStart(q)
+			if len(n.recoveries) >= workers {
 				break
 			}
-		}
-		if n.recovery == nil && aside != nil {
-			n.recoverySetAside = n.recoverySetAside[:0]
-			n.recoveryStart(aside)
-		}
-		if w = n.recovery; w == nil {
-			return
+			if q.Assigned && q.Assignment.Fenced && q.Assignment.Pending.Proposed.N > 0 && candidate(q) == n.x.Node &&
+				n.recoveryOf(q.ID) == nil && !n.recoveryWaits(q) {
+				if w := n.recoveryStart(q); w != nil {
+					n.recoveries = append(n.recoveries, w)
+				}
+			}
 		}
 	}
+	for _, w := range slices.Clone(n.recoveries) {
+		if slices.Contains(n.recoveries, w) {
+			n.recoveryWorkTick(md, w)
+		}
+	}
+}
+
+// recoveryWorkTick steps one attempt: it asks for what is missing.
+func (n *Node) recoveryWorkTick(md *metadata.State, w *recoveryWork) {
 	if w.blocked != "" {
 		if w.blockedOn != 0 && n.x.NowNs >= w.blockedAskNs+recoveryBackoffLiveMaxNs {
-			n.recoveryAskBlockedOn() // the answer may have been lost
+			n.recoveryAskBlockedOn(w) // the answer may have been lost
 		}
 		return
 	}
 	if w.selected {
-		n.recoveryInstallTick()
+		n.recoveryInstallTick(w)
 		return
 	}
 	if w.verify != nil {
 		if n.x.NowNs-w.askedNs >= recoveryBackoffMinNs {
-			n.recoveryAskPage() // the page or its answer was lost: ask again
+			n.recoveryAskPage(w) // the page or its answer was lost: ask again
 		}
 		return
 	}
@@ -213,6 +230,9 @@ func (n *Node) recoveryTick() {
 		req := recovery.SealRequest{Queue: w.t.Queue, Incarnation: w.t.Incarnation, Epoch: w.t.Epoch, Transition: w.t.Digest}
 		if a.node == n.x.Node {
 			n.sealRequested(n.x.Node, req)
+			if !slices.Contains(n.recoveries, w) {
+				return // its answer started the attempt over
+			}
 			continue
 		}
 		buf := recovery.AppendSealRequest(n.out.Grow(64), &req)
@@ -220,12 +240,18 @@ func (n *Node) recoveryTick() {
 	}
 }
 
-// recoveryStart begins the recovery of q's pending transition.
-func (n *Node) recoveryStart(q *metadata.Queue) {
+// recoveryStart returns a new attempt at the recovery of q's pending
+// transition (nil if the committed metadata cannot start one, said why).
+// An attempt after one set aside keeps the first one's start: the old
+// owner's lease is counted from it.
+func (n *Node) recoveryStart(q *metadata.Queue) *recoveryWork {
 	a := &q.Assignment
 	t := recovery.Transition{Queue: q.ID, Incarnation: q.Incarnation, Epoch: a.Pending.Epoch, Digest: recovery.Digest(a.Pending.Digest),
 		W: q.Policy.WriteQuorum(a.Members.N, q.MinInsync), ISR: q.Policy == seam.ISR, InSync: slices.Clone(a.InSync.Slice())}
-	w := &recoveryWork{t: t, name: q.Name, detectNs: n.x.NowNs}
+	w := &recoveryWork{t: t, name: q.Name, detectNs: n.x.NowNs, startNs: n.x.NowNs}
+	if i := n.recoveryRetryIndex(q.ID, t.Digest); i >= 0 {
+		w.detectNs = n.recoveryRetries[i].firstNs
+	}
 	for _, m := range a.Members.Slice() {
 		t.Previous = append(t.Previous, recovery.Replica{Node: m.Node, Storage: m.Storage})
 		w.asks = append(w.asks, recoveryAsk{node: m.Node, nextNs: n.x.NowNs, backoffNs: recoveryBackoffMinNs})
@@ -239,17 +265,87 @@ func (n *Node) recoveryStart(q *metadata.Queue) {
 		// Committed metadata the collection cannot take: a bug, but not
 		// one worth a crash loop; the queue stays fenced, said why.
 		n.recoveryNote(q.ID, "recovery q=%d epoch=%d cannot start: %v", q.ID, t.Epoch, err)
-		return
+		return nil
 	}
 	w.coll = coll
-	n.recovery = w
 	n.out.Recovery(q.ID, seam.StageDetect, t.Epoch, nil, fmt.Sprintf("candidate n%d, %d previous members, R=%d", n.x.Node, len(t.Previous), coll.Threshold()))
+	return w
+}
+
+// recoveryWorkers returns how many recoveries this node drives at once:
+// the setting recovery.workers_per_broker, read on every tick.
+func (n *Node) recoveryWorkers(md *metadata.State) int {
+	return int(md.Setting(metadata.RecoveryWorkersPerBroker))
+}
+
+// recoveryOf returns the attempt at queue q's recovery, or nil.
+func (n *Node) recoveryOf(q QueueID) *recoveryWork {
+	for _, w := range n.recoveries {
+		if w.t.Queue == q {
+			return w
+		}
+	}
+	return nil
+}
+
+// recoveryEnd ends attempt w.
+func (n *Node) recoveryEnd(w *recoveryWork) {
+	n.recoveries = slices.DeleteFunc(n.recoveries, func(o *recoveryWork) bool { return o == w })
+}
+
+// recoveryRetry is a queue whose attempt was set aside: when its worker
+// may try again.
+type recoveryRetry struct {
+	queue     QueueID
+	digest    recovery.Digest // the transition it was for
+	notNs     int64           // not before this instant
+	backoffNs int64           // the next backoff
+	firstNs   int64           // the first attempt's start
+}
+
+// recoveryRetryLater sets attempt w aside: the queue stays fenced, and is
+// tried again after a backoff from 1 s doubling to 30 s (seed 004: an
+// attempt has a deadline; budget exhaustion schedules a retry).
+func (n *Node) recoveryRetryLater(w *recoveryWork, why string) {
+	n.recoveryEnd(w)
+	i := n.recoveryRetryIndex(w.t.Queue, w.t.Digest)
+	if i < 0 {
+		if len(n.recoveryRetries) >= placedMax {
+			panic("core: more recoveries set aside than the catalogue holds queues")
+		}
+		n.recoveryRetries = append(n.recoveryRetries, recoveryRetry{queue: w.t.Queue, digest: w.t.Digest, backoffNs: recoveryBackoffMinNs, firstNs: w.detectNs})
+		i = len(n.recoveryRetries) - 1
+	}
+	r := &n.recoveryRetries[i]
+	r.notNs = n.x.NowNs + r.backoffNs
+	n.recoveryNote(w.t.Queue, "recovery q=%d epoch=%d set aside, %s; tried again in %d ms", w.t.Queue, w.t.Epoch, why, r.backoffNs/1e6)
+	r.backoffNs = min(2*r.backoffNs, recoveryBackoffMaxNs)
+}
+
+func (n *Node) recoveryRetryIndex(q QueueID, d recovery.Digest) int {
+	return slices.IndexFunc(n.recoveryRetries, func(r recoveryRetry) bool { return r.queue == q && r.digest == d })
+}
+
+// recoveryWaits reports whether q's attempt was set aside and its backoff
+// has not run out.
+func (n *Node) recoveryWaits(q *metadata.Queue) bool {
+	i := n.recoveryRetryIndex(q.ID, recovery.Digest(q.Assignment.Pending.Digest))
+	return i >= 0 && n.x.NowNs < n.recoveryRetries[i].notNs
+}
+
+// recoveryRetriesPrune forgets the queues set aside whose transition is no
+// longer pending.
+func (n *Node) recoveryRetriesPrune(md *metadata.State) {
+	n.recoveryRetries = slices.DeleteFunc(n.recoveryRetries, func(r recoveryRetry) bool {
+		q, ok := placedQueue(md, r.queue)
+		return !ok || !q.Assigned || !q.Assignment.Fenced || recovery.Digest(q.Assignment.Pending.Digest) != r.digest
+	})
 }
 
 // sealArrived takes a seal for the worker.
 func (n *Node) sealArrived(s recovery.Seal) {
-	w := n.recovery
-	if w == nil || s.Queue != w.t.Queue || s.Transition != w.t.Digest {
+	w := n.recoveryOf(s.Queue)
+	if w == nil || s.Transition != w.t.Digest {
 		return // an attempt that ended
 	}
 	if i := slices.IndexFunc(w.coll.Seals(), func(o recovery.Seal) bool { return o.Node == s.Node }); i >= 0 {
@@ -263,7 +359,7 @@ func (n *Node) sealArrived(s recovery.Seal) {
 			// it), but the old no longer describes its log, and this
 			// attempt's reads of it would wait for pages it no longer
 			// serves. Start over on fresh seals.
-			n.recoveryStartOver("n%d's log changed since its seal (now [%d,%d) damaged=%v)", s.Node, s.Start, s.End, s.Damaged)
+			n.recoveryStartOver(w, "n%d's log changed since its seal (now [%d,%d) damaged=%v)", s.Node, s.Start, s.End, s.Damaged)
 			return
 		}
 	}
@@ -275,7 +371,7 @@ func (n *Node) sealArrived(s recovery.Seal) {
 		w.asks[i].sealed = true
 	}
 	if b := w.coll.Blocked(); b != "" {
-		n.recoveryBlocked(b)
+		n.recoveryBlocked(w, b)
 		return
 	}
 	if w.selected {
@@ -283,7 +379,7 @@ func (n *Node) sealArrived(s recovery.Seal) {
 			// The source met damage since it was chosen (its seal says
 			// so now): the installations would wait for pages its log no
 			// longer serves. Start over.
-			n.recoveryStartOver("the source n%d's seal changed ([%d,%d) damaged=%v, now [%d,%d) damaged=%v)",
+			n.recoveryStartOver(w, "the source n%d's seal changed ([%d,%d) damaged=%v, now [%d,%d) damaged=%v)",
 				s.Node, w.src.Start, w.src.End, w.src.Damaged, s.Start, s.End, s.Damaged)
 		}
 		return
@@ -313,18 +409,17 @@ func (n *Node) sealArrived(s recovery.Seal) {
 	if w.t.ISR && w.coll.Witnesses() >= w.coll.Threshold() {
 		w.verify = recovery.NewISRVerifier(src, witnesses)
 	}
-	n.recoveryAskPage()
+	n.recoveryAskPage(w)
 }
 
 // recoveryAskPage asks for the page the verification wants next, or ends
 // the verification: the source accepted (the select stage) or blocked.
-func (n *Node) recoveryAskPage() {
-	w := n.recovery
+func (n *Node) recoveryAskPage(w *recoveryWork) {
 	v := w.verify
 	node, from, ok := v.Want()
 	if !ok {
 		if b := v.Blocked(); b != "" {
-			n.recoveryBlocked(b)
+			n.recoveryBlocked(w, b)
 			return
 		}
 		w.selected = true
@@ -341,7 +436,7 @@ func (n *Node) recoveryAskPage() {
 				w.installs = append(w.installs, installAsk{node: p, nextNs: n.x.NowNs, backoffNs: recoveryBackoffMinNs})
 			}
 		}
-		n.recoveryInstallTick()
+		n.recoveryInstallTick(w)
 		return
 	}
 	w.askedNs = n.x.NowNs
@@ -360,33 +455,23 @@ func (n *Node) pageArrived(p *recovery.ReadPage) {
 	if n.installPage(p) {
 		return
 	}
-	w := n.recovery
-	if w == nil || w.verify == nil || p.Queue != w.t.Queue || p.Transition != w.t.Digest {
+	w := n.recoveryOf(p.Queue)
+	if w == nil || w.verify == nil || w.selected || p.Transition != w.t.Digest {
 		return
 	}
 	w.verify.AddPage(p.Node, p.From, p.Records)
-	n.recoveryAskPage()
+	n.recoveryAskPage(w)
 }
 
-// recoveryBlockedSetAsideNs is how long a blocked attempt keeps the worker
-// before it is set aside for the other queues waiting behind it.
-const recoveryBlockedSetAsideNs = 5_000_000_000
+// recoveryBlockedSetAsideNs is how long a blocked attempt keeps its worker
+// (asking the replica it blocked on again) before it is set aside, and
+// recoveryAttemptNs how long any attempt may take (seed 004: two minutes).
+const (
+	recoveryBlockedSetAsideNs = 5_000_000_000
+	recoveryAttemptNs         = 120_000_000_000
+)
 
-// recoveryPending reports whether another queue waits for this worker
-// than q.
-func (n *Node) recoveryPending(md *metadata.State, q QueueID) bool {
-	qs := md.Queues()
-	for i := range qs {
-		o := &qs[i]
-		if o.ID != q && o.Assigned && o.Assignment.Fenced && o.Assignment.Pending.Proposed.N > 0 && candidate(o) == n.x.Node {
-			return true
-		}
-	}
-	return false
-}
-
-func (n *Node) recoveryBlocked(why string) {
-	w := n.recovery
+func (n *Node) recoveryBlocked(w *recoveryWork, why string) {
 	if w.blocked == "" {
 		w.blockedNs = n.x.NowNs
 		w.blocked = why
@@ -394,7 +479,7 @@ func (n *Node) recoveryBlocked(why string) {
 		if w.verify != nil {
 			if on, ok := w.verify.BlockedOn(); ok {
 				w.blockedOn = on
-				n.recoveryAskBlockedOn()
+				n.recoveryAskBlockedOn(w)
 			}
 		}
 	}
@@ -407,8 +492,7 @@ func (n *Node) recoveryBlocked(why string) {
 // new log under its new receipt: its fresh seal says so, and the attempt
 // starts over (sealArrived). A seal the same as before leaves the block as
 // it is: the evidence is contradictory.
-func (n *Node) recoveryAskBlockedOn() {
-	w := n.recovery
+func (n *Node) recoveryAskBlockedOn(w *recoveryWork) {
 	w.blockedAskNs = n.x.NowNs
 	req := recovery.SealRequest{Queue: w.t.Queue, Incarnation: w.t.Incarnation, Epoch: w.t.Epoch, Transition: w.t.Digest}
 	if w.blockedOn == n.x.Node {
@@ -437,8 +521,8 @@ func (n *Node) sealRefusedBy(from NodeID, r recovery.SealRefused) {
 		req := recovery.SealRequest{Queue: j.req.Queue, Incarnation: j.req.Incarnation, Epoch: j.req.Epoch, Transition: j.req.Transition}
 		n.out.Send(seam.GroupRecovery, from, recovery.AppendSealRequest(n.out.Grow(64), &req))
 	}
-	w := n.recovery
-	if w == nil || r.Queue != w.t.Queue || r.Transition != w.t.Digest {
+	w := n.recoveryOf(r.Queue)
+	if w == nil || r.Transition != w.t.Digest {
 		return
 	}
 	what := "seal"
@@ -446,7 +530,7 @@ func (n *Node) sealRefusedBy(from NodeID, r recovery.SealRefused) {
 	case r.Read:
 		what = "serve a sealed read"
 	case r.Install && !r.Busy && strings.HasPrefix(r.Reason, sourceChangedNote):
-		n.recoveryStartOver("n%d: %s", from, r.Reason)
+		n.recoveryStartOver(w, "n%d: %s", from, r.Reason)
 		return
 	case r.Busy && !r.Install:
 		// Busy sealing another queue (one seal at a time per broker):
@@ -454,7 +538,7 @@ func (n *Node) sealRefusedBy(from NodeID, r recovery.SealRefused) {
 		// backoff grown while it was unreachable.
 		if i := slices.IndexFunc(w.asks, func(a recoveryAsk) bool { return a.node == from }); i >= 0 && !w.asks[i].sealed {
 			a := &w.asks[i]
-			a.nextNs, a.backoffNs = min(a.nextNs, n.x.NowNs+recoveryBackoffMinNs), recoveryBackoffMinNs
+			a.nextNs, a.backoffNs = min(a.nextNs, n.x.NowNs+recoveryBusyRetryNs), recoveryBackoffMinNs
 		}
 	case r.Install:
 		what = "install"
@@ -463,7 +547,7 @@ func (n *Node) sealRefusedBy(from NodeID, r recovery.SealRefused) {
 			// of this one: neither lasts long, so it is asked again soon,
 			// not at the end of a backoff grown while it was away.
 			a := &w.installs[i]
-			a.nextNs, a.backoffNs = min(a.nextNs, n.x.NowNs+recoveryBackoffMinNs), recoveryBackoffMinNs
+			a.nextNs, a.backoffNs = min(a.nextNs, n.x.NowNs+recoveryBusyRetryNs), recoveryBackoffMinNs
 		}
 	}
 	n.recoveryNote(w.t.Queue, "recovery q=%d n%d did not %s (busy=%v): %s", w.t.Queue, from, what, r.Busy, r.Reason)
@@ -482,8 +566,7 @@ func (n *Node) sealRefusedBy(from NodeID, r recovery.SealRefused) {
 // partition: seed 2230 waited past its drain for a seal lost on a one-way
 // link).
 func (n *Node) recoveryHeard(from NodeID) {
-	w := n.recovery
-	if w == nil || from == n.x.Node {
+	if from == n.x.Node {
 		return
 	}
 	soon := func(nextNs, askedNs *int64, backoffNs *int64) {
@@ -491,14 +574,16 @@ func (n *Node) recoveryHeard(from NodeID) {
 			*nextNs, *backoffNs = max(t, n.x.NowNs), recoveryBackoffMinNs
 		}
 	}
-	for i := range w.asks {
-		if a := &w.asks[i]; a.node == from && !a.sealed {
-			soon(&a.nextNs, &a.askedNs, &a.backoffNs)
+	for _, w := range n.recoveries {
+		for i := range w.asks {
+			if a := &w.asks[i]; a.node == from && !a.sealed {
+				soon(&a.nextNs, &a.askedNs, &a.backoffNs)
+			}
 		}
-	}
-	for i := range w.installs {
-		if a := &w.installs[i]; a.node == from && a.receipt == nil {
-			soon(&a.nextNs, &a.askedNs, &a.backoffNs)
+		for i := range w.installs {
+			if a := &w.installs[i]; a.node == from && a.receipt == nil {
+				soon(&a.nextNs, &a.askedNs, &a.backoffNs)
+			}
 		}
 	}
 }
@@ -514,16 +599,17 @@ const sourceChangedNote = "the source's sealed log changed"
 // Waiting for a source that changed would wait for ever (issue 7: a
 // recovering owner whose source no longer continued its log did). The
 // lease wait keeps the first attempt's start.
-func (n *Node) recoveryStartOver(format string, a ...any) {
-	w := n.recovery
+func (n *Node) recoveryStartOver(w *recoveryWork, format string, a ...any) {
 	n.recoveryNote(w.t.Queue, "recovery q=%d epoch=%d starts over: %s", w.t.Queue, w.t.Epoch, fmt.Sprintf(format, a...))
-	n.recovery = nil
+	i := slices.Index(n.recoveries, w)
 	if q, ok := n.ctrl.Metadata().Queue(w.name); ok && q.Assigned && q.Assignment.Fenced && candidate(&q) == n.x.Node {
-		n.recoveryStart(&q)
-		if n.recovery != nil {
-			n.recovery.detectNs = w.detectNs
+		if again := n.recoveryStart(&q); again != nil {
+			again.detectNs, again.startNs = w.detectNs, w.startNs
+			n.recoveries[i] = again // in its place: the workers' order stays
+			return
 		}
 	}
+	n.recoveryEnd(w)
 }
 
 // sameSealEvidence reports whether two seals of one replica say the same of
@@ -549,8 +635,7 @@ func (n *Node) recoveryNote(q QueueID, format string, a ...any) {
 
 // recoveryInstallTick asks the proposed members that have not installed
 // (with backoff), and asks for the activation once enough have.
-func (n *Node) recoveryInstallTick() {
-	w := n.recovery
+func (n *Node) recoveryInstallTick(w *recoveryWork) {
 	md := n.ctrl.Metadata()
 	for i := range w.installs {
 		a := &w.installs[i]
@@ -583,20 +668,20 @@ func (n *Node) recoveryInstallTick() {
 			Source: w.src.Node, Start: w.src.Start, End: w.src.End, Identity: w.src.Identity, Epochs: w.srcEpochs}
 		if a.node == n.x.Node {
 			n.installRequested(n.x.Node, req)
-			if n.recovery != w {
-				return
+			if !slices.Contains(n.recoveries, w) {
+				return // its answer started the attempt over
 			}
 			continue
 		}
 		n.out.Send(seam.GroupRecovery, a.node, recovery.AppendInstallRequest(n.out.Grow(128+16*len(w.srcEpochs)), &req))
 	}
-	n.recoveryActivate()
+	n.recoveryActivate(w)
 }
 
 // installedArrived takes a proposed member's installation receipt.
 func (n *Node) installedArrived(r recovery.Installed) {
-	w := n.recovery
-	if w == nil || !w.selected || r.Queue != w.t.Queue || r.Transition != w.t.Digest || r.Identity != w.src.Identity {
+	w := n.recoveryOf(r.Queue)
+	if w == nil || !w.selected || r.Transition != w.t.Digest || r.Identity != w.src.Identity {
 		return
 	}
 	i := slices.IndexFunc(w.installs, func(a installAsk) bool { return a.node == r.Node })
@@ -605,14 +690,13 @@ func (n *Node) installedArrived(r recovery.Installed) {
 	}
 	w.installs[i].receipt = &r
 	w.activateNs = 0 // ask at once
-	n.recoveryActivate()
+	n.recoveryActivate(w)
 }
 
 // recoveryActivate asks the leader to commit the activation once the
 // owner and the new W installed, every proposed member live.
-func (n *Node) recoveryActivate() {
-	w := n.recovery
-	if w == nil || (w.activateNs != 0 && n.x.NowNs-w.activateNs < recoveryBackoffMinNs) {
+func (n *Node) recoveryActivate(w *recoveryWork) {
+	if w.activateNs != 0 && n.x.NowNs-w.activateNs < recoveryBackoffMinNs {
 		return
 	}
 	md := n.ctrl.Metadata()

@@ -38,7 +38,7 @@ type snapshot struct {
 	peerSent, peerReceived, peerDropped uint64
 	peerLostReports                     uint64
 	// Recovery stages this broker saw reached, by stage.
-	stages [seam.StageActivate + 1]uint64
+	stages [seam.StageMax + 1]uint64
 }
 
 // query asks the loop for a snapshot; ok is false when the loop does not
@@ -223,7 +223,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}{{"all", sn.queues}, {"under_replicated", sn.underReplicated}, {"under_min_insync", sn.underMinInSync}, {"unavailable", sn.unavailable}} {
 		ch <- prometheus.MustNewConstMetric(descQueue, prometheus.GaugeValue, float64(q.n), q.state)
 	}
-	for stage := seam.StageDetect; stage <= seam.StageActivate; stage++ {
+	for stage := seam.StageDetect; stage <= seam.StageMax; stage++ {
 		ch <- prometheus.MustNewConstMetric(descStages, prometheus.CounterValue, float64(sn.stages[stage]), stage.String())
 	}
 	ch <- prometheus.MustNewConstMetric(descForwarded, prometheus.CounterValue, float64(st.Forwarded))

@@ -16,7 +16,7 @@ import (
 // host steps, and only reads the effects it is given.
 type observer struct {
 	s      *Server
-	stages [seam.StageActivate + 1]uint64 // recoveries' stages reached, by stage
+	stages [seam.StageMax + 1]uint64 // recoveries' stages reached, by stage
 }
 
 func (o *observer) Recovered(int, core.LogState)                               {}

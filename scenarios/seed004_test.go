@@ -23,7 +23,7 @@ type recoveryRun struct {
 	queue    string             // the queue's group id, as the trace prints it
 	owner    string             // the first owner
 	killNs   int64              // the first kill fault
-	stages   map[string][]int64 // stage name -> instants (detect, propose, seal, select, install, activate)
+	stages   map[string][]int64 // stage name -> instants of the core's marks (propose, detect, seal, select, install, activate, reattach)
 	newOwner string
 	reattach int64   // the new owner's first confirm after the activation
 	asks     []int64 // the candidate's seal requests to the follower killed (evidence variant)
@@ -61,8 +61,6 @@ func readRecovery(t *testing.T, trace, name, askedOf string) recoveryRun {
 			rr.owner = reOwner.FindStringSubmatch(line)[1]
 		case rr.killNs == 0 && strings.Contains(line, " * fault ") && strings.Contains(line, " kill "):
 			rr.killNs = at
-		case strings.Contains(line, `=> fenced "`+name+`"`) && len(rr.stages["propose"]) == 0:
-			rr.stages["propose"] = append(rr.stages["propose"], at)
 		case reStage.MatchString(line) && reStage.FindStringSubmatch(line)[2] == rr.queue:
 			m := reStage.FindStringSubmatch(line)
 			rr.stages[m[3]] = append(rr.stages[m[3]], at)
@@ -72,7 +70,8 @@ func readRecovery(t *testing.T, trace, name, askedOf string) recoveryRun {
 			// on its next tick).
 			rr.stages["activate"] = append([]int64{at}, rr.stages["activate"]...)
 		case rr.newOwner != "" && rr.reattach == 0 && strings.HasPrefix(line[strings.Index(line, " ")+1:], rr.newOwner+" > reply ") &&
-			strings.Contains(line, " confirmed q="+rr.queue+" "):
+			strings.Contains(line, " confirmed q="+rr.queue+" ") && !strings.Contains(line, " result="):
+			// (A publish's confirm: a topology answer has a result.)
 			rr.reattach = at
 		case askedOf != "" && strings.Contains(line, "> send to="+askedOf+" seal-request"):
 			rr.asks = append(rr.asks, at)
@@ -100,6 +99,10 @@ func (rr *recoveryRun) ordered(t *testing.T) []int64 {
 	}
 	if rr.reattach == 0 || rr.reattach < prev {
 		t.Fatalf("no confirm by the new owner %s after the activation at %s (first: %s)", rr.newOwner, sec(prev), sec(rr.reattach))
+	}
+	// The core's own reattach mark comes with that very confirm.
+	if got := rr.stages["reattach"]; len(got) == 0 || got[0] != rr.reattach {
+		t.Fatalf("reattach marks at %v, want the first at the new owner's first confirm %s", got, sec(rr.reattach))
 	}
 	return append(at, rr.reattach)
 }
@@ -175,6 +178,7 @@ func TestOwnerLossUnderLoad(t *testing.T) {
 	}
 	names := []string{"propose", "detect", "seal", "select", "install", "activate", "next confirm"}
 	byStage := make([][]int64, len(names))
+	s0 := scenarioSeed(t, file)
 	for k := range seeds {
 		trace := replaySeed(t, file, uint64(k))
 		for _, name := range []string{"q0", "q1", "q2"} {
@@ -182,6 +186,14 @@ func TestOwnerLossUnderLoad(t *testing.T) {
 			at := rr.ordered(t)
 			for i := range at {
 				byStage[i] = append(byStage[i], at[i]-rr.killNs)
+			}
+			// Every survivor saw the killed process exit: eager failover
+			// fences its queues within an election and a commit, never
+			// after the liveness expiry (9 s), even when the broker
+			// killed led the metadata group (seed 2: the survivors'
+			// new leader proposes the loss it saw as a follower).
+			if d := at[0] - rr.killNs; d > 3e9 {
+				t.Fatalf("seed %d, %s: proposed %s after the kill its peers saw, want within 3 s (eager failover)", s0+uint64(k), name, sec(d))
 			}
 			if k == 0 {
 				t.Logf("%s (owner %s, then %s): from the kill: propose %s, detect %s, seal %s, select %s, install %s, activate %s, next confirm %s",
@@ -197,6 +209,20 @@ func TestOwnerLossUnderLoad(t *testing.T) {
 		fmt.Fprintf(&b, " %s %s/%s;", name, sec(d[len(d)/2]), sec(d[(len(d)*99)/100]))
 	}
 	t.Logf("%d recoveries over %d seeds, from the kill to each stage, median/p99:%s", len(byStage[0]), seeds, b.String())
+}
+
+// scenarioSeed returns a named scenario's seed.
+func scenarioSeed(t *testing.T, file string) uint64 {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := shrink.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Seed
 }
 
 // replaySeed runs a named scenario's profile and schedule with its seed
@@ -220,4 +246,35 @@ func replaySeed(t *testing.T, file string, k uint64) string {
 		t.Fatalf("%s with seed %d failed its checkers: %v", file, s.Seed+k, r.Failures)
 	}
 	return trace.String()
+}
+
+// TestAttemptDeadline: an attempt that cannot complete (one of R = 2
+// witnesses, the other's broker down for 150 s) is set aside two minutes
+// after it began, the queue still fenced, and tried again after the
+// backoff; the fresh attempt activates once the witness is back.
+func TestAttemptDeadline(t *testing.T) {
+	trace := replayTrace(t, "named/recovery-attempt-deadline.json")
+	rr := readRecovery(t, trace, "orders", "")
+	at := rr.ordered(t)
+	var asideNs []int64
+	for _, line := range strings.Split(trace, "\n") {
+		if strings.Contains(line, "set aside, past the attempt's deadline") {
+			asideNs = append(asideNs, instant(line))
+		}
+	}
+	detects := rr.stages["detect"]
+	if len(asideNs) != 1 || len(detects) != 2 {
+		t.Fatalf("attempts begun at %v, set aside at %v: want one set aside, and one more attempt", detects, asideNs)
+	}
+	if d := asideNs[0] - detects[0]; d < 120e9 || d > 120e9+200e6 {
+		t.Fatalf("the attempt begun at %s was set aside %s later, want its 2-minute deadline", sec(detects[0]), sec(d))
+	}
+	if d := detects[1] - asideNs[0]; d < 1e9 || d > 1e9+200e6 {
+		t.Fatalf("set aside at %s, tried again %s later, want after the 1 s backoff", sec(asideNs[0]), sec(d))
+	}
+	const backNs = 160e9 // the missing witness's broker starts again
+	if activate := at[5]; activate < backNs {
+		t.Fatalf("activated at %s, before the missing witness was back at %s", sec(activate), sec(backNs))
+	}
+	t.Logf("attempt at %s set aside at %s, again at %s; activated at %s", sec(detects[0]), sec(asideNs[0]), sec(detects[1]), sec(at[5]))
 }

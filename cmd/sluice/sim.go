@@ -377,6 +377,10 @@ func runOne(f *simFlags, prof func(uint64) world.Profile, e env) int {
 		printJSON(e.stdout, r, wall, f.reproduce(r.Seed))
 	} else {
 		fmt.Fprintln(e.stdout, summaryLine(r, wall))
+		var rt recoveryTotals
+		if rt.add(&r.Stats); rt.timed > 0 {
+			fmt.Fprintln(e.stdout, rt.line())
+		}
 		fmt.Fprintf(e.stdout, "profile: %s\n", r.Profile)
 		for _, fl := range r.Failures {
 			fmt.Fprintf(e.stdout, "  FAIL %s\n", fl)
@@ -477,6 +481,9 @@ type jsonResult struct {
 	Faults          map[string]uint64 `json:"faults,omitempty"` // struck, by kind
 	Armed           map[string]uint64 `json:"armed,omitempty"`  // armed, by kind
 	Coverage        map[string]uint64 `json:"coverage,omitempty"`
+	// each queue recovery's time by stage from its propose mark (-1: not
+	// reached)
+	Recoveries []world.RecoveryTimes `json:"recoveries,omitempty"`
 }
 
 func printJSON(w io.Writer, r world.Result, wall time.Duration, reproduce string) {
@@ -485,7 +492,7 @@ func printJSON(w io.Writer, r world.Result, wall time.Duration, reproduce string
 		WallNs: wall.Nanoseconds(), Profile: r.Profile.String(), Publishes: s.Publishes, Confirmed: s.Confirmed,
 		FailedPubs: s.FailedPubs, Unknown: s.Unknown, Deliveries: s.Deliveries,
 		Placed: s.InSync.Placed, UnderReplicated: s.InSync.UnderReplicated, UnderMinInSync: s.InSync.UnderMinInSync,
-		Faults: map[string]uint64{}, Armed: map[string]uint64{}, Coverage: map[string]uint64{}}
+		Faults: map[string]uint64{}, Armed: map[string]uint64{}, Coverage: map[string]uint64{}, Recoveries: s.Recoveries}
 	for _, k := range world.FaultKinds() {
 		if n := s.Struck[k]; n > 0 {
 			j.Faults[k.String()] = n
@@ -519,6 +526,7 @@ type sweepTotals struct {
 	failing, timedOutSeeds                      []uint64
 	cov                                         sweep.Coverage
 	inSync                                      check.InSyncHealth
+	recoveries                                  recoveryTotals
 	lastReported                                uint64
 	stoppedByFailures, stoppedByInterrupt, stop bool
 }
@@ -587,6 +595,7 @@ func runSweep(f *simFlags, prof func(uint64) world.Profile, e env) int {
 				t.struck[k] += r.Stats.Struck[k]
 			}
 			t.cov.Add(r)
+			t.recoveries.add(&r.Stats)
 			s := r.Stats
 			t.publishes += s.Publishes
 			t.confirmed += s.Confirmed
@@ -688,6 +697,9 @@ func printSweepSummary(w io.Writer, f *simFlags, t *sweepTotals, first, count ui
 		fmt.Fprintf(w, " %s=%d/%d", k, t.struck[k], t.armed[k])
 	}
 	fmt.Fprintln(w)
+	if line := t.recoveries.line(); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	fmt.Fprint(w, t.cov.Table())
 	if t.failedSeeds > 0 {
 		fmt.Fprintf(w, "failing seeds: %s\n", seedList(t.failing, t.failedSeeds))

@@ -164,8 +164,12 @@ type Group struct {
 	nextHeartbeatNs int64
 	heard           []heard // the leader's, by node; reset when heardTerm changes
 	heardTerm       uint64
-	placing         []placed // the leader's last placement proposals, by queue
-	out             []Effect
+	// lost: the peer processes whose exit this replica was told of
+	// (InPeerLost), kept while the committed metadata holds them live,
+	// so that a leader taking office acts on what it saw as a follower
+	lost    []lostPeer
+	placing []placed // the leader's last placement proposals, by queue
+	out     []Effect
 
 	// bugSendBeforePersist is a planted bug for this package's tests: the
 	// messages of a Ready leave with its batch, before its completion.

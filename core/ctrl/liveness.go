@@ -24,6 +24,11 @@ import (
 //     liveness.expiry_ms (the setting, read on every tick);
 //   - BrokerDown at once on InPeerLost naming the committed process: an
 //     explicit connection loss and a failed reconnect (eager failover).
+//     Every replica remembers the losses it was told of while the
+//     metadata holds the process live, and a new leader proposes them on
+//     taking office: the loss of the leader's own broker is told to the
+//     followers, one of which leads next (else the survivors' leader
+//     would wait a whole expiry for a broker whose exit all of them saw).
 //
 // A proposal for a broker is not repeated within proposeRetryNs; a change
 // of leader forgets all of it (the new leader starts over from the
@@ -225,6 +230,9 @@ func (g *Group) livenessCheck() {
 		// A leader taking office knows itself alive: its own heartbeat.
 		g.onHeartbeat(heartbeatMsg{node: g.cfg.ID, process: g.cfg.Process, storage: g.cfg.Storage})
 	}
+	if len(g.lost) > 0 {
+		g.proposeLost()
+	}
 	expiryNs := g.md.Setting(metadata.LivenessExpiryMs) * 1_000_000
 	for _, b := range g.md.Brokers() {
 		if !b.Live {
@@ -238,19 +246,41 @@ func (g *Group) livenessCheck() {
 	}
 }
 
-// peerLost is eager failover: at the leader, a live broker whose committed
-// process's connection was lost (and a reconnect failed) leaves at once.
+// lostPeer is a peer process whose exit this replica was told of.
+type lostPeer struct{ node, process uint64 }
+
+// peerLost is eager failover: a live broker whose committed process's
+// connection was lost (and a reconnect failed) leaves at once, proposed by
+// the leader now or by whichever replica leads next.
 func (g *Group) peerLost(in Input) {
-	if g.rn.BasicStatus().RaftState != raft.StateLeader {
-		return
-	}
 	b, ok := g.md.Broker(seam.NodeID(in.From))
 	if !ok || !b.Live || b.Process != in.Process {
 		return // gone already, or a newer process runs
 	}
-	if h := g.heardOf(in.From); h != nil {
-		g.proposeFor(h, metadata.Command{Kind: metadata.BrokerDown, Node: b.Node, Process: b.Process})
+	if i := slices.IndexFunc(g.lost, func(l lostPeer) bool { return l.node == in.From }); i >= 0 {
+		g.lost[i].process = in.Process
+	} else if len(g.lost) < metadata.BrokersMax {
+		g.lost = append(g.lost, lostPeer{node: in.From, process: in.Process})
 	}
+	if g.rn.BasicStatus().RaftState == raft.StateLeader {
+		g.proposeLost()
+	}
+}
+
+// proposeLost, at the leader: each remembered loss whose process the
+// metadata still holds live is proposed down (at most once per
+// proposeRetryNs); the others are forgotten.
+func (g *Group) proposeLost() {
+	g.lost = slices.DeleteFunc(g.lost, func(l lostPeer) bool {
+		b, ok := g.md.Broker(seam.NodeID(l.node))
+		if !ok || !b.Live || b.Process != l.process {
+			return true
+		}
+		if h := g.heardOf(l.node); h != nil {
+			g.proposeFor(h, metadata.Command{Kind: metadata.BrokerDown, Node: b.Node, Process: b.Process})
+		}
+		return false
+	})
 }
 
 // proposeFor proposes a change about h's broker; the same change at most

@@ -16,8 +16,9 @@ import (
 // anything else: an unknown version, truncated or trailing bytes, padded
 // varints, unsorted or duplicate brokers and queues, values out of range.
 
-// imageVersion is the image format's version.
-const imageVersion = 1
+// imageVersion is the image format's version: 2 holds every setting of
+// Settings in order, with recovery.workers_per_broker (1 held three).
+const imageVersion = 2
 
 // ImageBytesMax bounds an image. The largest metadata the limits allow
 // (BrokersMax brokers, QueuesMax queues with the longest names and widest

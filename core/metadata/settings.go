@@ -20,6 +20,7 @@ const (
 	LivenessExpiryMs = iota
 	ReplicaLagTimeMaxMs
 	FollowerLossHoldMs
+	RecoveryWorkersPerBroker
 	settingsCount
 )
 
@@ -28,9 +29,10 @@ const (
 // Kafka's broker.session.timeout.ms; an exited process is removed sooner
 // (eager failover).
 var Settings = [settingsCount]SettingSpec{
-	LivenessExpiryMs:    {"liveness.expiry_ms", 9_000, 500, 600_000, "a broker whose heartbeats stop this long leaves the live set"},
-	ReplicaLagTimeMaxMs: {"replica.lag_time_max_ms", 30_000, 100, 3_600_000, "a follower that has not reached its owner's log end for this long leaves the in-sync set"},
-	FollowerLossHoldMs:  {"replication.follower_loss_hold_ms", 300_000, 0, 86_400_000, "how long a queue that lost only followers keeps its assignment before recovery (0: recover at once)"},
+	LivenessExpiryMs:         {"liveness.expiry_ms", 9_000, 500, 600_000, "a broker whose heartbeats stop this long leaves the live set"},
+	ReplicaLagTimeMaxMs:      {"replica.lag_time_max_ms", 30_000, 100, 3_600_000, "a follower that has not reached its owner's log end for this long leaves the in-sync set"},
+	FollowerLossHoldMs:       {"replication.follower_loss_hold_ms", 300_000, 0, 86_400_000, "how long a queue that lost only followers keeps its assignment before recovery (0: recover at once)"},
+	RecoveryWorkersPerBroker: {"recovery.workers_per_broker", 1, 1, 16, "how many queue recoveries a broker drives at once"},
 }
 
 // settingIndex returns the index of key, or -1.

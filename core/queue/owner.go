@@ -27,6 +27,9 @@ type owner struct {
 	pending []pendingPublish
 	state   queueState
 	scratch [seam.ReplicasMax]uint64
+	// confirmed counts the publishes this owner confirmed (a recovered
+	// owner's first one is its recovery's reattach stage)
+	confirmed uint64
 }
 
 type pendingPublish struct {
@@ -331,6 +334,7 @@ func (o *owner) advanceCommit() {
 		r.x.Out.Reply(p.client, p.reqID, seam.Confirmed, r.cfg.Queue, p.offset, "")
 		k++
 	}
+	o.confirmed += uint64(k)
 	o.pending = o.pending[:copy(o.pending, o.pending[k:])]
 	o.state.apply()
 }

@@ -327,6 +327,15 @@ func (r *Replica) leased() bool { return !r.cfg.Leased || r.x.NowNs < r.leaseUnt
 // Owns reports whether the replica is its queue's owner.
 func (r *Replica) Owns() bool { return r.owner != nil }
 
+// PublishesConfirmed returns how many publishes this replica confirmed as
+// the owner (0 on a follower).
+func (r *Replica) PublishesConfirmed() uint64 {
+	if r.owner == nil {
+		return 0
+	}
+	return r.owner.confirmed
+}
+
 // Sealed reports whether the replica's log is frozen.
 func (r *Replica) Sealed() bool { return r.sealed }
 

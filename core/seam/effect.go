@@ -72,6 +72,15 @@ const (
 	// StageActivate: the worker saw its activation committed (Body: the
 	// Activate command).
 	StageActivate RecoveryStage = 5
+	// StagePropose: the metadata leader applied the pending transition
+	// that fenced the queue (the controller proposed it on a member's
+	// loss).
+	StagePropose RecoveryStage = 6
+	// StageReattach: the new owner confirmed its first publish after the
+	// activation (clients that followed topology are served again).
+	StageReattach RecoveryStage = 7
+	// StageMax is the highest stage.
+	StageMax = StageReattach
 )
 
 func (s RecoveryStage) String() string {
@@ -86,6 +95,10 @@ func (s RecoveryStage) String() string {
 		return "install"
 	case StageActivate:
 		return "activate"
+	case StagePropose:
+		return "propose"
+	case StageReattach:
+		return "reattach"
 	}
 	return "stage?"
 }

@@ -335,12 +335,23 @@ func (w *World) adminReply(eff *core.Effect) {
 		a.stats.unknown++
 		a.target++
 	}
+	if len(w.script) > 0 && w.working {
+		// A scripted operator sends its next step when it is due (a
+		// script that declares 90 queues at 0 s gets them in a second, not
+		// in half a minute); the instant is its own (scriptCommand).
+		w.schedule1(w.now+scriptGapNs, evAdmin)
+		return
+	}
 	gap := w.rCtrl.Range(adminGapNs/2, 3*adminGapNs/2)
 	if !w.working {
 		gap = 100e6
 	}
 	w.schedule1(w.now+gap, evAdmin)
 }
+
+// scriptGapNs is the scripted operator's pause between a step's answer and
+// its next request.
+const scriptGapNs = 1e6
 
 // ctrlDelay is a controller message's or request's network delay, drawn
 // from the controller's own stream so that adding the controller left the

@@ -275,6 +275,7 @@ func (env *brokerEnv) Watermark(e *core.Effect) {
 // for the checkers, which judge it from the disk.
 func (env *brokerEnv) Recovery(e *core.Effect) {
 	w := env.w
+	w.recoveryStage(e.Queue, e.Offset, e.Stage)
 	switch e.Stage {
 	case seam.StageSeal:
 		w.mark(MarkRecoverySeal)

@@ -73,6 +73,11 @@ type Stats struct {
 	// InSync: the placed queues' in-sync health by the committed
 	// metadata (seed 003: under-replicated, under min in-sync)
 	InSync check.InSyncHealth
+	// Recoveries: each queue recovery's time by stage, from its stage
+	// marks (recoveries.go); RecoveriesUntimed: the marks of recoveries
+	// left untimed (no propose mark seen, or past recoveriesMax)
+	Recoveries        []RecoveryTimes
+	RecoveriesUntimed uint64
 }
 
 type broker struct {
@@ -163,9 +168,11 @@ type World struct {
 	trace    *driver.Trace
 	stats    Stats
 	nEvents  uint64
-	working  bool  // workload phase
-	healNs   int64 // when the drain began
-	stop     bool  // the drain finished early
+	// recoveries: the queue recoveries being timed by their stage marks
+	recoveries []recoveryTimed
+	working    bool  // workload phase
+	healNs     int64 // when the drain began
+	stop       bool  // the drain finished early
 	// interrupt: Options.Interrupt; interrupted: it stopped the run
 	interrupt   func() bool
 	interrupted bool
@@ -1183,6 +1190,7 @@ func (w *World) outstanding() string {
 
 func (w *World) result() Result {
 	w.stats.InSync = w.checker.InSyncHealth(w.now)
+	w.stats.Recoveries = w.recoveryTimes()
 	return Result{
 		Seed:      w.seed,
 		Profile:   w.prof,

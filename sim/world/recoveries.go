@@ -1,0 +1,77 @@
+package world
+
+import (
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/seam"
+)
+
+// RecoveryTimes is one queue recovery as its stage marks tell it (issue 11,
+// point 8): for each stage, the simulated time from the propose mark (the
+// metadata leader applied the transition that fenced the queue) to the
+// stage's first mark, -1 where the run never reached it.
+type RecoveryTimes struct {
+	Queue core.QueueID `json:"queue"`
+	Epoch uint64       `json:"epoch"` // the transition's epoch
+	// SinceProposeNs, indexed by stage (seam.StageDetect ..
+	// seam.StageMax; index 0 and seam.StagePropose itself are 0)
+	SinceProposeNs [seam.StageMax + 1]int64 `json:"since_propose_ns"`
+}
+
+// recoveriesMax bounds the recoveries a run times; more are counted in
+// Stats.RecoveriesUntimed.
+const recoveriesMax = 1024
+
+// recoveryTimed is a recovery being timed: its marks' first instants.
+type recoveryTimed struct {
+	queue core.QueueID
+	epoch uint64
+	atNs  [seam.StageMax + 1]int64 // 0: not marked
+}
+
+// recoveryStage takes a stage mark.
+func (w *World) recoveryStage(q core.QueueID, epoch uint64, st seam.RecoveryStage) {
+	if st == 0 || st > seam.StageMax {
+		panic("world: a recovery stage out of range")
+	}
+	for i := len(w.recoveries) - 1; i >= 0; i-- {
+		if r := &w.recoveries[i]; r.queue == q && r.epoch == epoch {
+			if r.atNs[st] == 0 {
+				r.atNs[st] = w.now
+			}
+			return
+		}
+	}
+	if st != seam.StagePropose {
+		// A stage of a transition whose propose mark the run did not see
+		// (the leader that applied it lost its lead before its effects
+		// came out): left untimed rather than timed from a later instant.
+		w.stats.RecoveriesUntimed++
+		return
+	}
+	if len(w.recoveries) >= recoveriesMax {
+		w.stats.RecoveriesUntimed++
+		return
+	}
+	r := recoveryTimed{queue: q, epoch: epoch}
+	r.atNs[st] = w.now
+	w.recoveries = append(w.recoveries, r)
+}
+
+// recoveryTimes returns the timed recoveries, in the order proposed.
+func (w *World) recoveryTimes() []RecoveryTimes {
+	out := make([]RecoveryTimes, 0, len(w.recoveries))
+	for _, r := range w.recoveries {
+		t := RecoveryTimes{Queue: r.queue, Epoch: r.epoch}
+		for st := seam.StageDetect; st <= seam.StageMax; st++ {
+			switch {
+			case st == seam.StagePropose:
+			case r.atNs[st] == 0:
+				t.SinceProposeNs[st] = -1
+			default:
+				t.SinceProposeNs[st] = r.atNs[st] - r.atNs[seam.StagePropose]
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}
