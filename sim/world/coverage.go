@@ -17,88 +17,96 @@ type Mark uint8
 
 // The marks.
 const (
-	MarkOwnerCrashInFlight  Mark = iota + 1 // an owner lost power or exited with publishes in flight
-	MarkFollowerTruncate                    // a follower truncated a divergent suffix (or an installation cut its log where it parts from the source's)
-	MarkWDown                               // W or more replicas of a W >= 2 queue were down at once
-	MarkAllDown                             // every replica of a queue was down at once
-	MarkRedeliveryAfterLoss                 // a consumer was lost holding a record; a consumer received it again
-	MarkSegmentRoll                         // a log started a new segment
-	MarkCorruptOwner                        // injected damage struck an owner's copy
-	MarkDamageReported                      // a log reported damage at recovery
-	MarkReadMetDamage                       // a live read of a log met damage (corrupt or unreadable)
-	MarkLostWrite                           // a synced write was lost (struck)
-	MarkSyncFailDrop                        // a sync failed and dropped the dirty pages (struck)
-	MarkUnreadable                          // an unreadable range was met by a read or a scan
-	MarkTornSector                          // a torn write damaged synced bytes of its sector
-	MarkCorruptLive                         // corruption of a running broker's log was met by a live read
-	MarkPowerCycle                          // every broker lost power at once
-	MarkQueueW2                             // the run has a queue with W >= 2
-	MarkProcessDown                         // a broker process stopped (power loss or exit)
-	MarkLeaderFault                         // a fault struck the metadata group's leader
-	MarkLeaderChange                        // the metadata group had a leader, then another in a later term
-	MarkBrokerExpired                       // a broker left the live set by its heartbeats' expiry
-	MarkBrokerEager                         // a broker left the live set at once, after its process exited (eager failover)
-	MarkQueuePlaced                         // the controller placed a declared queue
-	MarkTransitionFenced                    // the controller fenced a placed queue with a pending transition
-	MarkQueueRecreated                      // a queue name was declared again after a deletion: a new incarnation
-	MarkInSyncChange                        // the controller committed a change of a placed queue's in-sync set (its owner's request, or a lost follower dropped)
-	MarkInSyncDropLive                      // a follower whose process still ran left the in-sync set (its owner's lag timer)
-	MarkInSyncBack                          // a follower came back into the in-sync set (it reached the high watermark)
-	MarkISRConfirm                          // an isr queue confirmed a publish at its high watermark
-	MarkUnderMinInSync                      // a committed in-sync change left a queue below its min in-sync
-	MarkISRRefused                          // an isr queue refused a publish: its in-sync set below min in-sync
-	MarkMetaCompact                         // a broker persisted its metadata image and compacted its log
-	MarkMetaSnapshot                        // a follower installed a leader's metadata image sent as a raft snapshot
-	MarkMetaImage                           // a process's applied metadata became an image's (at its start, or a snapshot installed)
-	MarkRecoverySeal                        // a replica of a fenced queue sealed its log for recovery
-	MarkRecoverySelect                      // a recovery worker held enough witnesses and chose its source
-	MarkRecoveryReceipt                     // a restarted process answered a seal retry with its predecessor's seal, from the log's receipt
-	MarkRecoveryInstall                     // a proposed member installed a recovered history
-	MarkRecoveryActivate                    // a recovery's activation committed: the queue serves again
-	MarkConsumerCancelled                   // a consumer got the broker's cancel of its subscription (EfCancel) and asked where its queue lives
+	MarkOwnerCrashInFlight   Mark = iota + 1 // an owner lost power or exited with publishes in flight
+	MarkFollowerTruncate                     // a follower truncated a divergent suffix (or an installation cut its log where it parts from the source's)
+	MarkWDown                                // W or more replicas of a W >= 2 queue were down at once
+	MarkAllDown                              // every replica of a queue was down at once
+	MarkRedeliveryAfterLoss                  // a consumer was lost holding a record; a consumer received it again
+	MarkSegmentRoll                          // a log started a new segment
+	MarkCorruptOwner                         // injected damage struck an owner's copy
+	MarkDamageReported                       // a log reported damage at recovery
+	MarkReadMetDamage                        // a live read of a log met damage (corrupt or unreadable)
+	MarkLostWrite                            // a synced write was lost (struck)
+	MarkSyncFailDrop                         // a sync failed and dropped the dirty pages (struck)
+	MarkUnreadable                           // an unreadable range was met by a read or a scan
+	MarkTornSector                           // a torn write damaged synced bytes of its sector
+	MarkCorruptLive                          // corruption of a running broker's log was met by a live read
+	MarkPowerCycle                           // every broker lost power at once
+	MarkQueueW2                              // the run has a queue with W >= 2
+	MarkProcessDown                          // a broker process stopped (power loss or exit)
+	MarkLeaderFault                          // a fault struck the metadata group's leader
+	MarkLeaderChange                         // the metadata group had a leader, then another in a later term
+	MarkBrokerExpired                        // a broker left the live set by its heartbeats' expiry
+	MarkBrokerEager                          // a broker left the live set at once, after its process exited (eager failover)
+	MarkQueuePlaced                          // the controller placed a declared queue
+	MarkTransitionFenced                     // the controller fenced a placed queue with a pending transition
+	MarkQueueRecreated                       // a queue name was declared again after a deletion: a new incarnation
+	MarkInSyncChange                         // the controller committed a change of a placed queue's in-sync set (its owner's request, or a lost follower dropped)
+	MarkInSyncDropLive                       // a follower whose process still ran left the in-sync set (its owner's lag timer)
+	MarkInSyncBack                           // a follower came back into the in-sync set (it reached the high watermark)
+	MarkISRConfirm                           // an isr queue confirmed a publish at its high watermark
+	MarkUnderMinInSync                       // a committed in-sync change left a queue below its min in-sync
+	MarkISRRefused                           // an isr queue refused a publish: its in-sync set below min in-sync
+	MarkMetaCompact                          // a broker persisted its metadata image and compacted its log
+	MarkMetaSnapshot                         // a follower installed a leader's metadata image sent as a raft snapshot
+	MarkMetaImage                            // a process's applied metadata became an image's (at its start, or a snapshot installed)
+	MarkRecoverySeal                         // a replica of a fenced queue sealed its log for recovery
+	MarkRecoverySelect                       // a recovery worker held enough witnesses and chose its source
+	MarkRecoveryReceipt                      // a restarted process answered a seal retry with its predecessor's seal, from the log's receipt
+	MarkRecoveryInstall                      // a proposed member installed a recovered history
+	MarkRecoveryActivate                     // a recovery's activation committed: the queue serves again
+	MarkConsumerCancelled                    // a consumer got the broker's cancel of its subscription (EfCancel) and asked where its queue lives
+	MarkRecoveryPropose                      // a recovery's propose stage: the metadata leader applied a transition
+	MarkRecoveryDetect                       // a recovery's detect stage: a candidate's worker took a transition up
+	MarkRecoveryReattach                     // a recovery's reattach stage: the new owner confirmed its first publish
+	MarkRecoveryLateEvidence                 // a recovery asked a previous member for its seal again (none came of the first ask), then activated
 	markKinds
 )
 
 var markNames = [...]string{
-	MarkOwnerCrashInFlight:  "owner-crash-inflight",
-	MarkFollowerTruncate:    "follower-truncate",
-	MarkWDown:               "w-down",
-	MarkAllDown:             "all-down",
-	MarkRedeliveryAfterLoss: "redelivery-after-loss",
-	MarkSegmentRoll:         "segment-roll",
-	MarkCorruptOwner:        "corrupt-owner",
-	MarkDamageReported:      "damage-reported",
-	MarkReadMetDamage:       "read-met-damage",
-	MarkLostWrite:           "lost-write",
-	MarkSyncFailDrop:        "sync-fail-drop",
-	MarkUnreadable:          "unreadable",
-	MarkTornSector:          "torn-sector",
-	MarkCorruptLive:         "corrupt-live",
-	MarkPowerCycle:          "power-cycle",
-	MarkQueueW2:             "queue-w2",
-	MarkProcessDown:         "process-down",
-	MarkLeaderFault:         "leader-fault",
-	MarkLeaderChange:        "leader-change",
-	MarkBrokerExpired:       "broker-expired",
-	MarkBrokerEager:         "broker-eager",
-	MarkQueuePlaced:         "queue-placed",
-	MarkTransitionFenced:    "transition-fenced",
-	MarkQueueRecreated:      "queue-recreated",
-	MarkInSyncChange:        "insync-change",
-	MarkInSyncDropLive:      "insync-drop-live",
-	MarkInSyncBack:          "insync-back",
-	MarkISRConfirm:          "isr-confirm",
-	MarkUnderMinInSync:      "under-min-insync",
-	MarkISRRefused:          "isr-refused",
-	MarkMetaCompact:         "meta-compact",
-	MarkMetaSnapshot:        "meta-snapshot",
-	MarkMetaImage:           "meta-image",
-	MarkRecoverySeal:        "recovery-seal",
-	MarkRecoverySelect:      "recovery-select",
-	MarkRecoveryReceipt:     "recovery-receipt",
-	MarkRecoveryInstall:     "recovery-install",
-	MarkRecoveryActivate:    "recovery-activate",
-	MarkConsumerCancelled:   "consumer-cancelled",
+	MarkOwnerCrashInFlight:   "owner-crash-inflight",
+	MarkFollowerTruncate:     "follower-truncate",
+	MarkWDown:                "w-down",
+	MarkAllDown:              "all-down",
+	MarkRedeliveryAfterLoss:  "redelivery-after-loss",
+	MarkSegmentRoll:          "segment-roll",
+	MarkCorruptOwner:         "corrupt-owner",
+	MarkDamageReported:       "damage-reported",
+	MarkReadMetDamage:        "read-met-damage",
+	MarkLostWrite:            "lost-write",
+	MarkSyncFailDrop:         "sync-fail-drop",
+	MarkUnreadable:           "unreadable",
+	MarkTornSector:           "torn-sector",
+	MarkCorruptLive:          "corrupt-live",
+	MarkPowerCycle:           "power-cycle",
+	MarkQueueW2:              "queue-w2",
+	MarkProcessDown:          "process-down",
+	MarkLeaderFault:          "leader-fault",
+	MarkLeaderChange:         "leader-change",
+	MarkBrokerExpired:        "broker-expired",
+	MarkBrokerEager:          "broker-eager",
+	MarkQueuePlaced:          "queue-placed",
+	MarkTransitionFenced:     "transition-fenced",
+	MarkQueueRecreated:       "queue-recreated",
+	MarkInSyncChange:         "insync-change",
+	MarkInSyncDropLive:       "insync-drop-live",
+	MarkInSyncBack:           "insync-back",
+	MarkISRConfirm:           "isr-confirm",
+	MarkUnderMinInSync:       "under-min-insync",
+	MarkISRRefused:           "isr-refused",
+	MarkMetaCompact:          "meta-compact",
+	MarkMetaSnapshot:         "meta-snapshot",
+	MarkMetaImage:            "meta-image",
+	MarkRecoverySeal:         "recovery-seal",
+	MarkRecoverySelect:       "recovery-select",
+	MarkRecoveryReceipt:      "recovery-receipt",
+	MarkRecoveryInstall:      "recovery-install",
+	MarkRecoveryActivate:     "recovery-activate",
+	MarkConsumerCancelled:    "consumer-cancelled",
+	MarkRecoveryPropose:      "recovery-propose",
+	MarkRecoveryDetect:       "recovery-detect",
+	MarkRecoveryReattach:     "recovery-reattach",
+	MarkRecoveryLateEvidence: "recovery-late-evidence",
 }
 
 func (m Mark) String() string {

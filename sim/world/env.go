@@ -41,6 +41,11 @@ func (env *brokerEnv) Send(to core.NodeID, g core.GroupID, msg []byte) {
 	if g == core.GroupCtrl {
 		w.ctrlSeen(from, msg)
 	}
+	if g == seam.GroupRecovery {
+		if k, err := recovery.KindOf(msg); err == nil && k == recovery.KindSealRequest {
+			w.recoverySealAsked(to, msg)
+		}
+	}
 	if w.now < w.isolated[f] || w.now < w.isolated[t] || w.now < w.oneWay[f][t] {
 		return // partitioned
 	}
@@ -277,6 +282,12 @@ func (env *brokerEnv) Recovery(e *core.Effect) {
 	w := env.w
 	w.recoveryStage(e.Queue, e.Offset, e.Stage)
 	switch e.Stage {
+	case seam.StagePropose:
+		w.mark(MarkRecoveryPropose)
+	case seam.StageDetect:
+		w.mark(MarkRecoveryDetect)
+	case seam.StageReattach:
+		w.mark(MarkRecoveryReattach)
 	case seam.StageSeal:
 		w.mark(MarkRecoverySeal)
 		if strings.HasSuffix(e.Reason, core.ReceiptNote) {

@@ -1,7 +1,10 @@
 package world
 
 import (
+	"slices"
+
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/recovery"
 	"github.com/sluicemq/sluice/core/seam"
 )
 
@@ -26,6 +29,29 @@ type recoveryTimed struct {
 	queue core.QueueID
 	epoch uint64
 	atNs  [seam.StageMax + 1]int64 // 0: not marked
+	// asked: the previous members asked for their seals (by a message);
+	// reasked: one was asked again (no seal came of the first ask)
+	asked   []core.NodeID
+	reasked bool
+}
+
+// recoverySealAsked takes a seal request on the network: a second one to
+// the same member is evidence that was not at hand.
+func (w *World) recoverySealAsked(to core.NodeID, msg []byte) {
+	req, err := recovery.DecodeSealRequest(msg)
+	if err != nil {
+		panic("world: a seal request that does not decode: " + err.Error())
+	}
+	for i := len(w.recoveries) - 1; i >= 0; i-- {
+		if r := &w.recoveries[i]; r.queue == req.Queue && r.epoch == req.Epoch {
+			if slices.Contains(r.asked, to) {
+				r.reasked = true
+			} else if len(r.asked) < seam.ReplicasMax {
+				r.asked = append(r.asked, to)
+			}
+			return
+		}
+	}
 }
 
 // recoveryStage takes a stage mark.
@@ -37,6 +63,9 @@ func (w *World) recoveryStage(q core.QueueID, epoch uint64, st seam.RecoveryStag
 		if r := &w.recoveries[i]; r.queue == q && r.epoch == epoch {
 			if r.atNs[st] == 0 {
 				r.atNs[st] = w.now
+			}
+			if st == seam.StageActivate && r.reasked {
+				w.mark(MarkRecoveryLateEvidence)
 			}
 			return
 		}
