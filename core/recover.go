@@ -38,7 +38,7 @@ import (
 //
 // One worker serves one queue at a time; with several, they share this
 // broker's one seal and one installation at a time (a busy refusal is
-// asked again within a second).
+// asked again within 50 ms, recoveryBusyRetryNs).
 
 // Backoff bounds of the worker's seal requests (seed 004). The backoff
 // grows to recoveryBackoffMaxNs only for a broker the metadata does not
