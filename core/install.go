@@ -31,7 +31,20 @@ import (
 // rest: a later attempt at the same transition finds witnesses that still
 // hold every confirmed record they held. The source itself is never
 // written. TODO(issue 11): a stage apart and a generation pointer, so that
-// an interrupted installation leaves the sealed generation untouched.
+// an interrupted installation leaves the sealed generation untouched. The
+// plan: the stage is a second log of the queue's group (seam.LogID 1, its
+// own directory gen-EPOCH beside the live one, opened by OpOpen naming the
+// log); the installation copies the shared prefix from the live log and
+// the rest from the source into it, in pages, and resumes from its
+// recovered end after a restart; once its read-back matches the identity,
+// a new OpPublish writes the checksummed pointer file naming gen-EPOCH
+// (temporary file, sync, rename, directory sync) and the host swaps the
+// group's log 0 for it; old generations stay (seed 004: no reclamation
+// yet). seglog.Open, the daemon's and the world's PlacedLog, the
+// checker's DiskLog (sim/check: the pointer decides which directory is
+// the replica's truth; a publish is a truncation to 0 plus the stage's
+// records) and the fault injection's choice of files all follow the
+// pointer.
 
 // installTag marks, with sealTag, the storage effects of an installation.
 const installTag uint64 = 2
