@@ -52,9 +52,19 @@ soak cycles="100" seed="1":
     SLUICE_SOAK_CYCLES={{cycles}} SLUICE_SOAK_SEED={{seed}} go test -count=1 -v -timeout 120m -run '^TestSoak$' ./daemon/clustertest
 
 # three brokers on this host, W = 2 fsynced, amqp091-go: confirmed msgs/s, p50/p99 confirm latency
-# (128 B and 1 KiB), the owner-kill pause (docs/performance.md). Sluice only: the RabbitMQ side is not built.
+# (128 B and 1 KiB), the owner-kill pause, side by side in one run with three RabbitMQ 3.10 nodes
+# (Debian's rabbitmq-server, quorum queues; the benchmark starts and stops them) (docs/performance.md).
 bench-daemon:
-    go test -count=1 -run '^$' -bench Cluster -benchtime 20000x ./daemon/clustertest
+    #!/usr/bin/env bash
+    set -euo pipefail
+    if [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
+        apt-get update -qq
+        apt-get install -y -qq rabbitmq-server > /dev/null
+    fi
+    # The package may have started its own node (5672, 25672, epmd's 4369): not beside the benchmark.
+    # (pgrep, not `service rabbitmq-server status`: its CLI would leave an epmd behind.)
+    if pgrep -u rabbitmq -x beam.smp > /dev/null; then service rabbitmq-server stop; fi
+    go test -count=1 -run '^$' -bench 'Cluster|RabbitMQ' -benchtime 20000x ./daemon/clustertest
 
 # failpoint tests on the real file system (enable, test, always disable)
 failpoints:

@@ -23,6 +23,12 @@
 // (SLUICE_SOAK_SEED), never drawn from the clock; SLUICE_SOAK_CYCLES says
 // how many (default 3 under go test).
 //
+// The benchmarks (`just bench-daemon`) are BenchmarkCluster and, in the
+// same run with the same client code, BenchmarkRabbitMQ: three RabbitMQ
+// nodes (Debian's rabbitmq-server) on loopback with a quorum queue,
+// started and killed by the benchmark itself; it skips when RabbitMQ is
+// not installed.
+//
 // Timing assertions have wide margins: the tests run on a shared 2-core
 // machine next to the rest of the suite.
 package clustertest
