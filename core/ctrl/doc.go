@@ -49,7 +49,10 @@
 //     detector: a node that is not the leader and has heard no leader (an
 //     append, heartbeat or snapshot from the leader it knows, or its own
 //     granted vote) for CampaignTimeoutNs + Draw mod CampaignTimeoutNs
-//     (the draw of the first tick after it last heard one) calls Campaign.
+//     (the draw of the first tick after it last heard one) calls Campaign;
+//     a voter told that its leader's committed process exited (InPeerLost)
+//     campaigns sooner, within CampaignTimeoutNs/4 of its next tick (that
+//     tick's draw), since no heartbeat will come.
 //   - InMessage: a marshalled raftpb.Message from peer From. A message that
 //     does not decode, is not addressed from From to this node, comes from
 //     a non-voter, is a local or proposal type, or carries an entry that is

@@ -150,6 +150,10 @@ type Group struct {
 	lastTickNs   int64
 	heardNs      int64 // last instant a leader was heard (or a vote cast, or a campaign started)
 	campaignAtNs int64 // 0: not armed; armed at the next tick with its draw
+	// leaderGone: the process of the leader this voter follows exited
+	// (InPeerLost): it campaigns at its next tick, within a short jitter,
+	// instead of waiting out the timeout for a leader known dead
+	leaderGone bool
 
 	nextSeq uint64
 	pend    *pending
@@ -535,6 +539,11 @@ func (g *Group) tick(in Input) {
 		timeout := uint64(g.cfg.CampaignTimeoutNs)
 		g.campaignAtNs = g.heardNs + g.cfg.CampaignTimeoutNs + int64(in.Draw%timeout)
 	}
+	if g.leaderGone {
+		// The jitter keeps the surviving voters from splitting the vote.
+		g.leaderGone = false
+		g.campaignAtNs = min(g.campaignAtNs, in.NowNs+int64(in.Draw%uint64(g.cfg.CampaignTimeoutNs/leaderGoneJitterDiv)))
+	}
 	if in.NowNs >= g.campaignAtNs {
 		g.note("campaign: no leader heard for %dns (term %d)", in.NowNs-g.heardNs, st.GetTerm())
 		if err := g.rn.Campaign(); err != nil {
@@ -578,7 +587,7 @@ func (g *Group) message(in Input) {
 	switch m.GetType() {
 	case pb.MsgApp, pb.MsgHeartbeat, pb.MsgSnap:
 		if st.Lead == m.GetFrom() {
-			g.heardNs, g.campaignAtNs = in.NowNs, 0
+			g.heardNs, g.campaignAtNs, g.leaderGone = in.NowNs, 0, false
 		}
 	case pb.MsgVote:
 		if st.GetVote() == m.GetFrom() && st.GetTerm() == m.GetTerm() {

@@ -246,6 +246,10 @@ func (g *Group) livenessCheck() {
 	}
 }
 
+// leaderGoneJitterDiv: a voter whose leader's process exited campaigns
+// within CampaignTimeoutNs / leaderGoneJitterDiv.
+const leaderGoneJitterDiv = 4
+
 // lostPeer is a peer process whose exit this replica was told of.
 type lostPeer struct{ node, process uint64 }
 
@@ -253,6 +257,15 @@ type lostPeer struct{ node, process uint64 }
 // connection was lost (and a reconnect failed) leaves at once, proposed by
 // the leader now or by whichever replica leads next.
 func (g *Group) peerLost(in Input) {
+	if st := g.rn.BasicStatus(); st.RaftState != raft.StateLeader && st.Lead == in.From && g.isVoter {
+		if b, ok := g.md.Broker(seam.NodeID(in.From)); ok && b.Process == in.Process {
+			// The leader this voter follows is gone (its process exited,
+			// a reconnect failed): elect another now, not after the
+			// failure detector's timeout.
+			g.leaderGone = true
+			g.note("leader n%d's process %d exited: campaigning at the next tick", in.From, in.Process)
+		}
+	}
 	b, ok := g.md.Broker(seam.NodeID(in.From))
 	if !ok || !b.Live || b.Process != in.Process {
 		return // gone already, or a newer process runs
