@@ -178,7 +178,7 @@ func TestOwnerLossUnderLoad(t *testing.T) {
 	}
 	names := []string{"propose", "detect", "seal", "select", "install", "activate", "next confirm"}
 	byStage := make([][]int64, len(names))
-	s0 := scenarioSeed(t, file)
+	s0 := loadScenario(t, file).Seed
 	for k := range seeds {
 		trace := replaySeed(t, file, uint64(k))
 		for _, name := range []string{"q0", "q1", "q2"} {
@@ -213,8 +213,8 @@ func TestOwnerLossUnderLoad(t *testing.T) {
 	t.Logf("%d recoveries over %d seeds, from the kill to each stage, median/p99:%s", len(byStage[0]), seeds, b.String())
 }
 
-// scenarioSeed returns a named scenario's seed.
-func scenarioSeed(t *testing.T, file string) uint64 {
+// loadScenario reads and parses a scenario file.
+func loadScenario(t *testing.T, file string) shrink.Scenario {
 	t.Helper()
 	b, err := os.ReadFile(file)
 	if err != nil {
@@ -224,21 +224,14 @@ func scenarioSeed(t *testing.T, file string) uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s.Seed
+	return s
 }
 
 // replaySeed runs a named scenario's profile and schedule with its seed
 // plus k, its checkers required to pass, and returns the trace.
 func replaySeed(t *testing.T, file string, k uint64) string {
 	t.Helper()
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := shrink.Parse(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := loadScenario(t, file)
 	var trace bytes.Buffer
 	r, err := world.Run(s.Seed+k, s.Profile, world.Options{Trace: &trace})
 	if err != nil {

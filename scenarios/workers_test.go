@@ -3,13 +3,11 @@ package scenarios
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/sluicemq/sluice/sim/shrink"
 	"github.com/sluicemq/sluice/sim/world"
 )
 
@@ -23,14 +21,7 @@ import (
 // activations are logged for the closing note.
 func TestRecoveryWorkers(t *testing.T) {
 	const file = "named/recovery-30-owners-lost.json"
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := shrink.Parse(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := loadScenario(t, file)
 	var report []string
 	for _, workers := range []int{1, 2, 4} {
 		p := s.Profile

@@ -23,64 +23,88 @@ import (
 //	go test -run '^$' -bench Cluster -benchtime 20000x ./daemon/clustertest
 func BenchmarkCluster(b *testing.B) {
 	c := newCluster(b, 3)
-	runs := 0 // each sub-benchmark runs more than once (b.N=1 first): a queue per run
-	for _, size := range []int{128, 1024} {
-		b.Run(fmt.Sprintf("window=1000/body=%dB", size), func(b *testing.B) {
-			runs++
-			q := fmt.Sprintf("bench-%d-%d", size, runs)
-			owner := declareAndFindOwner(b, c, q)
-			rate, p50, p99 := publishWindow(b, c.b(owner).url(), q, size, b.N, 1000)
-			b.ReportMetric(rate, "confirmed-msgs/s")
-			b.ReportMetric(float64(p50.Microseconds()), "p50-µs")
-			b.ReportMetric(float64(p99.Microseconds()), "p99-µs")
-		})
-		// One publish at a time: the confirm latency itself, without a
-		// window's queueing in front of it.
-		b.Run(fmt.Sprintf("window=1/body=%dB", size), func(b *testing.B) {
-			runs++
-			q := fmt.Sprintf("bench-%d-%d", size, runs)
-			owner := declareAndFindOwner(b, c, q)
-			rate, p50, p99 := publishWindow(b, c.b(owner).url(), q, size, min(b.N, 2000), 1)
-			b.ReportMetric(rate, "confirmed-msgs/s")
-			b.ReportMetric(float64(p50.Microseconds()), "p50-µs")
-			b.ReportMetric(float64(p99.Microseconds()), "p99-µs")
-		})
-	}
+	runs := benchWindows(b, func(b *testing.B, q string) string { return c.b(declareAndFindOwner(b, c, q)).url() })
 	b.Run("owner-kill", func(b *testing.B) {
 		runs++
 		q := fmt.Sprintf("bench-kill-%d", runs)
 		owner := declareAndFindOwner(b, c, q)
-		via := c.runningOther(owner)
-		p := newPublisher(q, "k", []string{c.b(via).url()}, 0, 500)
-		go p.run()
-		p.waitConfirmsAfter(b, time.Time{}, 500, 30*time.Second)
-		killedAt, seq := time.Now(), p.lastSeq()
-		c.kill(owner)
-		first := p.waitSentAfter(b, seq, 1, 60*time.Second)
-		p.finish()
-		_, _, unknown := p.counts()
-		b.ReportMetric(float64(first.Sub(killedAt).Milliseconds()), "pause-ms")
-		b.ReportMetric(float64(unknown), "unknown")
-		b.Logf("owner n%d killed; first confirm after %v; %d unknown outcomes", owner, first.Sub(killedAt).Round(time.Millisecond), unknown)
+		pause, unknown := killPause(b, q, c.b(c.runningOther(owner)).url(), func() { c.kill(owner) })
+		b.Logf("owner n%d killed; first confirm after %v; %d unknown outcomes", owner, pause.Round(time.Millisecond), unknown)
 		// Back to three brokers for the next run.
 		c.start(owner)
 		c.waitReady(owner, 30*time.Second)
 	})
 }
 
+// benchWindows runs the throughput and latency sub-benchmarks, shared by
+// the Sluice and RabbitMQ halves: per body size, a window of 1,000
+// publishes unconfirmed, then one publish at a time (the confirm latency
+// itself, without a window's queueing in front of it), each on a fresh
+// queue that declare creates and whose serving node's URL it returns. It
+// returns how many queues it declared.
+func benchWindows(b *testing.B, declare func(b *testing.B, q string) string) int {
+	runs := 0 // each sub-benchmark runs more than once (b.N=1 first): a queue per run
+	for _, size := range []int{128, 1024} {
+		for _, window := range []int{1000, 1} {
+			b.Run(fmt.Sprintf("window=%d/body=%dB", window, size), func(b *testing.B) {
+				runs++
+				q := fmt.Sprintf("bench-%d-%d", size, runs)
+				url := declare(b, q)
+				n := b.N
+				if window == 1 {
+					n = min(b.N, 2000)
+				}
+				rate, p50, p99 := publishWindow(b, url, q, size, n, window)
+				b.ReportMetric(rate, "confirmed-msgs/s")
+				b.ReportMetric(float64(p50.Microseconds()), "p50-µs")
+				b.ReportMetric(float64(p99.Microseconds()), "p99-µs")
+			})
+		}
+	}
+	return runs
+}
+
+// killPause publishes to queue q at 500 msg/s through url, kills the
+// queue's owner (kill) once 500 are confirmed, and reports the time from
+// the kill to the next confirm (pause-ms) and the publishes whose outcome
+// is unknown.
+func killPause(b *testing.B, q, url string, kill func()) (time.Duration, int) {
+	p := newPublisher(q, "k", []string{url}, 0, 500)
+	go p.run()
+	p.waitConfirmsAfter(b, time.Time{}, 500, 30*time.Second)
+	killedAt, seq := time.Now(), p.lastSeq()
+	kill()
+	first := p.waitSentAfter(b, seq, 1, 60*time.Second)
+	p.finish()
+	_, _, unknown := p.counts()
+	b.ReportMetric(float64(first.Sub(killedAt).Milliseconds()), "pause-ms")
+	b.ReportMetric(float64(unknown), "unknown")
+	return first.Sub(killedAt), unknown
+}
+
+// declareQueue declares queue q (three replicas, durable; the same
+// arguments for both halves) through the broker at url.
+func declareQueue(b *testing.B, url, q string) {
+	b.Helper()
+	conn, err := amqp.Dial(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare(q, true, false, false, false, queueArgs); err != nil {
+		b.Fatal(err)
+	}
+}
+
 // declareAndFindOwner declares queue q (three replicas) and returns its
 // owner once every replica is in sync.
 func declareAndFindOwner(b *testing.B, c *cluster, q string) int {
 	b.Helper()
-	conn, err := amqp.Dial(c.b(1).url())
-	if err != nil {
-		b.Fatal(err)
-	}
-	ch, _ := conn.Channel()
-	if _, err := ch.QueueDeclare(q, true, false, false, false, queueArgs); err != nil {
-		b.Fatal(err)
-	}
-	conn.Close()
+	declareQueue(b, c.b(1).url(), q)
 	return owner(b, c.settle(1, []string{q}, 30*time.Second), q)
 }
 

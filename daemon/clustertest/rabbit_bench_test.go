@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	amqp "github.com/rabbitmq/amqp091-go"
 )
 
 // rabbitBin is where Debian's rabbitmq-server package puts the real
@@ -38,45 +36,16 @@ func BenchmarkRabbitMQ(b *testing.B) {
 		b.Skipf("RabbitMQ is not installed (%v): apt-get install rabbitmq-server (`just bench-daemon` does) for the RabbitMQ half", err)
 	}
 	c := newRabbitCluster(b, 3)
-	runs := 0 // each sub-benchmark runs more than once (b.N=1 first): a queue per run
-	for _, size := range []int{128, 1024} {
-		b.Run(fmt.Sprintf("window=1000/body=%dB", size), func(b *testing.B) {
-			runs++
-			q := fmt.Sprintf("bench-%d-%d", size, runs)
-			leader := c.declareAndFindLeader(b, q)
-			rate, p50, p99 := publishWindow(b, c.n(leader).url(), q, size, b.N, 1000)
-			b.ReportMetric(rate, "confirmed-msgs/s")
-			b.ReportMetric(float64(p50.Microseconds()), "p50-µs")
-			b.ReportMetric(float64(p99.Microseconds()), "p99-µs")
-		})
-		b.Run(fmt.Sprintf("window=1/body=%dB", size), func(b *testing.B) {
-			runs++
-			q := fmt.Sprintf("bench-%d-%d", size, runs)
-			leader := c.declareAndFindLeader(b, q)
-			rate, p50, p99 := publishWindow(b, c.n(leader).url(), q, size, min(b.N, 2000), 1)
-			b.ReportMetric(rate, "confirmed-msgs/s")
-			b.ReportMetric(float64(p50.Microseconds()), "p50-µs")
-			b.ReportMetric(float64(p99.Microseconds()), "p99-µs")
-		})
-	}
+	runs := benchWindows(b, func(b *testing.B, q string) string { return c.n(c.declareAndFindLeader(b, q)).url() })
 	b.Run("owner-kill", func(b *testing.B) {
 		runs++
 		q := fmt.Sprintf("bench-kill-%d", runs)
 		leader := c.declareAndFindLeader(b, q)
 		via := leader%len(c.nodes) + 1
-		p := newPublisher(q, "k", []string{c.n(via).url()}, 0, 500)
-		go p.run()
-		p.waitConfirmsAfter(b, time.Time{}, 500, 30*time.Second)
-		killedAt, seq := time.Now(), p.lastSeq()
-		c.kill(leader)
-		first := p.waitSentAfter(b, seq, 1, 60*time.Second)
-		p.finish()
-		_, _, unknown := p.counts()
-		b.ReportMetric(float64(first.Sub(killedAt).Milliseconds()), "pause-ms")
-		b.ReportMetric(float64(unknown), "unknown")
+		pause, unknown := killPause(b, q, c.n(via).url(), func() { c.kill(leader) })
 		newLeader, _ := c.queueLeader(via, q)
 		b.Logf("leader %s killed, publishing via %s; first confirm after %v; %d unknown outcomes; leader now %s",
-			c.n(leader).name, c.n(via).name, first.Sub(killedAt).Round(time.Millisecond), unknown, newLeader)
+			c.n(leader).name, c.n(via).name, pause.Round(time.Millisecond), unknown, newLeader)
 		// Back to three nodes for the next run.
 		c.start(leader)
 		c.awaitStartup(leader)
@@ -363,15 +332,7 @@ func (c *rabbitCluster) awaitStartup(i int) {
 // its leader once all three members are online.
 func (c *rabbitCluster) declareAndFindLeader(b *testing.B, q string) int {
 	b.Helper()
-	conn, err := amqp.Dial(c.n(1).url())
-	if err != nil {
-		b.Fatal(err)
-	}
-	ch, _ := conn.Channel()
-	if _, err := ch.QueueDeclare(q, true, false, false, false, queueArgs); err != nil {
-		b.Fatal(err)
-	}
-	conn.Close()
+	declareQueue(b, c.n(1).url(), q)
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		leader, online := c.queueLeader(1, q)
