@@ -155,14 +155,21 @@ func TestForwardNodeLost(t *testing.T) {
 	}
 }
 
-// TestForwardSubscribe: a subscription to a queue owned by n2 runs there;
-// its acks and its end go there too.
-func TestForwardSubscribe(t *testing.T) {
+// consumingAtN2 returns a harness whose client consumes queue "q" (id 7,
+// owned by n2, by the topology's answer) as "c1", and the subscribe request
+// the front forwarded.
+func consumingAtN2(t *testing.T) (*harness, Effect) {
 	h := forwardHarness(t)
 	h.cl.method(t, 1, &wire.BasicConsume{Queue: "q", ConsumerTag: "c1"})
 	h.send()
 	h.reply(h.next(seam.ReqTopology), seam.Confirmed, 7, 2, "owner=n2")
-	sr := h.next(seam.ReqSubscribe)
+	return h, h.next(seam.ReqSubscribe)
+}
+
+// TestForwardSubscribe: a subscription to a queue owned by n2 runs there;
+// its acks and its end go there too.
+func TestForwardSubscribe(t *testing.T) {
+	h, sr := consumingAtN2(t)
 	if sr.Node != 2 {
 		t.Fatalf("subscribe %s, want it at n2", sr.String())
 	}
@@ -191,11 +198,7 @@ func TestForwardSubscribe(t *testing.T) {
 // fenced): the client gets basic.cancel, the front asks the topology where
 // the queue lives now, and consuming again goes there.
 func TestCoreCancel(t *testing.T) {
-	h := forwardHarness(t)
-	h.cl.method(t, 1, &wire.BasicConsume{Queue: "q", ConsumerTag: "c1"})
-	h.send()
-	h.reply(h.next(seam.ReqTopology), seam.Confirmed, 7, 2, "owner=n2")
-	sr := h.next(seam.ReqSubscribe)
+	h, sr := consumingAtN2(t)
 	h.reply(sr, seam.Confirmed, 7, 0, "")
 	h.methods()
 	h.now++

@@ -446,6 +446,15 @@ func TestRedeliveryAfterConfirmedAckFails(t *testing.T) {
 }
 
 func TestRedeliveryBeforeAckConfirmedPasses(t *testing.T) {
+	c := ackedOnTheOwnerOnly()
+	c.DeliverEmitted(20, 1, 0, 7, true)
+	wantClean(t, c)
+}
+
+// ackedOnTheOwnerOnly returns a checker whose queue 1 confirmed a publish
+// at offset 0 on n1 and n2 and delivered it, and whose owner n1 alone
+// holds the ack of it (short of W = 2).
+func ackedOnTheOwnerOnly() *Checker {
 	c, fd := newChecker()
 	c.PublishStarted(7, 16)
 	written(c, fd, 1, pub(1, 0, 7))
@@ -453,9 +462,8 @@ func TestRedeliveryBeforeAckConfirmedPasses(t *testing.T) {
 	c.DeliverEmitted(10, 1, 0, 7, false)
 	a := ack(1, 1, 0)
 	c.AckAppended(1, 1, 1, IdentOf(&a), 0)
-	written(c, fd, 1, pub(1, 0, 7), a) // only the owner holds the ack
-	c.DeliverEmitted(20, 1, 0, 7, true)
-	wantClean(t, c)
+	written(c, fd, 1, pub(1, 0, 7), a)
+	return c
 }
 
 func TestCleanHistoryPasses(t *testing.T) {
@@ -636,14 +644,7 @@ func TestSyncFailureNamesTheEvidence(t *testing.T) {
 // a redelivery of an acked record. (redeliver-acked judged the old ack
 // by the new W and flagged it: swarm seed 4117.)
 func TestRedeliveryAfterAckUnderOldWPasses(t *testing.T) {
-	c, fd := newChecker()
-	c.PublishStarted(7, 16)
-	written(c, fd, 1, pub(1, 0, 7))
-	written(c, fd, 2, pub(1, 0, 7))
-	c.DeliverEmitted(10, 1, 0, 7, false)
-	a := ack(1, 1, 0)
-	c.AckAppended(1, 1, 1, IdentOf(&a), 0)
-	written(c, fd, 1, pub(1, 0, 7), a) // only the owner holds the ack: short of W=2
+	c := ackedOnTheOwnerOnly()
 	c.Reassign(15, 1, 2, 1, []core.NodeID{1}, 1)
 	c.DeliverEmitted(20, 1, 0, 7, true)
 	wantClean(t, c)
