@@ -34,6 +34,7 @@ const (
 	AllDurable      = seam.AllDurable
 	ISR             = seam.ISR
 	ReplicasMax     = seam.ReplicasMax
+	LogStage        = seam.LogStage
 
 	InStart      = seam.InStart
 	InMessage    = seam.InMessage
@@ -59,6 +60,7 @@ const (
 	OpPersist  = seam.OpPersist
 	OpOpen     = seam.OpOpen
 	OpSeal     = seam.OpSeal
+	OpPublish  = seam.OpPublish
 
 	EfSend      = seam.EfSend
 	EfStorage   = seam.EfStorage

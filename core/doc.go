@@ -102,6 +102,15 @@
 //     the completion as an InStorage input of its own carrying what it
 //     recovered (StorageDone.State); from then on the log's operations
 //     follow point 3. A failed open is a failed operation (rule 4).
+//  12. A group's stage (log LogStage, a recovery's installation): OpOpen
+//     of log LogStage opens the stage of generation Offset beside the
+//     group's open log 0 (io/seglog's generations); a stage already open
+//     is reopened in its queue, after the operations issued before on it.
+//     Its operations follow point 3, and OpPublish's completion (the
+//     generation pointer durable, file and directory) comes back like a
+//     sync's; once it completes, log 0 of the group is the stage's log
+//     (what is queued on log 0 runs on it) and the stage is closed. Its
+//     completions, like every storage completion, name the log.
 //
 // A restarted process is a new Node: memory is gone, the logs remain.
 //

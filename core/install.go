@@ -4,47 +4,42 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/core/ctrl"
 	"github.com/sluicemq/sluice/core/metadata"
+	"github.com/sluicemq/sluice/core/record"
 	"github.com/sluicemq/sluice/core/recovery"
 	"github.com/sluicemq/sluice/core/seam"
 )
 
-// Installation (issue 11, point 5). A proposed member of a pending
-// transition, asked by the recovery worker, makes its log of the queue the
-// verified source's history: after a fresh committed view shows the
-// transition pending and this node proposed (and, if it held the queue
-// before, after its own seal froze the log), it truncates its log where it
-// parts from the source (by epoch history: one owner writes an offset once
-// per epoch, and epochs are unique to an assignment), copies the rest from
-// the source by sealed reads, syncs, reads its whole log back and checks
-// that it hashes to the source's identity; only then does it answer with
-// its receipt (its exact process and storage instance). One installation
-// runs at a time on a broker.
+// Installation (issue 11, point 5; seed 004's "Non-serving recovery
+// staging"). A proposed member of a pending transition, asked by the
+// recovery worker, makes its log of the queue the verified source's
+// history: after a fresh committed view shows the transition pending and
+// this node proposed (and, if it held the queue before, after its own seal
+// froze the log), it builds the source's history in a stage apart from its
+// live log (the group's log LogStage, a generation of its own in
+// io/seglog): the records its live log shares with the source (up to
+// where they part, by epoch history: one owner writes an offset once per
+// epoch, and epochs are unique to an assignment) are copied locally, the
+// rest from the source by sealed reads, in pages. It syncs the stage,
+// reads it whole back and checks that it hashes to the source's identity,
+// writes the new generation's seal receipt if its live log was sealed for
+// the transition, and publishes the stage (OpPublish: one checksummed,
+// directory-synced pointer); only then does it answer with its receipt
+// (its exact process and storage instance). One installation runs at a
+// time on a broker.
 //
-// Why installing in place is safe where seed 004 stages apart: what it
-// removes is a suffix the source does not hold, which the sealed reads
-// showed to be of epochs the source superseded, so never confirmed (every
-// confirmed record is on the source: source-complete judges it); what it
-// appends is the source's. A member's log is thus, at every moment, its
-// sealed records up to the parting point, then a prefix of the source's
-// rest: a later attempt at the same transition finds witnesses that still
-// hold every confirmed record they held. The source itself is never
-// written. TODO(issue 11): a stage apart and a generation pointer, so that
-// an interrupted installation leaves the sealed generation untouched. The
-// plan: the stage is a second log of the queue's group (seam.LogID 1, its
-// own directory gen-EPOCH beside the live one, opened by OpOpen naming the
-// log); the installation copies the shared prefix from the live log and
-// the rest from the source into it, in pages, and resumes from its
-// recovered end after a restart; once its read-back matches the identity,
-// a new OpPublish writes the checksummed pointer file naming gen-EPOCH
-// (temporary file, sync, rename, directory sync) and the host swaps the
-// group's log 0 for it; old generations stay (seed 004: no reclamation
-// yet). seglog.Open, the daemon's and the world's PlacedLog, the
-// checker's DiskLog (sim/check: the pointer decides which directory is
-// the replica's truth; a publish is a truncation to 0 plus the stage's
-// records) and the fault injection's choice of files all follow the
-// pointer.
+// The live log is never written by an installation: until the publish,
+// it is exactly what its seal described, so an installation interrupted
+// at any point (a crash, a superseded attempt, an activation without it)
+// leaves a witness whose evidence stands. A stage left unfinished is
+// resumed by a later installation of the same generation from its
+// recovered end (its records are genuine, the live log's or the source's,
+// and anything past where it parts from the new source is cut). A member
+// whose live log already is the source's history (the source itself, or
+// a copy that holds exactly it) stages nothing: its log is synced and
+// verified in place.
 
 // installTag marks, with sealTag, the storage effects of an installation.
 const installTag uint64 = 2
@@ -55,12 +50,14 @@ const installsKeptMax = 64
 type installPhase uint8
 
 const (
-	installFresh   installPhase = iota + 1 // waiting for the fresh committed view
-	installOpen                            // waiting for the log to open
-	installCopy                            // copying pages from the source
-	installSync                            // waiting for the copy to be durable
-	installVerify                          // reading the log back
-	installReceipt                         // storing the log's new seal receipt
+	installFresh     installPhase = iota + 1 // waiting for the fresh committed view
+	installOpen                              // waiting for the live log to open
+	installStageOpen                         // waiting for the stage to open
+	installCopy                              // copying pages, the live log's or the source's
+	installSync                              // waiting for the copy to be durable
+	installVerify                            // reading the copy back
+	installReceipt                           // storing the live log's new seal receipt (in place)
+	installPublish                           // waiting for the stage's publish
 )
 
 type installJob struct {
@@ -68,7 +65,15 @@ type installJob struct {
 	from  NodeID
 	phase installPhase
 	token uint64
-	st    seam.LogState // the log as this installation issued it
+	// inPlace: the live log is the source's history; nothing is staged.
+	inPlace bool
+	// st: the log the installation builds (the stage as issued, or the
+	// live log in place); localEnd: the stage copies [st.End, localEnd)
+	// from the live log, the rest from the source.
+	st       seam.LogState
+	localEnd uint64
+	// liveSeal: the live log's seal receipt, if it has one
+	liveSeal []byte
 	// askedNs: when the page wanted from the source was asked for
 	askedNs int64
 	id      *recovery.Identity
@@ -183,10 +188,10 @@ func (n *Node) installFreshDone(e *ctrl.Effect) bool {
 	return true
 }
 
-// installOpened continues an installation whose log opened.
+// installOpened continues an installation whose live log opened.
 func (n *Node) installOpened(d *StorageDone) bool {
 	j := n.installer.job
-	if j == nil || j.phase != installOpen || seam.QueueGroup(j.req.Queue) != d.Group {
+	if j == nil || j.phase != installOpen || seam.QueueGroup(j.req.Queue) != d.Group || d.Log != 0 {
 		return false
 	}
 	if d.Err == "" {
@@ -195,8 +200,8 @@ func (n *Node) installOpened(d *StorageDone) bool {
 	return true
 }
 
-// installBegin cuts the log where it parts from the source and starts the
-// copy.
+// installBegin decides, from the live log st, whether the installation
+// stages the source's history or verifies the live log in place.
 func (n *Node) installBegin(st *seam.LogState) {
 	j := n.installer.job
 	req := &j.req
@@ -204,39 +209,48 @@ func (n *Node) installBegin(st *seam.LogState) {
 		n.installEnd(false, fmt.Sprintf("its log starts at %d, the source's at %d", st.Start, req.Start))
 		return
 	}
-	j.st = seam.LogState{Group: st.Group, Start: req.Start, End: st.End, Epochs: slices.Clone(st.Epochs), Unrepaired: st.Unrepaired}
-	if d := partingPoint(j.st.Epochs, j.st.End, req.Epochs, req.End, req.Start); st.Damage != "" || d < j.st.End || d < req.End {
-		// The installation is about to write the log: its seal for this
-		// transition (if it sealed) no longer describes it, so its
-		// receipt says first, durably (one log's operations run in
-		// order), that it is no complete witness any more.
-		n.installMarkReceipt()
+	p := &n.placed[n.placedIndex(req.Queue)]
+	j.liveSeal = st.Seal
+	if p.state != nil {
+		j.liveSeal = p.state.Seal // a seal of this process renews it there
 	}
-	if st.Damage != "" {
-		// Its tail past End is torn or corrupt (its seal said so: a
-		// damaged witness). The installation replaces everything past
-		// the parting point with the source's history, so it discards
-		// the damaged tail first, in the open; the log is marked
-		// unrepaired until the copy is verified whole.
-		n.out.Storage(seam.Effect{Op: seam.OpDiscard, Group: seam.QueueGroup(req.Queue), Offset: st.End, Tag: sealTag | installTag})
-		j.st.Unrepaired = true
-	}
+	d := partingPoint(st.Epochs, st.End, req.Epochs, req.End, req.Start)
 	if st.End == st.Start {
-		j.st.End, j.st.Epochs = req.Start, nil
-		if st.End != req.Start {
-			n.installEnd(false, fmt.Sprintf("its empty log is at %d, the source starts at %d", st.End, req.Start))
-			return
-		}
+		d = req.Start // an empty log shares nothing
 	}
-	d := partingPoint(j.st.Epochs, j.st.End, req.Epochs, req.End, req.Start)
 	g := seam.QueueGroup(req.Queue)
-	if j.st.End > d {
-		n.out.Storage(seam.Effect{Op: seam.OpTruncate, Group: g, Offset: d, Tag: sealTag | installTag})
-		j.st.End = d
-		j.st.Epochs = slices.DeleteFunc(j.st.Epochs, func(e seam.EpochStart) bool { return e.Offset >= d })
+	if st.Damage == "" && d == st.End && d == req.End {
+		// Its live log is the source's history: verified in place, after
+		// a sync (a group may have run on it; a seal synced it, an open
+		// did, but nothing here relies on which).
+		j.inPlace = true
+		j.st = seam.LogState{Group: g, Start: st.Start, End: st.End, Epochs: slices.Clone(st.Epochs), Unrepaired: st.Unrepaired,
+			Generation: p.generation}
+		j.phase = installSync
+		n.out.Storage(seam.Effect{Op: seam.OpSync, Group: g, Offset: j.st.End, Tag: sealTag | installTag})
+		return
 	}
-	j.phase = installCopy
-	n.installAskPage()
+	if req.Source == n.x.Node && d < req.End {
+		// Its own log is the source, yet parts from the history its seal
+		// gave: it changed since (met damage). (A source whose log has a
+		// damaged tail past its history stages that history locally.)
+		n.installEnd(false, sourceChangedNote+": its own log parts from its history")
+		return
+	}
+	if p.publishing != nil {
+		n.installEnd(true, "publishing its stage")
+		return
+	}
+	j.localEnd = d
+	gen := req.Epoch
+	if p.generation >= gen {
+		// The generation of this epoch is the live log already (an
+		// earlier installation of the transition published it, from
+		// another source): the stage is the next one.
+		gen = p.generation + 1
+	}
+	j.phase = installStageOpen
+	n.out.Storage(seam.Effect{Op: seam.OpOpen, Group: g, Log: seam.LogStage, Offset: gen})
 }
 
 // partingPoint is the first offset where a log (epochs, end) and the
@@ -265,24 +279,74 @@ func partingPoint(epochs []seam.EpochStart, end uint64, srcEpochs []seam.EpochSt
 	return common
 }
 
-// installAskPage asks the source for the next page, or syncs the copy.
-func (n *Node) installAskPage() {
+// stageOpened is the completion of a stage's open.
+func (n *Node) stageOpened(d *StorageDone) {
+	j := n.installer.job
+	if d.Err != "" || j == nil || j.phase != installStageOpen || seam.QueueGroup(j.req.Queue) != d.Group {
+		return // the failure policy (the process exits), or the installation ended
+	}
+	req := &j.req
+	st := d.State
+	j.st = seam.LogState{Group: d.Group, Log: seam.LogStage, Start: req.Start, End: st.End, Epochs: slices.Clone(st.Epochs),
+		Unrepaired: st.Unrepaired, Generation: st.Generation}
+	if st.Damage != "" {
+		// A torn or corrupt tail (a crash struck the copy): discarded,
+		// and the stage is marked unrepaired until verified whole.
+		n.stageStorage(seam.Effect{Op: seam.OpDiscard, Offset: st.End})
+		j.st.Unrepaired = true
+	}
+	if st.End == st.Start {
+		if st.Start != req.Start {
+			n.installEnd(false, fmt.Sprintf("its empty stage is at %d, the source starts at %d", st.Start, req.Start))
+			return
+		}
+		j.st.Epochs = nil
+	} else if st.Start != req.Start {
+		n.installEnd(false, fmt.Sprintf("its stage starts at %d, the source's at %d", st.Start, req.Start))
+		return
+	}
+	if d := partingPoint(j.st.Epochs, j.st.End, req.Epochs, req.End, req.Start); j.st.End > d {
+		// Resumed from a stage of another source's history: what parts
+		// from this one goes.
+		n.stageStorage(seam.Effect{Op: seam.OpTruncate, Offset: d})
+		j.st.End = d
+		j.st.Epochs = slices.DeleteFunc(j.st.Epochs, func(e seam.EpochStart) bool { return e.Offset >= d })
+	}
+	j.phase = installCopy
+	n.installNext()
+}
+
+// stageStorage issues storage effect e on the running installation's
+// stage.
+func (n *Node) stageStorage(e seam.Effect) {
+	j := n.installer.job
+	e.Group, e.Log, e.Tag = seam.QueueGroup(j.req.Queue), seam.LogStage, sealTag|installTag
+	n.out.Storage(e)
+}
+
+// installNext copies the next page into the stage (from the live log
+// while it shares the source's history, then from the source), or syncs
+// the copy.
+func (n *Node) installNext() {
 	j := n.installer.job
 	req := &j.req
 	if j.st.End >= req.End {
 		j.phase = installSync
-		n.out.Storage(seam.Effect{Op: seam.OpSync, Group: seam.QueueGroup(req.Queue), Offset: j.st.End, Tag: sealTag | installTag})
+		if n.x.Bugs.Has(bugs.PublishUnsynced) {
+			n.installSynced() // planted: verified from the page cache, published unsynced
+			return
+		}
+		n.stageStorage(seam.Effect{Op: seam.OpSync, Offset: j.st.End})
+		return
+	}
+	if j.st.End < j.localEnd {
+		n.out.Storage(seam.Effect{Op: seam.OpRead, Group: seam.QueueGroup(req.Queue), Offset: j.st.End,
+			Count: int(min(j.localEnd-j.st.End, uint64(n.x.Lim.BatchRecordsMax))), Tag: sealTag | installTag})
 		return
 	}
 	j.askedNs = n.x.NowNs
 	rr := recovery.ReadRequest{Queue: req.Queue, Incarnation: req.Incarnation, Epoch: req.Epoch, Transition: req.Transition,
 		From: j.st.End, Count: recovery.PageRecordsMax}
-	if req.Source == n.x.Node {
-		// Its own log is the source, yet parts from the history its seal
-		// gave: it changed since (met damage).
-		n.installEnd(false, sourceChangedNote+": its own log parts from its history")
-		return
-	}
 	n.out.Send(seam.GroupRecovery, req.Source, recovery.AppendReadRequest(n.out.Grow(96), &rr))
 }
 
@@ -293,37 +357,50 @@ func (n *Node) installPage(p *recovery.ReadPage) bool {
 	if j == nil || j.phase != installCopy || p.Queue != j.req.Queue || p.Transition != j.req.Transition || p.Node != j.req.Source {
 		return false
 	}
-	if p.From != j.st.End || len(p.Records) == 0 {
+	if p.From != j.st.End || j.st.End < j.localEnd || len(p.Records) == 0 {
 		return true // a late duplicate, or nothing: asked again on a tick
 	}
-	recs := p.Records[:min(len(p.Records), int(j.req.End-j.st.End))]
+	n.stageAppend(p.Records)
+	return true
+}
+
+// stageAppend appends a page of the source's history at the stage's end
+// and goes on.
+func (n *Node) stageAppend(page []record.Record) {
+	j := n.installer.job
+	recs := page[:min(len(page), int(j.req.End-j.st.End))]
 	for i := range recs {
 		r := &recs[i]
-		if r.Epoch != seam.EpochAt(j.req.Epochs, r.Offset) {
-			n.installEnd(false, fmt.Sprintf("the source's record at o=%d is of epoch %d, its history says %d", r.Offset, r.Epoch, seam.EpochAt(j.req.Epochs, r.Offset)))
-			return true
+		if r.Offset != j.st.End+uint64(i) {
+			n.installEnd(false, fmt.Sprintf("a page's record at o=%d where o=%d was due", r.Offset, j.st.End+uint64(i)))
+			return
 		}
-		if k := len(j.st.Epochs); k == 0 || j.st.Epochs[k-1].Epoch != r.Epoch {
-			j.st.Epochs = append(j.st.Epochs, seam.EpochStart{Epoch: r.Epoch, Offset: r.Offset})
+		if r.Epoch != seam.EpochAt(j.req.Epochs, r.Offset) {
+			n.installEnd(false, fmt.Sprintf("the record at o=%d is of epoch %d, the source's history says %d", r.Offset, r.Epoch, seam.EpochAt(j.req.Epochs, r.Offset)))
+			return
 		}
 	}
-	n.out.Storage(seam.Effect{Op: seam.OpAppend, Group: seam.QueueGroup(j.req.Queue), Records: recs, Tag: sealTag | installTag})
+	for i := range recs {
+		if k := len(j.st.Epochs); k == 0 || j.st.Epochs[k-1].Epoch != recs[i].Epoch {
+			j.st.Epochs = append(j.st.Epochs, seam.EpochStart{Epoch: recs[i].Epoch, Offset: recs[i].Offset})
+		}
+	}
+	n.stageStorage(seam.Effect{Op: seam.OpAppend, Records: recs})
 	j.st.End += uint64(len(recs))
-	n.installAskPage()
-	return true
+	n.installNext()
 }
 
 // installTick asks again for a page not answered, and ends an installation
 // whose transition is no longer pending (activated without it, replaced,
 // or its queue deleted): one runs at a time on a broker, and one waiting
 // for a source that can no longer answer would keep every other queue's
-// installation out for good.
+// installation out for good. A publish under way is waited for.
 func (n *Node) installTick() {
 	j := n.installer.job
 	if j == nil {
 		return
 	}
-	if j.phase >= installCopy && j.phase != installReceipt {
+	if j.phase >= installCopy && j.phase < installReceipt {
 		q, ok := placedQueue(n.ctrl.Metadata(), j.req.Queue)
 		if !ok || q.Incarnation != j.req.Incarnation || !q.Assignment.Fenced || q.Assignment.Pending.Epoch != j.req.Epoch ||
 			recovery.Digest(q.Assignment.Pending.Digest) != j.req.Transition {
@@ -331,30 +408,38 @@ func (n *Node) installTick() {
 			return
 		}
 	}
-	if j.phase == installCopy && n.x.NowNs-j.askedNs >= recoveryBackoffMinNs {
-		n.installAskPage()
+	if j.phase == installCopy && j.st.End >= j.localEnd && n.x.NowNs-j.askedNs >= recoveryBackoffMinNs {
+		n.installNext()
 	}
 }
 
 // installStorage takes the completion of an installation's storage effect.
 func (n *Node) installStorage(d *StorageDone) {
+	if d.Log == seam.LogStage && d.Op == seam.OpPublish && d.Err == "" {
+		i := n.placedIndex(QueueID(d.Group))
+		if i < 0 {
+			panic(fmt.Sprintf("core: a stage of group %d published, which is not placed here", d.Group))
+		}
+		n.stagePublished(&n.placed[i])
+	}
 	j := n.installer.job
 	if d.Err != "" || j == nil || seam.QueueGroup(j.req.Queue) != d.Group {
 		return // the failure policy (the process exits), or an installation ended
 	}
+	onLog := seam.LogStage
+	if j.inPlace {
+		onLog = 0
+	}
 	switch {
-	case d.Op == seam.OpSeal && j.phase == installReceipt:
-		n.installDone()
-	case d.Op == seam.OpSync && j.phase == installSync:
-		j.phase = installVerify
-		id, err := recovery.NewIdentity(j.req.Queue, j.req.Start, j.req.End)
-		if err != nil {
-			n.installEnd(false, err.Error())
+	case d.Op == seam.OpRead && d.Log == 0 && j.phase == installCopy && !j.inPlace:
+		if d.Offset != j.st.End || len(d.Records) == 0 {
+			n.installEnd(false, fmt.Sprintf("its live log has no record at %d", j.st.End))
 			return
 		}
-		j.id = id
-		n.installReadNext()
-	case d.Op == seam.OpRead && j.phase == installVerify:
+		n.stageAppend(d.Records)
+	case d.Op == seam.OpSync && d.Log == onLog && j.phase == installSync:
+		n.installSynced()
+	case d.Op == seam.OpRead && d.Log == onLog && j.phase == installVerify:
 		if len(d.Records) == 0 {
 			n.installEnd(false, fmt.Sprintf("the installed log has no record at %d", j.id.Next()))
 			return
@@ -366,36 +451,68 @@ func (n *Node) installStorage(d *StorageDone) {
 			}
 		}
 		n.installReadNext()
+	case d.Op == seam.OpSeal && d.Log == 0 && j.phase == installReceipt:
+		n.installDone()
 	}
+}
+
+// installSynced starts reading the durable copy back.
+func (n *Node) installSynced() {
+	j := n.installer.job
+	j.phase = installVerify
+	id, err := recovery.NewIdentity(j.req.Queue, j.req.Start, j.req.End)
+	if err != nil {
+		n.installEnd(false, err.Error())
+		return
+	}
+	j.id = id
+	n.installReadNext()
 }
 
 func (n *Node) installReadNext() {
 	j := n.installer.job
-	g := seam.QueueGroup(j.req.Queue)
 	if next := j.id.Next(); next < j.req.End {
-		n.out.Storage(seam.Effect{Op: seam.OpRead, Group: g, Offset: next,
-			Count: int(min(j.req.End-next, uint64(n.x.Lim.BatchRecordsMax))), Tag: sealTag | installTag})
+		e := seam.Effect{Op: seam.OpRead, Offset: next, Count: int(min(j.req.End-next, uint64(n.x.Lim.BatchRecordsMax)))}
+		if j.inPlace {
+			e.Group, e.Tag = seam.QueueGroup(j.req.Queue), sealTag|installTag
+			n.out.Storage(e)
+		} else {
+			n.stageStorage(e)
+		}
 		return
 	}
 	if sum, err := j.id.Sum(); err != nil || sum != j.req.Identity {
 		n.installEnd(false, fmt.Sprintf("the installed log does not hash to the source's identity %x", j.req.Identity[:6]))
 		return
 	}
+	n.installVerified()
+}
+
+// installVerified finishes a copy that hashes to the source's identity:
+// its unrepaired mark goes (its content is the source's whole history),
+// a receipt the live log holds for this very transition is renewed to say
+// what the log holds now (or a later process would find the log changed
+// since its seal and withhold its evidence for good), and the stage is
+// published; the answer waits for the last of these to be durable.
+func (n *Node) installVerified() {
+	j := n.installer.job
+	g := seam.QueueGroup(j.req.Queue)
+	issue := func(e seam.Effect) {
+		if j.inPlace {
+			e.Group, e.Tag = g, sealTag|installTag
+			n.out.Storage(e)
+		} else {
+			n.stageStorage(e)
+		}
+	}
 	if j.st.Unrepaired {
-		// Its content is the source's whole history now: nothing of it is
-		// missing any more.
-		n.out.Storage(seam.Effect{Op: seam.OpRepaired, Group: g, Tag: sealTag | installTag})
+		issue(seam.Effect{Op: seam.OpRepaired})
 		j.st.Unrepaired = false
 	}
-	i := n.placedIndex(j.req.Queue)
-	if old := n.placed[i].state; old != nil && len(old.Seal) > 0 {
-		if s, err := recovery.DecodeSeal(old.Seal); err == nil && s.Queue == j.req.Queue && s.Incarnation == j.req.Incarnation &&
+	j.st.Seal = nil
+	if len(j.liveSeal) > 0 {
+		if s, err := recovery.DecodeSeal(j.liveSeal); err == nil && s.Queue == j.req.Queue && s.Incarnation == j.req.Incarnation &&
 			s.Epoch == j.req.Epoch && s.Transition == j.req.Transition {
-			// The log was sealed for this very transition: its receipt
-			// must say what the log holds now, the source's verified
-			// history, or a later process would find the log changed since
-			// its seal and withhold its evidence for good. The new receipt
-			// is durable before the installation is answered.
 			s.Process, s.Start, s.End, s.Identity, s.Damaged = n.x.Process, j.req.Start, j.req.End, j.req.Identity, false
 			s.LastEpoch = 0
 			if s.End > s.Start {
@@ -407,50 +524,55 @@ func (n *Node) installReadNext() {
 					*d = s // a later ask of this process answers what its log holds
 				}
 			}
-			j.phase = installReceipt
-			n.out.Storage(seam.Effect{Op: seam.OpSeal, Group: g, Body: j.st.Seal, Tag: sealTag | installTag})
-			return
+			issue(seam.Effect{Op: seam.OpSeal, Body: j.st.Seal})
 		}
 	}
-	n.installDone()
+	switch {
+	case !j.inPlace:
+		j.phase = installPublish
+		p := &n.placed[n.placedIndex(j.req.Queue)]
+		st := j.st
+		st.Log = 0
+		p.publishing = &st
+		n.stageStorage(seam.Effect{Op: seam.OpPublish})
+	case len(j.st.Seal) > 0:
+		j.phase = installReceipt
+	default:
+		n.installDone()
+	}
 }
 
-// installMarkReceipt rewrites the log's seal receipt for the running
-// installation's transition, if it has one that claims a complete log, to
-// say the log is damaged: a process that restarts with the installation
-// half done then answers as a damaged witness (recovery.Collection counts
-// such a seal only when every previous replica sealed), not as one whose
-// log changed since its seal, whose evidence is withheld for good.
-func (n *Node) installMarkReceipt() {
-	j := n.installer.job
-	i := n.placedIndex(j.req.Queue)
-	if i < 0 || n.placed[i].state == nil || len(n.placed[i].state.Seal) == 0 {
-		return // never sealed for anything (the receipt is the placed state's: a group's view has none)
+// stagePublished takes a publish's completion: the stage is the queue's
+// log now, whether or not the installation that published it still runs.
+func (n *Node) stagePublished(p *placedGroup) {
+	if p.publishing == nil {
+		panic(fmt.Sprintf("core: queue %d's stage published unasked", p.queue))
 	}
-	s, err := recovery.DecodeSeal(n.placed[i].state.Seal)
-	if err != nil || s.Queue != j.req.Queue || s.Incarnation != j.req.Incarnation || s.Epoch != j.req.Epoch ||
-		s.Transition != j.req.Transition || s.Damaged {
-		return
+	p.state, p.byInstall, p.generation = p.publishing, true, p.publishing.Generation
+	p.publishing = nil
+	if j := n.installer.job; j != nil && j.req.Queue == p.queue && j.phase == installPublish {
+		n.installDone()
 	}
-	s.Damaged = true
-	receipt := recovery.AppendSeal(nil, &s)
-	j.st.Seal = receipt
-	n.placed[i].state.Seal = receipt
-	for k := range n.sealer.done {
-		if d := &n.sealer.done[k]; d.Queue == s.Queue && d.Incarnation == s.Incarnation && d.Epoch == s.Epoch && d.Transition == s.Transition {
-			*d = s
+	if p.activateAfterPublish {
+		p.activateAfterPublish = false
+		if q, ok := placedQueue(n.ctrl.Metadata(), p.queue); ok && q.Incarnation == p.incarnation && q.Assigned &&
+			!q.Assignment.Fenced && n.mine(&q.Assignment) && p.epoch != q.Assignment.Epoch {
+			n.activated(p, q)
 		}
 	}
-	n.out.Storage(seam.Effect{Op: seam.OpSeal, Group: seam.QueueGroup(j.req.Queue), Body: receipt, Tag: sealTag | installTag})
 }
 
 // installDone answers the installation: its log holds the source's
 // verified history, durably.
 func (n *Node) installDone() {
 	j := n.installer.job
-	i := n.placedIndex(j.req.Queue)
-	st := j.st
-	n.placed[i].state, n.placed[i].byInstall = &st, true
+	if j.inPlace {
+		// The log as verified (and its renewed receipt): what a seal or a
+		// group on it starts from.
+		i := n.placedIndex(j.req.Queue)
+		st := j.st
+		n.placed[i].state, n.placed[i].byInstall = &st, true
+	}
 	r := recovery.Installed{Queue: j.req.Queue, Transition: j.req.Transition, Node: n.x.Node, Process: n.x.Process, Storage: n.storage,
 		End: j.req.End, Identity: j.req.Identity}
 	in := &n.installer
@@ -465,31 +587,22 @@ func (n *Node) installDone() {
 }
 
 // installEnd ends the running installation unmade, telling the worker.
-// Its log stays as issued (a prefix of the source's history after the
-// parting point), recorded for a later group or attempt.
+// The live log is as it was; the stage keeps what was issued to it, for a
+// later installation to resume.
 func (n *Node) installEnd(busy bool, why string) {
 	j := n.installer.job
-	n.installer.job = nil
-	if j.phase >= installCopy {
-		if i := n.placedIndex(j.req.Queue); i >= 0 {
-			st := j.st
-			n.placed[i].state, n.placed[i].byInstall = &st, true
-		}
+	if j.phase == installPublish {
+		panic("core: an installation ended while its publish is under way")
 	}
+	n.installer.job = nil
 	n.recoveryNote(j.req.Queue, "recovery q=%d epoch=%d n%d did not install: %s", j.req.Queue, j.req.Epoch, n.x.Node, why)
 	n.installRefuse(j.from, &j.req, busy, why)
 }
 
 // installAbort drops the installation of queue q (its assignment moved
-// on), keeping the log as issued.
+// on). A publish under way completes on its own (stagePublished).
 func (n *Node) installAbort(q QueueID) {
 	if j := n.installer.job; j != nil && j.req.Queue == q {
-		if j.phase >= installCopy {
-			if i := n.placedIndex(q); i >= 0 {
-				st := j.st
-				n.placed[i].state, n.placed[i].byInstall = &st, true
-			}
-		}
 		n.installer.job = nil
 	}
 }

@@ -195,6 +195,10 @@ func (n *Node) Step(in *Input) []Effect {
 			r.OnClientGone(in.Client)
 		}
 	case InStorage:
+		if in.Done.Op == seam.OpOpen && in.Done.Log == seam.LogStage {
+			n.stageOpened(&in.Done)
+			break
+		}
 		if in.Done.Op == seam.OpOpen {
 			n.opened(&in.Done)
 			break

@@ -39,6 +39,14 @@ type placedGroup struct {
 	// is in flight, after which the new group starts (activated)
 	epoch     uint64
 	replacing bool
+	// generation: the live log's generation (io/seglog's); publishing:
+	// the stage's state while its publish is under way, the live log's
+	// once it completes; activateAfterPublish: an activation that names
+	// this process came meanwhile, and its group starts on the published
+	// log.
+	generation           uint64
+	publishing           *seam.LogState
+	activateAfterPublish bool
 }
 
 // placedMax bounds the placed queues a node tracks: the catalogue's limit.
@@ -196,6 +204,9 @@ func (n *Node) opened(d *StorageDone) {
 		return // the failure policy: the process exits
 	}
 	p.state = d.State // what a seal of the log needs to know (its receipt)
+	if d.State != nil {
+		p.generation = d.State.Generation
+	}
 	md := n.ctrl.Metadata()
 	if fenceReason(md, *p) != "" {
 		// Fenced or deleted while its log opened: no group runs on it, so
@@ -215,6 +226,12 @@ func (n *Node) opened(d *StorageDone) {
 // wrote it).
 func (n *Node) activated(p *placedGroup, q *metadata.Queue) {
 	n.installAbort(p.queue)
+	if p.publishing != nil {
+		// The log changes when the publish completes: the group starts
+		// on what it publishes.
+		p.activateAfterPublish = true
+		return
+	}
 	g := seam.QueueGroup(p.queue)
 	st := p.state
 	if r := n.queue(g); r != nil {

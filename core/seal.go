@@ -213,6 +213,11 @@ func (n *Node) sealRequested(from NodeID, req recovery.SealRequest) {
 			return
 		}
 	}
+	if i := n.placedIndex(req.Queue); i >= 0 && n.placed[i].publishing != nil {
+		// The log changes as the publish completes: a seal waits for it.
+		n.sealRefuse(from, req, true, fmt.Sprintf("publishing queue %d's new generation", req.Queue))
+		return
+	}
 	if in := n.installer.job; in != nil && in.req.Queue == req.Queue {
 		if in.phase == installFresh {
 			// The installation has not touched the log yet (it waits for
@@ -355,6 +360,9 @@ func (n *Node) sealRetained(st *seam.LogState) {
 // sealOpened is the completion of the open a seal asked for.
 func (n *Node) sealOpened(p *placedGroup, d *StorageDone) {
 	p.state = d.State
+	if d.State != nil {
+		p.generation = d.State.Generation
+	}
 	if n.installOpened(d) {
 		return
 	}

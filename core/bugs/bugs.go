@@ -103,6 +103,10 @@ const (
 	// ActivateShortOfR: the recovery worker's collection completes one
 	// witness short of R = E - W + 1.
 	ActivateShortOfR
+	// PublishUnsynced: an installation reads its stage back and publishes
+	// it without syncing it first, so the new generation may lack records
+	// it verified from the page cache.
+	PublishUnsynced
 	end
 )
 
@@ -139,6 +143,7 @@ var Registry = []Bug{
 	{SealUnfrozen, "seal-unfrozen", "sealed recovery", "a sealed follower keeps taking the old owner's appends"},
 	{RecoveryFirstWitness, "recovery-first-witness", "sealed recovery", "the recovery worker takes the first witness as its source, unverified"},
 	{ActivateShortOfR, "activate-short-of-r", "sealed recovery", "the recovery worker activates with R - 1 witnesses"},
+	{PublishUnsynced, "publish-unsynced", "sealed recovery", "an installation publishes its stage without syncing it first"},
 }
 
 // Has reports whether every bug of b is in s.

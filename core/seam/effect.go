@@ -170,6 +170,9 @@ func (e *Effect) AppendText(dst []byte, msgs MsgText) []byte {
 		dst = append(dst, "storage "...)
 		dst = append(dst, e.Op.String()...)
 		dst = AppendKV(dst, "q", uint64(e.Group))
+		if e.Log != 0 {
+			dst = AppendKV(dst, "log", uint64(e.Log))
+		}
 		switch e.Op {
 		case OpAppend:
 			dst = AppendRecords(dst, e.Records)

@@ -44,6 +44,10 @@ type LogState struct {
 	// SealDamage says why a receipt present does not check.
 	Seal       []byte
 	SealDamage string
+	// Generation is the generation the log is: 0 for the first, else
+	// the epoch of the installation that published it (OpPublish); of a
+	// stage, the generation it is staged as.
+	Generation uint64
 }
 
 // RequestKind says what a client asks.
@@ -95,10 +99,21 @@ const (
 	// OpOpen opens (creating it if new) and recovers the log of a group
 	// the node starts holding while it runs (a queue the controller placed
 	// on it); its completion carries what the log recovered (State).
+	// OpOpen of log LogStage opens (creating it if new) the group's stage
+	// for generation Offset, a log apart from the live one (io/seglog's
+	// generations), closing any stage of the group open before (none of
+	// its operations may be outstanding).
 	OpOpen StorageOp = 9
 	// OpSeal durably stores Body as the log's seal receipt (recovery,
 	// issue 11), replacing any earlier one; the records do not change.
 	OpSeal StorageOp = 10
+	// OpPublish, on a group's stage (log LogStage), makes the stage the
+	// group's log: one checksummed pointer file beside the generations,
+	// written to a temporary file, synced, renamed and its directory
+	// synced, names the stage's generation; once it completes, log 0 of
+	// the group is the stage's log and the stage is closed. The
+	// generation it replaced stays on the disk, untouched.
+	OpPublish StorageOp = 11
 )
 
 func (o StorageOp) String() string {
@@ -123,6 +138,8 @@ func (o StorageOp) String() string {
 		return "open"
 	case OpSeal:
 		return "seal"
+	case OpPublish:
+		return "publish"
 	}
 	return "op?"
 }
@@ -242,6 +259,9 @@ func (in *Input) AppendText(dst []byte, msgs MsgText) []byte {
 		dst = append(dst, "done "...)
 		dst = append(dst, d.Op.String()...)
 		dst = AppendKV(dst, "q", uint64(d.Group))
+		if d.Log != 0 {
+			dst = AppendKV(dst, "log", uint64(d.Log))
+		}
 		dst = AppendKV(dst, "o", d.Offset)
 		switch d.Op {
 		case OpRead:
@@ -256,6 +276,9 @@ func (in *Input) AppendText(dst []byte, msgs MsgText) []byte {
 				dst = AppendEpochs(dst, st.Epochs)
 				if st.Damage != "" {
 					dst = AppendKVStr(dst, "damage", st.Damage)
+				}
+				if st.Generation != 0 {
+					dst = AppendKV(dst, "gen", st.Generation)
 				}
 			}
 		}

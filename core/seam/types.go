@@ -35,8 +35,13 @@ const (
 // QueueGroup returns the group id of queue q's replicas.
 func QueueGroup(q QueueID) GroupID { return GroupID(q) }
 
-// LogID names one log of a group (a queue replica has one, log 0).
+// LogID names one log of a group: a queue replica's live log is log 0;
+// LogStage is the stage an installation copies into (issue 11) before it
+// publishes it as the new generation of log 0.
 type LogID uint32
+
+// LogStage is the log id of a group's stage.
+const LogStage LogID = 1
 
 // ClientID names one client connection; a reconnect gets a new one.
 type ClientID uint64

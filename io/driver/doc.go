@@ -16,7 +16,10 @@
 // reported durable only when its sync completes (point 10), so the
 // metadata group's messages never leave ahead of its votes and entries.
 // A placed queue's log is opened while the process runs (OpOpen, point
-// 11), where Options.PlacedLog says, and joins the host's queues.
+// 11), where Options.PlacedLog says, and joins the host's queues; a
+// recovery's stage (point 12) opens beside it as a queue of its own, and
+// its publish swaps it in as the group's log 0 (indices of open logs
+// never change; a published stage's is reused).
 // Observer lets the simulator's checkers see every storage operation as
 // it runs and every metadata entry the node applies.
 package driver

@@ -110,6 +110,9 @@ type logQueue struct {
 	head   int
 	busy   bool
 	failed *core.StorageDone // an inline failure waiting for Run
+	// retired: the index holds no log (a published stage's, or one not
+	// yet opened); it is reused by the next open.
+	retired bool
 	// cur and done hold the operation running and its outcome, so that
 	// passing them on by pointer costs no allocation.
 	cur  core.Effect
@@ -328,9 +331,12 @@ func (h *Host) exec(l int) *core.StorageDone {
 	q.cur = q.ops[q.head]
 	q.ops[q.head] = core.Effect{}
 	q.head++
-	if q.meta != nil {
+	switch {
+	case q.meta != nil:
 		q.done = execSync(q.meta, &q.cur)
-	} else {
+	case q.cur.Op == core.OpOpen:
+		h.reopen(l)
+	default:
 		q.done = Exec(q.log, &q.cur)
 	}
 	if h.obs != nil {
@@ -345,7 +351,12 @@ func (h *Host) exec(l int) *core.StorageDone {
 		q.recArena, q.bodyArena = q.recArena[:0], q.bodyArena[:0]
 		q.cur.Records = nil
 	}
-	return &q.done
+	if q.cur.Op == core.OpPublish && q.done.Err == "" {
+		d := q.done
+		h.published(l)
+		h.logs[l].done = d
+	}
+	return &h.logs[l].done
 }
 
 // complete hands a completion to the core; a failure ends the process.
@@ -382,9 +393,10 @@ func (h *Host) kick(l int) {
 			return
 		}
 		done := h.exec(l)
-		if done.Err != "" {
+		if done.Err != "" || done.Op == core.OpOpen {
 			// The failure comes back as an input of its own; nothing
-			// queued after it runs.
+			// queued after it runs. (So does a stage's reopen, which
+			// reports what it recovered; what follows it runs after.)
 			q.busy = true
 			f := *done
 			q.failed = &f
@@ -443,12 +455,17 @@ func (h *Host) step(in *core.Input) {
 	}
 }
 
-// open opens the log of a group the node starts holding (OpOpen): the log
-// joins the host's queues, and its recovery comes back as the open's
-// completion, an input of its own (RunLater).
+// open opens the log of a group the node starts holding (OpOpen), or a
+// group's stage (OpOpen of log LogStage): the log joins the host's
+// queues, and its recovery comes back as the open's completion, an input
+// of its own (RunLater).
 func (h *Host) open(e *core.Effect) {
+	if e.Log == core.LogStage {
+		h.openStage(e)
+		return
+	}
 	for i := range h.logs {
-		if h.logs[i].spec.Group == e.Group {
+		if q := &h.logs[i]; !q.retired && q.spec.Group == e.Group && q.spec.Log == 0 {
 			panic(fmt.Sprintf("driver: open of group %d, whose log is open", e.Group))
 		}
 	}
@@ -462,11 +479,7 @@ func (h *Host) open(e *core.Effect) {
 	}
 	q := logQueue{spec: spec}
 	if d.Err == "" {
-		fs := h.fs
-		if spec.FS != nil {
-			fs = spec.FS
-		}
-		l, st, err := OpenLog(fs, spec.Dir, e.Group, spec.Opts)
+		l, st, err := OpenLog(h.fsOf(&spec), spec.Dir, e.Group, spec.Opts)
 		if err != nil {
 			d.Err = "open: " + errKind(err)
 		} else {
@@ -475,14 +488,106 @@ func (h *Host) open(e *core.Effect) {
 			d.State = &st
 		}
 	}
-	h.logs = append(h.logs, q)
-	l := len(h.logs) - 1
+	h.opened(h.slot(), q, &d)
+}
+
+// openStage opens the stage of generation e.Offset of a group whose log
+// is open. A stage of the group open before is reopened in its queue,
+// once every operation issued before on it ran (an installation that
+// ended may have left some): the open is then one of its ordered
+// operations (reopen).
+func (h *Host) openStage(e *core.Effect) {
+	for i := range h.logs {
+		if q := &h.logs[i]; !q.retired && q.spec.Group == e.Group && q.spec.Log == core.LogStage {
+			if len(q.ops)-q.head >= storageOpsMax {
+				panic("driver: storage queue over its limit")
+			}
+			q.ops = append(q.ops, *e)
+			h.kick(i)
+			return
+		}
+	}
+	live := &h.logs[h.logIndex(e.Group, 0)]
+	q := logQueue{spec: live.spec}
+	q.spec.Log = core.LogStage
+	d := h.stageOpen(&q, e)
+	h.opened(h.slot(), q, &d)
+}
+
+// stageOpen opens the stage that open e names on q, closing the one q had.
+func (h *Host) stageOpen(q *logQueue, e *core.Effect) core.StorageDone {
+	if q.log != nil {
+		q.log.Close()
+		q.log = nil
+	}
+	d := core.StorageDone{Op: core.OpOpen, Group: e.Group, Log: core.LogStage, Offset: e.Offset}
+	l, st, err := OpenStage(h.fsOf(&q.spec), q.spec.Dir, e.Group, e.Offset, q.spec.Opts)
+	if err != nil {
+		d.Err = "open: " + errKind(err)
+	} else {
+		q.log = l
+		d.State = &st
+	}
+	return d
+}
+
+// reopen runs a stage's queued open: the completion comes back as an
+// input of its own, like any open's.
+func (h *Host) reopen(l int) {
+	q := &h.logs[l]
+	d := h.stageOpen(q, &q.cur)
+	if h.obs != nil && d.State != nil {
+		h.obs.Recovered(l, *d.State)
+	}
+	q.done = d
+}
+
+func (h *Host) fsOf(spec *LogSpec) vfs.FS {
+	if spec.FS != nil {
+		return spec.FS
+	}
+	return h.fs
+}
+
+// slot returns the index for a log that opens: a retired one's (a
+// published stage's, idle), or a new one. Indices of logs in use never
+// change: the world refers to them.
+func (h *Host) slot() int {
+	for i := range h.logs {
+		if h.logs[i].retired {
+			return i
+		}
+	}
+	h.logs = append(h.logs, logQueue{retired: true})
+	return len(h.logs) - 1
+}
+
+// opened installs log queue q at index l and hands its open's completion
+// d back as an input of its own.
+func (h *Host) opened(l int, q logQueue, d *core.StorageDone) {
+	h.logs[l] = q
 	if h.obs != nil && d.State != nil {
 		h.obs.Recovered(l, *d.State)
 	}
 	q2 := &h.logs[l]
-	q2.busy, q2.failed = true, &d
+	q2.busy, q2.failed = true, d
 	h.env.RunLater(l)
+}
+
+// published makes the stage at index l, just published, the log of its
+// group: the live log's queue runs on it from now on (what is queued there
+// runs on the new generation), and the stage's index is retired.
+func (h *Host) published(l int) {
+	st := &h.logs[l]
+	if st.head < len(st.ops) {
+		panic(fmt.Sprintf("driver: operations queued behind the publish of group %d's stage", st.spec.Group))
+	}
+	live := &h.logs[h.logIndex(st.spec.Group, 0)]
+	if live.log != nil {
+		live.log.Close()
+	}
+	live.log = st.log
+	*st = logQueue{retired: true}
 }
 
 // storage queues a storage effect on its log and starts it if it is next.
@@ -511,7 +616,7 @@ func (h *Host) logIndex(g core.GroupID, id core.LogID) int {
 		return h.metaLog
 	}
 	for i := range h.logs {
-		if h.logs[i].spec.Group == g && h.logs[i].spec.Log == id {
+		if q := &h.logs[i]; !q.retired && q.spec.Group == g && q.spec.Log == id {
 			return i
 		}
 	}

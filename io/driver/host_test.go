@@ -251,3 +251,64 @@ func TestHostRefusesMalformedMessages(t *testing.T) {
 		t.Fatalf("refused = %d, want 2", h.Node().Refused())
 	}
 }
+
+// Contract 12: a group's stage opens beside its log, reopens in its queue
+// behind what was issued on it, and its publish makes it the group's log
+// 0 (durably: a new open finds the new generation) while the generation
+// it replaced stays on the disk; the published stage's index is reused.
+// (White-box: the completions are not handed to a core, which would want
+// an installation behind them.)
+func TestHostStagesAndPublishes(t *testing.T) {
+	fs := memfs.New()
+	env := &script{}
+	h := newHost(t, fs, env, 1, nil)
+	h.Start(1)
+	storage := func(op core.StorageOp, log core.LogID, off uint64, recs ...record.Record) {
+		h.storage(&core.Effect{Kind: core.EfStorage, Op: op, Group: 1, Log: log, Offset: off, Records: recs})
+	}
+	settle := func(l int) { // the pending completion, as if handed over
+		q := &h.logs[l]
+		q.failed, q.busy = nil, false
+		h.kick(l)
+	}
+	live := h.logIndex(1, 0)
+	liveEnd := h.Log(live).End()
+	storage(core.OpOpen, core.LogStage, 5)
+	stage := h.logIndex(1, core.LogStage)
+	if d := h.logs[stage].failed; d == nil || d.Op != core.OpOpen || d.State == nil || d.State.Generation != 5 || d.State.End != 0 {
+		t.Fatalf("the stage's open completion: %+v", d)
+	}
+	settle(stage)
+	storage(core.OpAppend, core.LogStage, 0, record.Record{Epoch: 5, Offset: 0, Kind: record.KindEpoch},
+		record.Record{Epoch: 5, Offset: 1, Kind: record.KindPublish, Body: []byte("staged")})
+	storage(core.OpSync, core.LogStage, 2)
+	// A reopen queued behind the sync runs only after it.
+	storage(core.OpOpen, core.LogStage, 5)
+	if h.logs[stage].head != 0 || len(h.logs[stage].ops) != 2 {
+		t.Fatalf("the stage's queue: head %d of %d", h.logs[stage].head, len(h.logs[stage].ops))
+	}
+	h.exec(stage) // the sync
+	h.logs[stage].busy = false
+	h.kick(stage) // the reopen
+	if d := h.logs[stage].failed; d == nil || d.Op != core.OpOpen || d.State.End != 2 || d.State.Generation != 5 {
+		t.Fatalf("the reopened stage: %+v", d)
+	}
+	settle(stage)
+	if h.Log(live).End() != liveEnd {
+		t.Fatalf("the live log changed under the stage: end %d, was %d", h.Log(live).End(), liveEnd)
+	}
+	storage(core.OpPublish, core.LogStage, 0)
+	if g := h.Log(live).Generation(); g != 5 || h.Log(live).End() != 2 || !h.logs[stage].retired {
+		t.Fatalf("after the publish: log 0 is generation %d ending at %d; the stage retired: %v", g, h.Log(live).End(), h.logs[stage].retired)
+	}
+	fs.CrashClean()
+	l, rec, err := seglog.Open(fs, "q1", seglog.Options{})
+	if err != nil || rec.Generation != 5 || rec.End != 2 {
+		t.Fatalf("a new open after a crash: generation %d end %d, %v", rec.Generation, rec.End, err)
+	}
+	l.Close()
+	storage(core.OpOpen, core.LogStage, 9)
+	if got := h.logIndex(1, core.LogStage); got != stage {
+		t.Fatalf("the next stage opened at index %d, not the retired %d", got, stage)
+	}
+}

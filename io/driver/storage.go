@@ -17,12 +17,30 @@ func OpenLog(fs vfs.FS, dir string, g core.GroupID, opts seglog.Options) (*seglo
 	if err != nil {
 		return nil, core.LogState{}, err
 	}
-	st := core.LogState{Group: g, Start: rec.Start, End: rec.End, Epochs: rec.Epochs, Seal: rec.Seal, SealDamage: rec.SealDamage}
+	return l, logState(g, &rec), nil
+}
+
+// OpenStage opens the stage for generation gen of the log of group g in
+// dir (seglog's generations) and reports what it recovered.
+func OpenStage(fs vfs.FS, dir string, g core.GroupID, gen uint64, opts seglog.Options) (*seglog.Log, core.LogState, error) {
+	l, rec, err := seglog.OpenStage(fs, dir, gen, opts)
+	if err != nil {
+		return nil, core.LogState{}, err
+	}
+	st := logState(g, &rec)
+	st.Log = core.LogStage
+	return l, st, nil
+}
+
+// logState is what a log recovered, in the core's terms.
+func logState(g core.GroupID, rec *seglog.Recovery) core.LogState {
+	st := core.LogState{Group: g, Start: rec.Start, End: rec.End, Epochs: rec.Epochs, Seal: rec.Seal, SealDamage: rec.SealDamage,
+		Generation: rec.Generation}
 	st.Unrepaired = rec.Unrepaired || rec.Damage != nil
 	if d := rec.Damage; d != nil {
 		st.Damage = d.Reason + " in " + d.Segment + " at byte " + strconv.FormatInt(d.Pos, 10)
 	}
-	return l, st, nil
+	return st
 }
 
 // Exec performs storage effect e on log l and returns its completion. A nil
@@ -53,6 +71,8 @@ func Exec(l *seglog.Log, e *core.Effect) core.StorageDone {
 		err = l.MarkRepaired()
 	case core.OpSeal:
 		err = l.WriteSeal(e.Body)
+	case core.OpPublish:
+		err = l.Publish()
 	default:
 		panic("driver: unknown storage op")
 	}

@@ -11,6 +11,15 @@
 // repaired) and SEAL (a recovery's seal receipt, seal.go: "SLUICSEAL1",
 // length u32, payload, CRC32C u32; written to SEAL.tmp, synced, renamed,
 // directory synced). Other names are ignored.
+//
+// Generations (gen.go): a recovery's installation builds a stage, a log of
+// its own in the subdirectory gen-G of the log's directory (OpenStage),
+// and publishes it (Publish) by the pointer file GEN beside the first
+// generation's segments ("SLUICGEN01", generation u64, CRC32C u32; written
+// to GEN.tmp, synced, renamed, directory synced). Open follows the
+// pointer: with one, the log is generation G's segments and receipt, and
+// the generations before it stay untouched; a pointer that does not check
+// fails Open (ErrPointer), never guessed around.
 // A segment holds a 32-byte header, a region of header copies (one 32-byte
 // slot per frame the segment may hold), then frames, back to back:
 //

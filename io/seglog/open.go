@@ -22,7 +22,28 @@ import (
 // out of range, a segment file name is malformed, or the file system fails
 // other than by an unreadable range of a segment (vfs.ErrIO on a read of
 // its contents is reported as damage there).
+//
+// A directory whose generation pointer names a later generation (see
+// gen.go) opens that generation's segments instead; a pointer that does
+// not check fails Open with ErrPointer.
 func Open(fs vfs.FS, dir string, opts Options) (*Log, Recovery, error) {
+	gen, err := LiveGeneration(fs, dir)
+	if err != nil {
+		return nil, Recovery{}, err
+	}
+	l, rec, err := openDir(fs, StageDir(dir, gen), opts)
+	if err != nil {
+		return nil, Recovery{}, err
+	}
+	if gen != 0 {
+		l.base, l.gen = dir, gen
+		rec.Generation = gen
+	}
+	return l, rec, nil
+}
+
+// openDir opens the log whose segments are in dir.
+func openDir(fs vfs.FS, dir string, opts Options) (*Log, Recovery, error) {
 	opts.setDefaults()
 	if err := opts.check(); err != nil {
 		return nil, Recovery{}, err

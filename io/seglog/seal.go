@@ -46,23 +46,7 @@ func (l *Log) WriteSeal(receipt []byte) error {
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(receipt)))
 	b = append(b, receipt...)
 	b = binary.LittleEndian.AppendUint32(b, crcUpdate(0, b))
-	f, err := l.fs.Create(l.segPath(sealTempName))
-	if err != nil {
-		return l.fail(err)
-	}
-	if _, err = f.WriteAt(b, 0); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = l.fs.Rename(l.segPath(sealTempName), l.segPath(sealName))
-	}
-	if err == nil {
-		err = l.fs.SyncDir(l.dir)
-	}
-	if err != nil {
+	if err := writeDurably(l.fs, l.dir, sealTempName, sealName, b); err != nil {
 		return l.fail(err)
 	}
 	return nil

@@ -142,6 +142,8 @@ type Recovery struct {
 	// one; SealDamage says why a receipt present does not check.
 	Seal       []byte
 	SealDamage string
+	// Generation is the log's generation (gen.go): 0 for the first.
+	Generation uint64
 }
 
 // segment is one segment file.
@@ -184,8 +186,12 @@ type repair struct {
 // A Log is not safe for concurrent use.
 type Log struct {
 	fs   vfs.FS
-	dir  string
+	dir  string // the directory of its segments
 	opts Options
+	// base and gen: of a generation after the first (gen.go), the log's
+	// directory (where the pointer lives) and the generation's number.
+	base string
+	gen  uint64
 
 	syncs  uint64 // Sync calls (the planted bug bugs.SyncSkip skips every other)
 	rolled bool   // a segment was started since the last directory sync

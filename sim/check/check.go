@@ -631,6 +631,10 @@ func (c *Checker) Damaged(q core.QueueID) []core.NodeID {
 // sync must have lost records to injected damage and say so.
 func (c *Checker) Recovered(atNs int64, node core.NodeID, q core.QueueID, st core.LogState) {
 	r := c.rep(node, q)
+	if gen, ok := c.followGeneration(c.queue(q), r); !ok || gen != st.Generation {
+		c.fail("recovery-truth", atNs, "n%d q=%d: the log recovered generation %d, but its disk's durable pointer names %d (checks: %v)",
+			node, q, st.Generation, gen, ok)
+	}
 	// Open may have made durable what the old process left in the page
 	// cache (a truncation, say): what the checker remembers of the files
 	// past the recovered end is read afresh.

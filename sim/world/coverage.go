@@ -60,6 +60,8 @@ const (
 	MarkRecoveryDetect                       // a recovery's detect stage: a candidate's worker took a transition up
 	MarkRecoveryReattach                     // a recovery's reattach stage: the new owner confirmed its first publish
 	MarkRecoveryLateEvidence                 // a recovery asked a previous member for its seal again (none came of the first ask), then activated
+	MarkRecoveryPublish                      // an installation published its stage as the log's new generation
+	MarkStageResumed                         // an installation opened a stage an earlier one left holding records (resumed, or cut where it parts)
 	markKinds
 )
 
@@ -107,6 +109,8 @@ var markNames = [...]string{
 	MarkRecoveryDetect:       "recovery-detect",
 	MarkRecoveryReattach:     "recovery-reattach",
 	MarkRecoveryLateEvidence: "recovery-late-evidence",
+	MarkRecoveryPublish:      "recovery-publish",
+	MarkStageResumed:         "stage-resumed",
 }
 
 func (m Mark) String() string {

@@ -146,7 +146,7 @@ func (env *brokerEnv) StartStorage(l int, op *core.Effect) bool {
 		env.runAt(w.now+w.ctrlSyncDelay(b), l)
 		return false
 	}
-	if op.Op != core.OpSync && op.Op != core.OpRead && op.Op != core.OpVerify && op.Op != core.OpSeal {
+	if op.Op != core.OpSync && op.Op != core.OpRead && op.Op != core.OpVerify && op.Op != core.OpSeal && op.Op != core.OpPublish {
 		return true
 	}
 	r := w.rDisk
@@ -206,6 +206,17 @@ func (env *brokerEnv) Exit(d *core.StorageDone) {
 // Recovered records what a log's recovery found, for the checkers.
 func (env *brokerEnv) Recovered(l int, st core.LogState) {
 	w, b := env.w, env.b
+	if st.Log == core.LogStage {
+		// A stage is no replica's truth until it is published
+		// (Executed): the checkers judge it then, from the disk.
+		if st.Damage != "" {
+			w.damageMet(b, st.Damage)
+		}
+		if st.End > st.Start {
+			w.mark(MarkStageResumed)
+		}
+		return
+	}
 	w.checker.Recovered(w.now, b.id, queueOf(st.Group), st)
 	if st.Damage != "" {
 		w.mark(MarkDamageReported)
@@ -229,6 +240,10 @@ func (env *brokerEnv) Executed(l int, op *core.Effect, done *core.StorageDone, l
 		return // the metadata disk is judged at the end (ctrlFinal)
 	}
 	q := queueOf(op.Group)
+	if op.Log == core.LogStage {
+		env.stageExecuted(q, op, done, log)
+		return
+	}
 	if done.Err != "" {
 		// A failed truncation or discard may still have cut the log: what
 		// it removed no longer counts as acknowledged.
@@ -265,6 +280,30 @@ func (env *brokerEnv) Executed(l int, op *core.Effect, done *core.StorageDone, l
 				w.checker.AckAppended(q, b.id, r.Offset, check.IdentOf(r), acked)
 			}
 			if r.Kind != record.KindPublish {
+				w.internalAppended(q, r)
+			}
+		}
+	}
+}
+
+// stageExecuted takes an operation on b's stage of q (a recovery's
+// installation): only its publish changes the replica's truth; its
+// records join q's history as any replica's appends do.
+func (env *brokerEnv) stageExecuted(q core.QueueID, op *core.Effect, done *core.StorageDone, log *seglog.Log) {
+	w, b := env.w, env.b
+	switch {
+	case done.Err != "":
+		if op.Op == core.OpRead {
+			b.damageMetNs = w.now
+			w.mark(MarkReadMetDamage)
+			w.damageMet(b, done.Err)
+		}
+	case op.Op == core.OpPublish:
+		w.mark(MarkRecoveryPublish)
+		w.checker.Published(w.now, b.id, q, log.Generation(), log.Start(), log.End(), log.Epochs())
+	case op.Op == core.OpAppend:
+		for i := range op.Records {
+			if r := &op.Records[i]; r.Kind != record.KindPublish {
 				w.internalAppended(q, r)
 			}
 		}

@@ -2,7 +2,11 @@ package world
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/io/seglog"
 
 	"github.com/sluicemq/sluice/io/vfs"
 	"github.com/sluicemq/sluice/sim/memfs"
@@ -203,6 +207,17 @@ func (w *World) damageMet(b *broker, text string) {
 	}
 }
 
+// liveDir is the directory of b's live generation of q's log (the one its
+// pointer names, io/seglog's gen.go): damage strikes what the replica
+// serves from. A pointer that does not read names the first generation.
+func liveDir(b *broker, q core.QueueID) string {
+	gen, err := seglog.LiveGeneration(b.fs, logDir(q))
+	if err != nil {
+		return logDir(q)
+	}
+	return seglog.StageDir(logDir(q), gen)
+}
+
 // pickLog returns one of b's segment files whose copy the fault budget lets
 // a fault damage, with its durable size, or ok false.
 func (w *World) pickLog(b *broker) (q *placedQueue, name string, size int64, ok bool) {
@@ -210,7 +225,7 @@ func (w *World) pickLog(b *broker) (q *placedQueue, name string, size int64, ok 
 		if !w.damageAllowed(b, q) {
 			continue
 		}
-		dir := logDir(q.id)
+		dir := liveDir(b, q.id)
 		names, err := b.fs.DurableList(dir)
 		if err != nil {
 			continue
@@ -249,7 +264,7 @@ func (w *World) loseWrite(b *broker, f Fault) bool {
 		if !w.damageAllowed(b, q) {
 			continue
 		}
-		dir := logDir(q.id)
+		dir := liveDir(b, q.id)
 		names, err := b.fs.DurableList(dir)
 		if err != nil {
 			continue
@@ -324,8 +339,13 @@ func (w *World) corrupt(b *broker, f Fault) bool {
 		if !w.damageAllowed(b, q) {
 			continue
 		}
-		dir := logDir(q.id)
+		dir := liveDir(b, q.id)
 		names, err := b.fs.List(dir)
+		// The generation pointer and later generations' directories are
+		// not this generation's files (a pointer is written once, by
+		// rename, and never rewritten in place: the fault model leaves it
+		// alone; a damaged one fails the log's open, seglog's tests show).
+		names = slices.DeleteFunc(names, func(n string) bool { return n == "GEN" || n == "GEN.tmp" || strings.HasPrefix(n, "gen-") })
 		if err != nil || len(names) == 0 {
 			continue
 		}

@@ -1,0 +1,150 @@
+package seglog
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+
+	"github.com/sluicemq/sluice/io/vfs"
+)
+
+// Generations (issue 11, seed 004's "Non-serving recovery staging"). A
+// recovery installs a replica's new history in a stage apart from its live
+// log, so that an interrupted installation leaves the sealed log
+// untouched, and then publishes the stage as the log's new generation with
+// one pointer file.
+//
+// The log of directory dir is its first generation (generation 0: the
+// segments in dir itself) until dir holds the pointer file GEN; then it is
+// the generation GEN names, whose segments (and seal receipt) live in the
+// subdirectory gen-G of dir, G the generation's number (the epoch of the
+// installation that staged it). A stage is opened by OpenStage in its
+// subdirectory, and Publish makes it the log: it writes the pointer to
+// GEN.tmp, syncs it, renames it over GEN and syncs dir, so that a crash
+// leaves the old generation or the new, never neither. Earlier generations
+// stay on the disk untouched (no reclamation yet).
+//
+// Layout of GEN: the magic "SLUICGEN01", the generation (u64 little
+// endian), and the CRC32C of what precedes it (u32). A pointer that does
+// not check fails Open (ErrPointer): the log is not opened on a guess.
+
+const (
+	genPointerName = "GEN"
+	genPointerTemp = "GEN.tmp"
+	genMagic       = "SLUICGEN01"
+	genPrefix      = "gen-"
+	genBytes       = len(genMagic) + 8 + 4
+)
+
+// ErrPointer: a generation pointer that does not check.
+var ErrPointer = errors.New("seglog: generation pointer damaged")
+
+// StageDir returns the directory of generation gen of the log in dir.
+func StageDir(dir string, gen uint64) string {
+	if gen == 0 {
+		return dir
+	}
+	return path.Join(dir, genPrefix+strconv.FormatUint(gen, 10))
+}
+
+// LiveGeneration returns the generation that is the log of dir (0 without
+// a pointer).
+func LiveGeneration(fs vfs.FS, dir string) (uint64, error) {
+	f, err := fs.Open(path.Join(dir, genPointerName))
+	if errors.Is(err, vfs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return 0, err
+	}
+	if size != int64(genBytes) {
+		return 0, fmt.Errorf("%w: %d bytes in %s", ErrPointer, size, dir)
+	}
+	b := make([]byte, genBytes)
+	if _, err := f.ReadAt(b, 0); err != nil {
+		if errors.Is(err, vfs.ErrIO) {
+			return 0, fmt.Errorf("%w: unreadable in %s", ErrPointer, dir)
+		}
+		return 0, err
+	}
+	switch {
+	case string(b[:len(genMagic)]) != genMagic:
+		return 0, fmt.Errorf("%w: magic in %s", ErrPointer, dir)
+	case crcUpdate(0, b[:genBytes-4]) != binary.LittleEndian.Uint32(b[genBytes-4:]):
+		return 0, fmt.Errorf("%w: checksum in %s", ErrPointer, dir)
+	}
+	gen := binary.LittleEndian.Uint64(b[len(genMagic):])
+	if gen == 0 {
+		return 0, fmt.Errorf("%w: names generation 0 in %s", ErrPointer, dir)
+	}
+	return gen, nil
+}
+
+// OpenStage opens (creating if needed) the stage for generation gen > 0 of
+// the log in dir, as Open opens a log. The stage is not the log until
+// Publish.
+func OpenStage(fs vfs.FS, dir string, gen uint64, opts Options) (*Log, Recovery, error) {
+	if gen == 0 {
+		return nil, Recovery{}, errors.New("seglog: a stage of generation 0")
+	}
+	l, rec, err := openDir(fs, StageDir(dir, gen), opts)
+	if err != nil {
+		return nil, Recovery{}, err
+	}
+	l.base, l.gen = dir, gen
+	rec.Generation = gen
+	return l, rec, nil
+}
+
+// Publish makes the stage l the log of its directory: after it returns,
+// the pointer naming l's generation is durable, and an Open of the
+// directory opens l's segments. The stage's records should be synced
+// first (Publish does not sync them).
+func (l *Log) Publish() error {
+	if err := l.usable(); err != nil {
+		return err
+	}
+	if l.gen == 0 {
+		return errors.New("seglog: publish of a log that is no stage")
+	}
+	b := make([]byte, 0, genBytes)
+	b = append(b, genMagic...)
+	b = binary.LittleEndian.AppendUint64(b, l.gen)
+	b = binary.LittleEndian.AppendUint32(b, crcUpdate(0, b))
+	if err := writeDurably(l.fs, l.base, genPointerTemp, genPointerName, b); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+// Generation returns the log's generation.
+func (l *Log) Generation() uint64 { return l.gen }
+
+// writeDurably writes b to dir/temp, syncs it, renames it over dir/name and
+// syncs dir.
+func writeDurably(fs vfs.FS, dir, temp, name string, b []byte) error {
+	f, err := fs.Create(path.Join(dir, temp))
+	if err != nil {
+		return err
+	}
+	if _, err = f.WriteAt(b, 0); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fs.Rename(path.Join(dir, temp), path.Join(dir, name))
+	}
+	if err == nil {
+		err = fs.SyncDir(dir)
+	}
+	return err
+}
