@@ -107,6 +107,10 @@ const (
 	// it without syncing it first, so the new generation may lack records
 	// it verified from the page cache.
 	PublishUnsynced
+	// EpochReused: a recovered assignment's new owner opens no epoch of
+	// its own: it carries on in the last epoch its log holds, the
+	// previous owner's.
+	EpochReused
 	end
 )
 
@@ -144,6 +148,7 @@ var Registry = []Bug{
 	{RecoveryFirstWitness, "recovery-first-witness", "sealed recovery", "the recovery worker takes the first witness as its source, unverified"},
 	{ActivateShortOfR, "activate-short-of-r", "sealed recovery", "the recovery worker activates with R - 1 witnesses"},
 	{PublishUnsynced, "publish-unsynced", "sealed recovery", "an installation publishes its stage without syncing it first"},
+	{EpochReused, "epoch-reused", "epochs and fencing", "a recovered assignment's new owner carries on in the previous owner's epoch"},
 }
 
 // Has reports whether every bug of b is in s.

@@ -71,7 +71,12 @@ func (o *owner) begin() {
 func (o *owner) openEpoch() {
 	r := o.r
 	o.opened = true
-	r.epoch = max(r.epoch, r.cfg.EpochBase) + 1
+	if r.x.Bugs.Has(bugs.EpochReused) && r.epoch != 0 {
+		// planted: the new owner carries on in the last epoch its log
+		// holds (the previous owner's), not one above every epoch written
+	} else {
+		r.epoch = max(r.epoch, r.cfg.EpochBase) + 1
+	}
 	o.marker = r.log.end
 	for i := range o.peers {
 		// Start each follower at this epoch's record, as raft probes at

@@ -18,7 +18,7 @@ type Mark uint8
 // The marks.
 const (
 	MarkOwnerCrashInFlight   Mark = iota + 1 // an owner lost power or exited with publishes in flight
-	MarkFollowerTruncate                     // a follower truncated a divergent suffix (or an installation cut its log where it parts from the source's)
+	MarkFollowerTruncate                     // a follower truncated a divergent suffix
 	MarkWDown                                // W or more replicas of a W >= 2 queue were down at once
 	MarkAllDown                              // every replica of a queue was down at once
 	MarkRedeliveryAfterLoss                  // a consumer was lost holding a record; a consumer received it again
