@@ -418,6 +418,16 @@ func (n *Node) CtrlStatus() (term, lead uint64, leader, ok bool) {
 	return term, lead, leader, true
 }
 
+// Holds returns the follower-loss hold's counters of the metadata group
+// here (core/ctrl/hold.go: kept while it leads); ok is false on a node
+// without the group. For metrics; never for checkers.
+func (n *Node) Holds() (h ctrl.HoldStats, ok bool) {
+	if n.ctrl == nil {
+		return ctrl.HoldStats{}, false
+	}
+	return n.ctrl.Holds(), true
+}
+
 // AppendMsgText renders a peer message of group g (seam.MsgText).
 func (n *Node) AppendMsgText(dst []byte, g GroupID, data []byte) []byte {
 	return AppendMsgText(dst, g, data)

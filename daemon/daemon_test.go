@@ -615,6 +615,8 @@ func TestServeHTTP(t *testing.T) {
 		`sluice_queues{state="under_replicated"} 0`,
 		`sluice_queues{state="under_min_insync"} 0`,
 		`sluice_queues{state="unavailable"} 0`,
+		`sluice_queues_held 0`,
+		`sluice_holds_total{event="entered"} 0`,
 	} {
 		if code != 200 || !strings.Contains(body, want+"\n") {
 			t.Errorf("/metrics (%d) lacks %q:\n%s", code, want, body)

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sluicemq/sluice/amqp/front"
+	"github.com/sluicemq/sluice/core/ctrl"
 	"github.com/sluicemq/sluice/core/seam"
 )
 
@@ -39,6 +40,9 @@ type snapshot struct {
 	peerLostReports                     uint64
 	// Recovery stages this broker saw reached, by stage.
 	stages [seam.StageMax + 1]uint64
+	// The follower-loss hold, as this broker's metadata group counts it
+	// (while it leads).
+	holds ctrl.HoldStats
 }
 
 // query asks the loop for a snapshot; ok is false when the loop does not
@@ -66,6 +70,7 @@ func (s *Server) query(ctx context.Context) (snapshot, bool) {
 func (s *Server) snapshot() snapshot {
 	sn := snapshot{front: s.front.Stats(), draining: s.draining, syncing: s.syncing, processID: s.process}
 	sn.term, sn.lead, sn.leader, _ = s.host.Node().CtrlStatus()
+	sn.holds, _ = s.host.Node().Holds()
 	sn.stages = s.obs.stages
 	if cl := s.cluster; cl != nil {
 		sn.cluster = true
@@ -172,6 +177,8 @@ var (
 		"AMQP connections closed (320) because a broker they had requests or subscriptions at was lost.", nil, nil)
 	descStages = prometheus.NewDesc("sluice_recovery_stages_total",
 		"Stages of queue recoveries this broker took part in (detect, seal, select, install, activate), as its core reported them.", []string{"stage"}, nil)
+	descHeld  = prometheus.NewDesc("sluice_queues_held", "Queues the follower-loss hold keeps on their assignment (only followers lost, W still met), as this broker's placement holds them while it leads the metadata group.", nil, nil)
+	descHolds = prometheus.NewDesc("sluice_holds_total", "Follower-loss holds this broker's placement began (entered) and ended in a recovery because they outlasted replication.follower_loss_hold_ms (expired), while it led the metadata group.", []string{"event"}, nil)
 	descQueue = prometheus.NewDesc("sluice_queues", "Queues of the catalogue this broker applied, by state: all; under_replicated (in-sync set smaller than the members); under_min_insync (in-sync set below the queue's min in-sync); unavailable (not placed, or fenced until recovery).", []string{"state"}, nil)
 )
 
@@ -179,7 +186,7 @@ var (
 // loop, which may not run yet).
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPublishes, descRetries, descLatency, descConns, descTerm, descLead, descIsLd, descSync, descProc, descQueue,
-		descPeerConns, descPeerMsgs, descPeerLost, descForwarded, descRerouted, descCancelled, descNodeLost, descStages} {
+		descPeerConns, descPeerMsgs, descPeerLost, descForwarded, descRerouted, descCancelled, descNodeLost, descStages, descHeld, descHolds} {
 		ch <- d
 	}
 }
@@ -223,6 +230,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}{{"all", sn.queues}, {"under_replicated", sn.underReplicated}, {"under_min_insync", sn.underMinInSync}, {"unavailable", sn.unavailable}} {
 		ch <- prometheus.MustNewConstMetric(descQueue, prometheus.GaugeValue, float64(q.n), q.state)
 	}
+	ch <- prometheus.MustNewConstMetric(descHeld, prometheus.GaugeValue, float64(sn.holds.Held))
+	ch <- prometheus.MustNewConstMetric(descHolds, prometheus.CounterValue, float64(sn.holds.Entered), "entered")
+	ch <- prometheus.MustNewConstMetric(descHolds, prometheus.CounterValue, float64(sn.holds.Expired), "expired")
 	for stage := seam.StageDetect; stage <= seam.StageMax; stage++ {
 		ch <- prometheus.MustNewConstMetric(descStages, prometheus.CounterValue, float64(sn.stages[stage]), stage.String())
 	}

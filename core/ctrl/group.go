@@ -173,7 +173,13 @@ type Group struct {
 	// so that a leader taking office acts on what it saw as a follower
 	lost    []lostPeer
 	placing []placed // the leader's last placement proposals, by queue
-	out     []Effect
+	// the follower-loss hold (hold.go): when each broker's process left
+	// the live set, as this replica applied it; the queues the leader's
+	// placement holds; its counters
+	down                       []downAt
+	held                       []heldQueue
+	holdsEntered, holdsExpired uint64
+	out                        []Effect
 
 	// bugSendBeforePersist is a planted bug for this package's tests: the
 	// messages of a Ready leave with its batch, before its completion.
@@ -799,7 +805,11 @@ func (g *Group) apply(ents []*pb.Entry) {
 			err = derr
 			ef.Note = "refused: " + derr.Error()
 		} else {
+			before, known := g.md.Broker(c.Node)
 			result, err = g.md.Apply(e.GetIndex(), &c)
+			if known && (c.Kind == metadata.BrokerDown || c.Kind == metadata.RegisterBroker) {
+				g.noteBrokerChange(c.Node, before.Live, before.Process)
+			}
 			if err != nil {
 				ef.Note = c.String() + " => " + err.Error()
 			} else {

@@ -14,7 +14,9 @@ import (
 //     queues, the followers on those holding the fewest replicas (ties by
 //     node id); with too few such brokers it waits;
 //   - a placed queue one of whose members left the live set, or runs
-//     another process or storage instance, is fenced by a transition that
+//     another process or storage instance, is held when only followers
+//     were lost a short while ago and the rest still meet W (hold.go);
+//     else it is fenced by a transition that
 //     proposes the surviving members plus replacements for the rest
 //     (chosen as above), under the next epoch, bound by its digest. The
 //     queue admits no writes until recovery (issue 11) activates the next
@@ -39,6 +41,7 @@ func (g *Group) placementCheck() {
 	if len(qs) == 0 {
 		return
 	}
+	g.holdsEnd()
 	load := g.loads()
 	for i := range qs {
 		q := &qs[i]
@@ -54,6 +57,9 @@ func (g *Group) placementCheck() {
 			}
 		case !q.Assignment.Fenced && !g.membersLive(&q.Assignment):
 			g.dropLostFromInSync(q)
+			if g.holds(q) {
+				continue // the follower-loss hold (hold.go)
+			}
 			var keep []seam.NodeID
 			for _, m := range q.Assignment.Members.Slice() {
 				if g.memberLive(m) {

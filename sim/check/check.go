@@ -344,9 +344,10 @@ type Checker struct {
 	deliveredKeys map[uint64]bool
 	failures      []Failure
 	total         int
-	lines         func() uint64 // the trace's latest line number; nil: none
-	meta          *metaTruth    // the metadata group's history; nil until used
-	seals         []*sealTruth  // the seals brokers made (seal.go)
+	lines         func() uint64                        // the trace's latest line number; nil: none
+	away          func(core.QueueID, core.NodeID) bool // SetAway's; nil: none away
+	meta          *metaTruth                           // the metadata group's history; nil until used
+	seals         []*sealTruth                         // the seals brokers made (seal.go)
 	sources       []*sourceTruth
 	lastQueue     *queueTruth // the queue queue() found last
 	crossCheck    bool        // CrossCheckRereads
@@ -385,6 +386,12 @@ func (c *Checker) queue(q core.QueueID) *queueTruth {
 	}
 	return qt
 }
+
+// SetAway tells the checker which members of a placed queue no longer run
+// the process their assignment names (the world's own knowledge of its
+// processes): under the follower-loss hold their copies are left behind,
+// and convergence is judged without them.
+func (c *Checker) SetAway(away func(q core.QueueID, node core.NodeID) bool) { c.away = away }
 
 // SetLines tells the checker how to learn the number of the trace's latest
 // line, so that failures name the lines to look at.
@@ -458,6 +465,12 @@ func (c *Checker) Fence(q core.QueueID) {
 
 // Fenced reports whether queue q was fenced.
 func (c *Checker) Fenced(q core.QueueID) bool { qt := c.queue(q); return qt != nil && qt.fenced }
+
+// Fail records a failure the world judged from its own ground truth (a
+// checker of the world's, as hold-kept).
+func (c *Checker) Fail(checker string, atNs int64, format string, args ...any) {
+	c.fail(checker, atNs, format, args...)
+}
 
 func (c *Checker) fail(checker string, atNs int64, format string, args ...any) {
 	c.total++
@@ -1054,7 +1067,7 @@ func (c *Checker) Converged(q core.QueueID) (bool, string) {
 		return false, fmt.Sprintf("owner n%d's disk has no intact copy of o=%d below its end %d", qt.spec.Owner, end, own.Len())
 	}
 	for _, r := range qt.reps {
-		if r == qt.owner || r.former {
+		if r == qt.owner || r.former || (c.away != nil && c.away(q, r.node)) {
 			continue
 		}
 		for o := uint64(0); o < end; o++ {

@@ -62,6 +62,9 @@ const (
 	MarkRecoveryLateEvidence                 // a recovery asked a previous member for its seal again (none came of the first ask), then activated
 	MarkRecoveryPublish                      // an installation published its stage as the log's new generation
 	MarkStageResumed                         // an installation opened a stage an earlier one left holding records (resumed, or cut where it parts)
+	MarkHoldEntered                          // a queue lost only followers and qualified for the follower-loss hold (by the world's follow of the metadata)
+	MarkHoldExpired                          // a transition replaced followers lost longer than the hold, of a queue that otherwise qualified
+	MarkHoldReturned                         // a lost follower came back with the same process while its queue kept the assignment that names it
 	markKinds
 )
 
@@ -111,6 +114,9 @@ var markNames = [...]string{
 	MarkRecoveryLateEvidence: "recovery-late-evidence",
 	MarkRecoveryPublish:      "recovery-publish",
 	MarkStageResumed:         "stage-resumed",
+	MarkHoldEntered:          "hold-entered",
+	MarkHoldExpired:          "hold-expired",
+	MarkHoldReturned:         "hold-returned",
 }
 
 func (m Mark) String() string {

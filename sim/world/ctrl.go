@@ -201,6 +201,20 @@ func (w *World) adminSend() {
 	t.inc = a.seq
 }
 
+// drawHoldMs draws a follower-loss hold for the swarm's operator: in a
+// third of the draws none, in a third 0.5 to 6 s (held, then replaced
+// within a run), in a third 20 s to 5 min (a run ends with its losses
+// held: their copies are left behind, away, and the rest serve).
+func (w *World) drawHoldMs() int64 {
+	switch w.rCtrl.Intn(3) {
+	case 0:
+		return 0
+	case 1:
+		return w.rCtrl.Range(500, 6000)
+	}
+	return w.rCtrl.Range(20_000, 300_000)
+}
+
 // adminQueues is how many queue names the operator declares and deletes:
 // few, so that declarations and deletions of one name race.
 const adminQueues = 3
@@ -213,7 +227,9 @@ const adminQueues = 3
 func (w *World) adminCommand() metadata.Command {
 	a, r := &w.admin, w.rCtrl
 	if !w.working {
-		return metadata.Command{Kind: metadata.SetSetting, Key: metadata.Settings[metadata.FollowerLossHoldMs].Key, Value: int64(a.seq)}
+		// The drain's probe: a setting written with the value it has (as
+		// the world followed it), which changes nothing.
+		return metadata.Command{Kind: metadata.SetSetting, Key: metadata.Settings[metadata.FollowerLossHoldMs].Key, Value: w.hold.holdMs}
 	}
 	a.drawn++
 	if a.drawn == 1 {
@@ -227,6 +243,12 @@ func (w *World) adminCommand() metadata.Command {
 		// in-sync set and come back (the default is 30 s).
 		return lag
 	}
+	hold := metadata.Command{Kind: metadata.SetSetting, Key: metadata.Settings[metadata.FollowerLossHoldMs].Key, Value: w.drawHoldMs()}
+	if a.drawn == 3 {
+		// And a follower-loss hold of its own draw (the default of 5
+		// min holds every loss for the whole run).
+		return hold
+	}
 	k := r.Intn(adminQueues)
 	name := "sim-q" + strconv.Itoa(k)
 	switch r.Intn(3) {
@@ -234,8 +256,7 @@ func (w *World) adminCommand() metadata.Command {
 		if r.Chance(1, 2) {
 			return lag
 		}
-		spec := &metadata.Settings[metadata.FollowerLossHoldMs]
-		return metadata.Command{Kind: metadata.SetSetting, Key: spec.Key, Value: spec.Min + r.Int63n(spec.Max-spec.Min+1)}
+		return hold
 	case 1:
 		c := metadata.Command{Kind: metadata.DeclareQueue, Queue: name, Replicas: 1 + k, Policy: core.MajorityDurable, MinInsync: 1}
 		if r.Chance(1, 8) {
@@ -451,6 +472,7 @@ type placedQueue struct {
 	epoch       uint64 // of its assignment as followed
 	owner       core.NodeID
 	members     []core.NodeID // its assignment's members, the owner among them
+	processes   []uint64      // the process instance the assignment names of each member
 	w           int           // its assignment's W
 	isr         bool          // policy isr: confirms at the high watermark
 	deleted     bool
@@ -482,7 +504,7 @@ func (w *World) placedApplied(c *metadata.Command) {
 	}
 	w.checker.AddQueue(spec)
 	p := &placedQueue{id: q.ID, name: c.Queue, incarnation: c.Incarnation, epoch: c.Epoch, owner: c.Owner,
-		members: spec.Replicas, w: spec.W, isr: q.Policy == core.ISR}
+		members: spec.Replicas, processes: memberProcesses(&c.Members), w: spec.W, isr: q.Policy == core.ISR}
 	w.placed[c.Queue], w.placedByID[q.ID] = p, p
 	at, _ := slices.BinarySearch(w.placedIDs, q.ID)
 	w.placedIDs = slices.Insert(w.placedIDs, at, q.ID)
@@ -497,6 +519,7 @@ func (w *World) placedApplied(c *metadata.Command) {
 // proposed members (their installations write the queue's log).
 func (w *World) transitionApplied(c *metadata.Command) {
 	if p, ok := w.placed[c.Queue]; ok && p.incarnation == c.Incarnation {
+		w.holdJudge(p, c.Proposed.Slice())
 		w.checker.AddReplicas(p.id, c.Proposed.Slice())
 	}
 	w.fencedApplied(c.Queue, c.Incarnation, false)
@@ -517,9 +540,35 @@ func (w *World) activatedApplied(c *metadata.Command) {
 	}
 	n := c.Members.N
 	p.epoch, p.owner, p.members, p.w = c.Epoch+1, c.Owner, members, q.Policy.WriteQuorum(n, min(q.MinInsync, n))
+	p.processes = memberProcesses(&c.Members)
 	w.checker.ActivationWitnesses(w.now, p.id, c.Epoch+1)
 	w.checker.Reassign(w.now, p.id, c.Epoch+1, c.Owner, members, p.w)
 	w.inSyncOf[c.Queue] = inSyncTruth{members: c.Members, inSync: c.InSync}
+}
+
+func memberProcesses(ms *metadata.Members) []uint64 {
+	var out []uint64
+	for _, m := range ms.Slice() {
+		out = append(out, m.Process)
+	}
+	return out
+}
+
+// away reports whether node, a member of placed queue q's assignment, no
+// longer runs the process the assignment names (its broker is down or
+// restarted since): under the follower-loss hold its copy is left behind
+// (until a recovery replaces it), so the drain does not wait for it.
+func (w *World) away(q core.QueueID, node core.NodeID) bool {
+	p := w.placedByID[q]
+	if p == nil {
+		return false
+	}
+	i := slices.Index(p.members, node)
+	if i < 0 || i >= len(p.processes) {
+		return false
+	}
+	b := w.brokers[node-1]
+	return !b.up || b.inc+1 != p.processes[i]
 }
 
 // fencedApplied follows a fencing transition or a deletion.

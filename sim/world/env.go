@@ -369,6 +369,7 @@ func (env *brokerEnv) Applied(e *core.Effect) {
 		return
 	}
 	w.metaFollowed = e.Offset
+	w.holdFollow(&c)
 	switch c.Kind {
 	case metadata.BrokerDown:
 		// Eager when the world reported this process's exit.

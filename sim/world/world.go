@@ -227,6 +227,9 @@ type World struct {
 	// committed in-sync set, for the in-sync coverage rows
 	inSyncSeen uint64
 	inSyncOf   map[string]inSyncTruth
+	// hold: what the world followed of the follower-loss hold's inputs
+	// (hold.go)
+	hold holdTruth
 	// script: the scripted operator's steps (Profile.Operator; nil: the
 	// swarm's random operator)
 	script []operatorStep
@@ -299,6 +302,7 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 		fencedNs:     map[core.QueueID]int64{},
 		deletedNames: map[string]bool{},
 		inSyncOf:     map[string]inSyncTruth{},
+		hold:         newHoldTruth(p.Brokers),
 	}
 	w.script, _ = parseOperator(p.Operator) // validated by Run
 	for i := 0; i < p.Brokers; i++ {
@@ -312,6 +316,7 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 	}
 	// The checkers learn each queue as the controller places it.
 	w.checker = check.New(nil, func(n core.NodeID) check.Disk { return w.brokers[n-1].fs })
+	w.checker.SetAway(w.away)
 	w.checker.Expect(w.expectedPublishes() * len(p.Queues))
 	w.checker.SetLines(w.trace.Lines)
 	for i := 0; i < p.Brokers; i++ {

@@ -1,0 +1,212 @@
+package world
+
+import (
+	"slices"
+	"strconv"
+
+	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/metadata"
+)
+
+// The follower-loss hold, judged (issue 12, seed 000; core/ctrl/hold.go).
+// The world follows, from the committed metadata as first applied, what
+// the hold depends on: each broker's live process and when it left the
+// live set, draining, and the hold setting; with it, it judges every
+// fencing transition (hold-kept) and marks the hold's coverage rows. It
+// never asks the controller whether it held.
+//
+// hold-kept: a transition applied for a queue that, by the world's follow
+// of the committed metadata, lost only followers less than the hold ago,
+// keeps its owner live and at least W - 1 followers live, W >= 2, no
+// member draining, fails, when nothing the hold depends on changed since
+// the first of those losses (so any leader that proposed it, however
+// stale its view, saw the same: it includes every entry up to the loss,
+// and nothing after it bears on the queue) and the transition excludes
+// exactly the lost members (it was proposed about this loss). A leader's
+// clock of a loss starts at or after the world's, so its hold never ends
+// sooner than the world's reckoning.
+
+// liveTruth is the world's follow of one broker in the committed metadata.
+type liveTruth struct {
+	process   uint64 // its registered process
+	live      bool
+	downProc  uint64 // the last process that left the live set
+	downNs    int64  // when (first application)
+	changedNs int64  // the last change of its liveness or process
+	draining  bool
+	drainNs   int64 // the last drain change
+}
+
+// holdTruth is what the world followed of the hold's inputs.
+type holdTruth struct {
+	brokers   []liveTruth // by node - 1
+	holdMs    int64
+	holdSetNs int64
+}
+
+func newHoldTruth(brokers int) holdTruth {
+	return holdTruth{brokers: make([]liveTruth, brokers), holdMs: metadata.Settings[metadata.FollowerLossHoldMs].Default, holdSetNs: -1}
+}
+
+// holdFollow follows an applied command (first application, in index
+// order).
+func (w *World) holdFollow(c *metadata.Command) {
+	h := &w.hold
+	if c.Node >= 1 && int(c.Node) <= len(h.brokers) {
+		b := &h.brokers[c.Node-1]
+		switch c.Kind {
+		case metadata.RegisterBroker:
+			if b.live && b.process != c.Process {
+				b.downProc, b.downNs = b.process, w.now
+			}
+			if b.live && b.process == c.Process {
+				return
+			}
+			returned := !b.live && b.process == c.Process
+			b.process, b.live, b.changedNs = c.Process, true, w.now
+			if returned && w.heldMember(c.Node, c.Process) {
+				w.mark(MarkHoldReturned)
+			}
+		case metadata.BrokerDown:
+			if b.live && b.process == c.Process {
+				b.live, b.downProc, b.downNs, b.changedNs = false, c.Process, w.now, w.now
+				w.holdEntered()
+			}
+		case metadata.Drain:
+			b.draining, b.drainNs = c.Draining, w.now
+		}
+	}
+	if c.Kind == metadata.SetSetting && c.Key == metadata.Settings[metadata.FollowerLossHoldMs].Key {
+		if c.Value != h.holdMs {
+			h.holdMs, h.holdSetNs = c.Value, w.now
+		}
+	}
+}
+
+// memberLive reports whether member node of p runs, by the committed
+// metadata, the process p's assignment names.
+func (w *World) memberLive(p *placedQueue, i int) bool {
+	b := &w.hold.brokers[p.members[i]-1]
+	return i < len(p.processes) && b.live && b.process == p.processes[i]
+}
+
+// holdQualifies reports whether p, unfenced, qualifies for the hold now
+// by the world's follow, and the instant of its first lost member's loss.
+func (w *World) holdQualifies(p *placedQueue) (firstDownNs int64, ok bool) {
+	h := &w.hold
+	if h.holdMs == 0 || p.w < 2 || p.deleted || w.checker.Fenced(p.id) || len(p.processes) != len(p.members) {
+		return 0, false
+	}
+	liveFollowers, lost := 0, 0
+	firstDownNs = w.now
+	for i, n := range p.members {
+		b := &h.brokers[n-1]
+		if b.draining {
+			return 0, false
+		}
+		if w.memberLive(p, i) {
+			if n != p.owner {
+				liveFollowers++
+			}
+			continue
+		}
+		if n == p.owner || b.downProc != p.processes[i] || w.now-b.downNs >= h.holdMs*1_000_000-1_000_000 {
+			// The owner lost, a loss the world did not see as this
+			// process's, or one (about) as old as the hold.
+			return 0, false
+		}
+		lost++
+		firstDownNs = min(firstDownNs, b.downNs)
+	}
+	return firstDownNs, lost > 0 && liveFollowers >= p.w-1
+}
+
+// holdEntered marks queues that a loss just made qualify for the hold.
+func (w *World) holdEntered() {
+	for _, id := range w.placedIDs {
+		if _, ok := w.holdQualifies(w.placedByID[id]); ok {
+			w.mark(MarkHoldEntered)
+			return
+		}
+	}
+}
+
+// heldMember reports whether node's process is a member of a placed,
+// unfenced queue's assignment: back with the same process, its copy is
+// counted again without a recovery.
+func (w *World) heldMember(node core.NodeID, process uint64) bool {
+	for _, id := range w.placedIDs {
+		p := w.placedByID[id]
+		if p.deleted || w.checker.Fenced(id) {
+			continue
+		}
+		for i, n := range p.members {
+			if n == node && i < len(p.processes) && p.processes[i] == process {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// holdJudge judges a fencing transition of p that proposes proposed, as it
+// is first applied (before the world follows it).
+func (w *World) holdJudge(p *placedQueue, proposed []core.NodeID) {
+	h := &w.hold
+	firstDownNs, ok := w.holdQualifies(p)
+	if !ok {
+		w.holdExpiredMark(p)
+		return
+	}
+	if h.holdSetNs >= firstDownNs {
+		return // the setting changed since: a leader's view may differ
+	}
+	for i, n := range p.members {
+		b := &h.brokers[n-1]
+		live := w.memberLive(p, i)
+		if b.drainNs >= firstDownNs || (live && b.changedNs >= firstDownNs) || (!live && b.changedNs != b.downNs) {
+			return // something the hold depends on changed since the loss
+		}
+		if slices.Contains(proposed, n) != live {
+			return // not proposed about this loss
+		}
+	}
+	w.checker.Fail("hold-kept", w.now, "q=%d epoch=%d: a transition fenced the queue, which lost only followers %s less than the hold of %d ms ago, its owner n%d and enough followers live for W=%d",
+		p.id, p.epoch, w.lostNames(p), h.holdMs, p.owner, p.w)
+}
+
+// holdExpiredMark marks a transition that replaces followers lost longer
+// than the hold, of a queue that otherwise qualified.
+func (w *World) holdExpiredMark(p *placedQueue) {
+	h := &w.hold
+	if h.holdMs == 0 || p.w < 2 || len(p.processes) != len(p.members) {
+		return
+	}
+	live, expired := 0, false
+	for i, n := range p.members {
+		b := &h.brokers[n-1]
+		switch {
+		case w.memberLive(p, i):
+			if n != p.owner {
+				live++
+			}
+		case n == p.owner || b.draining:
+			return
+		case b.downProc == p.processes[i] && w.now-b.downNs >= h.holdMs*1_000_000:
+			expired = true
+		}
+	}
+	if expired && live >= p.w-1 {
+		w.mark(MarkHoldExpired)
+	}
+}
+
+func (w *World) lostNames(p *placedQueue) string {
+	s := ""
+	for i, n := range p.members {
+		if !w.memberLive(p, i) {
+			s += " n" + strconv.FormatUint(uint64(n), 10)
+		}
+	}
+	return s
+}
