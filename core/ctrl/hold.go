@@ -20,8 +20,11 @@ import (
 //   - every lost follower stopped heartbeating (its process left the live
 //     set, by liveness expiry or eager failover, or another process of
 //     its broker registered) less than replication.follower_loss_hold_ms
-//     ago (read at every check; 0: never held), and none is on a draining
-//     broker (a copy that is leaving is replaced, not waited for).
+//     ago (read at every check; 0: never held), none is on a draining
+//     broker (a copy that is leaving is replaced, not waited for), and
+//     none is back with another process (until learners exist, a
+//     restarted follower rejoins through recovery, so the hold ends when
+//     its broker registers again).
 //
 // The owner keeps confirming with the followers left: a lost one never
 // reports, so it is never waited for. A follower back with the same
@@ -144,8 +147,12 @@ func (g *Group) holdApplies(q *metadata.Queue) bool {
 		if live {
 			continue
 		}
-		if b, ok := g.md.Broker(m.Node); ok && b.Draining {
-			return false // leaving: replaced, not waited for
+		if b, ok := g.md.Broker(m.Node); ok && (b.Draining || (b.Live && b.Process != m.Process)) {
+			// Leaving: replaced, not waited for. Or back with another
+			// process: its copy rejoins through recovery (the learner
+			// path, seed 004's background admission, is yet to come),
+			// so the hold ends as the broker registers again.
+			return false
 		}
 		if g.nowNs-g.downSince(m) >= holdNs {
 			return false

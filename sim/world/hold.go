@@ -16,7 +16,8 @@ import (
 // never asks the controller whether it held.
 //
 // hold-kept: a transition applied for a queue that, by the world's follow
-// of the committed metadata, lost only followers less than the hold ago,
+// of the committed metadata, lost only followers less than the hold ago
+// (none back with another process),
 // keeps its owner live and at least W - 1 followers live, W >= 2, no
 // member draining, fails, when nothing the hold depends on changed since
 // the first of those losses (so any leader that proposed it, however
@@ -110,9 +111,10 @@ func (w *World) holdQualifies(p *placedQueue) (firstDownNs int64, ok bool) {
 			}
 			continue
 		}
-		if n == p.owner || b.downProc != p.processes[i] || w.now-b.downNs >= h.holdMs*1_000_000-1_000_000 {
+		if n == p.owner || b.downProc != p.processes[i] || b.live || w.now-b.downNs >= h.holdMs*1_000_000-1_000_000 {
 			// The owner lost, a loss the world did not see as this
-			// process's, or one (about) as old as the hold.
+			// process's, a broker back with another process (it rejoins
+			// through recovery), or a loss (about) as old as the hold.
 			return 0, false
 		}
 		lost++
@@ -190,7 +192,7 @@ func (w *World) holdExpiredMark(p *placedQueue) {
 			if n != p.owner {
 				live++
 			}
-		case n == p.owner || b.draining:
+		case n == p.owner || b.draining || b.live:
 			return
 		case b.downProc == p.processes[i] && w.now-b.downNs >= h.holdMs*1_000_000:
 			expired = true
