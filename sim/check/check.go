@@ -145,6 +145,9 @@ type queueTruth struct {
 	reps      []*replicaTruth // in spec.Replicas order
 	owner     *replicaTruth
 	confirmed map[uint64]uint64 // offset -> publish key
+	// confirmedEpoch: offset -> the epoch of the record confirmed there
+	// (the confirming owner's, as it issued it)
+	confirmedEpoch map[uint64]uint64
 	// deliveredAt: by offset, the key of the body delivered there, so a
 	// later confirm at that offset must agree; an offset with one was
 	// emitted to a consumer at least once.
@@ -440,7 +443,7 @@ func (c *Checker) AddQueue(s QueueSpec) {
 	if _, ok := c.queues[s.Queue]; ok {
 		return
 	}
-	q := &queueTruth{spec: s, confirmed: map[uint64]uint64{}}
+	q := &queueTruth{spec: s, confirmed: map[uint64]uint64{}, confirmedEpoch: map[uint64]uint64{}}
 	for _, n := range s.Replicas {
 		r := &replicaTruth{node: n, idx: len(q.reps), disk: c.newDiskLog(s.Dir)}
 		q.reps = append(q.reps, r)
@@ -793,6 +796,9 @@ func (c *Checker) ConfirmEmitted(atNs int64, q core.QueueID, o uint64) {
 	qt := c.queue(q)
 	qt.confirmedEnd = max(qt.confirmedEnd, o+1)
 	id := qt.ownerIssued(o)
+	if id.Intact() {
+		qt.confirmedEpoch[o] = id.Epoch
+	}
 	n, ownerHas, mask := qt.holders(o, id)
 	if !id.Intact() || !ownerHas || n < qt.spec.W {
 		c.fail("confirm-durable", atNs, "q=%d o=%d (%s) confirmed with %d durable copies (owner n%d has it: %v), W=%d; held by%s%s",

@@ -5,6 +5,7 @@ import (
 
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/record"
+	"github.com/sluicemq/sluice/core/seam"
 )
 
 // Seals (issue 11). A replica that seals its log for recovery freezes it:
@@ -182,10 +183,14 @@ func (c *Checker) sourcesFinal(atNs int64) {
 			}
 			r.disk.Reparse(c.diskOf(s.q, s.node))
 		}
-		activated := slices.Contains(qt.activatedEpochs, s.epoch)
 		for _, o := range sortedOffsets(qt.confirmed) {
-			if activated && o >= s.end {
-				break // the recovered assignment's own records, from the source's end on
+			if e, ok := qt.confirmedEpoch[o]; ok && e >= seam.EpochBase(s.epoch) {
+				// Confirmed in the recovered assignment's epoch or a later
+				// one: no business of a source of this transition. (By
+				// epoch, not by the source's end: an earlier attempt's
+				// activation may commit after a later attempt chose a
+				// longer source, seed 18722.)
+				continue
 			}
 			key := qt.confirmed[o]
 			id := at(o)
