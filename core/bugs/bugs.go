@@ -111,6 +111,9 @@ const (
 	// its own: it carries on in the last epoch its log holds, the
 	// previous owner's.
 	EpochReused
+	// HoldIgnoresW: the follower-loss hold ignores its W - 1 condition:
+	// a queue left with too few followers to confirm keeps its assignment.
+	HoldIgnoresW
 	// NoHold: placement never holds a queue that lost only followers: it
 	// fences it at once, whatever the hold setting.
 	NoHold
@@ -152,6 +155,7 @@ var Registry = []Bug{
 	{ActivateShortOfR, "activate-short-of-r", "sealed recovery", "the recovery worker activates with R - 1 witnesses"},
 	{PublishUnsynced, "publish-unsynced", "sealed recovery", "an installation publishes its stage without syncing it first"},
 	{EpochReused, "epoch-reused", "epochs and fencing", "a recovered assignment's new owner carries on in the previous owner's epoch"},
+	{HoldIgnoresW, "hold-ignores-w", "follower-loss hold", "the follower-loss hold keeps a queue left with fewer than W - 1 followers"},
 	{NoHold, "no-hold", "follower-loss hold", "placement fences a queue that lost only followers at once, ignoring the hold"},
 }
 

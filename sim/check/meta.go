@@ -73,12 +73,13 @@ type MetaQueueInfo struct {
 	ID        core.QueueID
 	Policy    core.Policy
 	MinInsync int
+	Replicas  int
 }
 
 // MetaQueue returns the declared queue name, by the model.
 func (c *Checker) MetaQueue(name string) (MetaQueueInfo, bool) {
 	q, ok := c.metaTruth().catalog[name]
-	return MetaQueueInfo{ID: q.id, Policy: q.policy, MinInsync: q.minInsync}, ok
+	return MetaQueueInfo{ID: q.id, Policy: q.policy, MinInsync: q.minInsync, Replicas: q.replicas}, ok
 }
 
 // verdict is the model's outcome of one entry.

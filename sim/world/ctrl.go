@@ -1,6 +1,7 @@
 package world
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"slices"
@@ -86,14 +87,19 @@ func (m *metaStore) Sync() error { return m.s.Complete(m.last) }
 
 // admin is the operator's client of the metadata group.
 type admin struct {
-	seq     uint64 // requests sent
-	cid     core.ClientID
-	cmd     []byte
-	target  int  // broker index it sends to next
-	waiting bool // a request is outstanding
-	probing bool // the drain's probe is the request outstanding
-	probed  bool // a probe was confirmed after the heal
-	stats   struct{ confirmed, failed, rejected, unknown, redirects uint64 }
+	seq uint64 // requests sent
+	cid core.ClientID
+	cmd []byte
+	// arriveNs: when the request outstanding reaches its broker (a
+	// leader proposes it then; 0: not known, see adminSend); prevCmd:
+	// the request before's bytes
+	arriveNs int64
+	prevCmd  []byte
+	target   int  // broker index it sends to next
+	waiting  bool // a request is outstanding
+	probing  bool // the drain's probe is the request outstanding
+	probed   bool // a probe was confirmed after the heal
+	stats    struct{ confirmed, failed, rejected, unknown, redirects uint64 }
 	// incarnations: per operator queue, the incarnation its last confirmed
 	// declaration reported
 	incarnations [adminQueues]uint64
@@ -194,7 +200,17 @@ func (w *World) adminSend() {
 		c = w.adminCommand()
 	}
 	a.cmd = c.Encode(a.cmd[:0])
-	e := w.schedule1(w.now+w.ctrlDelay(), evRequest)
+	same := bytes.Equal(a.prevCmd, a.cmd)
+	a.prevCmd = append(a.prevCmd[:0], a.cmd...)
+	at := w.now + w.ctrlDelay()
+	a.arriveNs = at
+	if same || !w.working {
+		// The same bytes as the last request (which an old leader may
+		// still commit), or the drain's probes: when it was proposed is
+		// not known (hold-ended does not judge it).
+		a.arriveNs = 0
+	}
+	e := w.schedule1(at, evRequest)
 	e.node, e.inc, e.from = int32(b.id-1), b.inc, core.NodeID(a.cid)
 	e.req = core.Request{Kind: core.ReqMeta, ID: a.seq, Body: a.cmd}
 	t := w.schedule1(w.now+adminTimeoutNs, evAdmin)

@@ -354,6 +354,7 @@ func (env *brokerEnv) Recovery(e *core.Effect) {
 func (env *brokerEnv) Applied(e *core.Effect) {
 	w := env.w
 	w.checker.MetaApplied(w.now, env.b.id, e.Offset, e.Tag, e.Body, e.Reason)
+	w.termApplied(e.Tag)
 	if e.Reason == ctrl.ImageRestoredNote {
 		w.mark(MarkMetaImage)
 		return
@@ -369,7 +370,9 @@ func (env *brokerEnv) Applied(e *core.Effect) {
 		return
 	}
 	w.metaFollowed = e.Offset
+	w.fenceJudge(e.Tag, e.Body)
 	w.holdFollow(&c)
+	defer w.fenceFollow()
 	switch c.Kind {
 	case metadata.BrokerDown:
 		// Eager when the world reported this process's exit.

@@ -1,11 +1,13 @@
 package world
 
 import (
+	"bytes"
 	"slices"
 	"strconv"
 
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/metadata"
+	"github.com/sluicemq/sluice/io/driver"
 )
 
 // The follower-loss hold, judged (issue 12, seed 000; core/ctrl/hold.go).
@@ -43,10 +45,15 @@ type holdTruth struct {
 	brokers   []liveTruth // by node - 1
 	holdMs    int64
 	holdSetNs int64
+	// hold-ended's: when each term's first entry was applied; since when
+	// each placed queue has been a case placement must fence (0: not one)
+	termStartNs  map[uint64]int64
+	fenceSinceNs map[core.QueueID]int64
 }
 
 func newHoldTruth(brokers int) holdTruth {
-	return holdTruth{brokers: make([]liveTruth, brokers), holdMs: metadata.Settings[metadata.FollowerLossHoldMs].Default, holdSetNs: -1}
+	return holdTruth{brokers: make([]liveTruth, brokers), holdMs: metadata.Settings[metadata.FollowerLossHoldMs].Default, holdSetNs: -1,
+		termStartNs: map[uint64]int64{}, fenceSinceNs: map[core.QueueID]int64{}}
 }
 
 // holdFollow follows an applied command (first application, in index
@@ -211,4 +218,103 @@ func (w *World) lostNames(p *placedQueue) string {
 		}
 	}
 	return s
+}
+
+// hold-ended: the other side of the hold. A queue that lost a member and
+// that the hold does not cover, by the world's follow, for a reason every
+// leader sees alike (its owner lost, fewer than W - 1 followers left,
+// W < 2, the hold set to 0, a lost member draining or back with another
+// process; never the hold's expiry, which a leader may reckon later than
+// the world), and for which placement can propose a transition (enough
+// live, undrained brokers to keep the configured W), must be fenced by
+// the leader's next placement check. The world judges it at each of its
+// operator's commands as it is applied: if the command reached its broker
+// (where a leader proposed it) a second or more after both the queue's
+// case began and the command's term's first entry was applied, that
+// leader ran placement (every 100 ms) with the case in view before it
+// proposed the command, so the queue's transition is earlier in the log,
+// applied already (raft applies in log order). A stale leader changes
+// nothing: the command's term is its own.
+
+// fenceCase reports whether placed queue p lost a member and must be
+// fenced by the rule every leader applies alike.
+func (w *World) fenceCase(p *placedQueue) bool {
+	h := &w.hold
+	if p.deleted || w.checker.Fenced(p.id) || len(p.processes) != len(p.members) {
+		return false
+	}
+	info, ok := w.checker.MetaQueue(p.name)
+	if !ok || info.ID != p.id {
+		return false
+	}
+	var keep []core.NodeID
+	liveFollowers, structural := 0, h.holdMs == 0 || p.w < 2
+	for i, n := range p.members {
+		b := &h.brokers[n-1]
+		if w.memberLive(p, i) {
+			keep = append(keep, n)
+			if n != p.owner {
+				liveFollowers++
+			}
+			continue
+		}
+		structural = structural || n == p.owner || b.draining || b.live
+	}
+	if len(keep) == len(p.members) {
+		return false // nothing lost
+	}
+	structural = structural || liveFollowers < p.w-1
+	if !structural {
+		return false
+	}
+	// What placement would propose: the live members and replacements
+	// among the live, undrained brokers not among them.
+	cands := 0
+	for i := range h.brokers {
+		b := &h.brokers[i]
+		if b.live && !b.draining && !slices.Contains(keep, core.NodeID(i+1)) {
+			cands++
+		}
+	}
+	n := len(keep) + min(max(info.Replicas-len(keep), 0), cands)
+	return n > 0 && info.Policy.WriteQuorum(n, min(info.MinInsync, n)) >= info.Policy.WriteQuorum(info.Replicas, min(info.MinInsync, info.Replicas))
+}
+
+// termApplied records when an entry of term was first applied.
+func (w *World) termApplied(term uint64) {
+	if _, ok := w.hold.termStartNs[term]; !ok {
+		w.hold.termStartNs[term] = w.now
+	}
+}
+
+// fenceJudge judges, as an entry of term carrying body is first applied
+// (before the world follows it), whether it is the operator's command and
+// came after a case placement had to fence.
+func (w *World) fenceJudge(term uint64, body []byte) {
+	h := &w.hold
+	a := &w.admin
+	if !a.waiting || a.arriveNs == 0 || !bytes.Equal(body, a.cmd) {
+		return
+	}
+	for _, id := range w.placedIDs {
+		since := h.fenceSinceNs[id]
+		if since != 0 && max(since, h.termStartNs[term])+1e9 <= a.arriveNs {
+			w.checker.Fail("hold-ended", w.now, "q=%d epoch=%d: it lost%s, which no hold covers, since %s, placement could propose its transition, yet the operator's command that reached its broker at %s (term %d, whose first entry applied at %s) committed first",
+				id, w.placedByID[id].epoch, w.lostNames(w.placedByID[id]), driver.AppendInstant(nil, since), driver.AppendInstant(nil, a.arriveNs), term, driver.AppendInstant(nil, h.termStartNs[term]))
+			h.fenceSinceNs[id] = 0 // once per case
+		}
+	}
+}
+
+// fenceFollow follows the cases as they stand after an applied entry.
+func (w *World) fenceFollow() {
+	h := &w.hold
+	for _, id := range w.placedIDs {
+		switch {
+		case !w.fenceCase(w.placedByID[id]):
+			h.fenceSinceNs[id] = 0
+		case h.fenceSinceNs[id] == 0:
+			h.fenceSinceNs[id] = w.now
+		}
+	}
 }
