@@ -35,7 +35,13 @@
 //   - confirmed-lost: at the end, some replica's disk holds an intact copy
 //     of every confirmed publish.
 //   - converged: at the end, the owner holds every confirmed publish and
-//     every replica holds exactly the owner's records up to its end.
+//     every replica holds exactly the owner's records up to its end (a
+//     member the world reports away, its broker running another process
+//     under the follower-loss hold, is left out: SetAway).
+//   - publish-durable: when an installation's publish of its stage
+//     completes, the disk's durable generation pointer (this package's
+//     own parser, gen.go) names the stage, which durably holds what it
+//     was issued; from then on it is the replica's truth.
 //   - at-least-once: at the end of a finished drain, every confirmed publish
 //     reached a live consumer, and every one whose consumer was lost before
 //     acking it was received again.
@@ -50,7 +56,9 @@
 //     in-sync set holds the record below it durably (an earlier
 //     assignment's owner announcing late is not judged against the
 //     current one's).
-//   - linearizable, liveness: reported by the world (sim/linear; the drain).
+//   - linearizable, liveness, hold-kept, hold-ended: reported by the world
+//     (sim/linear; the drain; the follower-loss hold judged from the
+//     world's own follow of the committed metadata, sim/world/hold.go).
 //
 // The fault budget's bookkeeping lives here too: Injected marks a copy
 // damaged, and the copy counts as damaged until its disk again holds an
