@@ -251,6 +251,14 @@ func TestFollowerKill(t *testing.T) {
 	if gap > 500*time.Millisecond {
 		t.Errorf("q0 lost only a follower, yet waited %v between confirms (want at most 0.5 s under the hold)", gap.Round(time.Millisecond))
 	}
+	// The metadata leader's placement counts the hold.
+	if l := c.leader(o); l != 0 {
+		_, body, err := c.httpGet(l, "/metrics")
+		if err != nil || strings.Contains(body, "\nsluice_queues_held 0\n") || !strings.Contains(body, "\nsluice_queues_held ") ||
+			strings.Contains(body, `sluice_holds_total{event="entered"} 0`+"\n") {
+			t.Errorf("n%d, the metadata leader, counts no held queue (%v):\n%s", l, err, body)
+		}
+	}
 	for _, p := range pubs {
 		p.waitConfirmsAfter(t, time.Now(), 50, 60*time.Second)
 	}
