@@ -296,6 +296,7 @@ func (n *Node) startGroup(p *placedGroup, q *metadata.Queue, st *seam.LogState) 
 	}
 	for _, m := range q.Assignment.Members.Slice() {
 		qc.Replicas = append(qc.Replicas, m.Node)
+		qc.Processes = append(qc.Processes, m.Process)
 	}
 	r := queue.New(&n.x, qc)
 	at, _ := slices.BinarySearchFunc(n.queues, r.Group(), func(r *queue.Replica, g GroupID) int {

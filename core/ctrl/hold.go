@@ -52,12 +52,11 @@ import (
 //     there), the assignment carries it (image version 3), and the node
 //     whose process it names runs the queue's follower group on its log
 //     (its predecessor's copy: catch-up resumes where it stopped, across
-//     learner restarts too). The owner streams to it but must not count
-//     it: core/queue's owner today accepts a reply from a newer process
-//     of a member (progress.restarted) and counts it, a rule of the
-//     static assignments; for a leased queue it must count only the
-//     assignment's member instance (QueueConfig gains the members'
-//     processes) and track the learner's durable end apart. Once that
+//     learner restarts too). The owner streams to it but never counts
+//     it: a placed queue's owner counts only the reports of the process
+//     its assignment names (QueueConfig.Processes; a newer process of a
+//     member's broker is ignored), and is to track the learner's durable
+//     end apart. Once that
 //     end reaches the cut (the owner's log end when the learner first
 //     answered), the owner asks the leader for Admit (guarded: same
 //     epoch, no pending transition, the same learner), which replaces

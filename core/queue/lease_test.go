@@ -48,3 +48,49 @@ func TestLeasedOwnerServesOnItsLease(t *testing.T) {
 		t.Fatalf("the renewal did not confirm what waited: %v", got)
 	}
 }
+
+// TestPlacedOwnerCountsOnlyItsMembers: a placed queue's owner counts a
+// follower's durable report only from the process its assignment names; a
+// newer process of the follower's broker (restarted, or a learner) is no
+// member, and its reports never confirm.
+func TestPlacedOwnerCountsOnlyItsMembers(t *testing.T) {
+	x := &Ctx{Node: 1, Process: 1, Lim: seam.Limits{}.WithDefaults(), Out: &seam.Out{}}
+	cfg := seam.QueueConfig{Queue: 7, Replicas: []seam.NodeID{1, 2, 3}, Processes: []uint64{1, 5, 6}, Owner: 1,
+		Policy: seam.MajorityDurable, Leased: true, EpochBase: seam.EpochBase(1)}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	r := New(x, cfg)
+	r.Restore(&seam.LogState{Group: seam.QueueGroup(7)})
+	r.Begin()
+	step := func(f func()) []string {
+		x.Out.Reset()
+		f()
+		r.Invariants()
+		var lines []string
+		for i := range x.Out.Effects {
+			lines = append(lines, x.Out.Effects[i].String())
+		}
+		return lines
+	}
+	reply := func(from seam.NodeID, process, end uint64) []string {
+		return step(func() {
+			r.OnMessage(from, AppendMsg(nil, &Msg{Kind: MsgAppendReply, Epoch: r.epoch, Process: process, Ok: true, End: end}))
+		})
+	}
+	x.NowNs = 1e9
+	step(func() { r.SetLease(10e9) })
+	step(func() { r.OnStorage(&seam.StorageDone{Op: seam.OpSync, Group: seam.QueueGroup(7), Offset: 1}) }) // the epoch record
+	reply(2, 5, 1)                                                                                         // the epoch record on a member: the epoch is ready
+	step(func() { r.OnPublish(9, &seam.Request{Kind: seam.ReqPublish, Queue: 7, ID: 1, Body: []byte("x")}) })
+	step(func() { r.OnStorage(&seam.StorageDone{Op: seam.OpSync, Group: seam.QueueGroup(7), Offset: 2}) })
+	if got := reply(2, 8, 2); has(got, "confirmed") {
+		t.Fatalf("a report of n2's process 8, no member (its assignment names 5), confirmed: %v", got)
+	}
+	if got := reply(3, 6, 2); !has(got, "reply c=9 id=1 confirmed") {
+		t.Fatalf("a member's report did not confirm: %v", got)
+	}
+	if err := (seam.QueueConfig{Queue: 7, Replicas: []seam.NodeID{1, 2}, Processes: []uint64{1}, Owner: 1, Policy: seam.LeaderDurable}).Validate(); err == nil {
+		t.Fatal("a config with fewer processes than replicas validates")
+	}
+}

@@ -40,9 +40,13 @@ type pendingPublish struct {
 
 func newOwner(r *Replica) *owner {
 	o := &owner{r: r}
-	for _, n := range r.cfg.Replicas {
+	for i, n := range r.cfg.Replicas {
 		if n != r.x.Node {
-			o.peers = append(o.peers, progress{node: n, caughtUpNs: r.x.NowNs})
+			p := progress{node: n, caughtUpNs: r.x.NowNs}
+			if r.cfg.Processes != nil {
+				p.process, p.member = r.cfg.Processes[i], true
+			}
+			o.peers = append(o.peers, p)
 		}
 	}
 	o.state.init(o)
@@ -265,6 +269,12 @@ func (o *owner) onAppendReply(from seam.NodeID, m *Msg) {
 	p := o.peer(from)
 	if p == nil || m.Process < p.process {
 		return // unknown, or an older process whose reports may not hold
+	}
+	if p.member && m.Process != p.process {
+		// A placed queue's member is the process its assignment names:
+		// a newer one of its broker is no member, and its reports never
+		// count (it rejoins through a recovery).
+		return
 	}
 	if m.Process > p.process {
 		// The follower restarted: what its old process reported durable may

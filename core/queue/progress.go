@@ -6,8 +6,11 @@ import "github.com/sluicemq/sluice/core/seam"
 // matches and is durable (in this epoch), what to send it next, and the
 // batches in flight.
 type progress struct {
-	node       seam.NodeID
-	process    uint64 // the newest process of the peer heard from
+	node    seam.NodeID
+	process uint64 // the newest process of the peer heard from; of a member, the one its assignment names
+	// member: the peer is a placed queue's member, process its instance:
+	// only that process's reports count (QueueConfig.Processes)
+	member     bool
 	matched    bool   // an Ok reply of this epoch arrived
 	next       uint64 // next offset to send
 	durable    uint64 // durable, matching end reported in this epoch

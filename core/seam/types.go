@@ -146,6 +146,13 @@ type QueueConfig struct {
 	// it was paused or cut off does not serve beside the recovered
 	// assignment's. Placed queues are leased; static ones are not.
 	Leased bool
+	// Processes, of a placed queue: each replica's process instance as
+	// the assignment names it, in Replicas' order. The owner counts only
+	// that instance's reports: another process of the replica's broker
+	// is no member (it rejoins through a recovery, or later as a learner
+	// whose reports never count toward W). Nil for a static queue, whose
+	// restarted follower counts again once it reports.
+	Processes []uint64
 }
 
 // EpochBase returns the epoch base of an assignment at epoch p.
@@ -156,6 +163,9 @@ func (q QueueConfig) Validate() error {
 	n := len(q.Replicas)
 	if n < 1 || n > ReplicasMax {
 		return fmt.Errorf("queue %d: %d replicas, want 1..%d", q.Queue, n, ReplicasMax)
+	}
+	if q.Processes != nil && len(q.Processes) != n {
+		return fmt.Errorf("queue %d: %d process instances for %d replicas", q.Queue, len(q.Processes), n)
 	}
 	owner := false
 	for i, r := range q.Replicas {
