@@ -10,21 +10,7 @@ import (
 // and delivers only while its node's lease holds; what waited goes on when
 // the lease is renewed.
 func TestLeasedOwnerServesOnItsLease(t *testing.T) {
-	x := &Ctx{Node: 1, Process: 1, Lim: seam.Limits{}.WithDefaults(), Out: &seam.Out{}}
-	cfg := seam.QueueConfig{Queue: 7, Replicas: []seam.NodeID{1}, Owner: 1, Policy: seam.LeaderDurable, Leased: true, EpochBase: seam.EpochBase(1)}
-	r := New(x, cfg)
-	r.Restore(&seam.LogState{Group: seam.QueueGroup(7)})
-	r.Begin()
-	step := func(f func()) []string {
-		x.Out.Reset()
-		f()
-		r.Invariants()
-		var lines []string
-		for i := range x.Out.Effects {
-			lines = append(lines, x.Out.Effects[i].String())
-		}
-		return lines
-	}
+	x, r, step := leasedOwner(seam.QueueConfig{Queue: 7, Replicas: []seam.NodeID{1}, Owner: 1, Policy: seam.LeaderDurable, Leased: true, EpochBase: seam.EpochBase(1)})
 	sync := func(end uint64) []string {
 		return step(func() { r.OnStorage(&seam.StorageDone{Op: seam.OpSync, Group: seam.QueueGroup(7), Offset: end}) })
 	}
@@ -54,25 +40,12 @@ func TestLeasedOwnerServesOnItsLease(t *testing.T) {
 // newer process of the follower's broker (restarted, or a learner) is no
 // member, and its reports never confirm.
 func TestPlacedOwnerCountsOnlyItsMembers(t *testing.T) {
-	x := &Ctx{Node: 1, Process: 1, Lim: seam.Limits{}.WithDefaults(), Out: &seam.Out{}}
 	cfg := seam.QueueConfig{Queue: 7, Replicas: []seam.NodeID{1, 2, 3}, Processes: []uint64{1, 5, 6}, Owner: 1,
 		Policy: seam.MajorityDurable, Leased: true, EpochBase: seam.EpochBase(1)}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	r := New(x, cfg)
-	r.Restore(&seam.LogState{Group: seam.QueueGroup(7)})
-	r.Begin()
-	step := func(f func()) []string {
-		x.Out.Reset()
-		f()
-		r.Invariants()
-		var lines []string
-		for i := range x.Out.Effects {
-			lines = append(lines, x.Out.Effects[i].String())
-		}
-		return lines
-	}
+	x, r, step := leasedOwner(cfg)
 	reply := func(from seam.NodeID, process, end uint64) []string {
 		return step(func() {
 			r.OnMessage(from, AppendMsg(nil, &Msg{Kind: MsgAppendReply, Epoch: r.epoch, Process: process, Ok: true, End: end}))
@@ -93,4 +66,25 @@ func TestPlacedOwnerCountsOnlyItsMembers(t *testing.T) {
 	if err := (seam.QueueConfig{Queue: 7, Replicas: []seam.NodeID{1, 2}, Processes: []uint64{1}, Owner: 1, Policy: seam.LeaderDurable}).Validate(); err == nil {
 		t.Fatal("a config with fewer processes than replicas validates")
 	}
+}
+
+// leasedOwner starts the owner (node 1, process 1) of queue cfg on an
+// empty log; step runs f and returns the effects' lines, the invariants
+// checked.
+func leasedOwner(cfg seam.QueueConfig) (*Ctx, *Replica, func(f func()) []string) {
+	x := &Ctx{Node: 1, Process: 1, Lim: seam.Limits{}.WithDefaults(), Out: &seam.Out{}}
+	r := New(x, cfg)
+	r.Restore(&seam.LogState{Group: seam.QueueGroup(cfg.Queue)})
+	r.Begin()
+	step := func(f func()) []string {
+		x.Out.Reset()
+		f()
+		r.Invariants()
+		var lines []string
+		for i := range x.Out.Effects {
+			lines = append(lines, x.Out.Effects[i].String())
+		}
+		return lines
+	}
+	return x, r, step
 }
