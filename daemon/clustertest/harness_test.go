@@ -63,12 +63,16 @@ type broker struct {
 func (b *broker) url() string { return "amqp://guest:guest@" + b.amqpAddr + "/" }
 
 // running reports whether b's process is up (started, not exited).
-func (b *broker) running() bool {
-	if b.cmd == nil {
+func (b *broker) running() bool { return processRunning(b.cmd, b.exited) }
+
+// processRunning reports whether cmd was started and exited is not closed
+// (a broker's or a RabbitMQ node's process).
+func processRunning(cmd *exec.Cmd, exited chan struct{}) bool {
+	if cmd == nil {
 		return false
 	}
 	select {
-	case <-b.exited:
+	case <-exited:
 		return false
 	default:
 		return true

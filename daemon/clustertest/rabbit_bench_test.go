@@ -65,17 +65,7 @@ type rabbitNode struct {
 
 func (n *rabbitNode) url() string { return fmt.Sprintf("amqp://guest:guest@127.0.0.1:%d/", n.amqpPort) }
 
-func (n *rabbitNode) running() bool {
-	if n.cmd == nil {
-		return false
-	}
-	select {
-	case <-n.exited:
-		return false
-	default:
-		return true
-	}
-}
+func (n *rabbitNode) running() bool { return processRunning(n.cmd, n.exited) }
 
 // rabbitCluster is a cluster of RabbitMQ nodes on loopback, all under one
 // temporary directory: a HOME holding the shared Erlang cookie, and a
