@@ -61,6 +61,8 @@ const (
 	OpOpen     = seam.OpOpen
 	OpSeal     = seam.OpSeal
 	OpPublish  = seam.OpPublish
+	OpRetain   = seam.OpRetain
+	OpReseed   = seam.OpReseed
 
 	EfSend      = seam.EfSend
 	EfStorage   = seam.EfStorage

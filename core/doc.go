@@ -46,11 +46,14 @@
 //     (their byte slices are valid until then).
 //  3. Execute the storage effects of one log strictly in order: each starts
 //     after the previous one completed. Return the completion of every
-//     sync, read, verify and seal (OpSeal: the log's seal receipt stored
-//     durably, file and directory) as an InStorage input, in that same
+//     sync, read, verify, seal (OpSeal: the log's seal receipt stored
+//     durably, file and directory) and retention (OpRetain: the log's
+//     head deleted, its new start durable first; the completion says
+//     where the log starts now) as an InStorage input, in that same
 //     order. Appends,
-//     truncations, discards and OpRepaired (which durably clears the log's
-//     unrepaired mark) complete silently; only their failure comes back, as
+//     truncations, discards, OpRepaired (which durably clears the log's
+//     unrepaired mark) and OpReseed (the log emptied at a new start)
+//     complete silently; only their failure comes back, as
 //     an InStorage input carrying the error text, and nothing queued behind a
 //     failure runs. Never retry a failed operation.
 //  4. The failure policy: after handing the core a failed storage completion

@@ -205,21 +205,20 @@ func (n *Node) installOpened(d *StorageDone) bool {
 func (n *Node) installBegin(st *seam.LogState) {
 	j := n.installer.job
 	req := &j.req
-	if st.Start != req.Start && st.End > st.Start {
-		n.installEnd(false, fmt.Sprintf("its log starts at %d, the source's at %d", st.Start, req.Start))
-		return
-	}
 	p := &n.placed[n.placedIndex(req.Queue)]
 	j.liveSeal = st.Seal
 	if p.state != nil {
 		j.liveSeal = p.state.Seal // a seal of this process renews it there
 	}
 	d := partingPoint(st.Epochs, st.End, req.Epochs, req.End, req.Start)
-	if st.End == st.Start {
-		d = req.Start // an empty log shares nothing
+	if st.End == st.Start || st.Start > req.Start || st.End < req.Start {
+		// An empty log shares nothing; nor does one that lacks the
+		// source's first records (its start is past the source's: a
+		// retention went further) or ends before them.
+		d = req.Start
 	}
 	g := seam.QueueGroup(req.Queue)
-	if st.Damage == "" && d == st.End && d == req.End {
+	if st.Damage == "" && st.Start == req.Start && d == st.End && d == req.End {
 		// Its live log is the source's history: verified in place, after
 		// a sync (a group may have run on it; a seal synced it, an open
 		// did, but nothing here relies on which).
@@ -296,14 +295,20 @@ func (n *Node) stageOpened(d *StorageDone) {
 		j.st.Unrepaired = true
 	}
 	if st.End == st.Start {
-		if st.Start != req.Start {
-			n.installEnd(false, fmt.Sprintf("its empty stage is at %d, the source starts at %d", st.Start, req.Start))
-			return
-		}
 		j.st.Epochs = nil
-	} else if st.Start != req.Start {
-		n.installEnd(false, fmt.Sprintf("its stage starts at %d, the source's at %d", st.Start, req.Start))
-		return
+	}
+	if st.Start != req.Start {
+		// The source's history starts elsewhere (a retention deleted its
+		// head): the stage starts again at the source's start, with the
+		// source's history below it.
+		var below []seam.EpochStart
+		for _, e := range req.Epochs {
+			if e.Offset < req.Start {
+				below = append(below, e)
+			}
+		}
+		n.stageStorage(seam.Effect{Op: seam.OpReseed, Offset: req.Start, Epochs: below})
+		j.st.End, j.st.Epochs = req.Start, slices.Clone(below)
 	}
 	if d := partingPoint(j.st.Epochs, j.st.End, req.Epochs, req.End, req.Start); j.st.End > d {
 		// Resumed from a stage of another source's history: what parts

@@ -296,8 +296,8 @@ func (h *harness) newNode(args []arg) {
 	l := &h.cfg.Limits
 	ints := map[string]*int{"window": &l.WindowBatchesMax, "batch-recs": &l.BatchRecordsMax, "batch-bytes": &l.BatchBytesMax,
 		"read-recs": &l.ReadRecordsMax, "pending": &l.PendingPublishesMax, "ready": &l.ReadyMax,
-		"consumers": &l.ConsumersMax, "prefetch-max": &l.PrefetchMax, "epochs-max": &l.EpochsMax}
-	ms := map[string]*int64{"resend": &l.ResendMs, "scrub": &l.ScrubIntervalMs, "heartbeat": &l.HeartbeatMs}
+		"consumers": &l.ConsumersMax, "prefetch-max": &l.PrefetchMax, "epochs-max": &l.EpochsMax, "retain-recs": &l.RetainRecordsMin}
+	ms := map[string]*int64{"resend": &l.ResendMs, "scrub": &l.ScrubIntervalMs, "heartbeat": &l.HeartbeatMs, "retain-silent": &l.RetainSilentMs}
 	for _, a := range args {
 		switch f := strings.Split(a.val, ":"); {
 		case a.val == "":
@@ -413,7 +413,8 @@ func (h *harness) recv(in *Input, args []arg) {
 	}
 	f := args[i+1:]
 	m := queue.Msg{Epoch: h.num(f, "e"), Process: h.num(f, "p"), Prev: h.num(f, "prev"), PrevEpoch: h.num(f, "preve"),
-		Commit: h.num(f, "commit"), End: h.num(f, "end"), Epochs: h.epochs(h.str(f, "epochs"))}
+		Commit: h.num(f, "commit"), End: h.num(f, "end"), Start: h.num(f, "start"), Epochs: h.epochs(h.str(f, "epochs"))}
+	_, m.Reset = h.get(f, "reset")
 	m.Records = h.records(h.str(f, "recs"), m.Prev)
 	kinds := map[string]queue.MsgKind{"append": queue.MsgAppend, "append-reply": queue.MsgAppendReply}
 	switch m.Kind = kinds[args[i].key]; {
@@ -460,13 +461,13 @@ func (h *harness) done(in *Input, args []arg) {
 	if d.Op = 0; d.Group == 0 && len(args) > 1 && args[1].key == OpPersist.String() {
 		d.Group, d.Tag = GroupCtrl, h.num(args, "seq")
 	}
-	for op := OpAppend; op <= OpOpen; op++ {
+	for op := OpAppend; op <= OpReseed; op++ {
 		if len(args) > 1 && args[1].key == op.String() {
 			d.Op = op
 		}
 	}
 	silent := func(op StorageOp) bool {
-		return op != OpSync && op != OpRead && op != OpVerify && op != OpPersist && op != OpOpen
+		return op != OpSync && op != OpRead && op != OpVerify && op != OpPersist && op != OpOpen && op != OpRetain
 	}
 	if d.Op == OpOpen && d.Err == "" {
 		d.State = &LogState{Group: d.Group, End: h.num(args, "end")} // a new, empty log unless end= says
@@ -477,10 +478,12 @@ func (h *harness) done(in *Input, args []arg) {
 	}
 	switch {
 	case d.Op == 0:
-		h.fatalf("done: want append, sync, read, verify, truncate, discard or repaired")
+		h.fatalf("done: want append, sync, read, verify, truncate, discard, repaired, retain or reseed")
 	case h.failed[d.Group]:
 		h.fatalf("done: nothing behind a failed operation completes")
-	case len(q) == 0 || q[0].Op != d.Op || (!silent(d.Op) && (q[0].Offset != d.Offset || q[0].Tag != d.Tag)):
+	case len(q) == 0 || q[0].Op != d.Op || (!silent(d.Op) && (q[0].Offset != d.Offset && !(d.Op == OpRetain && d.Offset <= q[0].Offset) || q[0].Tag != d.Tag)):
+		// (A retention completes with the log's start: at most the
+		// offset asked for.)
 		h.fatalf("done: the oldest outstanding operation of q=%d is not %s o=%d tag=%d", d.Group, d.Op, d.Offset, d.Tag)
 	}
 	h.ops[d.Group], h.failed[d.Group] = q[1:], d.Err != ""

@@ -117,6 +117,10 @@ const (
 	// NoHold: placement never holds a queue that lost only followers: it
 	// fences it at once, whatever the hold setting.
 	NoHold
+	// RetainUnsettled: an owner's retention takes confirmed for settled:
+	// it deletes its log's head up to the confirmed end, unacked
+	// publishes and all.
+	RetainUnsettled
 	end
 )
 
@@ -157,6 +161,7 @@ var Registry = []Bug{
 	{EpochReused, "epoch-reused", "epochs and fencing", "a recovered assignment's new owner carries on in the previous owner's epoch"},
 	{HoldIgnoresW, "hold-ignores-w", "follower-loss hold", "the follower-loss hold keeps a queue left with fewer than W - 1 followers"},
 	{NoHold, "no-hold", "follower-loss hold", "placement fences a queue that lost only followers at once, ignoring the hold"},
+	{RetainUnsettled, "retain-unsettled", "retention", "an owner's retention deletes confirmed records that are not yet settled"},
 }
 
 // Has reports whether every bug of b is in s.

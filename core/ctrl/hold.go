@@ -42,8 +42,9 @@ import (
 // an image) counts from when its placement first saw it: the hold may then
 // last longer, never shorter.
 
-// TODO(issue 12): learners and retention, the hold's other two pieces.
-// The plan, from what this session found:
+// TODO(issue 12): learners, the hold's last piece (retention landed:
+// core/queue/retain.go, io/seglog/retain.go, sim/check/retain.go).
+// The plan, from what the sessions found:
 //
 //   - A follower back with a new process on the same storage becomes a
 //     learner instead of ending the hold (today it ends it, and rejoins
@@ -68,15 +69,14 @@ import (
 //     seen copies only when the world follows the Admit (re-read from
 //     the disk then); the planted bug "learner counted toward W" then
 //     fails confirm-durable. Marks learner-admitted, and counters.
-//   - Retention: io/seglog needs a durable log start (a checksummed
-//     START written before segments are removed, honoured by Open);
-//     the owner computes the settled-and-held point (its first unsettled
-//     record, each in-sync follower's durable end, a follower silent for
-//     60 s not counted) and followers follow the owner's start; recovery
-//     must then accept witnesses and sources with different starts (the
-//     identity covers the retained bounds; installBegin requires equal
-//     starts today), a stage must start at the source's start, and a
-//     copy whose end is below the owner's start reseeds.
+//   - Retention landed; what it left: a stage reseeded at its source's
+//     start gets no epoch history below it (the source's seal carries
+//     none), so after a recovery that retained, the followers' first
+//     match at the owner's start is vacuous and the record-by-record
+//     check does the work; the checker of "an in-sync follower lacks a
+//     record below the start" (by the world's own view of who reported
+//     in the last 60 s) is not written yet; and a learner's copy below
+//     the owner's start reseeds (OpReseed) rather than resuming.
 
 // downAt is when this replica saw a broker's process leave the live set.
 type downAt struct {

@@ -38,14 +38,22 @@ func (f *follower) onAppend(r *Replica, from seam.NodeID, m *Msg) {
 		f.replyEnd = 0
 	}
 	l := &r.log
-	if m.Prev > l.end || m.Prev < l.start || (m.Prev > l.start && seam.EpochAt(l.epochs, m.Prev-1) != m.PrevEpoch) {
+	if m.Reset && m.Prev > l.end {
+		// The owner's log starts at Prev, past this copy's end: it starts
+		// again there (retain.go). (Only then: a late reset finds a copy
+		// that caught up since, whose records above the owner's start may
+		// be confirmed, and a copy whose start is past Prev keeps its
+		// log and answers as to any append.)
+		f.reseed(r, m.Prev, m.Epochs)
+	}
+	if !f.matches(r, m) {
 		if r.x.Bugs.Has(bugs.RejectAsOK) { // planted: claims a match it lacks
 			r.send(from, Msg{Kind: MsgAppendReply, Epoch: r.epoch, Ok: true, End: min(l.syncedEnd, m.Prev)})
 			return
 		}
 		hist := make([]seam.EpochStart, len(l.epochs))
 		copy(hist, l.epochs)
-		r.send(from, Msg{Kind: MsgAppendReply, Epoch: r.epoch, End: l.end, Epochs: hist})
+		r.send(from, Msg{Kind: MsgAppendReply, Epoch: r.epoch, End: l.end, Start: l.start, Epochs: hist})
 		return
 	}
 	recs := m.Records
@@ -68,8 +76,22 @@ func (f *follower) onAppend(r *Replica, from seam.NodeID, m *Msg) {
 		r.ensureSync()
 	}
 	f.matchEnd = max(f.matchEnd, m.Prev+uint64(len(m.Records)))
+	if m.Start > l.start {
+		f.followStart(r, m.Start)
+	}
 	f.replyWanted = true
 	f.maybeReply(r)
+}
+
+// matches reports whether the follower's log holds the owner's at m.Prev:
+// Prev lies within it and the record before Prev has m's epoch, unless
+// Prev is either log's start: what lies below a start is settled and
+// deleted (or to be), so whether the two agree there matters to nobody,
+// and the records from Prev on are matched one by one as they come.
+func (f *follower) matches(r *Replica, m *Msg) bool {
+	l := &r.log
+	return m.Prev >= l.start && m.Prev <= l.end &&
+		(m.Prev == l.start || m.Prev == m.Start || seam.EpochAt(l.epochs, m.Prev-1) == m.PrevEpoch)
 }
 
 // maybeReply reports the durable, matching end once it covers what the

@@ -20,7 +20,14 @@ type replicaLog struct {
 	epochs       []seam.EpochStart
 	syncInFlight bool
 	syncTarget   uint64
-	truncLow     uint64 // lowest truncation since the sync in flight was issued
+	// retaining: a retention is in flight, issued to start; its
+	// completion tells where the log starts (the base of the segment
+	// holding it), which becomes the start
+	retaining bool
+	// retainStale: a reseed came after the retention in flight: its
+	// completion says nothing of the log any more
+	retainStale bool
+	truncLow    uint64 // lowest truncation since the sync in flight was issued
 
 	// cache: records [cacheStart, end) kept in memory, a window on
 	// cacheBuf that runs to its end (records leave at the front, come in
@@ -128,6 +135,32 @@ func (l *replicaLog) truncate(o uint64) bool {
 		}
 	}
 	return true
+}
+
+// retain issues the deletion of the log's head below to (within the log):
+// until the completion, nothing below to is read.
+func (l *replicaLog) retain(to uint64) {
+	if l.retaining || to <= l.start || to > l.end {
+		panic(fmt.Sprintf("queue: retain to %d of log [%d, %d) (retaining %v)", to, l.start, l.end, l.retaining))
+	}
+	l.retaining = true
+	l.start = to
+}
+
+// retained takes a retention's completion: the log starts at start now,
+// at most where it was asked to (the storage keeps whole segments). The
+// records between are still held; a restart finds the log starting there,
+// and a seal must say what a restart finds.
+func (l *replicaLog) retained(start uint64) {
+	if l.retainStale {
+		l.retainStale = false
+		return
+	}
+	if !l.retaining || start > l.start {
+		panic(fmt.Sprintf("queue: a retention completed at %d, asked for %d (retaining %v)", start, l.start, l.retaining))
+	}
+	l.retaining = false
+	l.start = start
 }
 
 // needSync reports whether a sync should be issued now: unsynced records

@@ -16,12 +16,16 @@ type MsgKind uint8
 const (
 	// MsgAppend: owner to follower. Records continue the owner's log at
 	// Prev; the record before Prev has epoch PrevEpoch. Commit is the owner's
-	// confirmed end. An append with no records is a probe or heartbeat.
+	// confirmed end, Start its log's start (a follower deletes its head up
+	// to it). An append with no records is a probe or heartbeat. Reset: the
+	// follower's log, if it does not match at Prev, is to be reseeded:
+	// emptied and restarted at Prev (the owner's start), with Epochs as the
+	// history below it.
 	MsgAppend MsgKind = 1
 	// MsgAppendReply: follower to owner. Ok: the follower's log matches the
 	// owner's below End and holds it durably. Not Ok: the follower could not
-	// match Prev; End and Epochs describe its log so the owner can find where
-	// the two diverge.
+	// match Prev; Start, End and Epochs describe its log so the owner can
+	// find where the two diverge.
 	MsgAppendReply MsgKind = 2
 	// (Kinds 3 to 6 were the messages of an owner that rebuilt its damaged
 	// log from its followers, before sealed recovery replaced it: never
@@ -45,11 +49,13 @@ type Msg struct {
 	Prev      uint64          // append
 	PrevEpoch uint64          // append
 	Commit    uint64          // append
+	Reset     bool            // append
 	Records   []record.Record // append
 
+	Start  uint64            // append: the owner's log start; reply: the follower's
 	Ok     bool              // append-reply
 	End    uint64            // append-reply
-	Epochs []seam.EpochStart // append-reply when not Ok
+	Epochs []seam.EpochStart // append-reply when not Ok; append with Reset: the history below Prev
 }
 
 // Codec limits of one message.
@@ -65,10 +71,10 @@ var ErrMalformed = errors.New("queue: malformed message")
 //
 //	kind u8 | epoch u64 | process u64 | the kind's fields
 //
-// little-endian. append: prev, prev epoch, commit, end u64, record count
+// little-endian. append: prev, prev epoch, commit, end, start u64, reset
+// u8, epoch count u32, epochs (epoch u64, offset u64 each), record count
 // u32, then per record epoch u64, offset u64, kind u8, body length u32,
-// body. append-reply: ok u8, end u64, epoch count u32, epochs (epoch u64,
-// offset u64 each).
+// body. append-reply: ok u8, end, start u64, epoch count u32, epochs.
 func AppendMsg(dst []byte, m *Msg) []byte {
 	le := binary.LittleEndian
 	dst = append(dst, byte(m.Kind))
@@ -80,6 +86,13 @@ func AppendMsg(dst []byte, m *Msg) []byte {
 		dst = le.AppendUint64(dst, m.PrevEpoch)
 		dst = le.AppendUint64(dst, m.Commit)
 		dst = le.AppendUint64(dst, m.End)
+		dst = le.AppendUint64(dst, m.Start)
+		reset := byte(0)
+		if m.Reset {
+			reset = 1
+		}
+		dst = append(dst, reset)
+		dst = appendEpochsWire(dst, m.Epochs)
 		dst = le.AppendUint32(dst, uint32(len(m.Records)))
 		for i := range m.Records {
 			r := &m.Records[i]
@@ -96,13 +109,20 @@ func AppendMsg(dst []byte, m *Msg) []byte {
 		}
 		dst = append(dst, ok)
 		dst = le.AppendUint64(dst, m.End)
-		dst = le.AppendUint32(dst, uint32(len(m.Epochs)))
-		for _, e := range m.Epochs {
-			dst = le.AppendUint64(dst, e.Epoch)
-			dst = le.AppendUint64(dst, e.Offset)
-		}
+		dst = le.AppendUint64(dst, m.Start)
+		dst = appendEpochsWire(dst, m.Epochs)
 	default:
 		panic("queue: encoding an unknown message kind")
+	}
+	return dst
+}
+
+func appendEpochsWire(dst []byte, h []seam.EpochStart) []byte {
+	le := binary.LittleEndian
+	dst = le.AppendUint32(dst, uint32(len(h)))
+	for _, e := range h {
+		dst = le.AppendUint64(dst, e.Epoch)
+		dst = le.AppendUint64(dst, e.Offset)
 	}
 	return dst
 }
@@ -112,12 +132,12 @@ func MsgSize(m *Msg) int {
 	n := 1 + 8 + 8
 	switch m.Kind {
 	case MsgAppend:
-		n += 8 + 8 + 8 + 8 + 4
+		n += 8 + 8 + 8 + 8 + 8 + 1 + 4 + 16*len(m.Epochs) + 4
 		for i := range m.Records {
 			n += 8 + 8 + 1 + 4 + len(m.Records[i].Body)
 		}
 	case MsgAppendReply:
-		n += 1 + 8 + 4 + 16*len(m.Epochs)
+		n += 1 + 8 + 8 + 4 + 16*len(m.Epochs)
 	}
 	return n
 }
@@ -187,6 +207,18 @@ func DecodeMsgInto(m *Msg, data []byte) error {
 		m.PrevEpoch = r.u64()
 		m.Commit = r.u64()
 		m.End = r.u64()
+		m.Start = r.u64()
+		reset := r.u8()
+		if reset > 1 {
+			return fmt.Errorf("%w: reset flag %d", ErrMalformed, reset)
+		}
+		m.Reset = reset == 1
+		if err := m.decodeEpochs(&r, epochs); err != nil {
+			return err
+		}
+		if len(m.Epochs) > 0 && (!m.Reset || m.Epochs[len(m.Epochs)-1].Offset >= m.Prev) {
+			return fmt.Errorf("%w: an epoch history on an append that resets nothing below it", ErrMalformed)
+		}
 		count := r.u32()
 		if count > RecordsMax || int(count)*21 > len(r.b) {
 			return fmt.Errorf("%w: %d records", ErrMalformed, count)
@@ -224,18 +256,9 @@ func DecodeMsgInto(m *Msg, data []byte) error {
 		}
 		m.Ok = ok == 1
 		m.End = r.u64()
-		count := r.u32()
-		if count > EpochsMax || int(count)*16 > len(r.b) {
-			return fmt.Errorf("%w: %d epochs", ErrMalformed, count)
-		}
-		if count > 0 {
-			m.Epochs = slices.Grow(epochs, int(count))[:count]
-		}
-		for i := range m.Epochs {
-			m.Epochs[i] = seam.EpochStart{Epoch: r.u64(), Offset: r.u64()}
-			if i > 0 && r.err == nil && (m.Epochs[i].Epoch <= m.Epochs[i-1].Epoch || m.Epochs[i].Offset < m.Epochs[i-1].Offset) {
-				return fmt.Errorf("%w: epoch history out of order at entry %d", ErrMalformed, i)
-			}
+		m.Start = r.u64()
+		if err := m.decodeEpochs(&r, epochs); err != nil {
+			return err
 		}
 	default:
 		return fmt.Errorf("%w: unknown message kind %d", ErrMalformed, m.Kind)
@@ -247,6 +270,26 @@ func DecodeMsgInto(m *Msg, data []byte) error {
 		return fmt.Errorf("%w: %d trailing bytes", ErrMalformed, len(r.b))
 	}
 	return nil
+}
+
+// decodeEpochs reads an epoch history (count u32, entries) into m.Epochs,
+// reusing epochs' capacity.
+func (m *Msg) decodeEpochs(r *reader, epochs []seam.EpochStart) error {
+	count := r.u32()
+	if count > EpochsMax || int(count)*16 > len(r.b) {
+		return fmt.Errorf("%w: %d epochs", ErrMalformed, count)
+	}
+	m.Epochs = epochs[:0]
+	if count > 0 {
+		m.Epochs = slices.Grow(epochs, int(count))[:count]
+	}
+	for i := range m.Epochs {
+		m.Epochs[i] = seam.EpochStart{Epoch: r.u64(), Offset: r.u64()}
+		if i > 0 && r.err == nil && (m.Epochs[i].Epoch <= m.Epochs[i-1].Epoch || m.Epochs[i].Offset < m.Epochs[i-1].Offset) {
+			return fmt.Errorf("%w: epoch history out of order at entry %d", ErrMalformed, i)
+		}
+	}
+	return r.err
 }
 
 // appendHead writes what every message's text starts with: kind, queue,
@@ -267,6 +310,12 @@ func (m *Msg) AppendText(dst []byte, g seam.GroupID) []byte {
 		dst = seam.AppendKV(dst, "prev", m.Prev)
 		dst = seam.AppendKV(dst, "preve", m.PrevEpoch)
 		dst = seam.AppendKV(dst, "commit", m.Commit)
+		if m.Start > 0 {
+			dst = seam.AppendKV(dst, "start", m.Start)
+		}
+		if m.Reset {
+			dst = seam.AppendEpochs(append(dst, " reset"...), m.Epochs)
+		}
 		// The records start at prev: say only how many and how big.
 		dst = seam.AppendKV(dst, "recs", uint64(len(m.Records)))
 		var bytes int
@@ -282,6 +331,9 @@ func (m *Msg) AppendText(dst []byte, g seam.GroupID) []byte {
 			dst = append(dst, " reject"...)
 		}
 		dst = seam.AppendKV(dst, "end", m.End)
+		if m.Start > 0 {
+			dst = seam.AppendKV(dst, "start", m.Start)
+		}
 		if !m.Ok {
 			dst = seam.AppendEpochs(dst, m.Epochs)
 		}

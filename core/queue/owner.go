@@ -42,7 +42,7 @@ func newOwner(r *Replica) *owner {
 	o := &owner{r: r}
 	for i, n := range r.cfg.Replicas {
 		if n != r.x.Node {
-			p := progress{node: n, caughtUpNs: r.x.NowNs}
+			p := progress{node: n, caughtUpNs: r.x.NowNs, reportNs: r.x.NowNs}
 			if r.cfg.Processes != nil {
 				p.process, p.member = r.cfg.Processes[i], true
 			}
@@ -157,6 +157,7 @@ func (o *owner) onTick() {
 	if !o.ready {
 		return
 	}
+	o.retain()
 	resendNs := r.x.Lim.ResendMs * 1e6
 	heartbeatNs := r.x.Lim.HeartbeatMs * 1e6
 	for i := range o.peers {
@@ -217,6 +218,12 @@ func (o *owner) sendTo(p *progress) {
 	}
 	lim := &r.x.Lim
 	l := &r.log
+	if p.next < l.start {
+		// The follower needs what the owner no longer holds: it reseeds
+		// from the owner's start (retain.go).
+		o.sendReset(p)
+		return
+	}
 	for p.next < l.end {
 		window := lim.WindowBatchesMax
 		if !p.matched || p.slow {
@@ -244,7 +251,7 @@ func (o *owner) sendTo(p *progress) {
 func (o *owner) sendRecords(p *progress, recs []record.Record) {
 	r := o.r
 	prev := recs[0].Offset
-	r.send(p.node, Msg{Kind: MsgAppend, Epoch: r.epoch, Prev: prev, PrevEpoch: r.prevEpoch(prev), Commit: o.commit, Records: recs})
+	r.send(p.node, Msg{Kind: MsgAppend, Epoch: r.epoch, Prev: prev, PrevEpoch: r.prevEpoch(prev), Commit: o.commit, Start: r.log.start, Records: recs})
 	p.next = prev + uint64(len(recs))
 	p.lastSendNs = r.x.NowNs
 	if len(p.batches) >= r.x.Lim.WindowBatchesMax {
@@ -257,7 +264,29 @@ func (o *owner) sendRecords(p *progress, recs []record.Record) {
 // follower where its log stands.
 func (o *owner) probe(p *progress) {
 	r := o.r
-	r.send(p.node, Msg{Kind: MsgAppend, Epoch: r.epoch, Prev: p.next, PrevEpoch: r.prevEpoch(p.next), Commit: o.commit})
+	if p.next < r.log.start {
+		o.sendReset(p)
+		return
+	}
+	r.send(p.node, Msg{Kind: MsgAppend, Epoch: r.epoch, Prev: p.next, PrevEpoch: r.prevEpoch(p.next), Commit: o.commit, Start: r.log.start})
+	p.lastSendNs = r.x.NowNs
+}
+
+// sendReset sends p an append without records at the owner's start that
+// resets its log there unless it matches (a reseed), with the owner's
+// history below the start; what follows goes from the start.
+func (o *owner) sendReset(p *progress) {
+	r := o.r
+	l := &r.log
+	var below []seam.EpochStart
+	for _, e := range l.epochs {
+		if e.Offset < l.start {
+			below = append(below, e)
+		}
+	}
+	r.send(p.node, Msg{Kind: MsgAppend, Epoch: r.epoch, Prev: l.start, PrevEpoch: r.prevEpoch(l.start), Commit: o.commit, Start: l.start,
+		Reset: true, Epochs: below})
+	p.next = l.start
 	p.lastSendNs = r.x.NowNs
 }
 
@@ -282,6 +311,7 @@ func (o *owner) onAppendReply(from seam.NodeID, m *Msg) {
 		// only what the new process reports.
 		p.restarted(m.Process)
 	}
+	p.reportNs = r.x.NowNs
 	if m.Ok {
 		if m.End > r.log.end {
 			r.x.Refused++ // a report of records the owner never wrote
@@ -297,7 +327,10 @@ func (o *owner) onAppendReply(from seam.NodeID, m *Msg) {
 			r.x.Refused++ // a follower never holds more
 			return
 		}
-		p.rejected(seam.Divergence(r.log.epochs, r.log.end, m.Epochs, m.End))
+		// Where the logs part, from where both hold records on (below
+		// either's start they are settled and gone); a follower whose
+		// end lies below the owner's start reseeds (sendTo).
+		p.rejected(seam.DivergenceFrom(r.log.epochs, r.log.end, m.Epochs, m.End, max(r.log.start, m.Start)))
 	}
 	o.sendTo(p)
 }

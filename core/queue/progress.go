@@ -25,6 +25,10 @@ type progress struct {
 	// caughtUpNs: the last instant the follower reported the owner's whole
 	// log durable (seed 003's moment; the owner's start counts as one)
 	caughtUpNs int64
+	// reportNs: the last instant a reply of the follower's counted
+	// process arrived (the owner's start counts as one): a follower silent
+	// for RetainSilentMs stops protecting the owner's log (retain.go)
+	reportNs int64
 }
 
 // restarted forgets what an older process of the peer reported.

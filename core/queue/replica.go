@@ -114,7 +114,10 @@ func (r *Replica) Restore(l *seam.LogState) {
 	r.log.restore(l)
 	r.scrub.next, r.scrub.atNs = l.Start, r.x.NowNs+r.x.Lim.ScrubIntervalMs*1e6
 	if r.owner != nil {
+		// What lies below the start was confirmed and settled before a
+		// retention deleted it: confirmed, and folded in.
 		r.owner.state.applied = l.Start
+		r.owner.commit = l.Start
 	}
 	r.epoch = seam.LastEpoch(r.log.epochs)
 	if l.Damage != "" {
@@ -187,8 +190,11 @@ func (r *Replica) OnStorage(d *seam.StorageDone) {
 		// is still worth knowing; a read answers nothing any more (an
 		// owner's apply, delivery or catch-up would issue more storage
 		// and messages).
-		if d.Op == seam.OpSync {
+		switch d.Op {
+		case seam.OpSync:
 			r.log.synced(d.Offset)
+		case seam.OpRetain:
+			r.log.retained(d.Offset) // a seal reports where the log starts
 		}
 		return
 	}
@@ -205,7 +211,9 @@ func (r *Replica) OnStorage(d *seam.StorageDone) {
 		r.onRead(d)
 	case seam.OpVerify:
 		r.scrub.onVerified(r, d)
-	case seam.OpAppend, seam.OpTruncate, seam.OpDiscard, seam.OpRepaired:
+	case seam.OpRetain:
+		r.log.retained(d.Offset)
+	case seam.OpAppend, seam.OpTruncate, seam.OpDiscard, seam.OpRepaired, seam.OpReseed:
 		// Ordering is the driver's duty; nothing to learn from success.
 	default:
 		panic("queue: unknown storage completion")

@@ -143,6 +143,7 @@ type Effect struct {
 	Batch   *meta.Batch     // storage persist: the metadata batch
 	Queue   QueueID         // reply, deliver, cancel
 	Records []record.Record // storage append
+	Epochs  []EpochStart    // storage reseed: the history below Offset
 	Offset  uint64          // storage, reply (confirmed publish), deliver
 	Count   int             // storage read
 	Tag     uint64          // storage read, persist (its sequence number); applied (the term)
@@ -188,6 +189,9 @@ func (e *Effect) AppendText(dst []byte, msgs MsgText) []byte {
 			dst = AppendBatch(dst, e.Batch)
 		case OpSeal:
 			dst = AppendKV(dst, "bytes", uint64(len(e.Body)))
+		case OpReseed:
+			dst = AppendKV(dst, "o", e.Offset)
+			dst = AppendEpochs(dst, e.Epochs)
 		default:
 			dst = AppendKV(dst, "o", e.Offset)
 		}

@@ -114,6 +114,17 @@ const (
 	// the group is the stage's log and the stage is closed. The
 	// generation it replaced stays on the disk, untouched.
 	OpPublish StorageOp = 11
+	// OpRetain deletes the log's head below Offset (at most its end), a
+	// whole segment at a time, its new start made durable first
+	// (io/seglog's retention); the log may keep a few records below
+	// Offset: its completion's Offset is the log's start now, the base of
+	// the segment that holds Offset (what a restart finds).
+	OpRetain StorageOp = 12
+	// OpReseed empties the log and restarts it at Offset, durably, with
+	// Epochs as the epoch history below Offset: a copy the owner's log
+	// has left behind (its end below the owner's start) starts again
+	// from the owner's start, and a stage starts at its source's.
+	OpReseed StorageOp = 13
 )
 
 func (o StorageOp) String() string {
@@ -140,6 +151,10 @@ func (o StorageOp) String() string {
 		return "seal"
 	case OpPublish:
 		return "publish"
+	case OpRetain:
+		return "retain"
+	case OpReseed:
+		return "reseed"
 	}
 	return "op?"
 }
@@ -149,7 +164,7 @@ type StorageDone struct {
 	Op      StorageOp
 	Group   GroupID
 	Log     LogID
-	Offset  uint64          // sync: the end it made durable; read: from; verify: the end verified
+	Offset  uint64          // sync: the end it made durable; read: from; verify: the end verified; retain: the log's start
 	Tag     uint64          // read, persist: the effect's tag
 	Records []record.Record // read
 	State   *LogState       // open: what the log recovered

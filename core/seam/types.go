@@ -211,6 +211,15 @@ type Limits struct {
 	// from this often, so that a follower that restarted and lost records
 	// while the queue is idle is found and repaired.
 	HeartbeatMs int64
+	// RetainRecordsMin: an owner deletes its log's head (and its followers
+	// follow) once at least this many records below it are settled and
+	// held by every follower that reported in the last RetainSilentMs: a
+	// retention costs a few syncs, so it waits for a batch worth it.
+	RetainRecordsMin int
+	// RetainSilentMs: a follower that has not reported for this long
+	// stops protecting the owner's log (seed 000's retention rule): the
+	// owner deletes what it lacks, and it reseeds when it returns.
+	RetainSilentMs int64
 }
 
 // DefaultLimits are the limits used where a field is zero.
@@ -228,6 +237,8 @@ var DefaultLimits = Limits{
 	ResendMs:            100,
 	ScrubIntervalMs:     100,
 	HeartbeatMs:         500,
+	RetainRecordsMin:    1024,
+	RetainSilentMs:      60_000,
 }
 
 // WithDefaults returns l with every zero field set to its default.
@@ -247,6 +258,8 @@ func (l Limits) WithDefaults() Limits {
 		ResendMs:            orDefault(l.ResendMs, d.ResendMs),
 		ScrubIntervalMs:     orDefault(l.ScrubIntervalMs, d.ScrubIntervalMs),
 		HeartbeatMs:         orDefault(l.HeartbeatMs, d.HeartbeatMs),
+		RetainRecordsMin:    orDefault(l.RetainRecordsMin, d.RetainRecordsMin),
+		RetainSilentMs:      orDefault(l.RetainSilentMs, d.RetainSilentMs),
 	}
 }
 
@@ -276,10 +289,21 @@ func EpochAt(h []EpochStart, o uint64) uint64 {
 // ends) may differ: records below it have equal epochs in both, so they are
 // the same records, since one owner writes each offset once per epoch.
 func Divergence(a []EpochStart, aEnd uint64, b []EpochStart, bEnd uint64) uint64 {
+	return DivergenceFrom(a, aEnd, b, bEnd, 0)
+}
+
+// DivergenceFrom is Divergence over the offsets from lo on: two logs that
+// start at lo or below (what lies below is deleted, settled) part at the
+// first offset from lo on where their epochs may differ, or at the shorter
+// end (lo at most).
+func DivergenceFrom(a []EpochStart, aEnd uint64, b []EpochStart, bEnd uint64, lo uint64) uint64 {
 	end := min(aEnd, bEnd)
+	if lo >= end {
+		return end
+	}
 	// Walk both step functions over the offsets where either changes.
 	i, j := 0, 0
-	var o uint64
+	o := lo
 	for o < end {
 		if EpochAt(a, o) != EpochAt(b, o) {
 			return o

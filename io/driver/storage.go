@@ -73,6 +73,10 @@ func Exec(l *seglog.Log, e *core.Effect) core.StorageDone {
 		err = l.WriteSeal(e.Body)
 	case core.OpPublish:
 		err = l.Publish()
+	case core.OpRetain:
+		d.Offset, err = l.Retain(e.Offset)
+	case core.OpReseed:
+		err = l.Reset(e.Offset, e.Epochs)
 	default:
 		panic("driver: unknown storage op")
 	}

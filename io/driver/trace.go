@@ -93,7 +93,7 @@ func (t *Trace) Input(nowNs int64, node core.NodeID, in *core.Input) {
 // Effect records an effect of node, made by the input at nowNs.
 func (t *Trace) Effect(nowNs int64, node core.NodeID, e *core.Effect) {
 	t.lines++
-	t.room(64 + len(e.Data) + 24*len(e.Records) + len(e.Reason) + len(e.Body) + batchBinBytes(e.Batch))
+	t.room(64 + len(e.Data) + 24*len(e.Records) + len(e.Reason) + len(e.Body) + batchBinBytes(e.Batch) + 20*len(e.Epochs))
 	t.bin = appendEffectBin(t.bin, node, e)
 	if t.writing(nowNs) {
 		t.text = e.AppendText(t.linePrefix(t.text[:0], nowNs, node, '>'), core.MsgTexts)
@@ -247,6 +247,13 @@ func appendEffectBin(b []byte, node core.NodeID, e *core.Effect) []byte {
 		}
 		if e.Op == core.OpSeal {
 			b = appendStrBin(b, string(e.Body))
+		}
+		if e.Op == core.OpReseed {
+			b = binary.AppendUvarint(b, uint64(len(e.Epochs)))
+			for _, h := range e.Epochs {
+				b = binary.AppendUvarint(b, h.Epoch)
+				b = binary.AppendUvarint(b, h.Offset)
+			}
 		}
 	case core.EfReply:
 		b = binary.AppendUvarint(b, uint64(e.Client))

@@ -7,7 +7,7 @@
 //
 // A log is a directory of segment files named by the offset of their first
 // record, "%020d.seg" (so names sort like offsets). Beside them, two files
-// may be: UNREPAIRED (empty: the log lost records to damage, not yet
+// may be: START (the log's start, below), UNREPAIRED (empty: the log lost records to damage, not yet
 // repaired) and SEAL (a recovery's seal receipt, seal.go: "SLUICSEAL1",
 // length u32, payload, CRC32C u32; written to SEAL.tmp, synced, renamed,
 // directory synced). Other names are ignored.
@@ -20,6 +20,16 @@
 // pointer: with one, the log is generation G's segments and receipt, and
 // the generations before it stay untouched; a pointer that does not check
 // fails Open (ErrPointer), never guessed around.
+// Retention (retain.go): Retain deletes the log's head a whole segment at
+// a time, after making the new start durable in the file START beside the
+// segments ("SLUICSTART", start u64, count u32, count entries of (epoch
+// u64, offset u64): the epoch history below the start, CRC32C u32; written
+// to START.tmp, synced, renamed, directory synced). A Retain past the end
+// resets the log: empty at the new start, with a given history below it (a
+// reseed). Open honours START: segments below it are what an interrupted
+// retention left, and are removed; the first segment must begin at it, and
+// a START that does not check fails Open (ErrStart).
+//
 // A segment holds a 32-byte header, a region of header copies (one 32-byte
 // slot per frame the segment may hold), then frames, back to back:
 //

@@ -2,6 +2,7 @@ package seglog
 
 import (
 	"errors"
+	"fmt"
 	"path"
 	"strconv"
 
@@ -76,12 +77,39 @@ func openDir(fs vfs.FS, dir string, opts Options) (*Log, Recovery, error) {
 	if err != nil {
 		return nil, Recovery{}, err
 	}
+	start, below, retained, err := readStart(fs, dir)
+	if err != nil {
+		return nil, Recovery{}, err
+	}
+	if retained {
+		// Segments below the durable start are what an interrupted
+		// retention left: outside the log, removed now (retain.go).
+		k := 0
+		for k < len(bases) && bases[k] < start {
+			if err := fs.Remove(path.Join(dir, segNames[k])); err != nil && !errors.Is(err, vfs.ErrNotExist) {
+				return nil, Recovery{}, err
+			}
+			k++
+		}
+		if k > 0 {
+			if err := fs.SyncDir(dir); err != nil {
+				return nil, Recovery{}, err
+			}
+		}
+		bases, segNames = bases[k:], segNames[k:]
+		if len(bases) > 0 && bases[0] != start {
+			return nil, Recovery{}, fmt.Errorf("%w: %s starts at %d, its first segment at %d", ErrStart, dir, start, bases[0])
+		}
+		l.epochs = append(l.epochs, below...)
+	}
 	if len(bases) == 0 {
-		if err := l.create(); err != nil {
+		// A new log, or one whose reset was interrupted before its first
+		// segment was made: it starts empty at its start.
+		if err := l.create(start); err != nil {
 			l.closeFiles()
 			return nil, Recovery{}, err
 		}
-		return l, Recovery{Seal: seal, SealDamage: sealDamage}, nil
+		return l, Recovery{Start: start, End: start, Epochs: l.Epochs(), Seal: seal, SealDamage: sealDamage}, nil
 	}
 	rec, err := l.scan(bases, segNames)
 	l.win, l.winSeg, l.winChunk, l.noAhead = nil, nil, readChunkBytes, false
@@ -94,9 +122,9 @@ func openDir(fs vfs.FS, dir string, opts Options) (*Log, Recovery, error) {
 	return l, rec, nil
 }
 
-// create makes the first segment of a new log, durably.
-func (l *Log) create() error {
-	seg, err := l.createSegment(0)
+// create makes the first segment of a new log, at start, durably.
+func (l *Log) create(start uint64) error {
+	seg, err := l.createSegment(start)
 	if err != nil {
 		return err
 	}

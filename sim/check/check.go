@@ -1076,7 +1076,9 @@ func (c *Checker) Converged(q core.QueueID) (bool, string) {
 		if r == qt.owner || r.former || (c.away != nil && c.away(q, r.node)) {
 			continue
 		}
-		for o := uint64(0); o < end; o++ {
+		// (Below either log's start its records are gone, settled:
+		// retention-settled judged the deletion.)
+		for o := max(own.Start(), r.disk.Start()); o < end; o++ {
 			if got := r.disk.At(o); got != own.At(o) {
 				return false, fmt.Sprintf("n%d holds %s at o=%d, owner n%d holds %s", r.node, got, o, qt.spec.Owner, own.At(o))
 			}
@@ -1105,6 +1107,9 @@ func (c *Checker) Final(atNs int64, drained func(core.QueueID) bool) {
 					held |= 1 << r.idx
 				}
 			}
+			if held == 0 && qt.retainedSettled(o) {
+				continue // settled, and deleted by a retention (retain.go)
+			}
 			if held == 0 {
 				c.fail("confirmed-lost", atNs, "q=%d o=%d: no replica holds an intact durable copy of confirmed publish %#x", q, o, key)
 				continue
@@ -1112,7 +1117,7 @@ func (c *Checker) Final(atNs int64, drained func(core.QueueID) bool) {
 			if qt.fenced {
 				continue // judged again when recovery activates it (issue 11)
 			}
-			if id := qt.owner.disk.At(o); id.Kind != record.KindPublish || id.Val != key {
+			if id := qt.owner.disk.At(o); (id.Kind != record.KindPublish || id.Val != key) && !(o < qt.owner.disk.Start() && qt.retainedSettled(o)) {
 				c.fail("converged", atNs, "q=%d o=%d: the owner n%d lacks confirmed publish %#x, which%s hold", q, o, qt.spec.Owner, key, qt.names(held))
 			}
 			if !drained(q) {

@@ -142,8 +142,11 @@ func (seg *diskSeg) next() uint64 { return seg.base + uint64(len(seg.locs)) }
 // full read after each such event.
 type DiskLog struct {
 	dir  string
-	recs []Ident // recs[o] for o in [0, len(recs))
-	segs []diskSeg
+	recs []Ident // recs[o] for o in [0, len(recs)); none below start
+	// start: the log's durable start (its START file, retention; 0
+	// without one): segments below it are outside the log
+	start uint64
+	segs  []diskSeg
 	// listed: the durable generation at the last listing; the directory
 	// is listed again only when it changed.
 	listed   uint64
@@ -187,7 +190,7 @@ func (l *DiskLog) CrossCheck() {
 	for i := range sh.segs {
 		sh.segs[i].locs = slices.Clone(sh.segs[i].locs)
 	}
-	sh.listed, sh.listedOK, sh.note, sh.damaged = l.listed, l.listedOK, l.note, l.damaged
+	sh.listed, sh.listedOK, sh.note, sh.damaged, sh.start = l.listed, l.listedOK, l.note, l.damaged, l.start
 	l.shadow = sh
 }
 
@@ -216,9 +219,12 @@ func (l *DiskLog) Damaged() bool { return l.damaged }
 // NewDiskLog returns the (empty) truth of the log in dir.
 func NewDiskLog(dir string) *DiskLog { return &DiskLog{dir: dir} }
 
+// Start returns the log's durable start (retention).
+func (l *DiskLog) Start() uint64 { return l.start }
+
 // At returns the identity of the intact copy at offset o, if any.
 func (l *DiskLog) At(o uint64) Ident {
-	if o >= uint64(len(l.recs)) {
+	if o >= uint64(len(l.recs)) || o < l.start {
 		return Ident{}
 	}
 	return l.recs[o]
@@ -233,14 +239,15 @@ func (l *DiskLog) Len() uint64 {
 	return uint64(n)
 }
 
-// Prefix returns the end of the longest run of intact copies from offset 0.
+// Prefix returns the end of the longest run of intact copies from the
+// log's start.
 func (l *DiskLog) Prefix() uint64 {
-	for o := range l.recs {
+	for o := l.start; o < uint64(len(l.recs)); o++ {
 		if !l.recs[o].Intact() {
-			return uint64(o)
+			return o
 		}
 	}
-	return uint64(len(l.recs))
+	return max(uint64(len(l.recs)), l.start)
 }
 
 // Note says why parts of the files could not be read ("" if none).
@@ -568,11 +575,20 @@ func (l *DiskLog) SealIntact(d Disk) bool {
 	return crc32.Checksum(b[:size-4], dCastagnoli) == binary.LittleEndian.Uint32(b[size-4:])
 }
 
-// list learns the segment files durable in the directory.
+// list learns the segment files durable in the directory, and the log's
+// durable start: the segments below it are outside the log (what a
+// retention removes, or an interrupted one left).
 func (l *DiskLog) list(d Disk) {
 	names, err := d.DurableList(l.dir)
 	if err != nil {
 		return // no durable directory yet: nothing is durable
+	}
+	if slices.Contains(names, dStartName) {
+		if start, ok := durableStart(d, l.dir+"/"+dStartName); ok {
+			l.setStart(start)
+		} else {
+			l.setNote("START damaged")
+		}
 	}
 	for _, name := range names {
 		digits, ok := strings.CutSuffix(name, dSegSuffix)
@@ -588,10 +604,63 @@ func (l *DiskLog) list(d Disk) {
 		for i := range l.segs {
 			known = known || l.segs[i].name == name
 		}
-		if !known {
+		if !known && base >= l.start {
 			l.segs = append(l.segs, diskSeg{name: name, path: l.dir + "/" + name, base: base})
 		}
 	}
+}
+
+// The log's start beside the segments (io/seglog's retain.go): magic, the
+// start u64, a count u32 of history entries (epoch u64, offset u64 each),
+// CRC32C u32 of everything before it.
+const (
+	dStartName       = "START"
+	dStartMagic      = "SLUICSTART"
+	dStartFixed      = len(dStartMagic) + 8 + 4 + 4
+	dStartEntriesMax = 1 << 16
+)
+
+// durableStart reads the durable START file name: ok false when it does
+// not check.
+func durableStart(d Disk, name string) (uint64, bool) {
+	var head [len(dStartMagic) + 12]byte
+	if n, _ := d.ReadDurable(name, head[:], 0); n < len(head) || string(head[:len(dStartMagic)]) != dStartMagic {
+		return 0, false
+	}
+	count := binary.LittleEndian.Uint32(head[len(dStartMagic)+8:])
+	if count > dStartEntriesMax {
+		return 0, false
+	}
+	size := dStartFixed + 16*int(count)
+	b := make([]byte, size+1) // one byte more: a longer file does not check
+	if n, _ := d.ReadDurable(name, b, 0); n != size {
+		return 0, false
+	}
+	if crc32.Checksum(b[:size-4], dCastagnoli) != binary.LittleEndian.Uint32(b[size-4:size]) {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint64(head[len(dStartMagic):]), true
+}
+
+// setStart moves the log's start: the segments below it leave the log,
+// and so do their records.
+func (l *DiskLog) setStart(start uint64) {
+	if start == l.start {
+		return
+	}
+	l.start = start
+	k := 0
+	for i := range l.segs {
+		if l.segs[i].base < start {
+			continue
+		}
+		l.segs[k] = l.segs[i]
+		k++
+	}
+	clear(l.segs[k:])
+	l.segs = l.segs[:k]
+	l.winSeg = nil
+	clear(l.recs[:min(start, uint64(len(l.recs)))])
 }
 
 func (l *DiskLog) setNote(s string) {
@@ -773,6 +842,8 @@ func compareDiskLogs(a, b *DiskLog) string {
 		return fmt.Sprintf("notes differ: %q vs %q", a.note, b.note)
 	case a.damaged != b.damaged:
 		return fmt.Sprintf("damaged %v vs %v", a.damaged, b.damaged)
+	case a.start != b.start:
+		return fmt.Sprintf("start %d vs %d", a.start, b.start)
 	case len(a.segs) != len(b.segs):
 		return fmt.Sprintf("%d segments vs %d", len(a.segs), len(b.segs))
 	}

@@ -56,6 +56,11 @@
 //     in-sync set holds the record below it durably (an earlier
 //     assignment's owner announcing late is not judged against the
 //     current one's).
+//   - retention-settled: when a retention completes, every publish below
+//     the log's new durable start (this package's own reading of START,
+//     retain.go) was settled: a live consumer that received it sent its
+//     ack. confirmed-lost, converged and source-complete leave out the
+//     settled publishes below a log's start.
 //   - linearizable, liveness, hold-kept, hold-ended: reported by the world
 //     (sim/linear; the drain; the follower-loss hold judged from the
 //     world's own follow of the committed metadata, sim/world/hold.go).

@@ -202,6 +202,9 @@ func (c *Checker) sourcesFinal(atNs int64) {
 				// is judged where they hold it (converged, confirmed-lost).
 				continue
 			}
+			if rc := qt.receipt(o); o < s.start && rc != nil && rc.settled {
+				continue // below its start, and settled: a retention may delete it (retain.go)
+			}
 			if o < s.start || o >= s.end || id.Kind != record.KindPublish || id.Val != key {
 				c.fail("source-complete", atNs, "q=%d: the source chosen %s for epoch %d, n%d retaining [%d,%d), lacks confirmed publish %#x at o=%d (its disk holds %s there)",
 					s.q, instant(s.atNs), s.epoch, s.node, s.start, s.end, key, o, id)

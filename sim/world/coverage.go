@@ -65,6 +65,8 @@ const (
 	MarkHoldEntered                          // a queue lost only followers and qualified for the follower-loss hold (by the world's follow of the metadata)
 	MarkHoldExpired                          // a transition replaced followers lost longer than the hold, of a queue that otherwise qualified
 	MarkHoldReturned                         // a lost follower came back with the same process while its queue kept the assignment that names it
+	MarkRetainDeleted                        // a retention deleted a segment of a log's head (its durable start moved)
+	MarkReseed                               // a copy the owner's log left behind was reseeded at the owner's start
 	markKinds
 )
 
@@ -117,6 +119,8 @@ var markNames = [...]string{
 	MarkHoldEntered:          "hold-entered",
 	MarkHoldExpired:          "hold-expired",
 	MarkHoldReturned:         "hold-returned",
+	MarkRetainDeleted:        "retain-deleted",
+	MarkReseed:               "reseed",
 }
 
 func (m Mark) String() string {

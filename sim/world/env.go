@@ -146,7 +146,7 @@ func (env *brokerEnv) StartStorage(l int, op *core.Effect) bool {
 		env.runAt(w.now+w.ctrlSyncDelay(b), l)
 		return false
 	}
-	if op.Op != core.OpSync && op.Op != core.OpRead && op.Op != core.OpVerify && op.Op != core.OpSeal && op.Op != core.OpPublish {
+	if op.Op != core.OpSync && op.Op != core.OpRead && op.Op != core.OpVerify && op.Op != core.OpSeal && op.Op != core.OpPublish && op.Op != core.OpRetain {
 		return true
 	}
 	r := w.rDisk
@@ -252,6 +252,8 @@ func (env *brokerEnv) Executed(l int, op *core.Effect, done *core.StorageDone, l
 			w.checker.Truncated(b.id, q, op.Offset)
 		case core.OpDiscard:
 			w.checker.Discarded(b.id, q, log.End())
+		case core.OpReseed:
+			w.checker.Reseeded(b.id, q, 0) // what it removed is gone; the disk is read afresh
 		case core.OpRead, core.OpVerify:
 			b.damageMetNs = w.now
 			w.mark(MarkReadMetDamage)
@@ -271,6 +273,15 @@ func (env *brokerEnv) Executed(l int, op *core.Effect, done *core.StorageDone, l
 		}
 	case core.OpDiscard:
 		w.checker.Discarded(b.id, q, log.End())
+	case core.OpRetain:
+		if w.checker.Retained(w.now, b.id, q) {
+			w.mark(MarkRetainDeleted)
+		}
+	case core.OpReseed:
+		w.checker.Reseeded(b.id, q, op.Offset)
+		if op.Offset > 0 {
+			w.mark(MarkReseed)
+		}
 	case core.OpAppend:
 		w.checker.Appended(b.id, q, op.Records)
 		for i := range op.Records {

@@ -345,7 +345,10 @@ func (w *World) corrupt(b *broker, f Fault) bool {
 		// not this generation's files (a pointer is written once, by
 		// rename, and never rewritten in place: the fault model leaves it
 		// alone; a damaged one fails the log's open, seglog's tests show).
-		names = slices.DeleteFunc(names, func(n string) bool { return n == "GEN" || n == "GEN.tmp" || strings.HasPrefix(n, "gen-") })
+		// Nor is the log's START (retention), written the same way.
+		names = slices.DeleteFunc(names, func(n string) bool {
+			return n == "GEN" || n == "GEN.tmp" || strings.HasPrefix(n, "gen-") || n == "START" || n == "START.tmp"
+		})
 		if err != nil || len(names) == 0 {
 			continue
 		}

@@ -812,7 +812,7 @@ const internalOffsetsMax = 4 * linearOpsMax
 // storageDelay draws a storage operation's time on b's device, from r.
 func (w *World) storageDelay(r *prng.Rand, b *broker, op core.StorageOp) int64 {
 	switch op {
-	case core.OpSync, core.OpSeal, core.OpPublish: // a receipt or a pointer: a file synced, then its directory
+	case core.OpSync, core.OpSeal, core.OpPublish, core.OpRetain: // a receipt, a pointer or a start: a file synced, then its directory
 		d := r.Range(w.prof.SyncUsMin, w.prof.SyncUsMax) * 1000
 		if w.now < b.slowSyncEnd {
 			d *= SlowSyncFactor
