@@ -45,8 +45,12 @@ func (c *Checker) Sealed(atNs int64, node core.NodeID, q core.QueueID, epoch, st
 		return
 	}
 	for _, s := range c.seals {
-		if s.node == node && s.q == q && s.epoch == epoch {
-			return // a retry's answer: the seal already judged
+		if s.node == node && s.q == q && s.epoch == epoch && s.start == start && s.end == end && s.damaged == damaged {
+			// A retry's answer: the seal already judged. (One with other
+			// bounds is the receipt an installation renewed in its new
+			// generation, for the history it installed: judged anew, and
+			// the latest is the one a source answers for, seed 20003.)
+			return
 		}
 	}
 	if len(c.seals) >= sealsMax {
