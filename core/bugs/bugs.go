@@ -121,6 +121,9 @@ const (
 	// it deletes its log's head up to the confirmed end, unacked
 	// publishes and all.
 	RetainUnsettled
+	// RetainPastFollowers: an owner's retention ignores its followers'
+	// durable ends: it deletes what a follower that reports still lacks.
+	RetainPastFollowers
 	end
 )
 
@@ -162,6 +165,7 @@ var Registry = []Bug{
 	{HoldIgnoresW, "hold-ignores-w", "follower-loss hold", "the follower-loss hold keeps a queue left with fewer than W - 1 followers"},
 	{NoHold, "no-hold", "follower-loss hold", "placement fences a queue that lost only followers at once, ignoring the hold"},
 	{RetainUnsettled, "retain-unsettled", "retention", "an owner's retention deletes confirmed records that are not yet settled"},
+	{RetainPastFollowers, "retain-past-followers", "retention", "an owner's retention deletes records a follower that reports still lacks"},
 }
 
 // Has reports whether every bug of b is in s.

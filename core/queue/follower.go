@@ -15,6 +15,9 @@ type follower struct {
 	matchEnd     uint64 // the log below matchEnd matches the owner's in this epoch
 	replyWanted  bool
 	replyEnd     uint64 // the last End reported
+	// reseedSyncs: after a reseed, the syncs that must have completed
+	// before the follower reports again (the first issued after it)
+	reseedSyncs uint64
 }
 
 func (f *follower) onMessage(r *Replica, from seam.NodeID, m *Msg) {
@@ -97,7 +100,10 @@ func (f *follower) matches(r *Replica, m *Msg) bool {
 // maybeReply reports the durable, matching end once it covers what the
 // owner sent: never more than a completed sync made durable.
 func (f *follower) maybeReply(r *Replica) {
-	if !f.replyWanted {
+	if !f.replyWanted || r.log.syncsDone < f.reseedSyncs {
+		// (A reseed is durable once a sync issued after it completed:
+		// until then the log may still hold the old records, and
+		// reports nothing.)
 		return
 	}
 	end := min(r.log.syncedEnd, f.matchEnd)

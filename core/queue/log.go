@@ -20,10 +20,18 @@ type replicaLog struct {
 	epochs       []seam.EpochStart
 	syncInFlight bool
 	syncTarget   uint64
+	// syncsIssued, syncsDone count the syncs issued and completed: a
+	// follower that reseeded reports nothing until a sync issued after
+	// the reseed completed (the reseed ran before it)
+	syncsIssued, syncsDone uint64
 	// retaining: a retention is in flight, issued to start; its
 	// completion tells where the log starts (the base of the segment
 	// holding it), which becomes the start
 	retaining bool
+	// asked: the highest start a retention asked for (the log may keep
+	// more, a segment's worth): the next retention waits until enough
+	// lies past it, not past the start the storage kept
+	asked uint64
 	// retainStale: a reseed came after the retention in flight: its
 	// completion says nothing of the log any more
 	retainStale bool
@@ -140,11 +148,11 @@ func (l *replicaLog) truncate(o uint64) bool {
 // retain issues the deletion of the log's head below to (within the log):
 // until the completion, nothing below to is read.
 func (l *replicaLog) retain(to uint64) {
-	if l.retaining || to <= l.start || to > l.end {
+	if l.retaining || to <= max(l.start, l.asked) || to > l.end {
 		panic(fmt.Sprintf("queue: retain to %d of log [%d, %d) (retaining %v)", to, l.start, l.end, l.retaining))
 	}
 	l.retaining = true
-	l.start = to
+	l.start, l.asked = to, to
 }
 
 // retained takes a retention's completion: the log starts at start now,
@@ -172,6 +180,7 @@ func (l *replicaLog) needSync() bool {
 // startSync marks a sync in flight and returns the end it covers.
 func (l *replicaLog) startSync() uint64 {
 	l.syncInFlight = true
+	l.syncsIssued++
 	l.syncTarget = l.end
 	l.truncLow = noTrunc
 	return l.end
@@ -183,6 +192,7 @@ func (l *replicaLog) synced(off uint64) {
 		panic(fmt.Sprintf("queue: sync completion for %d, in flight %v target %d", off, l.syncInFlight, l.syncTarget))
 	}
 	l.syncInFlight = false
+	l.syncsDone++
 	l.syncedEnd = max(l.syncedEnd, min(l.syncTarget, l.truncLow))
 	if l.syncedEnd > l.end {
 		panic("queue: synced beyond log end")

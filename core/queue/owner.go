@@ -220,8 +220,12 @@ func (o *owner) sendTo(p *progress) {
 	l := &r.log
 	if p.next < l.start {
 		// The follower needs what the owner no longer holds: it reseeds
-		// from the owner's start (retain.go).
-		o.sendReset(p)
+		// from the owner's start (retain.go). While a retention is in
+		// flight the start is the one asked for, and the log may keep
+		// more: the completion tells, and the follower waits for it.
+		if !l.retaining {
+			o.sendReset(p)
+		}
 		return
 	}
 	for p.next < l.end {
@@ -264,7 +268,7 @@ func (o *owner) sendRecords(p *progress, recs []record.Record) {
 // follower where its log stands.
 func (o *owner) probe(p *progress) {
 	r := o.r
-	if p.next < r.log.start {
+	if p.next < r.log.start && !r.log.retaining {
 		o.sendReset(p)
 		return
 	}

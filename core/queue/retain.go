@@ -36,11 +36,11 @@ func (o *owner) retain() {
 	}
 	silentNs := r.x.Lim.RetainSilentMs * 1e6
 	for i := range o.peers {
-		if p := &o.peers[i]; r.x.NowNs-p.reportNs < silentNs {
+		if p := &o.peers[i]; r.x.NowNs-p.reportNs < silentNs && !r.x.Bugs.Has(bugs.RetainPastFollowers) {
 			point = min(point, p.durable)
 		}
 	}
-	if l.retaining || point < l.start+uint64(r.x.Lim.RetainRecordsMin) {
+	if l.retaining || point < max(l.start, l.asked)+uint64(r.x.Lim.RetainRecordsMin) {
 		return
 	}
 	l.retain(point)
@@ -81,7 +81,7 @@ const settledLookMax = 1024
 func (f *follower) followStart(r *Replica, ownerStart uint64) {
 	l := &r.log
 	to := min(ownerStart, l.end)
-	if l.retaining || to <= l.start {
+	if l.retaining || to <= max(l.start, l.asked) {
 		return
 	}
 	l.retain(to)
@@ -97,10 +97,11 @@ func (f *follower) reseed(r *Replica, start uint64, below []seam.EpochStart) {
 	if l.retaining {
 		l.retaining, l.retainStale = false, true
 	}
-	l.start, l.end, l.syncedEnd = start, start, start
+	l.start, l.end, l.syncedEnd, l.asked = start, start, start, start
 	l.truncLow = min(l.truncLow, start)
 	l.epochs = append(l.epochs[:0], below...)
-	f.matchEnd = start
+	f.matchEnd, f.replyEnd = start, 0
+	f.reseedSyncs = l.syncsIssued + 1 // the next sync issued runs after the reseed
 	// The effect carries its own copy: below aliases the message.
 	r.storage(seam.Effect{Op: seam.OpReseed, Offset: start, Epochs: append([]seam.EpochStart(nil), below...)})
 	r.ensureSync()

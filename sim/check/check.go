@@ -92,6 +92,10 @@ type replicaTruth struct {
 	// installedNs: when it installed a recovered history (0: never)
 	former      bool
 	installedNs int64
+	// judgedStart: retention-settled judged the records below it (the
+	// disk's start as of the last retention or reseed judged; other
+	// readings of the disk may have moved the start since)
+	judgedStart uint64
 }
 
 // deliveredKey is the key of the body delivered at one offset, if any.
@@ -347,10 +351,12 @@ type Checker struct {
 	deliveredKeys map[uint64]bool
 	failures      []Failure
 	total         int
-	lines         func() uint64                        // the trace's latest line number; nil: none
-	away          func(core.QueueID, core.NodeID) bool // SetAway's; nil: none away
-	meta          *metaTruth                           // the metadata group's history; nil until used
-	seals         []*sealTruth                         // the seals brokers made (seal.go)
+	lines         func() uint64                         // the trace's latest line number; nil: none
+	away          func(core.QueueID, core.NodeID) bool  // SetAway's; nil: none away
+	heard         func(core.QueueID, core.NodeID) int64 // SetHeard's; nil: retention-held not judged
+	heardWindowNs int64
+	meta          *metaTruth   // the metadata group's history; nil until used
+	seals         []*sealTruth // the seals brokers made (seal.go)
 	sources       []*sourceTruth
 	lastQueue     *queueTruth // the queue queue() found last
 	crossCheck    bool        // CrossCheckRereads
@@ -884,6 +890,12 @@ func (c *Checker) inSyncHolds(atNs int64, checker string, qt *queueTruth, o uint
 	mask := qt.seenMask(o, id)
 	for _, n := range set.ID[:set.N] {
 		if r := qt.replica(n); r != nil && mask&(1<<r.idx) == 0 {
+			if o < r.disk.Start() && qt.settledRecord(o, id) {
+				// Below the member's durable start, settled: a reseed
+				// (or a retention) was entitled to drop it, and
+				// retention-settled judged the owner's deletion.
+				continue
+			}
 			if !qt.spec.ISR && r.installedNs != 0 && r.report.made && r.installedNs > r.report.atNs {
 				// A majority or all-durable queue's watermark, from a
 				// fenced owner that counted this member's report, made
@@ -895,8 +907,8 @@ func (c *Checker) inSyncHolds(atNs int64, checker string, qt *queueTruth, o uint
 				// its confirm point: never excused.
 				continue
 			}
-			c.fail(checker, atNs, "q=%d o=%d (%s) %s, but n%d of the committed in-sync set %v holds no durable copy; held by%s%s",
-				qt.spec.Queue, o, id, what, n, slices.Clone(set.ID[:set.N]), qt.names(mask), qt.earlyReports(o, id))
+			c.fail(checker, atNs, "q=%d o=%d (%s) %s, but n%d of the committed in-sync set %v holds no durable copy (its durable start: %d); held by%s%s",
+				qt.spec.Queue, o, id, what, n, slices.Clone(set.ID[:set.N]), r.disk.Start(), qt.names(mask), qt.earlyReports(o, id))
 			return
 		}
 	}

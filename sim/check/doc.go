@@ -59,8 +59,12 @@
 //   - retention-settled: when a retention completes, every publish below
 //     the log's new durable start (this package's own reading of START,
 //     retain.go) was settled: a live consumer that received it sent its
-//     ack. confirmed-lost, converged and source-complete leave out the
-//     settled publishes below a log's start.
+//     ack. confirmed-lost, converged, source-complete, isr-confirm and
+//     watermark-durable leave out the settled records below a log's start.
+//   - retention-held: when an owner's retention completes, every member
+//     the owner took a message in from (its named process, by the world's
+//     account: SetHeard) within the retention window, less a second,
+//     durably holds the owner's records up to the new start.
 //   - linearizable, liveness, hold-kept, hold-ended: reported by the world
 //     (sim/linear; the drain; the follower-loss hold judged from the
 //     world's own follow of the committed metadata, sim/world/hold.go).

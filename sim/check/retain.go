@@ -16,6 +16,13 @@ import (
 //     log held below its new durable start was settled: a live consumer
 //     that received it sent its ack (the world's ground truth, never the
 //     broker's word). Acks and epoch records are settled by nature.
+//   - retention-held: when the owner's retention completes, every member
+//     its owner took a message in from (the member's named process, by
+//     the world's own account: SetHeard) within the retention window
+//     durably holds the owner's records up to the new start, from its own
+//     start on: a follower that reports protects the owner's log (seed
+//     000; one silent for the window does not). A second's margin below
+//     the window keeps the judge off the boundary.
 //
 // The end-of-run checks (confirmed-lost, converged) then leave out the
 // confirmed publishes below a log's durable start that were settled: a
@@ -27,9 +34,10 @@ import (
 func (c *Checker) Retained(atNs int64, node core.NodeID, q core.QueueID) bool {
 	qt := c.queue(q)
 	r := c.rep(node, q)
-	before := r.disk.Start()
+	before := r.judgedStart
 	r.disk.Resume(c.diskOf(q, node))
 	after := r.disk.Start()
+	r.judgedStart = max(r.judgedStart, after)
 	for o := before; o < after && o < uint64(len(r.issued)); o++ {
 		id := r.issued[o]
 		if id.Kind != record.KindPublish {
@@ -45,7 +53,40 @@ func (c *Checker) Retained(atNs int64, node core.NodeID, q core.QueueID) bool {
 			break
 		}
 	}
+	if node == qt.spec.Owner && after > before && c.heard != nil {
+		c.retainHeld(atNs, qt, before, after)
+	}
 	return after > before
+}
+
+// SetHeard gives the checker the world's account of when a placed queue's
+// owner last took in a message from each member's named process (-1:
+// never), and the retention window: retention-held's ground truth.
+func (c *Checker) SetHeard(heard func(q core.QueueID, node core.NodeID) int64, windowNs int64) {
+	c.heard, c.heardWindowNs = heard, windowNs
+}
+
+// retainHeld judges the owner's retention from before to after against
+// every member heard within the window.
+func (c *Checker) retainHeld(atNs int64, qt *queueTruth, before, after uint64) {
+	q := qt.spec.Queue
+	for _, r := range qt.reps {
+		if r == qt.owner || r.former || r.injected {
+			continue // (damage injected excuses a copy: the fault budget's business)
+		}
+		h := c.heard(q, r.node)
+		if h < 0 || atNs-h >= c.heardWindowNs-1e9 {
+			continue // silent for the window (less the margin): it protects nothing
+		}
+		r.disk.Reparse(c.diskOf(q, r.node))
+		for o := max(before, r.disk.Start()); o < after && o < uint64(len(qt.owner.issued)); o++ {
+			if want := qt.owner.issued[o]; want.Intact() && r.disk.At(o) != want {
+				c.fail("retention-held", atNs, "q=%d: the owner n%d's durable start moved from %d to %d, but n%d, heard %s before, durably holds %s at o=%d, not the owner's %s",
+					q, qt.spec.Owner, before, after, r.node, instant(atNs-h), r.disk.At(o), o, want)
+				return
+			}
+		}
+	}
 }
 
 // Reseeded takes the completion of a reseed of node's log of q at start:
@@ -59,6 +100,7 @@ func (c *Checker) Reseeded(node core.NodeID, q core.QueueID, start uint64) {
 		r.issued = append(r.issued, Ident{})
 	}
 	r.acked, r.verified = start, start
+	r.judgedStart = start
 	r.disk.Cut(0)
 	r.disk.listedOK = false
 	r.disk.Reparse(c.diskOf(q, node))
@@ -66,6 +108,17 @@ func (c *Checker) Reseeded(node core.NodeID, q core.QueueID, start uint64) {
 		r.damageEnd = start // the damaged records went with the rest
 	}
 	c.noteRepair(qt, r)
+}
+
+// settledRecord reports whether the record id at o is settled: an ack or
+// an epoch record (never delivered), or a publish a live consumer that
+// received it acked.
+func (q *queueTruth) settledRecord(o uint64, id Ident) bool {
+	if id.Kind != record.KindPublish {
+		return true
+	}
+	rc := q.receipt(o)
+	return rc != nil && rc.settled
 }
 
 // retainedSettled reports whether the confirmed publish at o of qt may be

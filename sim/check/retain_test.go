@@ -62,3 +62,36 @@ func TestRetentionPassingUnsettledFails(t *testing.T) {
 	c.Retained(13, 1, 1)
 	wantFailure(t, c, "retention-settled")
 }
+
+// An owner's retention past what a follower it heard from lately lacks
+// fails retention-held; a follower silent for the window protects nothing.
+func TestRetentionPastAHeardFollowerFails(t *testing.T) {
+	for _, heardAgoNs := range []int64{2e9, 9e9} {
+		c, fd := newChecker()
+		c.SetHeard(func(q core.QueueID, n core.NodeID) int64 {
+			if n == 3 {
+				return 10e9 - heardAgoNs
+			}
+			return -1
+		}, 5e9)
+		var recs []record.Record
+		for o := uint64(0); o < 24; o++ {
+			c.PublishStarted(100+o, 16)
+			recs = append(recs, pub(1, o, 100+o))
+		}
+		written(c, fd, 1, recs...)
+		written(c, fd, 2, recs...)
+		written(c, fd, 3, recs[:10]...) // n3 holds [0, 10) only
+		for o := uint64(0); o < 24; o++ {
+			c.DeliveryReceived(9e9, 1, o, 5, body(100+o))
+			c.AckSent(1, o, 5)
+		}
+		fd.retain(1, 16)
+		c.Retained(10e9, 1, 1)
+		if heardAgoNs < 4e9 {
+			wantFailure(t, c, "retention-held")
+		} else {
+			wantClean(t, c)
+		}
+	}
+}

@@ -76,6 +76,9 @@ type profileJSON struct {
 	DurationMs      int64         `json:"duration_ms"`
 	DrainMs         int64         `json:"drain_ms"`
 	Operator        []string      `json:"operator,omitempty"`
+	// RetainSilentMs, RetainRecordsMin: 0 (absent) is the default
+	RetainSilentMs   int64 `json:"retain_silent_ms,omitempty"`
+	RetainRecordsMin int   `json:"retain_records_min,omitempty"`
 }
 
 // queueJSON is one of the profile's queues, as the operator declares it
@@ -101,7 +104,8 @@ func toJSON(p world.Profile) profileJSON {
 		ConsumersPerQueue: p.ConsumersPerQueue, Prefetch: p.Prefetch, AckDelayUsMax: p.AckDelayUsMax,
 		ConsumerLossPerMin: p.ConsumerLossPerMin, Faults: p.Faults, Schedule: p.Schedule, Bugs: p.Bugs,
 		NetLatencyUsMin: p.NetLatencyUsMin, NetLatencyUsMax: p.NetLatencyUsMax, SyncUsMin: p.SyncUsMin,
-		SyncUsMax: p.SyncUsMax, DurationMs: p.DurationMs, DrainMs: p.DrainMs, Operator: p.Operator}
+		SyncUsMax: p.SyncUsMax, DurationMs: p.DurationMs, DrainMs: p.DrainMs, Operator: p.Operator,
+		RetainSilentMs: p.RetainSilentMs, RetainRecordsMin: p.RetainRecordsMin}
 	for _, q := range p.Queues {
 		j.Queues = append(j.Queues, queueJSON{Replicas: q.Replicas, Policy: q.Policy, MinInSync: q.MinInSync})
 	}
@@ -114,7 +118,8 @@ func (j profileJSON) profile() world.Profile {
 		ConsumersPerQueue: j.ConsumersPerQueue, Prefetch: j.Prefetch, AckDelayUsMax: j.AckDelayUsMax,
 		ConsumerLossPerMin: j.ConsumerLossPerMin, Faults: j.Faults, Schedule: j.Schedule, Bugs: j.Bugs,
 		NetLatencyUsMin: j.NetLatencyUsMin, NetLatencyUsMax: j.NetLatencyUsMax, SyncUsMin: j.SyncUsMin,
-		SyncUsMax: j.SyncUsMax, DurationMs: j.DurationMs, DrainMs: j.DrainMs, Operator: j.Operator}
+		SyncUsMax: j.SyncUsMax, DurationMs: j.DurationMs, DrainMs: j.DrainMs, Operator: j.Operator,
+		RetainSilentMs: j.RetainSilentMs, RetainRecordsMin: j.RetainRecordsMin}
 	for _, q := range j.Queues {
 		p.Queues = append(p.Queues, world.QueueDecl{Replicas: q.Replicas, Policy: q.Policy, MinInSync: q.MinInSync})
 	}

@@ -557,6 +557,7 @@ func (w *World) activatedApplied(c *metadata.Command) {
 	n := c.Members.N
 	p.epoch, p.owner, p.members, p.w = c.Epoch+1, c.Owner, members, q.Policy.WriteQuorum(n, min(q.MinInsync, n))
 	p.processes = memberProcesses(&c.Members)
+	delete(w.heardNs, p.id) // heard by the new assignment's owner from now on
 	w.checker.ActivationWitnesses(w.now, p.id, c.Epoch+1)
 	w.checker.Reassign(w.now, p.id, c.Epoch+1, c.Owner, members, p.w)
 	w.inSyncOf[c.Queue] = inSyncTruth{members: c.Members, inSync: c.InSync}

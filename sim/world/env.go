@@ -88,7 +88,7 @@ func (env *brokerEnv) Send(to core.NodeID, g core.GroupID, msg []byte) {
 			d += r.Range(100e6, LateDuplicateNsMax)
 		}
 		e := w.schedule1(w.now+d, evMsg)
-		e.node, e.from, e.data = int32(t), from, data
+		e.node, e.from, e.data, e.inc = int32(t), from, data, env.b.inc // (inc: the sender's, for noteHeard)
 		if i == 0 && copies == 2 {
 			// Each copy is a frame of its own: each goes back to the pool.
 			data = append(w.frames.get(len(data)), data...)

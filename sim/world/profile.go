@@ -50,6 +50,14 @@ type Profile struct {
 	// group and the placed queues' publishers (operator.go) instead of the
 	// swarm's random operator.
 	Operator []string
+
+	// RetainSilentMs and RetainRecordsMin set the brokers' retention
+	// limits (core/seam's Limits; 0: the default, 60 s and 1024
+	// records): a swarm seed may shorten them, so that a follower away
+	// stops protecting its owner's log within a run and comes back to a
+	// reseed.
+	RetainSilentMs   int64
+	RetainRecordsMin int
 }
 
 // QueueDecl is one of the profile's queues as the operator declares it:
@@ -195,6 +203,15 @@ func Draw(seed uint64) Profile {
 			p.Faults.PerMin[k] = []Rate{PerMin(2), PerMin(6), PerMin(20)}[rc.Intn(3)]
 		}
 	}
+	// Retention's limits, from a stream of their own too: in half the
+	// seeds a follower silent for 0.5 to 5 s stops protecting its owner's
+	// log (seed 000's 60 s would outlast every run), and retentions come
+	// in smaller steps.
+	rr := prng.New(prng.Derive(seed, "profile-retain"))
+	if rr.Chance(1, 2) {
+		p.RetainSilentMs = []int64{500, 2000, 5000}[rr.Intn(3)]
+		p.RetainRecordsMin = []int{64, 256, 1024}[rr.Intn(3)]
+	}
 	return p
 }
 
@@ -217,6 +234,9 @@ func (p Profile) String() string {
 		p.NetLatencyUsMin, p.NetLatencyUsMax, p.SyncUsMin, p.SyncUsMax, p.DurationMs, p.Faults)
 	if p.Schedule != nil {
 		fmt.Fprintf(&b, " schedule=%d", len(p.Schedule))
+	}
+	if p.RetainSilentMs != 0 || p.RetainRecordsMin != 0 {
+		fmt.Fprintf(&b, " retain=%dms/%d", p.RetainSilentMs, p.RetainRecordsMin)
 	}
 	if p.Bugs != 0 {
 		fmt.Fprintf(&b, " bugs=%s", p.Bugs)
@@ -300,6 +320,8 @@ func (p Profile) Validate() error {
 		{"faults.drop_per_1000", int64(p.Faults.DropPer1000), 0, RatePer1000Max},
 		{"faults.dup_per_1000", int64(p.Faults.DupPer1000), 0, RatePer1000Max},
 		{"faults.corrupt_msg_per_1000", int64(p.Faults.CorruptPer1000), 0, RatePer1000Max},
+		{"retain_silent_ms", p.RetainSilentMs, 0, 3_600_000},
+		{"retain_records_min", int64(p.RetainRecordsMin), 0, 1 << 20},
 	}
 	for _, c := range ints {
 		if c.v < c.lo || c.v > c.h {

@@ -211,6 +211,11 @@ type World struct {
 	// incarnation's) and by id
 	placed     map[string]*placedQueue
 	placedByID map[core.QueueID]*placedQueue
+	// heardNs: per placed queue, when its owner last took in a message
+	// from each member's named process (index as members): a member
+	// heard within the retention window protects its owner's log
+	// (check's retention-held)
+	heardNs    map[core.QueueID][]int64
 	placedIDs  []core.QueueID  // the keys of placedByID, ascending
 	placedIncs map[uint64]bool // the incarnations whose placement was followed
 	// fencedNs: per queue, when the world last saw its assignment fenced
@@ -317,6 +322,12 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 	// The checkers learn each queue as the controller places it.
 	w.checker = check.New(nil, func(n core.NodeID) check.Disk { return w.brokers[n-1].fs })
 	w.checker.SetAway(w.away)
+	w.heardNs = map[core.QueueID][]int64{}
+	silentMs := w.prof.RetainSilentMs
+	if silentMs == 0 {
+		silentMs = core.DefaultLimits.RetainSilentMs
+	}
+	w.checker.SetHeard(w.heard, silentMs*1e6)
 	w.checker.Expect(w.expectedPublishes() * len(p.Queues))
 	w.checker.SetLines(w.trace.Lines)
 	for i := 0; i < p.Brokers; i++ {
@@ -473,6 +484,7 @@ func (w *World) handle(e *event) {
 			w.notef("n%d refuses a frame from n%d: %v", b.id, e.from, err)
 			return
 		}
+		w.noteHeard(b, e, g)
 		b.host.Message(w.now, e.from, g, msg)
 	case evStorage:
 		w.brokers[e.node].host.Run(w.now, int(e.q))
@@ -732,6 +744,7 @@ func (w *World) startBroker(b *broker) {
 	b.flushErrNs = -1
 	env := &brokerEnv{w: w, b: b}
 	cfg := core.Config{Node: b.id, Process: b.inc + 1, Storage: b.storage, Bugs: w.prof.Bugs}
+	cfg.Limits.RetainSilentMs, cfg.Limits.RetainRecordsMin = w.prof.RetainSilentMs, w.prof.RetainRecordsMin
 	var ms driver.MetaStore
 	if ctrlCfg, store := w.ctrlConfig(b); ctrlCfg != nil {
 		cfg.Ctrl, ms = ctrlCfg, store
