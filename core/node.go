@@ -69,6 +69,16 @@ type Node struct {
 	// reattach: the recovered queues this node owns that have confirmed
 	// no publish yet (placed.go's reattachTick), at most placedMax
 	reattach []QueueID
+	// admitAskedNs: when this node's owners last asked the leader to admit
+	// their learners, per queue (placed.go's learnerTick), at most
+	// placedMax
+	admitAskedNs []queueInstant
+}
+
+// queueInstant is an instant about one queue.
+type queueInstant struct {
+	queue QueueID
+	atNs  int64
 }
 
 // GroupCtrl is the metadata group's id.
@@ -231,6 +241,7 @@ func (n *Node) Step(in *Input) []Effect {
 		if n.ctrl != nil {
 			n.stepCtrl(ctrl.Input{Kind: ctrl.InTick, Draw: in.Draw})
 			n.inSyncTick()
+			n.learnerTick()
 			n.recoveryTick()
 			n.installTick()
 			n.leaseTick(false)

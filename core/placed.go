@@ -141,8 +141,73 @@ func (n *Node) inSyncTick() {
 	}
 }
 
-// mine reports whether assignment a names this node's process and storage.
+// learnerTick feeds every placed group this node owns its assignment's
+// learner and member processes, and asks the leader to admit a learner
+// that caught up (core/queue's learner.go), at most once per admitRetryNs.
+// A pending transition refuses admission (the metadata guards it), and
+// fenced groups are not asked.
+func (n *Node) learnerTick() {
+	md := n.ctrl.Metadata()
+	for _, p := range n.placed {
+		r := n.queue(seam.QueueGroup(p.queue))
+		if r != nil && r.Learning() {
+			if q, ok := placedQueue(md, p.queue); ok && q.Incarnation == p.incarnation && q.Assignment.Epoch == p.epoch && n.member(&q.Assignment) {
+				r.Admitted() // its assignment names this process now
+			}
+			continue
+		}
+		if r == nil || r.Fenced() || !r.Owns() {
+			continue
+		}
+		q, ok := placedQueue(md, p.queue)
+		if !ok || q.Incarnation != p.incarnation || q.Assignment.Epoch != p.epoch || q.Assignment.Owner != n.x.Node {
+			continue
+		}
+		a := &q.Assignment
+		var processes []uint64
+		for _, m := range a.Members.Slice() {
+			processes = append(processes, m.Process)
+		}
+		r.SetMemberProcesses(processes)
+		r.SetLearner(a.Learner.Node, a.Learner.Process)
+		node, process, ok := r.LearnerCaughtUp()
+		if !ok || node != a.Learner.Node || process != a.Learner.Process {
+			continue
+		}
+		i := slices.IndexFunc(n.admitAskedNs, func(x queueInstant) bool { return x.queue == p.queue })
+		if i >= 0 && n.x.NowNs-n.admitAskedNs[i].atNs < admitRetryNs {
+			continue
+		}
+		if i < 0 {
+			if len(n.admitAskedNs) >= placedMax {
+				n.admitAskedNs = n.admitAskedNs[:0] // a bound; forgetting only asks again
+			}
+			n.admitAskedNs = append(n.admitAskedNs, queueInstant{queue: p.queue})
+			i = len(n.admitAskedNs) - 1
+		}
+		n.admitAskedNs[i].atNs = n.x.NowNs
+		n.recoveryNote(p.queue, "learner n%d/%d caught up: asking its admission", node, process)
+		n.stepCtrl(ctrl.Input{Kind: ctrl.InRequestAdmit, Msg: ctrl.AppendAdmitRequest(nil, p.queue, p.incarnation, a.Epoch, a.Learner)})
+	}
+}
+
+// admitRetryNs: an owner asks again to admit its learner after this long
+// (a request to a leader that went may be lost).
+const admitRetryNs = 500e6
+
+// mine reports whether assignment a names this node's process and storage
+// (a member's, or its learner's: the learner's node runs the queue's
+// follower group on the member's log).
 func (n *Node) mine(a *metadata.Assignment) bool {
+	if l := a.Learner; l.Node == n.x.Node && l.Process == n.x.Process && l.Storage == n.storage {
+		return true
+	}
+	return n.member(a)
+}
+
+// member reports whether assignment a names this node's process and
+// storage as a member.
+func (n *Node) member(a *metadata.Assignment) bool {
 	for _, m := range a.Members.Slice() {
 		if m.Node == n.x.Node {
 			if n.x.Bugs.Has(bugs.ServePredecessorsQueues) {
@@ -298,6 +363,7 @@ func (n *Node) startGroup(p *placedGroup, q *metadata.Queue, st *seam.LogState) 
 		qc.Replicas = append(qc.Replicas, m.Node)
 		qc.Processes = append(qc.Processes, m.Process)
 	}
+	qc.Learner = !n.member(&q.Assignment) // (mine: as its learner)
 	r := queue.New(&n.x, qc)
 	at, _ := slices.BinarySearchFunc(n.queues, r.Group(), func(r *queue.Replica, g GroupID) int {
 		switch {

@@ -18,6 +18,9 @@ type holdRun struct {
 	activatedNs []int64  // first applications of orders's activations
 	n3DownNs    int64
 	n3BackNs    int64 // n3 registered again with the process that went down
+	n3NewNs     int64 // n3 registered with another process
+	learnerNs   int64 // orders's first learner named (first application)
+	admittedNs  int64 // and admitted
 }
 
 var (
@@ -25,6 +28,8 @@ var (
 	reHoldActivate = regexp.MustCompile(`> applied g=\d+ i=(\d+) .* activate "orders" .*=> activated`)
 	reN3Down       = regexp.MustCompile(`> applied g=\d+ i=\d+ .* down n3 process=(\d+) => n3 down`)
 	reN3Live       = regexp.MustCompile(`> applied g=\d+ i=\d+ .* register n3 process=(\d+) .*=> n3 live`)
+	reLearner      = regexp.MustCompile(`> applied g=\d+ i=\d+ .* add-learner "orders" .*=> learner of`)
+	reAdmitted     = regexp.MustCompile(`> applied g=\d+ i=\d+ .* admit "orders" .*=> admitted`)
 )
 
 func readHold(trace string) holdRun {
@@ -52,6 +57,12 @@ func readHold(trace string) holdRun {
 			hr.n3DownNs, downProcess = at, reN3Down.FindStringSubmatch(line)[1]
 		case hr.n3DownNs != 0 && hr.n3BackNs == 0 && reN3Live.MatchString(line) && reN3Live.FindStringSubmatch(line)[1] == downProcess:
 			hr.n3BackNs = at
+		case hr.n3DownNs != 0 && hr.n3NewNs == 0 && reN3Live.MatchString(line) && reN3Live.FindStringSubmatch(line)[1] != downProcess:
+			hr.n3NewNs = at
+		case hr.learnerNs == 0 && reLearner.MatchString(line):
+			hr.learnerNs = at
+		case hr.admittedNs == 0 && reAdmitted.MatchString(line):
+			hr.admittedNs = at
 		}
 	}
 	return hr
@@ -87,6 +98,24 @@ func TestHoldStories(t *testing.T) {
 		}
 		if len(hr.fencedNs) != 0 {
 			t.Errorf("orders was fenced at %v: a held queue's assignment does not change on a false suspicion", hr.fencedNs)
+		}
+	})
+	t.Run("back with a new process", func(t *testing.T) {
+		// Killed for 3 s under the default hold: back with a new process
+		// on the same storage, it is named the learner, catches up and is
+		// admitted; never fenced.
+		hr := readHold(replayTrace(t, "named/hold-follower-rejoins-as-learner.json"))
+		t.Logf("n3 down at %s, back with a new process at %s; learner at %s, admitted at %s; transitions %v",
+			sec(hr.n3DownNs), sec(hr.n3NewNs), sec(hr.learnerNs), sec(hr.admittedNs), hr.fencedNs)
+		if hr.n3DownNs == 0 || hr.n3NewNs == 0 {
+			t.Fatalf("n3 never left the live set and came back with a new process (down %s, new %s)", sec(hr.n3DownNs), sec(hr.n3NewNs))
+		}
+		if len(hr.fencedNs) != 0 {
+			t.Errorf("orders was fenced at %v: a follower back on its storage rejoins as a learner, without a recovery", hr.fencedNs)
+		}
+		if hr.learnerNs < hr.n3NewNs || hr.admittedNs < hr.learnerNs || hr.admittedNs-hr.n3NewNs > 2e9 {
+			t.Errorf("learner named at %s and admitted at %s, want after n3's return at %s and within 2 s of it",
+				sec(hr.learnerNs), sec(hr.admittedNs), sec(hr.n3NewNs))
 		}
 	})
 	t.Run("both followers lost", func(t *testing.T) {

@@ -124,6 +124,12 @@ const (
 	// RetainPastFollowers: an owner's retention ignores its followers'
 	// durable ends: it deletes what a follower that reports still lacks.
 	RetainPastFollowers
+	// LearnerCountsTowardW: an owner counts its learner's durable reports
+	// toward W before the learner is admitted.
+	LearnerCountsTowardW
+	// LearnerRepairsAtOnce: a learner clears its log's unrepaired mark as
+	// it starts, as a member follower does, before it caught up.
+	LearnerRepairsAtOnce
 	end
 )
 
@@ -166,6 +172,8 @@ var Registry = []Bug{
 	{NoHold, "no-hold", "follower-loss hold", "placement fences a queue that lost only followers at once, ignoring the hold"},
 	{RetainUnsettled, "retain-unsettled", "retention", "an owner's retention deletes confirmed records that are not yet settled"},
 	{RetainPastFollowers, "retain-past-followers", "retention", "an owner's retention deletes records a follower that reports still lacks"},
+	{LearnerCountsTowardW, "learner-counted-toward-w", "learners", "an owner counts a learner's durable reports toward W before its admission"},
+	{LearnerRepairsAtOnce, "learner-repairs-at-once", "learners", "a learner clears its log's unrepaired mark as it starts, before it caught up"},
 }
 
 // Has reports whether every bug of b is in s.

@@ -179,6 +179,7 @@ type Group struct {
 	down                       []downAt
 	held                       []heldQueue
 	holdsEntered, holdsExpired uint64
+	learnersAdmitted           uint64 // AdmitLearner commands applied (HoldStats)
 	out                        []Effect
 
 	// bugSendBeforePersist is a planted bug for this package's tests: the
@@ -283,6 +284,9 @@ const (
 	// InRequestActivate: Msg is this node's recovery worker's activation
 	// request (AppendActivateRequest), for the leader.
 	InRequestActivate
+	// InRequestAdmit: Msg is this node's owner's request to admit its
+	// queue's learner (AppendAdmitRequest), for the leader.
+	InRequestAdmit
 )
 
 // Input is one input to the group. NowNs never decreases.
@@ -507,6 +511,8 @@ func (g *Group) Step(in Input) []Effect {
 		g.freshRead(in)
 	case InRequestActivate:
 		g.requestActivate(in)
+	case InRequestAdmit:
+		g.requestAdmit(in)
 	default:
 		panic(fmt.Sprintf("ctrl: input kind %d", in.Kind))
 	}
@@ -809,6 +815,9 @@ func (g *Group) apply(ents []*pb.Entry) {
 			result, err = g.md.Apply(e.GetIndex(), &c)
 			if known && (c.Kind == metadata.BrokerDown || c.Kind == metadata.RegisterBroker) {
 				g.noteBrokerChange(c.Node, before.Live, before.Process)
+			}
+			if c.Kind == metadata.AdmitLearner && err == nil {
+				g.learnersAdmitted++
 			}
 			if err != nil {
 				ef.Note = c.String() + " => " + err.Error()

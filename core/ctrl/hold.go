@@ -42,41 +42,21 @@ import (
 // an image) counts from when its placement first saw it: the hold may then
 // last longer, never shorter.
 
-// TODO(issue 12): learners, the hold's last piece (retention landed:
-// core/queue/retain.go, io/seglog/retain.go, sim/check/retain.go).
-// The plan, from what the sessions found:
+// A follower back with a new process on the same storage does not end
+// the hold: it rejoins as the queue's learner (learner.go) while the hold
+// goes on, and is admitted once it caught up.
 //
-//   - A follower back with a new process on the same storage becomes a
-//     learner instead of ending the hold (today it ends it, and rejoins
-//     through recovery): placement proposes AddLearner (the queue, its
-//     epoch, the exact new instance; refused when fenced or when one is
-//     there), the assignment carries it (image version 3), and the node
-//     whose process it names runs the queue's follower group on its log
-//     (its predecessor's copy: catch-up resumes where it stopped, across
-//     learner restarts too). The owner streams to it but never counts
-//     it: a placed queue's owner counts only the reports of the process
-//     its assignment names (QueueConfig.Processes; a newer process of a
-//     member's broker is ignored), and is to track the learner's durable
-//     end apart. Once that
-//     end reaches the cut (the owner's log end when the learner first
-//     answered), the owner asks the leader for Admit (guarded: same
-//     epoch, no pending transition, the same learner), which replaces
-//     the member's instance (E unchanged; a learner on another broker
-//     would add a member, and E would grow); the owner then counts it.
-//     A transition clears the learner.
-//   - The simulator's judge: a copy synced while its broker runs a
-//     process that is not the member instance (a learner) joins the
-//     seen copies only when the world follows the Admit (re-read from
-//     the disk then); the planted bug "learner counted toward W" then
-//     fails confirm-durable. Marks learner-admitted, and counters.
-//   - Retention landed; what it left: a stage reseeded at its source's
-//     start gets no epoch history below it (the source's seal carries
-//     none), so after a recovery that retained, the followers' first
-//     match at the owner's start is vacuous and the record-by-record
-//     check does the work; the checker of "an in-sync follower lacks a
-//     record below the start" (by the world's own view of who reported
-//     in the last 60 s) is not written yet; and a learner's copy below
-//     the owner's start reseeds (OpReseed) rather than resuming.
+// TODO(issue 12), what the hold's pieces left:
+//
+//   - A learner succeeds its own broker's member only (same node, same
+//     storage), so E never changes; seed 004's learner on another broker,
+//     which adds a member and grows E (and R), is not built.
+//   - A stage reseeded at its source's start gets no epoch history below
+//     it (the source's seal carries none): after a recovery that
+//     retained, the followers' first match at the owner's start is
+//     vacuous and the record-by-record check does the work.
+//   - The hold's counters count learners (catching up now, admitted);
+//     the daemon's /metrics does not export the learner ones yet.
 
 // downAt is when this replica saw a broker's process leave the live set.
 type downAt struct {
@@ -97,11 +77,21 @@ type HoldStats struct {
 	// ended in a transition because they lasted the hold.
 	Held             int
 	Entered, Expired uint64
+	// Learners: assignments with a learner catching up now (by the
+	// applied metadata); Admitted: learners this replica saw admitted.
+	Learners int
+	Admitted uint64
 }
 
 // Holds returns the hold's counters.
 func (g *Group) Holds() HoldStats {
-	return HoldStats{Held: len(g.held), Entered: g.holdsEntered, Expired: g.holdsExpired}
+	st := HoldStats{Held: len(g.held), Entered: g.holdsEntered, Expired: g.holdsExpired, Admitted: g.learnersAdmitted}
+	for _, q := range g.md.Queues() {
+		if q.Assigned && q.Assignment.Learner != (metadata.Member{}) {
+			st.Learners++
+		}
+	}
+	return st
 }
 
 // noteBrokerChange records, after an entry was applied, a broker whose
@@ -183,12 +173,14 @@ func (g *Group) holdApplies(q *metadata.Queue) bool {
 		if live {
 			continue
 		}
-		if b, ok := g.md.Broker(m.Node); ok && (b.Draining || (b.Live && b.Process != m.Process)) {
-			// Leaving: replaced, not waited for. Or back with another
-			// process: its copy rejoins through recovery (the learner
-			// path, seed 004's background admission, is yet to come),
-			// so the hold ends as the broker registers again.
+		b, ok := g.md.Broker(m.Node)
+		if ok && (b.Draining || (b.Live && b.Process != m.Process && b.Storage != m.Storage)) {
+			// Leaving: replaced, not waited for. Or back on other
+			// storage: its copy is gone, and it rejoins through recovery.
 			return false
+		}
+		if ok && b.Live && b.Process != m.Process && a.Learner == (metadata.Member{Node: m.Node, Process: b.Process, Storage: b.Storage}) {
+			continue // back as the queue's learner: catching up, not lost (learner.go)
 		}
 		if g.nowNs-g.downSince(m) >= holdNs {
 			return false

@@ -94,26 +94,42 @@ func (g *Group) requestInSync(in Input) {
 	if err != nil {
 		panic("ctrl: the node's own in-sync request does not decode")
 	}
+	g.atLeader(in.Msg, func() { g.onInSync(g.cfg.ID, r) })
+}
+
+// atLeader runs handle when this node leads, else sends msg (an owner's
+// request) to the leader it knows; it drops it when it knows none (the
+// owner asks again).
+func (g *Group) atLeader(msg []byte, handle func()) {
 	st := g.rn.BasicStatus()
 	switch {
 	case st.RaftState == raft.StateLeader:
-		g.onInSync(g.cfg.ID, r)
+		handle()
 	case st.Lead != 0:
-		g.out = append(g.out, Effect{Kind: EfSendPeer, To: st.Lead, Msg: slices.Clone(in.Msg)})
+		g.out = append(g.out, Effect{Kind: EfSendPeer, To: st.Lead, Msg: slices.Clone(msg)})
 	}
+}
+
+// leaderQueue returns, at the leader, the queue of id q (nil elsewhere, or
+// when there is none).
+func (g *Group) leaderQueue(q seam.QueueID) *metadata.Queue {
+	if g.rn.BasicStatus().RaftState != raft.StateLeader {
+		return nil
+	}
+	qs := g.md.Queues()
+	i := slices.IndexFunc(qs, func(x metadata.Queue) bool { return x.ID == q })
+	if i < 0 {
+		return nil
+	}
+	return &qs[i]
 }
 
 // onInSync is a request at the leader.
 func (g *Group) onInSync(from uint64, r inSyncReq) {
-	if g.rn.BasicStatus().RaftState != raft.StateLeader {
+	q := g.leaderQueue(r.queue)
+	if q == nil {
 		return
 	}
-	qs := g.md.Queues()
-	i := slices.IndexFunc(qs, func(q metadata.Queue) bool { return q.ID == r.queue })
-	if i < 0 {
-		return
-	}
-	q := &qs[i]
 	a := &q.Assignment
 	if q.Incarnation != r.incarnation || !q.Assigned || a.Fenced || a.Epoch != r.epoch || a.Owner != seam.NodeID(from) || a.InSyncVersion != r.version {
 		return // stale, or not the owner's

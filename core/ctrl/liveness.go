@@ -91,6 +91,14 @@ func AppendPeerMsgText(dst []byte, msg []byte) []byte {
 		}
 		return append(append(dst, "activate-request "...), c.String()...)
 	}
+	if len(msg) >= 2 && msg[1] == peerMsgAdmit {
+		r, err := decodeAdmit(msg)
+		if err != nil {
+			return fmt.Appendf(dst, "ctrl-peer undecodable bytes=%d", len(msg))
+		}
+		return fmt.Appendf(dst, "admit-request q=%d incarnation=%d epoch=%d learner=n%d/%d/%d", r.queue, r.incarnation, r.epoch,
+			r.learner.Node, r.learner.Process, r.learner.Storage)
+	}
 	if len(msg) >= 2 && msg[1] == peerMsgInSync {
 		r, err := decodeInSync(msg)
 		if err != nil {
@@ -156,6 +164,15 @@ func (g *Group) peerMessage(in Input) {
 			return
 		}
 		g.onInSync(in.From, r)
+		return
+	}
+	if len(in.Msg) >= 2 && in.Msg[1] == peerMsgAdmit {
+		r, err := decodeAdmit(in.Msg)
+		if err != nil {
+			g.note("refused peer message from %d: %v", in.From, err)
+			return
+		}
+		g.onAdmit(in.From, r)
 		return
 	}
 	hb, err := decodeHeartbeat(in.Msg)

@@ -58,7 +58,8 @@ func (g *Group) placementCheck() {
 		case !q.Assignment.Fenced && !g.membersLive(&q.Assignment):
 			g.dropLostFromInSync(q)
 			if g.holds(q) {
-				continue // the follower-loss hold (hold.go)
+				g.proposeLearner(q) // a lost follower back with a new process (learner.go)
+				continue            // the follower-loss hold (hold.go)
 			}
 			var keep []seam.NodeID
 			for _, m := range q.Assignment.Members.Slice() {

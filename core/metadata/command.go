@@ -56,11 +56,26 @@ const (
 	// them, at least the new W of them): the certificate's receipts, and
 	// the new in-sync set.
 	Activate Kind = 10
-	kindEnd
+	// AddLearner names Learner (a broker's exact process and storage
+	// instances) the learner of queue Name's assignment of epoch Epoch
+	// (issue 12, seed 004's background admission): a member's broker back
+	// with a new process on the same storage, whose copy catches up as a
+	// learner, never counted toward W, instead of going through recovery.
+	// The member it will replace is the one on Learner's node.
+	AddLearner Kind = 11
+	// AdmitLearner admits queue Name's learner Learner into its assignment
+	// of epoch Epoch: the member on its node becomes that exact instance
+	// (E and W unchanged). Refused while a transition is pending.
+	AdmitLearner Kind = 12
+	// kindEnd is one past the last kind. (Written out: a bare name here
+	// would repeat the line above's value, and did, naming Activate
+	// "kind10" in every trace.)
+	kindEnd Kind = 13
 )
 
 var kindNames = [...]string{SetSetting: "set", RegisterBroker: "register", BrokerDown: "down",
-	Drain: "drain", DeclareQueue: "declare", DeleteQueue: "delete", Assign: "assign", Transition: "transition", SetInSync: "in-sync", Activate: "activate"}
+	Drain: "drain", DeclareQueue: "declare", DeleteQueue: "delete", Assign: "assign", Transition: "transition", SetInSync: "in-sync", Activate: "activate",
+	AddLearner: "add-learner", AdmitLearner: "admit"}
 
 func (k Kind) String() string {
 	if k > 0 && k < kindEnd {
@@ -114,6 +129,8 @@ type Command struct {
 	// never bring back a set the owner has moved on from)
 	InSync        Nodes
 	InSyncVersion uint64
+	// AddLearner, AdmitLearner (Queue, Incarnation, Epoch, Learner)
+	Learner Member
 }
 
 // Member is one replica of an assignment: a broker and the exact process
@@ -195,12 +212,18 @@ func (c *Command) Validate() error {
 			return fmt.Errorf("declare %s: min in-sync %d, want 1 to the replica count %d", c.Queue, c.MinInsync, c.Replicas)
 		}
 		return nil
-	case Assign, Transition, SetInSync, Activate:
+	case Assign, Transition, SetInSync, Activate, AddLearner, AdmitLearner:
 		if err := checkQueueName(c.Queue); err != nil {
 			return err
 		}
 		if c.Incarnation == 0 || c.Epoch == 0 {
 			return fmt.Errorf("%s %s: incarnation %d, epoch %d: want both non-zero", c.Kind, c.Queue, c.Incarnation, c.Epoch)
+		}
+		if c.Kind == AddLearner || c.Kind == AdmitLearner {
+			if l := c.Learner; l.Node == 0 || l.Process == 0 || l.Storage == 0 {
+				return fmt.Errorf("%s %s: learner n%d/%d/%d: want non-zero instances", c.Kind, c.Queue, l.Node, l.Process, l.Storage)
+			}
+			return nil
 		}
 		if c.Kind == Transition {
 			return checkNodes(c.Proposed.Slice())
@@ -324,6 +347,13 @@ func (c *Command) Encode(dst []byte) []byte {
 		dst = appendMembers(dst, &c.Members)
 		dst = appendNodes(dst, &c.InSync)
 		dst = append(dst, c.Digest[:]...)
+	case AddLearner, AdmitLearner:
+		dst = appendStr(dst, c.Queue)
+		dst = binary.AppendUvarint(dst, c.Incarnation)
+		dst = binary.AppendUvarint(dst, c.Epoch)
+		dst = binary.AppendUvarint(dst, uint64(c.Learner.Node))
+		dst = binary.AppendUvarint(dst, c.Learner.Process)
+		dst = binary.AppendUvarint(dst, c.Learner.Storage)
 	default:
 		panic(fmt.Sprintf("metadata: encode of command kind %d", c.Kind))
 	}
@@ -424,6 +454,11 @@ func Decode(b []byte) (Command, error) {
 			c.InSync.ID[i] = r.node()
 		}
 		copy(c.Digest[:], r.bytes(len(c.Digest)))
+	case AddLearner, AdmitLearner:
+		c.Queue = r.str(QueueNameBytesMax)
+		c.Incarnation = r.uvarint()
+		c.Epoch = r.uvarint()
+		c.Learner = Member{Node: r.node(), Process: r.uvarint(), Storage: r.uvarint()}
 	default:
 		if r.err == nil {
 			r.err = fmt.Errorf("unknown kind %d", c.Kind)
@@ -600,6 +635,9 @@ func (c *Command) String() string {
 			s += fmt.Sprintf("n%d/%d/%d", m.Node, m.Process, m.Storage)
 		}
 		return s + fmt.Sprintf("] installed=%v", c.InSync.Slice())
+	case AddLearner, AdmitLearner:
+		return fmt.Sprintf("%s %q incarnation=%d epoch=%d learner=n%d/%d/%d", c.Kind, c.Queue, c.Incarnation, c.Epoch,
+			c.Learner.Node, c.Learner.Process, c.Learner.Storage)
 	}
 	return fmt.Sprintf("command kind=%d", c.Kind)
 }

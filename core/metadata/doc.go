@@ -25,6 +25,11 @@
 //     later ones find it declared and are answered with its id); a
 //     deletion names the incarnation it observed, so a delayed deletion
 //     cannot remove a queue recreated since; a recreation gets a new id.
+//   - A queue's assignment holds at most one learner (AddLearner): a
+//     follower's broker back with a newer process on the follower's
+//     storage, live; AdmitLearner makes it the member (E and W unchanged)
+//     and is refused while a transition is pending; a transition clears
+//     the learner (image version 3 holds it).
 //   - Limits: BrokersMax brokers, QueuesMax queues, QueueNameBytesMax,
 //     and every setting's range (Settings).
 //   - The image (AppendImage, DecodeImage) is the whole State as one

@@ -3,6 +3,7 @@ package metadata
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/sluicemq/sluice/core/seam"
 )
@@ -18,7 +19,8 @@ import (
 
 // imageVersion is the image format's version: 2 holds every setting of
 // Settings in order, with recovery.workers_per_broker (1 held three).
-const imageVersion = 2
+// 3 adds each assignment's learner (issue 12).
+const imageVersion = 3
 
 // ImageBytesMax bounds an image. The largest metadata the limits allow
 // (BrokersMax brokers, QueuesMax queues with the longest names and widest
@@ -65,6 +67,9 @@ func (s *State) AppendImage(dst []byte) []byte {
 		dst = binary.AppendUvarint(dst, a.Pending.Epoch)
 		dst = appendNodes(dst, &a.Pending.Proposed)
 		dst = append(dst, a.Pending.Digest[:]...)
+		dst = binary.AppendUvarint(dst, uint64(a.Learner.Node))
+		dst = binary.AppendUvarint(dst, a.Learner.Process)
+		dst = binary.AppendUvarint(dst, a.Learner.Storage)
 	}
 	return dst
 }
@@ -118,6 +123,7 @@ func DecodeImage(b []byte) (State, error) {
 		a.Pending.Epoch = r.uvarint()
 		r.nodes(&a.Pending.Proposed)
 		copy(a.Pending.Digest[:], r.bytes(len(a.Pending.Digest)))
+		a.Learner = Member{Node: r.node(), Process: r.uvarint(), Storage: r.uvarint()}
 		if r.err == nil {
 			if err := q.check(); err != nil {
 				r.fail(err.Error())
@@ -166,6 +172,9 @@ func (q *Queue) check() error {
 		return fmt.Errorf("queue %q: placed with epoch %d, %d members, %d in sync", q.Name, a.Epoch, a.Members.N, a.InSync.N)
 	case !a.Fenced && a.Pending != (PendingTransition{}):
 		return fmt.Errorf("queue %q: a pending transition, not fenced", q.Name)
+	case a.Learner != (Member{}) && (a.Fenced || a.Learner.Node == a.Owner || a.Learner.Process == 0 || a.Learner.Storage == 0 ||
+		!slices.ContainsFunc(a.Members.Slice(), func(m Member) bool { return m.Node == a.Learner.Node })):
+		return fmt.Errorf("queue %q: learner n%d/%d/%d is no follower's successor", q.Name, a.Learner.Node, a.Learner.Process, a.Learner.Storage)
 	}
 	return nil
 }

@@ -20,6 +20,8 @@ var examples = []Command{
 	{Kind: Transition, Queue: "orders", Incarnation: 12, Epoch: 1, Proposed: nodes(1, 3), Digest: Digest{1, 2, 3}},
 	{Kind: SetInSync, Queue: "orders", Incarnation: 12, Epoch: 1, InSync: nodes(1, 2), InSyncVersion: 4},
 	{Kind: Activate, Queue: "orders", Incarnation: 12, Epoch: 1, Digest: Digest{4, 5}, Owner: 3, Members: members(m(1, 3, 4), m(3, 8, 9)), InSync: nodes(3)},
+	{Kind: AddLearner, Queue: "orders", Incarnation: 12, Epoch: 1, Learner: m(1, 9, 4)},
+	{Kind: AdmitLearner, Queue: "orders", Incarnation: 12, Epoch: 1, Learner: m(1, 9, 4)},
 }
 
 func m(n seam.NodeID, p, s uint64) Member { return Member{Node: n, Process: p, Storage: s} }
@@ -300,5 +302,96 @@ func TestPlacementAndTransitions(t *testing.T) {
 	q3.Assignment.Members.M[0].Process++
 	if TransitionDigest(&q2, &proposed) == TransitionDigest(&q, &proposed) || TransitionDigest(&q3, &proposed) == TransitionDigest(&q, &proposed) {
 		t.Fatal("the digest does not bind the incarnation and the members' instances")
+	}
+}
+
+// A learner (issue 12): a member's broker back with a newer process on
+// the same storage is named by one guarded command, never the owner's;
+// admission makes it the member, and a pending transition refuses it.
+func TestLearnerAddAndAdmit(t *testing.T) {
+	var s State
+	for i, n := range []seam.NodeID{1, 2, 3} {
+		if _, err := apply(t, &s, uint64(1+i), Command{Kind: RegisterBroker, Node: n, Process: 10 + uint64(n), Storage: 20 + uint64(n)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := apply(t, &s, 4, Command{Kind: DeclareQueue, Queue: "q", Replicas: 3, Policy: seam.MajorityDurable, MinInsync: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply(t, &s, 5, Command{Kind: Assign, Queue: "q", Incarnation: 4, Epoch: 1, Owner: 1, Members: members(m(1, 11, 21), m(2, 12, 22), m(3, 13, 23))}); err != nil {
+		t.Fatal(err)
+	}
+	// n2 restarts: process 30, the same storage.
+	if _, err := apply(t, &s, 6, Command{Kind: RegisterBroker, Node: 2, Process: 30, Storage: 22}); err != nil {
+		t.Fatal(err)
+	}
+	add := Command{Kind: AddLearner, Queue: "q", Incarnation: 4, Epoch: 1, Learner: m(2, 30, 22)}
+	bad := []Command{add, add, add, add, add}
+	bad[0].Learner = m(2, 31, 22) // not the live process
+	bad[1].Learner = m(2, 30, 99) // another storage
+	bad[2].Learner = m(1, 11, 21) // the owner
+	bad[3].Epoch = 2              // another epoch
+	bad[4].Learner = m(4, 30, 22) // no member
+	for i, c := range bad {
+		if _, err := apply(t, &s, uint64(10+i), c); err == nil {
+			t.Fatalf("bad learner %d accepted: %s", i, c.String())
+		}
+	}
+	if r, err := apply(t, &s, 20, add); err != nil || r != `learner of "q" n2/30/22` {
+		t.Fatalf("%q %v", r, err)
+	}
+	if _, err := apply(t, &s, 21, add); err == nil {
+		t.Fatal("a second learner accepted while the first runs")
+	}
+	// The image keeps it.
+	img := s.AppendImage(nil)
+	back, err := DecodeImage(img)
+	if err != nil || !bytes.Equal(back.AppendImage(nil), img) {
+		t.Fatalf("image with a learner: %v", err)
+	}
+	if q, _ := back.Queue("q"); q.Assignment.Learner != m(2, 30, 22) {
+		t.Fatalf("the image's learner: %+v", q.Assignment.Learner)
+	}
+	admit := Command{Kind: AdmitLearner, Queue: "q", Incarnation: 4, Epoch: 1, Learner: m(2, 30, 22)}
+	wrong := admit
+	wrong.Learner = m(3, 13, 23)
+	if _, err := apply(t, &s, 22, wrong); err == nil {
+		t.Fatal("an admission of another instance accepted")
+	}
+	// A pending transition blocks admission and clears the learner.
+	fenced := s
+	fenced.queues = append([]Queue(nil), s.queues...)
+	q, _ := fenced.Queue("q")
+	proposed := nodes(1, 3)
+	if _, err := apply(t, &fenced, 23, Command{Kind: Transition, Queue: "q", Incarnation: 4, Epoch: 1, Proposed: proposed, Digest: TransitionDigest(&q, &proposed)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply(t, &fenced, 24, admit); err == nil {
+		t.Fatal("an admission accepted while a transition is pending")
+	}
+	if q, _ := fenced.Queue("q"); q.Assignment.Learner != (Member{}) {
+		t.Fatalf("the transition kept the learner: %+v", q.Assignment.Learner)
+	}
+	if r, err := apply(t, &s, 25, admit); err != nil || r != `admitted n2/30/22 to "q"` {
+		t.Fatalf("%q %v", r, err)
+	}
+	if q, _ := s.Queue("q"); q.Assignment.Members != members(m(1, 11, 21), m(2, 30, 22), m(3, 13, 23)) || q.Assignment.Learner != (Member{}) || q.Assignment.Epoch != 1 {
+		t.Fatalf("after admission: %+v", q.Assignment)
+	}
+	if _, err := apply(t, &s, 26, admit); err == nil {
+		t.Fatal("a second admission accepted")
+	}
+}
+
+// Every kind has its name (a bare kindEnd once repeated the last kind's
+// value, and the last kind printed as "kind10").
+func TestKindNames(t *testing.T) {
+	for k := SetSetting; k < kindEnd; k++ {
+		if s := k.String(); s == "" || strings.HasPrefix(s, "kind") {
+			t.Errorf("kind %d has no name: %q", k, s)
+		}
+	}
+	if int(kindEnd) != len(kindNames) {
+		t.Errorf("kindEnd %d, %d names", kindEnd, len(kindNames))
 	}
 }

@@ -72,6 +72,10 @@ type Assignment struct {
 	InSyncVersion uint64
 	Fenced        bool
 	Pending       PendingTransition
+	// Learner: a member's broker back with a new process on the same
+	// storage, catching up as a learner until AdmitLearner (zero: none).
+	// It never counts toward W; a transition clears it.
+	Learner Member
 }
 
 // PendingTransition is a committed transition: the members proposed for
@@ -209,6 +213,10 @@ func (s *State) Apply(index uint64, c *Command) (string, error) {
 		return s.setInSync(c)
 	case Activate:
 		return s.activate(c)
+	case AddLearner:
+		return s.addLearner(c)
+	case AdmitLearner:
+		return s.admitLearner(c)
 	case DeleteQueue:
 		i, ok := s.queueIndex(c.Queue)
 		if !ok {
@@ -326,6 +334,7 @@ func (s *State) transition(c *Command) (string, error) {
 	}
 	a.Fenced = true
 	a.Pending = PendingTransition{Epoch: c.Epoch + 1, Proposed: c.Proposed, Digest: c.Digest}
+	a.Learner = Member{} // the transition's recovery decides the members now
 	return fmt.Sprintf("fenced %q epoch=%d, pending epoch=%d", c.Queue, c.Epoch, c.Epoch+1), nil
 }
 
@@ -400,4 +409,78 @@ func (s *State) activate(c *Command) (string, error) {
 	}
 	*a = Assignment{Epoch: c.Epoch + 1, Owner: c.Owner, Members: c.Members, InSync: c.InSync}
 	return fmt.Sprintf("activated %q epoch=%d owner=n%d in-sync=%v%s", c.Queue, a.Epoch, a.Owner, a.InSync.Slice(), q.Health()), nil
+}
+
+// unfencedAt returns c's queue's assignment when it is placed, unfenced
+// and of c's epoch.
+func (s *State) unfencedAt(c *Command) (*Assignment, error) {
+	q, err := s.placed(c)
+	if err != nil {
+		return nil, err
+	}
+	a := &q.Assignment
+	switch {
+	case !q.Assigned:
+		return nil, refuse("queue %q is not placed", c.Queue)
+	case a.Fenced:
+		return nil, refuse("queue %q has a pending transition (to epoch %d)", c.Queue, a.Pending.Epoch)
+	case a.Epoch != c.Epoch:
+		return nil, refuse("queue %q is at epoch %d, not %d", c.Queue, a.Epoch, c.Epoch)
+	}
+	return a, nil
+}
+
+// addLearner names a learner (seed 004's background admission): the
+// broker of a member runs Learner's process now, live, on the member's
+// storage; there is no learner, or the one named runs no more.
+func (s *State) addLearner(c *Command) (string, error) {
+	a, err := s.unfencedAt(c)
+	if err != nil {
+		return "", err
+	}
+	l := c.Learner
+	i := slices.IndexFunc(a.Members.Slice(), func(m Member) bool { return m.Node == l.Node })
+	switch {
+	case i < 0:
+		return "", refuse("n%d is not a member of queue %q", l.Node, c.Queue)
+	case l.Node == a.Owner:
+		return "", refuse("n%d owns queue %q: an owner is replaced through recovery", l.Node, c.Queue)
+	case a.Members.M[i].Storage != l.Storage || l.Process <= a.Members.M[i].Process:
+		return "", refuse("n%d/%d/%d is no newer process on the member's storage (n%d/%d/%d)", l.Node, l.Process, l.Storage,
+			a.Members.M[i].Node, a.Members.M[i].Process, a.Members.M[i].Storage)
+	}
+	if b, ok := s.Broker(l.Node); !ok || !b.Live || b.Process != l.Process || b.Storage != l.Storage {
+		return "", refuse("n%d/%d/%d is not a live broker with those instances", l.Node, l.Process, l.Storage)
+	}
+	if old := a.Learner; old != (Member{}) {
+		if b, ok := s.Broker(old.Node); ok && b.Live && b.Process == old.Process {
+			return "", refuse("queue %q has a learner already (n%d/%d/%d)", c.Queue, old.Node, old.Process, old.Storage)
+		}
+	}
+	a.Learner = l
+	return fmt.Sprintf("learner of %q n%d/%d/%d", c.Queue, l.Node, l.Process, l.Storage), nil
+}
+
+// admitLearner admits the named learner: the member on its node becomes
+// its exact instance. A pending transition refuses it (unfencedAt).
+func (s *State) admitLearner(c *Command) (string, error) {
+	a, err := s.unfencedAt(c)
+	if err != nil {
+		return "", err
+	}
+	l := c.Learner
+	if a.Learner != l {
+		return "", refuse("queue %q's learner is n%d/%d/%d, not n%d/%d/%d", c.Queue, a.Learner.Node, a.Learner.Process, a.Learner.Storage,
+			l.Node, l.Process, l.Storage)
+	}
+	if b, ok := s.Broker(l.Node); !ok || !b.Live || b.Process != l.Process || b.Storage != l.Storage {
+		return "", refuse("n%d/%d/%d is not a live broker with those instances", l.Node, l.Process, l.Storage)
+	}
+	for i := range a.Members.N {
+		if a.Members.M[i].Node == l.Node {
+			a.Members.M[i] = l
+		}
+	}
+	a.Learner = Member{}
+	return fmt.Sprintf("admitted n%d/%d/%d to %q", l.Node, l.Process, l.Storage, c.Queue), nil
 }

@@ -107,7 +107,10 @@ func (o *owner) lowestCounted() uint64 {
 		p := &o.peers[i]
 		if s.counted(r, p.node) {
 			d := p.durable
-			if !p.matched {
+			if !p.matched || (p.learning && !r.x.Bugs.Has(bugs.LearnerCountsTowardW)) {
+				// (A learner in the set, not admitted yet, counts for
+				// nothing: the watermark waits for its admission, or for
+				// the set to drop it.)
 				d = 0
 			}
 			low = min(low, d)
@@ -197,7 +200,7 @@ func (r *Replica) InSyncWanted() (want []seam.NodeID, version uint64, ok bool) {
 		switch {
 		case in && (!check || now-p.caughtUpNs <= s.lagNs):
 			want = append(want, p.node) // stays: not checked now, or in time
-		case !in && p.matched && p.durable >= s.hw && now-p.caughtUpNs <= s.lagNs:
+		case !in && !p.learning && p.matched && p.durable >= s.hw && now-p.caughtUpNs <= s.lagNs:
 			want = append(want, p.node) // back: it reached the high watermark
 		}
 	}

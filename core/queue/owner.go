@@ -44,7 +44,7 @@ func newOwner(r *Replica) *owner {
 		if n != r.x.Node {
 			p := progress{node: n, caughtUpNs: r.x.NowNs, reportNs: r.x.NowNs}
 			if r.cfg.Processes != nil {
-				p.process, p.member = r.cfg.Processes[i], true
+				p.process, p.member, p.named = r.cfg.Processes[i], true, r.cfg.Processes[i]
 			}
 			o.peers = append(o.peers, p)
 		}
@@ -325,6 +325,9 @@ func (o *owner) onAppendReply(from seam.NodeID, m *Msg) {
 		if m.End >= r.log.end {
 			p.caughtUpNs = r.x.NowNs
 		}
+		if p.learning && p.cut == 0 {
+			p.cut = max(r.log.end, 1) // the fixed cut it catches up to (learner.go)
+		}
 		o.advanceCommit()
 	} else {
 		if len(m.Epochs) > r.x.Lim.EpochsMax {
@@ -407,8 +410,8 @@ func (o *owner) quorumConfirmable() (uint64, bool) {
 	var durables [seam.ReplicasMax]uint64
 	n := 0
 	for i := range o.peers {
-		if o.peers[i].matched {
-			durables[n] = o.peers[i].durable
+		if p := &o.peers[i]; p.matched && (!p.learning || r.x.Bugs.Has(bugs.LearnerCountsTowardW)) {
+			durables[n] = p.durable // (a learner never counts: learner.go)
 			n++
 		}
 	}

@@ -25,6 +25,14 @@ type progress struct {
 	// caughtUpNs: the last instant the follower reported the owner's whole
 	// log durable (seed 003's moment; the owner's start counts as one)
 	caughtUpNs int64
+	// learning: the peer is the assignment's learner, process its
+	// instance (learner.go): streamed to, never counted toward W; named:
+	// the process the assignment names for the member; cut: the owner's
+	// log end when the learner first matched, which it must hold durably
+	// before it is admitted
+	learning bool
+	named    uint64
+	cut      uint64
 	// reportNs: the last instant a reply of the follower's counted
 	// process arrived (the owner's start counts as one): a follower silent
 	// for RetainSilentMs stops protecting the owner's log (retain.go)

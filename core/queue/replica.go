@@ -127,7 +127,7 @@ func (r *Replica) Restore(l *seam.LogState) {
 		r.storage(seam.Effect{Op: seam.OpDiscard, Offset: l.End})
 	}
 	r.unrepaired = l.Unrepaired
-	if r.unrepaired && r.follower != nil {
+	if r.unrepaired && r.follower != nil && (!r.cfg.Learner || r.x.Bugs.Has(bugs.LearnerRepairsAtOnce)) {
 		// A follower's loss is repaired by the owner's resending, which
 		// matching drives anyway.
 		r.storage(seam.Effect{Op: seam.OpRepaired})

@@ -153,6 +153,11 @@ type QueueConfig struct {
 	// whose reports never count toward W). Nil for a static queue, whose
 	// restarted follower counts again once it reports.
 	Processes []uint64
+	// Learner: this replica runs as its queue's learner (issue 12): a
+	// follower whose log's loss to damage (its unrepaired mark) stays
+	// marked until it is admitted, so that a seal of it meanwhile says
+	// its copy may lack what the member it succeeds acknowledged.
+	Learner bool
 }
 
 // EpochBase returns the epoch base of an assignment at epoch p.

@@ -587,12 +587,19 @@ func (c *Checker) DiskChanged(node core.NodeID) {
 func (c *Checker) SyncAcked(atNs int64, node core.NodeID, q core.QueueID, offset uint64) {
 	r := c.rep(node, q)
 	r.disk.Resume(c.diskOf(q, node))
+	// A member whose broker runs another process than the one the
+	// assignment names (a learner, issue 12) makes copies that count only
+	// once it is admitted (Admitted reads them then).
+	away := c.away != nil && c.away(q, node)
 	if offset > uint64(len(r.issued)) {
 		c.fail("sync-durable", atNs, "n%d q=%d: a sync acknowledged up to o=%d, but only %d records were written", node, q, offset, len(r.issued))
 		offset = uint64(len(r.issued))
 	}
 	qt := c.queue(q)
-	for o := min(r.verified, offset); o < offset; o++ {
+	// (Below the disk's durable start a retention deleted the records,
+	// and retention-settled judged it: a follower may delete what it
+	// appended before its sync, all below its owner's start.)
+	for o := max(min(r.verified, offset), min(r.disk.Start(), offset)); o < offset; o++ {
 		if got := r.disk.At(o); got != r.issued[o] {
 			_, _, mask := qt.holders(o, r.issued[o])
 			c.fail("sync-durable", atNs, "n%d q=%d: a sync acknowledged up to o=%d, but the disk durably holds %s at o=%d, not the record written (%s)%s; n%d's completion is the next trace line; replicas seen to hold the record durably:%s",
@@ -600,7 +607,9 @@ func (c *Checker) SyncAcked(atNs int64, node core.NodeID, q core.QueueID, offset
 			offset = o
 			break
 		}
-		qt.addSeen(o, r.issued[o], r.idx)
+		if !away {
+			qt.addSeen(o, r.issued[o], r.idx)
+		}
 	}
 	r.verified = max(r.verified, offset)
 	r.acked = max(r.acked, offset)
@@ -685,7 +694,7 @@ func (c *Checker) Recovered(atNs int64, node core.NodeID, q core.QueueID, st cor
 	for o := uint64(0); o < st.End; o++ {
 		id := r.disk.At(o)
 		r.issued = append(r.issued, id)
-		if o >= r.verified {
+		if o >= r.verified && !(c.away != nil && c.away(q, node)) {
 			qt.addSeen(o, id, r.idx) // records Open made durable
 		}
 	}

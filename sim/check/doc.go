@@ -22,7 +22,10 @@
 //   - confirm-durable: a publish is confirmed only while W replicas, the
 //     owner among them, were read to hold its record durably (a copy lost
 //     later to injected damage still counts, the fault budget answering for
-//     it; a copy the protocol truncated does not).
+//     it; a copy the protocol truncated does not; a copy a learner made,
+//     its broker running another process than the member the assignment
+//     names, counts only from its admission, or an activation naming it,
+//     when its disk is read again: Admitted).
 //   - deliver-confirmed: a consumer is handed only confirmed records, whose
 //     publish was not reported failed, with the confirmed body byte for
 //     byte.

@@ -54,6 +54,10 @@ type modelQueue struct {
 	inSync              metadata.Nodes
 	inSyncVersion       uint64
 	proposed            metadata.Nodes // the pending transition's, while fenced
+	// instances: the members' exact instances; learner: the assignment's
+	// learner (zero: none)
+	instances []metadata.Member
+	learner   metadata.Member
 	// since when it has been under-replicated / under min in-sync (0:
 	// it is not), for the summaries
 	underReplicatedNs, underMinNs int64
@@ -234,6 +238,7 @@ func (m *metaTruth) fold(index uint64, cmd []byte) verdict {
 		}
 		q.epoch, q.owner, q.members = c.Epoch, c.Owner, nil
 		q.inSync, q.inSyncVersion = metadata.Nodes{}, 0
+		q.instances, q.learner = slices.Clone(c.Members.Slice()), metadata.Member{}
 		for _, mb := range c.Members.Slice() {
 			q.members = append(q.members, mb.Node)
 			q.inSync.ID[q.inSync.N] = mb.Node
@@ -261,11 +266,19 @@ func (m *metaTruth) fold(index uint64, cmd []byte) verdict {
 		if !exists || q.incarnation != c.Incarnation || q.epoch == 0 || q.fenced || q.epoch != c.Epoch {
 			return verdict{refused: true}
 		}
-		// The digest is recomputed by the state machine; a mismatch is
-		// refused there, and shows here as a model disagreement only if
-		// the leader proposed a wrong one (it never does).
+		// The digest binds the members' instances: one proposed before an
+		// admission changed them is refused (the model hashes its own
+		// instances with the digest's pure function).
+		var mq metadata.Queue
+		mq.Incarnation, mq.Policy, mq.MinInsync = q.incarnation, q.policy, q.minInsync
+		mq.Assignment.Epoch = q.epoch
+		mq.Assignment.Members.N = copy(mq.Assignment.Members.M[:], q.instances)
+		if metadata.TransitionDigest(&mq, &c.Proposed) != c.Digest {
+			return verdict{refused: true}
+		}
 		q.fenced = true
 		q.proposed = c.Proposed
+		q.learner = metadata.Member{}
 		m.catalog[c.Queue] = q
 	case metadata.Activate:
 		if !exists || q.incarnation != c.Incarnation || !q.fenced || q.epoch != c.Epoch || c.Members.N != q.proposed.N {
@@ -284,9 +297,40 @@ func (m *metaTruth) fold(index uint64, cmd []byte) verdict {
 		}
 		q.epoch, q.owner, q.members, q.fenced = c.Epoch+1, c.Owner, nil, false
 		q.inSync, q.inSyncVersion, q.proposed = c.InSync, 0, metadata.Nodes{}
+		q.instances, q.learner = slices.Clone(c.Members.Slice()), metadata.Member{}
 		for _, mb := range c.Members.Slice() {
 			q.members = append(q.members, mb.Node)
 		}
+		m.catalog[c.Queue] = q
+	case metadata.AddLearner, metadata.AdmitLearner:
+		if !exists || q.incarnation != c.Incarnation || q.epoch == 0 || q.fenced || q.epoch != c.Epoch {
+			return verdict{refused: true}
+		}
+		l := c.Learner
+		if b := m.brokers[l.Node]; !b.live || b.process != l.Process || b.storage != l.Storage {
+			return verdict{refused: true, outsideLive: true}
+		}
+		i := slices.IndexFunc(q.instances, func(mb metadata.Member) bool { return mb.Node == l.Node })
+		if c.Kind == metadata.AdmitLearner {
+			if q.learner != l || i < 0 {
+				return verdict{refused: true}
+			}
+			q.instances = slices.Clone(q.instances)
+			q.instances[i], q.learner = l, metadata.Member{}
+			m.catalog[c.Queue] = q
+			return verdict{}
+		}
+		// A follower's successor on its storage; one learner at a time
+		// (a learner whose process left the live set may be replaced).
+		if i < 0 || l.Node == q.owner || q.instances[i].Storage != l.Storage || l.Process <= q.instances[i].Process {
+			return verdict{refused: true}
+		}
+		if old := q.learner; old != (metadata.Member{}) {
+			if b := m.brokers[old.Node]; b.live && b.process == old.Process {
+				return verdict{refused: true}
+			}
+		}
+		q.learner = l
 		m.catalog[c.Queue] = q
 	}
 	return verdict{}

@@ -31,7 +31,10 @@ import (
 // Retained takes the completion of a retention on node's log of q: the
 // disk's durable start is read again, and the records it passed judged.
 // It reports whether the durable start moved (a segment went).
-func (c *Checker) Retained(atNs int64, node core.NodeID, q core.QueueID) bool {
+//
+// chosenNs is when the retention started: the core chose its point by
+// then, so only a member heard before it was protecting.
+func (c *Checker) Retained(atNs, chosenNs int64, node core.NodeID, q core.QueueID) bool {
 	qt := c.queue(q)
 	r := c.rep(node, q)
 	before := r.judgedStart
@@ -54,7 +57,7 @@ func (c *Checker) Retained(atNs int64, node core.NodeID, q core.QueueID) bool {
 		}
 	}
 	if node == qt.spec.Owner && after > before && c.heard != nil {
-		c.retainHeld(atNs, qt, before, after)
+		c.retainHeld(atNs, chosenNs, qt, before, after)
 	}
 	return after > before
 }
@@ -68,21 +71,21 @@ func (c *Checker) SetHeard(heard func(q core.QueueID, node core.NodeID) int64, w
 
 // retainHeld judges the owner's retention from before to after against
 // every member heard within the window.
-func (c *Checker) retainHeld(atNs int64, qt *queueTruth, before, after uint64) {
+func (c *Checker) retainHeld(atNs, chosenNs int64, qt *queueTruth, before, after uint64) {
 	q := qt.spec.Queue
 	for _, r := range qt.reps {
 		if r == qt.owner || r.former || r.injected {
 			continue // (damage injected excuses a copy: the fault budget's business)
 		}
 		h := c.heard(q, r.node)
-		if h < 0 || atNs-h >= c.heardWindowNs-1e9 {
-			continue // silent for the window (less the margin): it protects nothing
+		if h < 0 || h >= chosenNs || chosenNs-h >= c.heardWindowNs-1e9 {
+			continue // silent for the window (less the margin) when the point was chosen: it protects nothing
 		}
 		r.disk.Reparse(c.diskOf(q, r.node))
 		for o := max(before, r.disk.Start()); o < after && o < uint64(len(qt.owner.issued)); o++ {
 			if want := qt.owner.issued[o]; want.Intact() && r.disk.At(o) != want {
-				c.fail("retention-held", atNs, "q=%d: the owner n%d's durable start moved from %d to %d, but n%d, heard %s before, durably holds %s at o=%d, not the owner's %s",
-					q, qt.spec.Owner, before, after, r.node, instant(atNs-h), r.disk.At(o), o, want)
+				c.fail("retention-held", atNs, "q=%d: the owner n%d's durable start moved from %d to %d, but n%d, heard %s before the retention started, durably holds %s at o=%d, not the owner's %s",
+					q, qt.spec.Owner, before, after, r.node, instant(chosenNs-h), r.disk.At(o), o, want)
 				return
 			}
 		}
@@ -135,4 +138,19 @@ func (q *queueTruth) retainedSettled(o uint64) bool {
 		}
 	}
 	return false
+}
+
+// Admitted takes a learner's admission as node's member of q (issue 12),
+// or an activation that names node: what its disk durably holds of the
+// records issued to it counts as its copies from now on (a learner's syncs
+// did not: SyncAcked).
+func (c *Checker) Admitted(q core.QueueID, node core.NodeID) {
+	qt := c.queue(q)
+	r := c.rep(node, q)
+	r.disk.Reparse(c.diskOf(q, node))
+	for o := r.disk.Start(); o < min(uint64(len(r.issued)), r.verified); o++ {
+		if id := r.disk.At(o); id.Intact() && id == r.issued[o] {
+			qt.addSeen(o, id, r.idx)
+		}
+	}
 }

@@ -48,7 +48,7 @@ func TestRetentionPassingUnsettledFails(t *testing.T) {
 	}
 	for n := uint64(1); n <= 3; n++ {
 		fd.retain(n, 8)
-		if !c.Retained(12, core.NodeID(n), 1) {
+		if !c.Retained(12, 11, core.NodeID(n), 1) {
 			t.Fatalf("n%d: the durable start did not move", n)
 		}
 	}
@@ -59,7 +59,7 @@ func TestRetentionPassingUnsettledFails(t *testing.T) {
 	}
 
 	fd.retain(1, 16)
-	c.Retained(13, 1, 1)
+	c.Retained(13, 12, 1, 1)
 	wantFailure(t, c, "retention-settled")
 }
 
@@ -87,7 +87,7 @@ func TestRetentionPastAHeardFollowerFails(t *testing.T) {
 			c.AckSent(1, o, 5)
 		}
 		fd.retain(1, 16)
-		c.Retained(10e9, 1, 1)
+		c.Retained(10e9, 10e9, 1, 1)
 		if heardAgoNs < 4e9 {
 			wantFailure(t, c, "retention-held")
 		} else {

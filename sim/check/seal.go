@@ -171,7 +171,10 @@ func (c *Checker) sourcesFinal(atNs int64) {
 		// purpose, and the source answers for its seal, not for that.
 		var sealed *sealTruth
 		for _, t := range c.seals {
-			if t.q == s.q && t.node == s.node && t.epoch == s.epoch {
+			if t.q == s.q && t.node == s.node && t.epoch == s.epoch && t.start == s.start && t.end == s.end {
+				// (Only a seal of the bounds chosen: a receipt an
+				// installation renewed answers for what it installed,
+				// seeds 20003, 4745.)
 				sealed = t
 			}
 		}
@@ -206,8 +209,10 @@ func (c *Checker) sourcesFinal(atNs int64) {
 				// is judged where they hold it (converged, confirmed-lost).
 				continue
 			}
-			if rc := qt.receipt(o); o < s.start && rc != nil && rc.settled {
-				continue // below its start, and settled: a retention may delete it (retain.go)
+			if rc := qt.receipt(o); (o < s.start || (sealed == nil && o < r.disk.Start())) && rc != nil && rc.settled {
+				// Below its start (or its disk's, read at the end), and
+				// settled: a retention may delete it (retain.go).
+				continue
 			}
 			if o < s.start || o >= s.end || id.Kind != record.KindPublish || id.Val != key {
 				c.fail("source-complete", atNs, "q=%d: the source chosen %s for epoch %d, n%d retaining [%d,%d), lacks confirmed publish %#x at o=%d (its disk holds %s there)",

@@ -67,6 +67,8 @@ const (
 	MarkHoldReturned                         // a lost follower came back with the same process while its queue kept the assignment that names it
 	MarkRetainDeleted                        // a retention deleted a segment of a log's head (its durable start moved)
 	MarkReseed                               // a copy the owner's log left behind was reseeded at the owner's start
+	MarkLearnerAdded                         // a held queue's lost follower came back with a new process on its storage, named the learner
+	MarkLearnerAdmitted                      // a learner caught up and was admitted as the member
 	markKinds
 )
 
@@ -121,6 +123,8 @@ var markNames = [...]string{
 	MarkHoldReturned:         "hold-returned",
 	MarkRetainDeleted:        "retain-deleted",
 	MarkReseed:               "reseed",
+	MarkLearnerAdded:         "learner-added",
+	MarkLearnerAdmitted:      "learner-admitted",
 }
 
 func (m Mark) String() string {

@@ -489,6 +489,7 @@ type placedQueue struct {
 	owner       core.NodeID
 	members     []core.NodeID // its assignment's members, the owner among them
 	processes   []uint64      // the process instance the assignment names of each member
+	storages    []uint64      // and the storage instance
 	w           int           // its assignment's W
 	isr         bool          // policy isr: confirms at the high watermark
 	deleted     bool
@@ -520,7 +521,7 @@ func (w *World) placedApplied(c *metadata.Command) {
 	}
 	w.checker.AddQueue(spec)
 	p := &placedQueue{id: q.ID, name: c.Queue, incarnation: c.Incarnation, epoch: c.Epoch, owner: c.Owner,
-		members: spec.Replicas, processes: memberProcesses(&c.Members), w: spec.W, isr: q.Policy == core.ISR}
+		members: spec.Replicas, processes: memberProcesses(&c.Members), storages: memberStorages(&c.Members), w: spec.W, isr: q.Policy == core.ISR}
 	w.placed[c.Queue], w.placedByID[q.ID] = p, p
 	at, _ := slices.BinarySearch(w.placedIDs, q.ID)
 	w.placedIDs = slices.Insert(w.placedIDs, at, q.ID)
@@ -556,11 +557,44 @@ func (w *World) activatedApplied(c *metadata.Command) {
 	}
 	n := c.Members.N
 	p.epoch, p.owner, p.members, p.w = c.Epoch+1, c.Owner, members, q.Policy.WriteQuorum(n, min(q.MinInsync, n))
-	p.processes = memberProcesses(&c.Members)
-	delete(w.heardNs, p.id) // heard by the new assignment's owner from now on
+	p.processes, p.storages = memberProcesses(&c.Members), memberStorages(&c.Members)
+	delete(w.heardNs, p.id)
+	for _, m := range c.Members.Slice() {
+		// A member's copies made while it was away (a learner's, then
+		// verified in place by the recovery) count as its own from now
+		// on, as an admission's do.
+		w.checker.Admitted(p.id, m.Node)
+	} // heard by the new assignment's owner from now on
 	w.checker.ActivationWitnesses(w.now, p.id, c.Epoch+1)
 	w.checker.Reassign(w.now, p.id, c.Epoch+1, c.Owner, members, p.w)
 	w.inSyncOf[c.Queue] = inSyncTruth{members: c.Members, inSync: c.InSync}
+}
+
+func memberStorages(ms *metadata.Members) []uint64 {
+	var out []uint64
+	for _, m := range ms.Slice() {
+		out = append(out, m.Storage)
+	}
+	return out
+}
+
+// admittedApplied follows a learner's admission (issue 12): the member on
+// its node is its process now, its copy counted (the checkers read it
+// again from the disk: what it synced as a learner counts from now on).
+func (w *World) admittedApplied(c *metadata.Command) {
+	p, ok := w.placed[c.Queue]
+	if !ok || p.incarnation != c.Incarnation || p.epoch != c.Epoch {
+		return
+	}
+	i := slices.Index(p.members, c.Learner.Node)
+	if i < 0 || i >= len(p.processes) {
+		return
+	}
+	p.processes[i], p.storages[i] = c.Learner.Process, c.Learner.Storage
+	if h := w.heardNs[p.id]; i < len(h) {
+		h[i] = -1 // the learner's process was not the member's until now
+	}
+	w.checker.Admitted(p.id, c.Learner.Node)
 }
 
 func memberProcesses(ms *metadata.Members) []uint64 {

@@ -149,6 +149,9 @@ func (env *brokerEnv) StartStorage(l int, op *core.Effect) bool {
 	if op.Op != core.OpSync && op.Op != core.OpRead && op.Op != core.OpVerify && op.Op != core.OpSeal && op.Op != core.OpPublish && op.Op != core.OpRetain {
 		return true
 	}
+	if op.Op == core.OpRetain {
+		b.retainStartNs = w.now // the core chose the point by now (retention-held)
+	}
 	r := w.rDisk
 	if controlled(op.Group) {
 		r = w.rCtrl
@@ -274,7 +277,7 @@ func (env *brokerEnv) Executed(l int, op *core.Effect, done *core.StorageDone, l
 	case core.OpDiscard:
 		w.checker.Discarded(b.id, q, log.End())
 	case core.OpRetain:
-		if w.checker.Retained(w.now, b.id, q) {
+		if w.checker.Retained(w.now, b.retainStartNs, b.id, q) {
 			w.mark(MarkRetainDeleted)
 		}
 	case core.OpReseed:
@@ -402,6 +405,11 @@ func (env *brokerEnv) Applied(e *core.Effect) {
 	case metadata.Activate:
 		w.mark(MarkRecoveryActivate)
 		w.activatedApplied(&c)
+	case metadata.AddLearner:
+		w.mark(MarkLearnerAdded)
+	case metadata.AdmitLearner:
+		w.mark(MarkLearnerAdmitted)
+		w.admittedApplied(&c)
 	case metadata.DeleteQueue:
 		w.fencedApplied(c.Queue, c.Incarnation, true)
 		w.deletedNames[c.Queue] = true

@@ -32,6 +32,7 @@ import (
 // liveTruth is the world's follow of one broker in the committed metadata.
 type liveTruth struct {
 	process   uint64 // its registered process
+	storage   uint64 // and storage
 	live      bool
 	downProc  uint64 // the last process that left the live set
 	downNs    int64  // when (first application)
@@ -71,7 +72,7 @@ func (w *World) holdFollow(c *metadata.Command) {
 				return
 			}
 			returned := !b.live && b.process == c.Process
-			b.process, b.live, b.changedNs = c.Process, true, w.now
+			b.process, b.storage, b.live, b.changedNs = c.Process, c.Storage, true, w.now
 			if returned && w.heldMember(c.Node, c.Process) {
 				w.mark(MarkHoldReturned)
 			}
@@ -258,7 +259,9 @@ func (w *World) fenceCase(p *placedQueue) bool {
 			}
 			continue
 		}
-		structural = structural || n == p.owner || b.draining || b.live
+		// (Back with another process on the member's storage: a
+		// follower's comes back as a learner, under the hold.)
+		structural = structural || n == p.owner || b.draining || (b.live && (i >= len(p.storages) || b.storage != p.storages[i] || n == p.owner))
 	}
 	if len(keep) == len(p.members) {
 		return false // nothing lost
