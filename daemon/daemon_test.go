@@ -617,6 +617,8 @@ func TestServeHTTP(t *testing.T) {
 		`sluice_queues{state="unavailable"} 0`,
 		`sluice_queues_held 0`,
 		`sluice_holds_total{event="entered"} 0`,
+		`sluice_learners 0`,
+		`sluice_learners_admitted_total 0`,
 	} {
 		if code != 200 || !strings.Contains(body, want+"\n") {
 			t.Errorf("/metrics (%d) lacks %q:\n%s", code, want, body)

@@ -177,16 +177,18 @@ var (
 		"AMQP connections closed (320) because a broker they had requests or subscriptions at was lost.", nil, nil)
 	descStages = prometheus.NewDesc("sluice_recovery_stages_total",
 		"Stages of queue recoveries this broker took part in (detect, seal, select, install, activate), as its core reported them.", []string{"stage"}, nil)
-	descHeld  = prometheus.NewDesc("sluice_queues_held", "Queues the follower-loss hold keeps on their assignment (only followers lost, W still met), as this broker's placement holds them while it leads the metadata group.", nil, nil)
-	descHolds = prometheus.NewDesc("sluice_holds_total", "Follower-loss holds this broker's placement began (entered) and ended in a recovery because they outlasted replication.follower_loss_hold_ms (expired), while it led the metadata group.", []string{"event"}, nil)
-	descQueue = prometheus.NewDesc("sluice_queues", "Queues of the catalogue this broker applied, by state: all; under_replicated (in-sync set smaller than the members); under_min_insync (in-sync set below the queue's min in-sync); unavailable (not placed, or fenced until recovery).", []string{"state"}, nil)
+	descHeld     = prometheus.NewDesc("sluice_queues_held", "Queues the follower-loss hold keeps on their assignment (only followers lost, W still met), as this broker's placement holds them while it leads the metadata group.", nil, nil)
+	descHolds    = prometheus.NewDesc("sluice_holds_total", "Follower-loss holds this broker's placement began (entered) and ended in a recovery because they outlasted replication.follower_loss_hold_ms (expired), while it led the metadata group.", []string{"event"}, nil)
+	descLearners = prometheus.NewDesc("sluice_learners", "Queue assignments with a learner catching up (a follower's broker back with a new process on its storage), by the metadata this broker applied.", nil, nil)
+	descAdmitted = prometheus.NewDesc("sluice_learners_admitted_total", "Learners this broker saw admitted as their queue's member (AdmitLearner applied).", nil, nil)
+	descQueue    = prometheus.NewDesc("sluice_queues", "Queues of the catalogue this broker applied, by state: all; under_replicated (in-sync set smaller than the members); under_min_insync (in-sync set below the queue's min in-sync); unavailable (not placed, or fenced until recovery).", []string{"state"}, nil)
 )
 
 // Describe sends the static descriptions (registering must not ask the
 // loop, which may not run yet).
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPublishes, descRetries, descLatency, descConns, descTerm, descLead, descIsLd, descSync, descProc, descQueue,
-		descPeerConns, descPeerMsgs, descPeerLost, descForwarded, descRerouted, descCancelled, descNodeLost, descStages, descHeld, descHolds} {
+		descPeerConns, descPeerMsgs, descPeerLost, descForwarded, descRerouted, descCancelled, descNodeLost, descStages, descHeld, descHolds, descLearners, descAdmitted} {
 		ch <- d
 	}
 }
@@ -233,6 +235,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descHeld, prometheus.GaugeValue, float64(sn.holds.Held))
 	ch <- prometheus.MustNewConstMetric(descHolds, prometheus.CounterValue, float64(sn.holds.Entered), "entered")
 	ch <- prometheus.MustNewConstMetric(descHolds, prometheus.CounterValue, float64(sn.holds.Expired), "expired")
+	ch <- prometheus.MustNewConstMetric(descLearners, prometheus.GaugeValue, float64(sn.holds.Learners))
+	ch <- prometheus.MustNewConstMetric(descAdmitted, prometheus.CounterValue, float64(sn.holds.Admitted))
 	for stage := seam.StageDetect; stage <= seam.StageMax; stage++ {
 		ch <- prometheus.MustNewConstMetric(descStages, prometheus.CounterValue, float64(sn.stages[stage]), stage.String())
 	}

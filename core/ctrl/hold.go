@@ -55,8 +55,6 @@ import (
 //     it (the source's seal carries none): after a recovery that
 //     retained, the followers' first match at the owner's start is
 //     vacuous and the record-by-record check does the work.
-//   - The hold's counters count learners (catching up now, admitted);
-//     the daemon's /metrics does not export the learner ones yet.
 
 // downAt is when this replica saw a broker's process leave the live set.
 type downAt struct {
