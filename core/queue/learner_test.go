@@ -1,0 +1,61 @@
+package queue
+
+import (
+	"testing"
+
+	"github.com/sluicemq/sluice/core/seam"
+)
+
+// TestLearnerNeverCountsUntilAdmitted: the owner streams to its queue's
+// learner and takes its reports, but a confirm never counts it; it fixes a
+// cut at the learner's first match and reports it caught up once it holds
+// the cut; after its admission (the assignment names its process) it
+// counts like any member.
+func TestLearnerNeverCountsUntilAdmitted(t *testing.T) {
+	cfg := seam.QueueConfig{Queue: 7, Replicas: []seam.NodeID{1, 2, 3}, Processes: []uint64{1, 5, 6}, Owner: 1,
+		Policy: seam.MajorityDurable, Leased: true, EpochBase: seam.EpochBase(1)}
+	x, r, step := leasedOwner(cfg)
+	reply := func(from seam.NodeID, process, end uint64) []string {
+		return step(func() {
+			r.OnMessage(from, AppendMsg(nil, &Msg{Kind: MsgAppendReply, Epoch: r.epoch, Process: process, Ok: true, End: end}))
+		})
+	}
+	publish := func(id uint64) {
+		step(func() { r.OnPublish(9, &seam.Request{Kind: seam.ReqPublish, Queue: 7, ID: id, Body: []byte("x")}) })
+	}
+	x.NowNs = 1e9
+	step(func() { r.SetLease(10e9) })
+	step(func() { r.OnStorage(&seam.StorageDone{Op: seam.OpSync, Group: seam.QueueGroup(7), Offset: 1}) })
+	reply(2, 5, 1) // the epoch ready; n3's process 6 is lost
+	// n3's broker is back with process 8, the queue's learner.
+	if got := step(func() { r.SetLearner(3, 8) }); !has(got, "send to=3") {
+		t.Fatalf("no probe to the learner: %v", got)
+	}
+	if _, _, ok := r.LearnerCaughtUp(); ok {
+		t.Fatal("caught up before it answered")
+	}
+	publish(1)
+	step(func() { r.OnStorage(&seam.StorageDone{Op: seam.OpSync, Group: seam.QueueGroup(7), Offset: 2}) })
+	if got := reply(3, 8, 2); has(got, "confirmed") {
+		t.Fatalf("the learner's report confirmed: %v", got)
+	}
+	if n, p, ok := r.LearnerCaughtUp(); !ok || n != 3 || p != 8 {
+		t.Fatalf("the learner holds the cut (2) yet is not caught up: %d %d %v", n, p, ok)
+	}
+	if got := reply(2, 5, 2); !has(got, "reply c=9 id=1 confirmed") {
+		t.Fatalf("the member's report did not confirm: %v", got)
+	}
+	// Admitted: n3's member is process 8 now, and it counts.
+	step(func() { r.SetMemberProcesses([]uint64{1, 5, 8}); r.SetLearner(0, 0) })
+	if _, _, ok := r.LearnerCaughtUp(); ok {
+		t.Fatal("a learner still, once admitted")
+	}
+	publish(2)
+	step(func() { r.OnStorage(&seam.StorageDone{Op: seam.OpSync, Group: seam.QueueGroup(7), Offset: 3}) })
+	if got := reply(3, 8, 3); !has(got, "reply c=9 id=2 confirmed") {
+		t.Fatalf("the admitted member's report did not confirm: %v", got)
+	}
+	if got := reply(3, 6, 3); len(got) != 0 && has(got, "confirmed") {
+		t.Fatalf("the old process's report counted: %v", got)
+	}
+}
