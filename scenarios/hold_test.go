@@ -21,6 +21,8 @@ type holdRun struct {
 	n3NewNs     int64 // n3 registered with another process
 	learnerNs   int64 // orders's first learner named (first application)
 	admittedNs  int64 // and admitted
+	admitted    string // the instance admitted
+	n3OpenEnds  []string // the ends n3's processes found opening orders's log
 }
 
 var (
@@ -29,7 +31,8 @@ var (
 	reN3Down       = regexp.MustCompile(`> applied g=\d+ i=\d+ .* down n3 process=(\d+) => n3 down`)
 	reN3Live       = regexp.MustCompile(`> applied g=\d+ i=\d+ .* register n3 process=(\d+) .*=> n3 live`)
 	reLearner      = regexp.MustCompile(`> applied g=\d+ i=\d+ .* add-learner "orders" .*=> learner of`)
-	reAdmitted     = regexp.MustCompile(`> applied g=\d+ i=\d+ .* admit "orders" .*=> admitted`)
+	reAdmitted     = regexp.MustCompile(`> applied g=\d+ i=\d+ .* admit "orders" .*=> admitted (n\d+/\d+)/`)
+	reN3Open       = regexp.MustCompile(`n3 < done open q=\d+ o=0 start=\d+ end=(\d+)`)
 )
 
 func readHold(trace string) holdRun {
@@ -62,7 +65,9 @@ func readHold(trace string) holdRun {
 		case hr.learnerNs == 0 && reLearner.MatchString(line):
 			hr.learnerNs = at
 		case hr.admittedNs == 0 && reAdmitted.MatchString(line):
-			hr.admittedNs = at
+			hr.admittedNs, hr.admitted = at, reAdmitted.FindStringSubmatch(line)[1]
+		case reN3Open.MatchString(line):
+			hr.n3OpenEnds = append(hr.n3OpenEnds, reN3Open.FindStringSubmatch(line)[1])
 		}
 	}
 	return hr
@@ -116,6 +121,22 @@ func TestHoldStories(t *testing.T) {
 		if hr.learnerNs < hr.n3NewNs || hr.admittedNs < hr.learnerNs || hr.admittedNs-hr.n3NewNs > 2e9 {
 			t.Errorf("learner named at %s and admitted at %s, want after n3's return at %s and within 2 s of it",
 				sec(hr.learnerNs), sec(hr.admittedNs), sec(hr.n3NewNs))
+		}
+	})
+	t.Run("learner restarted", func(t *testing.T) {
+		// The learner is killed in the middle of its catch-up: its next
+		// process is named the learner in turn, resumes from the copy
+		// its predecessor left, and is admitted; never fenced.
+		hr := readHold(replayTrace(t, "named/hold-learner-restarts.json"))
+		t.Logf("n3's opens found ends %v; admitted %s at %s; transitions %v", hr.n3OpenEnds, hr.admitted, sec(hr.admittedNs), hr.fencedNs)
+		if len(hr.fencedNs) != 0 {
+			t.Errorf("orders was fenced at %v", hr.fencedNs)
+		}
+		if len(hr.n3OpenEnds) != 3 || hr.n3OpenEnds[2] == hr.n3OpenEnds[1] {
+			t.Errorf("n3's three processes found ends %v, want the third past the second (the first learner's copy kept)", hr.n3OpenEnds)
+		}
+		if hr.admitted != "n3/3" {
+			t.Errorf("admitted %q, want n3's third process", hr.admitted)
 		}
 	})
 	t.Run("both followers lost", func(t *testing.T) {
