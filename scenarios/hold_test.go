@@ -17,11 +17,11 @@ type holdRun struct {
 	proposed    []string // their proposed members
 	activatedNs []int64  // first applications of orders's activations
 	n3DownNs    int64
-	n3BackNs    int64 // n3 registered again with the process that went down
-	n3NewNs     int64 // n3 registered with another process
-	learnerNs   int64 // orders's first learner named (first application)
-	admittedNs  int64 // and admitted
-	admitted    string // the instance admitted
+	n3BackNs    int64    // n3 registered again with the process that went down
+	n3NewNs     int64    // n3 registered with another process
+	learnerNs   int64    // orders's first learner named (first application)
+	admittedNs  int64    // and admitted
+	admitted    string   // the instance admitted
 	n3OpenEnds  []string // the ends n3's processes found opening orders's log
 }
 
