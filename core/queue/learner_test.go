@@ -3,6 +3,7 @@ package queue
 import (
 	"testing"
 
+	"github.com/sluicemq/sluice/core/record"
 	"github.com/sluicemq/sluice/core/seam"
 )
 
@@ -57,5 +58,58 @@ func TestLearnerNeverCountsUntilAdmitted(t *testing.T) {
 	}
 	if got := reply(3, 6, 3); len(got) != 0 && has(got, "confirmed") {
 		t.Fatalf("the old process's report counted: %v", got)
+	}
+}
+
+// TestRetainsStaleAcrossReseeds: a follower reseeded while retentions are
+// in flight takes their completions, however many, for stale ones, and
+// the next retention it asks completes as its own (seed 23000001910).
+func TestRetainsStaleAcrossReseeds(t *testing.T) {
+	x := &Ctx{Node: 2, Process: 1, Lim: seam.Limits{}.WithDefaults(), Out: &seam.Out{}}
+	r := New(x, seam.QueueConfig{Queue: 7, Replicas: []seam.NodeID{1, 2}, Owner: 1, Policy: seam.MajorityDurable})
+	r.Restore(&seam.LogState{Group: seam.QueueGroup(7), End: 100, Epochs: []seam.EpochStart{{Epoch: 1, Offset: 0}}})
+	r.Begin()
+	var ops []seam.StorageOp
+	recv := func(m Msg) {
+		x.Out.Reset()
+		m.Kind, m.Epoch, m.Process = MsgAppend, 1, 1
+		r.OnMessage(1, AppendMsg(nil, &m))
+		r.Invariants()
+		for _, e := range x.Out.Effects {
+			if e.Kind == seam.EfStorage {
+				ops = append(ops, e.Op)
+			}
+		}
+	}
+	done := func(op seam.StorageOp, o uint64) {
+		x.Out.Reset()
+		r.OnStorage(&seam.StorageDone{Op: op, Group: seam.QueueGroup(7), Offset: o})
+		r.Invariants()
+	}
+	below := []seam.EpochStart{{Epoch: 1, Offset: 0}}
+	recv(Msg{Prev: 100, PrevEpoch: 1, Start: 50})                              // retain to 50
+	recv(Msg{Prev: 300, PrevEpoch: 1, Start: 300, Reset: true, Epochs: below}) // reseed at 300
+	var recs []record.Record
+	for o := uint64(300); o < 310; o++ {
+		recs = append(recs, record.Record{Epoch: 1, Offset: o, Kind: record.KindPublish, Body: []byte("x")})
+	}
+	recv(Msg{Prev: 300, PrevEpoch: 1, Start: 305, Records: recs})              // retain to 305
+	recv(Msg{Prev: 500, PrevEpoch: 1, Start: 500, Reset: true, Epochs: below}) // reseed at 500
+	retains, reseeds := 0, 0
+	for _, op := range ops {
+		switch op {
+		case seam.OpRetain:
+			retains++
+		case seam.OpReseed:
+			reseeds++
+		}
+	}
+	if retains != 2 || reseeds != 2 {
+		t.Fatalf("storage ops %v: want two retentions and two reseeds", ops)
+	}
+	done(seam.OpRetain, 0)   // the first, stale
+	done(seam.OpRetain, 256) // the second, stale too: no panic
+	if start, end, _, _ := r.Retained(); start != 500 || end != 500 {
+		t.Fatalf("the log after the stale completions: [%d, %d), want [500, 500)", start, end)
 	}
 }

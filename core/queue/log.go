@@ -32,9 +32,11 @@ type replicaLog struct {
 	// more, a segment's worth): the next retention waits until enough
 	// lies past it, not past the start the storage kept
 	asked uint64
-	// retainStale: a reseed came after the retention in flight: its
-	// completion says nothing of the log any more
-	retainStale bool
+	// retainsStale: retentions a reseed came after while they were in
+	// flight: their completions (the oldest ones to come, in order) say
+	// nothing of the log any more (seed 23000001910: two reseeds, each
+	// after a retention, and the second completion taken as current)
+	retainsStale int
 	truncLow    uint64 // lowest truncation since the sync in flight was issued
 
 	// cache: records [cacheStart, end) kept in memory, a window on
@@ -160,8 +162,8 @@ func (l *replicaLog) retain(to uint64) {
 // records between are still held; a restart finds the log starting there,
 // and a seal must say what a restart finds.
 func (l *replicaLog) retained(start uint64) {
-	if l.retainStale {
-		l.retainStale = false
+	if l.retainsStale > 0 {
+		l.retainsStale--
 		return
 	}
 	if !l.retaining || start > l.start {

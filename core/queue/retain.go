@@ -95,7 +95,8 @@ func (f *follower) followStart(r *Replica, ownerStart uint64) {
 func (f *follower) reseed(r *Replica, start uint64, below []seam.EpochStart) {
 	l := &r.log
 	if l.retaining {
-		l.retaining, l.retainStale = false, true
+		l.retaining = false
+		l.retainsStale++
 	}
 	l.start, l.end, l.syncedEnd, l.asked = start, start, start, start
 	l.truncLow = min(l.truncLow, start)
