@@ -37,7 +37,7 @@ type replicaLog struct {
 	// nothing of the log any more (seed 23000001910: two reseeds, each
 	// after a retention, and the second completion taken as current)
 	retainsStale int
-	truncLow    uint64 // lowest truncation since the sync in flight was issued
+	truncLow     uint64 // lowest truncation since the sync in flight was issued
 
 	// cache: records [cacheStart, end) kept in memory, a window on
 	// cacheBuf that runs to its end (records leave at the front, come in
