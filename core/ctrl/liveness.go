@@ -148,31 +148,29 @@ func (g *Group) heartbeat() {
 }
 
 func (g *Group) peerMessage(in Input) {
-	if len(in.Msg) >= 2 && in.Msg[1] == peerMsgActivate {
-		c, err := decodeActivate(in.Msg)
+	if len(in.Msg) >= 2 && (in.Msg[1] == peerMsgActivate || in.Msg[1] == peerMsgInSync || in.Msg[1] == peerMsgAdmit) {
+		// A request for the leader: decoded exactly, or refused.
+		var err error
+		switch in.Msg[1] {
+		case peerMsgActivate:
+			var c metadata.Command
+			if c, err = decodeActivate(in.Msg); err == nil {
+				g.onActivate(c)
+			}
+		case peerMsgInSync:
+			var r inSyncReq
+			if r, err = decodeInSync(in.Msg); err == nil {
+				g.onInSync(in.From, r)
+			}
+		case peerMsgAdmit:
+			var r admitReq
+			if r, err = decodeAdmit(in.Msg); err == nil {
+				g.onAdmit(in.From, r)
+			}
+		}
 		if err != nil {
 			g.note("refused peer message from %d: %v", in.From, err)
-			return
 		}
-		g.onActivate(c)
-		return
-	}
-	if len(in.Msg) >= 2 && in.Msg[1] == peerMsgInSync {
-		r, err := decodeInSync(in.Msg)
-		if err != nil {
-			g.note("refused peer message from %d: %v", in.From, err)
-			return
-		}
-		g.onInSync(in.From, r)
-		return
-	}
-	if len(in.Msg) >= 2 && in.Msg[1] == peerMsgAdmit {
-		r, err := decodeAdmit(in.Msg)
-		if err != nil {
-			g.note("refused peer message from %d: %v", in.From, err)
-			return
-		}
-		g.onAdmit(in.From, r)
 		return
 	}
 	hb, err := decodeHeartbeat(in.Msg)
