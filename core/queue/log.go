@@ -81,11 +81,16 @@ func (l *replicaLog) appendCached(rec record.Record, cacheBytesMax int64) {
 	l.cache = append(l.cache, rec)
 	l.cacheBytes += int64(len(rec.Body))
 	for l.cacheBytes > cacheBytesMax && len(l.cache) > 1 {
-		l.cacheBytes -= int64(len(l.cache[0].Body))
-		l.cache[0] = record.Record{}
-		l.cache = l.cache[1:]
-		l.cacheStart++
+		l.dropCachedFront()
 	}
+}
+
+// dropCachedFront lets the cache's oldest record go.
+func (l *replicaLog) dropCachedFront() {
+	l.cacheBytes -= int64(len(l.cache[0].Body))
+	l.cache[0] = record.Record{}
+	l.cache = l.cache[1:]
+	l.cacheStart++
 }
 
 // makeRoom gives the cache room for one more record at its back: it moves
@@ -171,6 +176,12 @@ func (l *replicaLog) retained(start uint64) {
 	}
 	l.retaining = false
 	l.start = start
+	// Nothing below the start is read again (a follower that needs it is
+	// reset), so the cache lets it go: held, it would keep the buffer
+	// growing with the whole log's records and their bodies.
+	for len(l.cache) > 0 && l.cacheStart < start {
+		l.dropCachedFront()
+	}
 }
 
 // needSync reports whether a sync should be issued now: unsynced records

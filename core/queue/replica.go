@@ -490,6 +490,9 @@ func (r *Replica) Invariants() {
 	if l.cacheStart+uint64(len(l.cache)) != l.end && len(l.cache) > 0 {
 		panic(fmt.Sprintf("queue %d: cache [%d,+%d) does not end at the log end %d", r.cfg.Queue, l.cacheStart, len(l.cache), l.end))
 	}
+	if len(l.cache) > 0 && l.cacheStart < l.start && !l.retaining {
+		panic(fmt.Sprintf("queue %d: cache [%d,+%d) holds records below the log start %d", r.cfg.Queue, l.cacheStart, len(l.cache), l.start))
+	}
 	for i := 1; i < len(l.epochs); i++ {
 		if l.epochs[i].Epoch <= l.epochs[i-1].Epoch || l.epochs[i].Offset < l.epochs[i-1].Offset {
 			panic(fmt.Sprintf("queue %d: epoch history out of order: %v", r.cfg.Queue, l.epochs))
