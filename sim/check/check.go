@@ -423,6 +423,7 @@ func (q *queueTruth) presize(publishes int) {
 	// of its delivery.
 	offsets := 2*publishes + 64
 	q.confirmed = make(map[uint64]uint64, publishes)
+	q.confirmedEpoch = make(map[uint64]uint64, publishes)
 	q.deliveredAt = make([]deliveredKey, 0, offsets)
 	q.received = make([]receipt, 0, offsets)
 	q.ackRecs = make([]ackSlot, 0, offsets)

@@ -529,6 +529,9 @@ func (w *World) placedApplied(c *metadata.Command) {
 		// Its clients' history, for the linearizability check: publishes,
 		// deliveries and the owner's ack records, presized (a hint).
 		w.history[q.ID] = make([]linear.Op, 0, min(3*w.expectedPublishes(), linearOpsMax))
+		// and the epochs of the internal records seen, by offset (a
+		// publish and an ack record per publish)
+		w.internalSeen[q.ID] = make([]uint64, 0, min(2*w.expectedPublishes()+64, internalOffsetsMax))
 	}
 }
 
