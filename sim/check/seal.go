@@ -156,6 +156,9 @@ func (c *Checker) SourceChosen(atNs int64, node core.NodeID, q core.QueueID, epo
 // recovery copying the source loses nothing confirmed. (The source's seal
 // made it durable and froze it; seal-frozen judges that part.)
 func (c *Checker) sourcesFinal(atNs int64) {
+	// Each queue's confirmed offsets, sorted once: a run with faults
+	// chooses tens of sources over the same table.
+	sorted := map[*queueTruth][]uint64{}
 	for i, s := range c.sources {
 		if slices.ContainsFunc(c.sources[i+1:], func(l *sourceTruth) bool { return l.q == s.q && l.epoch == s.epoch }) {
 			// A later attempt at the same transition chose again (its
@@ -190,7 +193,12 @@ func (c *Checker) sourcesFinal(atNs int64) {
 			}
 			r.disk.Reparse(c.diskOf(s.q, s.node))
 		}
-		for _, o := range sortedOffsets(qt.confirmed) {
+		offsets, ok := sorted[qt]
+		if !ok {
+			offsets = sortedOffsets(qt.confirmed)
+			sorted[qt] = offsets
+		}
+		for _, o := range offsets {
 			if e, ok := qt.confirmedEpoch[o]; ok && e >= seam.EpochBase(s.epoch) {
 				// Confirmed in the recovered assignment's epoch or a later
 				// one: no business of a source of this transition. (By
