@@ -29,7 +29,7 @@ func (c *Checker) AddReplicas(q core.QueueID, nodes []core.NodeID) {
 	}
 	for _, n := range nodes {
 		if qt.replica(n) == nil {
-			qt.reps = append(qt.reps, &replicaTruth{node: n, idx: len(qt.reps), disk: c.newDiskLog(qt.spec.Dir)})
+			qt.reps = append(qt.reps, qt.newReplica(c, n))
 		}
 	}
 }

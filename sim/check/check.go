@@ -73,7 +73,9 @@ type replicaTruth struct {
 	// issued: the records the replica's processes were told to write, by
 	// offset, as the simulator executed the storage effects (appends and
 	// truncations); after a restart, what the recovered log claimed.
-	issued []Ident
+	// (In the queue's identity table, ids.)
+	issued []identRef
+	ids    *identTable
 	// acked: the end of the last sync acknowledged to the core, lowered by
 	// truncations and by losses the log reported at recovery.
 	acked uint64
@@ -141,6 +143,9 @@ type receipt struct {
 
 type queueTruth struct {
 	spec QueueSpec
+	// ids: the identities of the records its replicas were told to write
+	// and hold, interned (ident.go)
+	ids identTable
 	// fenced: a placed queue whose assignment was fenced (or which was
 	// deleted): its replicas need not converge, nor its records reach a
 	// consumer, until recovery (issue 11); what it confirmed must still
@@ -191,15 +196,16 @@ func (q *queueTruth) addSeen(o uint64, id Ident, i int) {
 		q.seen = append(q.seen, seenAt{})
 	}
 	s := &q.seen[o]
+	ref := q.ids.ref(o, id)
 	switch {
-	case s.first.id == id || !s.first.id.Intact():
-		s.first.id = id
+	case s.first.ref == ref || s.first.ref == 0:
+		s.first.ref = ref
 		s.first.mask |= 1 << i
 		return
 	}
 	more := q.seenMoreOf(s)
 	for k := range more {
-		if more[k].id == id {
+		if more[k].ref == ref {
 			more[k].mask |= 1 << i
 			return
 		}
@@ -208,7 +214,7 @@ func (q *queueTruth) addSeen(o uint64, id Ident, i int) {
 		q.seenMore = append(q.seenMore, nil)
 		s.more = int32(len(q.seenMore))
 	}
-	q.seenMore[s.more-1] = append(more, seenCopy{id: id, mask: 1 << i})
+	q.seenMore[s.more-1] = append(more, seenCopy{ref: ref, mask: 1 << i})
 }
 
 // seenMoreOf returns the copies at s beyond its first (rare: a record
@@ -238,12 +244,16 @@ func (q *queueTruth) seenMask(o uint64, id Ident) uint32 {
 		return 0
 	}
 	s := &q.seen[o]
-	if s.first.id == id {
+	ref := q.ids.find(o, id)
+	if ref == 0 {
+		return 0
+	}
+	if s.first.ref == ref {
 		return s.first.mask
 	}
 	more := q.seenMoreOf(s)
 	for k := range more {
-		if more[k].id == id {
+		if more[k].ref == ref {
 			return more[k].mask
 		}
 	}
@@ -255,14 +265,14 @@ func (q *queueTruth) seenMask(o uint64, id Ident) uint32 {
 // not truncate it since. A copy lost later to injected damage keeps its bit:
 // it was made durable, and the fault budget answers for its loss.
 type seenCopy struct {
-	id   Ident
+	ref  identRef // in the queue's ids
 	mask uint32
 }
 
 // seenAt holds the copies seen at one offset: nearly always one record, so
 // the first lives inline, and the others (more: their list in the queue's
 // seenMore, plus one; 0: none) apart, so that the table of every offset
-// costs 40 bytes an offset, not 56.
+// costs 12 bytes an offset, not 20.
 type seenAt struct {
 	first seenCopy
 	more  int32
@@ -333,7 +343,7 @@ type durableReport struct {
 
 type ackRec struct {
 	offset uint64
-	id     Ident
+	ref    identRef // the ack record's identity (at offset, in the queue's ids)
 	// w: the W of the assignment whose owner wrote the ack: the copies it
 	// needed to be confirmed (a later assignment's W may be smaller)
 	w int32
@@ -374,8 +384,13 @@ func (c *Checker) CrossCheckRereads() {
 	}
 }
 
-func (c *Checker) newDiskLog(dir string) *DiskLog {
-	l := NewDiskLog(dir)
+// newReplica returns the truth of q's replica on node, not yet in reps.
+func (q *queueTruth) newReplica(c *Checker, node core.NodeID) *replicaTruth {
+	return &replicaTruth{node: node, idx: len(q.reps), disk: c.newDiskLog(q, q.spec.Dir), ids: &q.ids}
+}
+
+func (c *Checker) newDiskLog(q *queueTruth, dir string) *DiskLog {
+	l := newDiskLog(&q.ids, dir)
 	if c.crossCheck {
 		l.CrossCheck()
 	}
@@ -422,6 +437,7 @@ func (q *queueTruth) presize(publishes int) {
 	// A log holds about two records per publish: the publish and the ack
 	// of its delivery.
 	offsets := 2*publishes + 64
+	q.ids.first = make([]Ident, 0, offsets)
 	q.confirmed = make(map[uint64]uint64, publishes)
 	q.confirmedEpoch = make(map[uint64]uint64, publishes)
 	q.deliveredAt = make([]deliveredKey, 0, offsets)
@@ -429,8 +445,8 @@ func (q *queueTruth) presize(publishes int) {
 	q.ackRecs = make([]ackSlot, 0, offsets)
 	q.seen = make([]seenAt, 0, offsets)
 	for _, r := range q.reps {
-		r.issued = make([]Ident, 0, offsets)
-		r.disk.recs = make([]Ident, 0, offsets)
+		r.issued = make([]identRef, 0, offsets)
+		r.disk.recs = make([]identRef, 0, offsets)
 	}
 }
 
@@ -452,7 +468,7 @@ func (c *Checker) AddQueue(s QueueSpec) {
 	}
 	q := &queueTruth{spec: s, confirmed: map[uint64]uint64{}, confirmedEpoch: map[uint64]uint64{}}
 	for _, n := range s.Replicas {
-		r := &replicaTruth{node: n, idx: len(q.reps), disk: c.newDiskLog(s.Dir)}
+		r := q.newReplica(c, n)
 		q.reps = append(q.reps, r)
 		if n == s.Owner {
 			q.owner = r
@@ -529,7 +545,7 @@ func (c *Checker) Appended(node core.NodeID, q core.QueueID, recs []record.Recor
 		if recs[i].Offset != uint64(len(r.issued)) {
 			panic(fmt.Sprintf("check: n%d q%d appended offset %d at issued end %d", node, q, recs[i].Offset, len(r.issued)))
 		}
-		r.issued = append(r.issued, IdentOf(&recs[i]))
+		r.issued = append(r.issued, r.ids.ref(recs[i].Offset, IdentOf(&recs[i])))
 	}
 	if r.injected {
 		// Records written after the damage lie past it in the log, which
@@ -601,15 +617,15 @@ func (c *Checker) SyncAcked(atNs int64, node core.NodeID, q core.QueueID, offset
 	// and retention-settled judged it: a follower may delete what it
 	// appended before its sync, all below its owner's start.)
 	for o := max(min(r.verified, offset), min(r.disk.Start(), offset)); o < offset; o++ {
-		if got := r.disk.At(o); got != r.issued[o] {
-			_, _, mask := qt.holders(o, r.issued[o])
+		if got, want := r.disk.At(o), r.issuedAt(o); got != want {
+			_, _, mask := qt.holders(o, want)
 			c.fail("sync-durable", atNs, "n%d q=%d: a sync acknowledged up to o=%d, but the disk durably holds %s at o=%d, not the record written (%s)%s; n%d's completion is the next trace line; replicas seen to hold the record durably:%s",
-				node, q, offset, got, o, r.issued[o], noteOf(r.disk), node, qt.names(mask))
+				node, q, offset, got, o, want, noteOf(r.disk), node, qt.names(mask))
 			offset = o
 			break
 		}
 		if !away {
-			qt.addSeen(o, r.issued[o], r.idx)
+			qt.addSeen(o, r.issuedAt(o), r.idx)
 		}
 	}
 	r.verified = max(r.verified, offset)
@@ -694,7 +710,7 @@ func (c *Checker) Recovered(atNs int64, node core.NodeID, q core.QueueID, st cor
 	qt := c.queue(q)
 	for o := uint64(0); o < st.End; o++ {
 		id := r.disk.At(o)
-		r.issued = append(r.issued, id)
+		r.issued = append(r.issued, r.ids.ref(o, id))
 		if o >= r.verified && !(c.away != nil && c.away(q, node)) {
 			qt.addSeen(o, id, r.idx) // records Open made durable
 		}
@@ -782,10 +798,14 @@ func (c *Checker) Reported(atNs int64, node core.NodeID, q core.QueueID, end uin
 // ownerIssued returns the identity of the record the owner wrote at o.
 func (q *queueTruth) ownerIssued(o uint64) Ident {
 	if o < uint64(len(q.owner.issued)) {
-		return q.owner.issued[o]
+		return q.owner.issuedAt(o)
 	}
 	return Ident{}
 }
+
+// issuedAt returns the identity of the record r was told to write at o
+// (within issued).
+func (r *replicaTruth) issuedAt(o uint64) Ident { return r.ids.id(o, r.issued[o]) }
 
 // --- the client side ---
 
@@ -797,7 +817,7 @@ func (c *Checker) AckAppended(q core.QueueID, node core.NodeID, o uint64, id Ide
 	if node != qt.spec.Owner {
 		return
 	}
-	qt.addAck(acked, ackRec{offset: o, id: id, w: int32(qt.spec.W)})
+	qt.addAck(acked, ackRec{offset: o, ref: qt.ids.ref(o, id), w: int32(qt.spec.W)})
 }
 
 // PublishStarted records a publish attempt whose body has n bytes.
@@ -958,7 +978,7 @@ func (c *Checker) DeliverEmitted(atNs int64, q core.QueueID, o uint64, key uint6
 		// A duplicate must be a redelivery of an unacked record: no ack of
 		// it may be confirmed (durable on W replicas) already.
 		qt.eachAck(o, func(a ackRec) {
-			if n, ownerHas, mask := qt.holders(a.offset, a.id); ownerHas && n >= int(a.w) {
+			if n, ownerHas, mask := qt.holders(a.offset, qt.ids.id(a.offset, a.ref)); ownerHas && n >= int(a.w) {
 				c.fail("redeliver-acked", atNs, "q=%d o=%d delivered again after its ack (record %d, held by%s) was confirmed", q, o, a.offset, qt.names(mask))
 			}
 		})

@@ -142,7 +142,8 @@ func (seg *diskSeg) next() uint64 { return seg.base + uint64(len(seg.locs)) }
 // full read after each such event.
 type DiskLog struct {
 	dir  string
-	recs []Ident // recs[o] for o in [0, len(recs)); none below start
+	ids  *identTable // the identities recs name (its queue's)
+	recs []identRef  // recs[o] for o in [0, len(recs)); none below start
 	// start: the log's durable start (its START file, retention; 0
 	// without one): segments below it are outside the log
 	start uint64
@@ -183,7 +184,7 @@ func (l *DiskLog) CrossCheck() {
 	if l.shadow != nil {
 		return
 	}
-	sh := NewDiskLog(l.dir)
+	sh := newDiskLog(l.ids, l.dir)
 	sh.fullRereads = true
 	sh.recs = slices.Clone(l.recs)
 	sh.segs = slices.Clone(l.segs)
@@ -217,15 +218,24 @@ const windowBytes = 64 << 10
 func (l *DiskLog) Damaged() bool { return l.damaged }
 
 // NewDiskLog returns the (empty) truth of the log in dir.
-func NewDiskLog(dir string) *DiskLog { return &DiskLog{dir: dir} }
+func NewDiskLog(dir string) *DiskLog { return newDiskLog(&identTable{}, dir) }
+
+// newDiskLog returns the truth of the log in dir, with its identities in
+// ids (its queue's, shared by the queue's replicas and their generations).
+func newDiskLog(ids *identTable, dir string) *DiskLog { return &DiskLog{dir: dir, ids: ids} }
 
 // Start returns the log's durable start (retention).
 func (l *DiskLog) Start() uint64 { return l.start }
 
 // At returns the identity of the intact copy at offset o, if any.
 func (l *DiskLog) At(o uint64) Ident {
+	return l.ids.id(o, l.refAt(o))
+}
+
+// refAt returns the reference to the identity at offset o (0: none).
+func (l *DiskLog) refAt(o uint64) identRef {
 	if o >= uint64(len(l.recs)) || o < l.start {
-		return Ident{}
+		return 0
 	}
 	return l.recs[o]
 }
@@ -233,7 +243,7 @@ func (l *DiskLog) At(o uint64) Ident {
 // Len returns one past the highest offset with an intact copy.
 func (l *DiskLog) Len() uint64 {
 	n := len(l.recs)
-	for n > 0 && !l.recs[n-1].Intact() {
+	for n > 0 && l.recs[n-1] == 0 {
 		n--
 	}
 	return uint64(n)
@@ -243,7 +253,7 @@ func (l *DiskLog) Len() uint64 {
 // log's start.
 func (l *DiskLog) Prefix() uint64 {
 	for o := l.start; o < uint64(len(l.recs)); o++ {
-		if !l.recs[o].Intact() {
+		if l.recs[o] == 0 {
 			return o
 		}
 	}
@@ -342,12 +352,12 @@ func (l *DiskLog) reparse(d Disk) {
 				// A frame valid when last read (its identity is there: the
 				// segments' offsets are disjoint, so no other frame put it)
 				// whose bytes did not change since is valid still.
-				if !all && o < uint64(len(l.recs)) && l.recs[o].Intact() && !l.changedIn(loc.pos, loc.pos+dFrameHeader+int64(loc.n)) {
+				if !all && o < uint64(len(l.recs)) && l.recs[o] != 0 && !l.changedIn(loc.pos, loc.pos+dFrameHeader+int64(loc.n)) {
 					l.skipped++
 					continue
 				}
 				if o < uint64(len(l.recs)) {
-					l.recs[o] = Ident{}
+					l.recs[o] = 0
 				}
 			}
 			fr, err := l.read(d, seg, loc.pos, dFrameHeader+int(loc.n))
@@ -376,7 +386,7 @@ func (l *DiskLog) reparse(d Disk) {
 	if incr {
 		// As a full reading leaves it: nothing past the last valid frame.
 		n := len(l.recs)
-		for n > 0 && !l.recs[n-1].Intact() {
+		for n > 0 && l.recs[n-1] == 0 {
 			n--
 		}
 		l.recs = l.recs[:n]
@@ -824,17 +834,28 @@ func (l *DiskLog) skip(d Disk, seg *diskSeg) bool {
 
 func (l *DiskLog) put(o uint64, id Ident) {
 	for uint64(len(l.recs)) <= o {
-		l.recs = append(l.recs, Ident{})
+		l.recs = append(l.recs, 0)
 	}
-	l.recs[o] = id
+	l.recs[o] = l.ids.ref(o, id)
+}
+
+// sameIdents reports whether a and b (of one length) name the same
+// identities at every offset (their tables may differ).
+func sameIdents(a, b *DiskLog) bool {
+	for o := range a.recs {
+		if a.ids.id(uint64(o), a.recs[o]) != b.ids.id(uint64(o), b.recs[o]) {
+			return false
+		}
+	}
+	return true
 }
 
 // compareDiskLogs describes how two DiskLogs' views differ, "" if not.
 func compareDiskLogs(a, b *DiskLog) string {
 	switch {
-	case !slices.Equal(a.recs, b.recs):
+	case len(a.recs) != len(b.recs) || !sameIdents(a, b):
 		o := 0
-		for o < min(len(a.recs), len(b.recs)) && a.recs[o] == b.recs[o] {
+		for o < min(len(a.recs), len(b.recs)) && a.At(uint64(o)) == b.At(uint64(o)) {
 			o++
 		}
 		return fmt.Sprintf("records differ from offset %d (%d vs %d records): %v vs %v", o, len(a.recs), len(b.recs), a.At(uint64(o)), b.At(uint64(o)))

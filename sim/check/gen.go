@@ -61,7 +61,7 @@ func (c *Checker) followGeneration(qt *queueTruth, r *replicaTruth) (uint64, boo
 		return 0, false
 	}
 	if dir := generationDir(qt.spec.Dir, gen); r.disk.dir != dir {
-		r.disk = c.newDiskLog(dir)
+		r.disk = c.newDiskLog(qt, dir)
 		r.disk.Reparse(d)
 	}
 	return gen, true
@@ -102,7 +102,7 @@ func (c *Checker) Published(atNs int64, node core.NodeID, q core.QueueID, gen, s
 	r.issued = r.issued[:0]
 	for o := uint64(0); o < end; o++ {
 		id := r.disk.At(o)
-		r.issued = append(r.issued, id)
+		r.issued = append(r.issued, r.ids.ref(o, id))
 		qt.addSeen(o, id, r.idx)
 	}
 	r.acked, r.verified = end, end

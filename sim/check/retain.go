@@ -42,7 +42,7 @@ func (c *Checker) Retained(atNs, chosenNs int64, node core.NodeID, q core.QueueI
 	after := r.disk.Start()
 	r.judgedStart = max(r.judgedStart, after)
 	for o := before; o < after && o < uint64(len(r.issued)); o++ {
-		id := r.issued[o]
+		id := r.issuedAt(o)
 		if id.Kind != record.KindPublish {
 			continue
 		}
@@ -83,7 +83,7 @@ func (c *Checker) retainHeld(atNs, chosenNs int64, qt *queueTruth, before, after
 		}
 		r.disk.Reparse(c.diskOf(q, r.node))
 		for o := max(before, r.disk.Start()); o < after && o < uint64(len(qt.owner.issued)); o++ {
-			if want := qt.owner.issued[o]; want.Intact() && r.disk.At(o) != want {
+			if want := qt.owner.issuedAt(o); want.Intact() && r.disk.At(o) != want {
 				c.fail("retention-held", atNs, "q=%d: the owner n%d's durable start moved from %d to %d, but n%d, heard %s before the retention started, durably holds %s at o=%d, not the owner's %s",
 					q, qt.spec.Owner, before, after, r.node, instant(chosenNs-h), r.disk.At(o), o, want)
 				return
@@ -100,7 +100,7 @@ func (c *Checker) Reseeded(node core.NodeID, q core.QueueID, start uint64) {
 	qt.dropSeen(0, r.idx)
 	r.issued = r.issued[:0]
 	for uint64(len(r.issued)) < start {
-		r.issued = append(r.issued, Ident{})
+		r.issued = append(r.issued, 0)
 	}
 	r.acked, r.verified = start, start
 	r.judgedStart = start
@@ -149,7 +149,7 @@ func (c *Checker) Admitted(q core.QueueID, node core.NodeID) {
 	r := c.rep(node, q)
 	r.disk.Reparse(c.diskOf(q, node))
 	for o := r.disk.Start(); o < min(uint64(len(r.issued)), r.verified); o++ {
-		if id := r.disk.At(o); id.Intact() && id == r.issued[o] {
+		if id := r.disk.At(o); id.Intact() && id == r.issuedAt(o) {
 			qt.addSeen(o, id, r.idx)
 		}
 	}
