@@ -85,16 +85,18 @@ const (
 
 // slot is the append pinned at one offset.
 type slot struct {
-	origin origin
-	op     int    // index into ops (-1 for a placeholder)
 	key    uint64 // meaningless for a placeholder
 	callNs int64
 	// retNs is the latest instant the append can take effect: a confirmed
 	// append's return, otherwise the earliest return of any op that must
 	// linearize after it (see pin), which is ops[bound].
-	retNs  int64
-	bound  int
-	client int
+	retNs int64
+	// (Indices into ops fit 32 bits, opsMax: a slot is 40 bytes, not 56,
+	// one per offset of the history.)
+	op     int32 // index into ops (-1 for a placeholder)
+	bound  int32
+	client int32
+	origin origin
 }
 
 // plan is a history whose every append has a known offset: slots[o] is the
@@ -135,9 +137,9 @@ func (p *plan) describeSlot(o int) string {
 		return fmt.Sprintf("the unacknowledged append that must fill offset %d (no op names it; earliest possible call t=%d)", o, s.callNs)
 	}
 	if s.origin == fromObserved {
-		return describe(p.ops, s.op) + fmt.Sprintf(", observed at offset %d", o)
+		return describe(p.ops, int(s.op)) + fmt.Sprintf(", observed at offset %d", o)
 	}
-	return describe(p.ops, s.op)
+	return describe(p.ops, int(s.op))
 }
 
 // pin runs the direct checks and, if they pass, pins every append that took
@@ -185,7 +187,7 @@ func pin(ops []Op) (*plan, string) {
 	appendOf := newIndex(appends)    // key -> index of its append
 	confirmedAt := newIndex(appends) // offset -> index of the confirmed append there
 	p.reads = make([]int, 0, reads)
-	var live int // appends that may have taken effect
+	var live, confirmed int // appends that may have taken effect; of them, confirmed
 	var maxOffset uint64
 	anyNamed := false
 	for i, op := range ops {
@@ -215,6 +217,7 @@ func pin(ops []Op) (*plan, string) {
 					op.Offset, describe(ops, j), describe(ops, i))
 			}
 			confirmedAt.put(op.Offset, i)
+			confirmed++
 			if !anyNamed || op.Offset > maxOffset {
 				maxOffset = op.Offset
 			}
@@ -291,17 +294,18 @@ func pin(ops []Op) (*plan, string) {
 	for o := range n {
 		if c, ok := confirmedAt.get(uint64(o)); ok {
 			op := ops[c]
-			p.slots[o] = slot{origin: fromConfirmed, op: c, key: op.Key, callNs: op.CallNs, retNs: op.ReturnNs, client: op.Client}
+			p.slots[o] = slot{origin: fromConfirmed, op: int32(c), key: op.Key, callNs: op.CallNs, retNs: op.ReturnNs, client: int32(op.Client)}
 			filled[o] = true
 		} else if r, ok := readAt.get(uint64(o)); ok {
 			a, _ := appendOf.get(ops[r].Key) // an Unknown append, by the checks above
 			op := ops[a]
-			p.slots[o] = slot{origin: fromObserved, op: a, key: op.Key, callNs: op.CallNs, client: op.Client}
+			p.slots[o] = slot{origin: fromObserved, op: int32(a), key: op.Key, callNs: op.CallNs, client: int32(op.Client)}
 			filled[o] = true
 		}
 	}
-	// The pool of unobserved Unknown appends, by call instant.
-	var pool []int64
+	// The pool of unobserved Unknown appends, by call instant (at most
+	// the live appends not confirmed).
+	pool := make([]int64, 0, live-confirmed)
 	for _, op := range ops {
 		if op.Kind == Append && op.Outcome == Unknown {
 			if _, seen := keyRead.get(op.Key); !seen {
@@ -350,10 +354,10 @@ func pin(ops []Op) (*plan, string) {
 		if s.origin == fromConfirmed {
 			s.bound = s.op
 		} else {
-			s.retNs, s.bound = need, needOp
+			s.retNs, s.bound = need, int32(needOp)
 		}
 		if s.retNs < need {
-			need, needOp = s.retNs, s.bound
+			need, needOp = s.retNs, int(s.bound)
 		}
 	}
 	return p, ""
@@ -382,7 +386,7 @@ func (p *plan) sweep() string {
 			}
 			// An append without a return of its own is bounded by
 			// an op that must follow it.
-			by := describe(p.ops, s.bound)
+			by := describe(p.ops, int(s.bound))
 			if from[o] == o {
 				return fmt.Sprintf("%s cannot take effect before its call at t=%d, but %s must follow it and returned at t=%d",
 					p.describeSlot(o), t[o], by, s.retNs)
@@ -482,7 +486,7 @@ func (p *plan) porcupine() bool {
 		at[part[o]]++
 		steps[i] = step{base: base[o], offset: uint64(o), key: s.key}
 		history[i] = porcupine.Operation{
-			ClientId: s.client,
+			ClientId: int(s.client),
 			Input:    &steps[i],
 			Call:     s.callNs,
 			Return:   s.retNs,
