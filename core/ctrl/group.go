@@ -570,8 +570,8 @@ func (g *Group) message(in Input) {
 		g.note("refused message from %d: %d bytes, over %d", in.From, len(in.Msg), MsgBytesMax)
 		return
 	}
-	var m pb.Message
-	if err := proto.Unmarshal(in.Msg, &m); err != nil {
+	m, err := decodeMessage(in.Msg)
+	if err != nil {
 		g.note("refused message from %d: %v", in.From, err)
 		return
 	}
@@ -591,7 +591,7 @@ func (g *Group) message(in Input) {
 			return
 		}
 	}
-	if err := g.rn.Step(&m); err != nil {
+	if err := g.rn.Step(m); err != nil {
 		g.note("step %s from %d: %v", m.GetType(), in.From, err)
 		return
 	}

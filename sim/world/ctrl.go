@@ -17,7 +17,6 @@ import (
 	"github.com/sluicemq/sluice/sim/metamem"
 	"github.com/sluicemq/sluice/sim/prng"
 	pb "go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/proto"
 )
 
 // The metadata group in the simulator. The first 1, 3 or 5 brokers (as
@@ -422,16 +421,16 @@ func (w *World) ctrlLeader() *broker {
 // them: a heartbeat or append comes from the leader of its term, and a
 // leader in a later term than an earlier one's is a change of leader.
 func (w *World) ctrlSeen(from core.NodeID, msg []byte) {
-	var m pb.Message
-	if proto.Unmarshal(msg, &m) != nil {
+	typ, t, ok := ctrl.MsgTypeTerm(msg) // allocates nothing: it runs on every send
+	if !ok {
 		return
 	}
-	switch m.GetType() {
+	switch typ {
 	case pb.MsgApp, pb.MsgHeartbeat:
 	default:
 		return
 	}
-	if t := m.GetTerm(); t > w.leaderTerm {
+	if t > w.leaderTerm {
 		if w.leaderTerm != 0 {
 			w.mark(MarkLeaderChange)
 		}
