@@ -616,6 +616,16 @@ func (g *Group) ready() {
 	for g.pend == nil && g.rn.HasReady() {
 		rd := g.rn.Ready()
 		g.readStates(rd.ReadStates)
+		snap := rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot)
+		if len(rd.Entries) == 0 && rd.HardState == nil && !snap {
+			// Nothing to persist (most Readies: a heartbeat's, a
+			// response's): no batch, and the messages go straight out.
+			g.out = g.sends(g.out, rd.Messages)
+			g.apply(rd.CommittedEntries)
+			g.rn.Advance(rd)
+			g.maybeImage()
+			continue
+		}
 		b := &meta.Batch{}
 		for _, e := range rd.Entries {
 			b.Entries = append(b.Entries, toMetaEntry(e))
@@ -623,20 +633,13 @@ func (g *Group) ready() {
 		if rd.HardState != nil {
 			b.HardState = &meta.HardState{Term: rd.HardState.GetTerm(), Vote: rd.HardState.GetVote(), Commit: rd.HardState.GetCommit()}
 		}
-		if rd.Snapshot != nil && !raft.IsEmptySnap(rd.Snapshot) {
+		if snap {
 			// A leader's image, to install: it replaces the log at or
 			// below its index and, once durable, the applied metadata.
 			m := rd.Snapshot.GetMetadata()
 			b.Snapshot = &meta.Snapshot{Index: m.GetIndex(), Term: m.GetTerm(), Data: slices.Clone(rd.Snapshot.GetData())}
 		}
-		sends := g.sends(rd.Messages)
-		if b.IsEmpty() {
-			g.out = append(g.out, sends...)
-			g.apply(rd.CommittedEntries)
-			g.rn.Advance(rd)
-			g.maybeImage()
-			continue
-		}
+		sends := g.sends(nil, rd.Messages)
 		g.pend = &pending{firstSeq: g.nextSeq + 1, rd: rd, batches: splitBatch(b), sends: sends}
 		for _, c := range g.pend.batches {
 			g.nextSeq++
@@ -649,19 +652,35 @@ func (g *Group) ready() {
 	}
 }
 
-// sends marshals raft's messages in raft's order, which is deterministic:
-// raft visits peers in sorted id order (tracker.Visit, campaign).
-func (g *Group) sends(ms []*pb.Message) []Effect {
+// sends appends to out the sends of raft's messages, in raft's order,
+// which is deterministic: raft visits peers in sorted id order
+// (tracker.Visit, campaign). The messages of one Ready are marshalled into
+// one new array (one allocation, not one per message); each effect's Msg
+// is its own part of it, capped, and nothing else writes to the array.
+func (g *Group) sends(out []Effect, ms []*pb.Message) []Effect {
+	if len(ms) == 0 {
+		return out
+	}
 	opt := proto.MarshalOptions{Deterministic: true}
-	out := make([]Effect, 0, len(ms))
+	total := 0
+	for _, m := range ms {
+		total += opt.Size(m)
+	}
+	// (Were a size short, MarshalAppend would move on to a larger
+	// array; the earlier messages keep theirs.)
+	arena := make([]byte, 0, total)
+	out = slices.Grow(out, len(ms))
 	for _, m := range ms {
 		if m.GetTo() == g.cfg.ID {
 			panic(fmt.Sprintf("ctrl: raft sent %s to itself", m.GetType()))
 		}
-		bs, err := opt.Marshal(m)
+		start := len(arena)
+		var err error
+		arena, err = opt.MarshalAppend(arena, m)
 		if err != nil {
 			panic(err)
 		}
+		bs := arena[start:len(arena):len(arena)]
 		if len(bs) > MsgBytesMax {
 			panic(fmt.Sprintf("ctrl: %s of %d bytes, over MsgBytesMax", m.GetType(), len(bs)))
 		}
