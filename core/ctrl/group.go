@@ -173,6 +173,8 @@ type Group struct {
 	// so that a leader taking office acts on what it saw as a follower
 	lost    []lostPeer
 	placing []placed // the leader's last placement proposals, by queue
+	// loadsBuf: loads' slice, reused from one placement check to the next
+	loadsBuf loads
 	// the follower-loss hold (hold.go): when each broker's process left
 	// the live set, as this replica applied it; the queues the leader's
 	// placement holds; its counters

@@ -164,9 +164,12 @@ func (l loads) add(ms *metadata.Members, owner seam.NodeID) {
 	}
 }
 
-// loads returns the load of every live, undrained broker, by node.
+// loads returns the load of every live, undrained broker, by node. The
+// slice is g.loadsBuf, reused by the next call: placementCheck's, which
+// keeps nothing of it (choose copies what it picks). Its length is bounded
+// by the brokers (metadata.BrokersMax).
 func (g *Group) loads() loads {
-	var l loads
+	l := g.loadsBuf[:0]
 	for _, b := range g.md.Brokers() {
 		if b.Live && !b.Draining {
 			l = append(l, brokerLoad{node: b.Node})
@@ -177,6 +180,7 @@ func (g *Group) loads() loads {
 			l.add(&q.Assignment.Members, q.Assignment.Owner)
 		}
 	}
+	g.loadsBuf = l
 	return l
 }
 
