@@ -53,6 +53,9 @@ type inSync struct {
 	nextCheckNs int64         // the next removal check
 	wanted      []seam.NodeID // the last set asked for
 	askedNs     int64         // when it was asked for
+	// wantBuf is InSyncWanted's result, reused by its next call (the
+	// owner and its peers: at most a queue's members)
+	wantBuf []seam.NodeID
 }
 
 // SetInSync gives the committed in-sync set (ascending), its version and
@@ -182,7 +185,8 @@ func (o *owner) belowMinInSync() string {
 // version of the committed set it asks from, when it differs from the
 // committed one (or withdraws a follower asked back that no longer
 // qualifies) and was not asked for within the last lag/2 (a request may
-// be lost; the controller ignores a stale one).
+// be lost; the controller ignores a stale one). want is valid until the
+// next call: it is the replica's buffer, not the caller's.
 func (r *Replica) InSyncWanted() (want []seam.NodeID, version uint64, ok bool) {
 	o, s := r.owner, &r.inSync
 	if o == nil || !o.ready || !s.tracking || r.fenced != "" || r.failed {
@@ -193,7 +197,7 @@ func (r *Replica) InSyncWanted() (want []seam.NodeID, version uint64, ok bool) {
 	if check {
 		s.nextCheckNs = now + max(s.lagNs/2, 1)
 	}
-	want = []seam.NodeID{r.x.Node}
+	want = append(s.wantBuf[:0], r.x.Node)
 	for i := range o.peers {
 		p := &o.peers[i]
 		in := slices.Contains(s.committed, p.node)
@@ -205,6 +209,7 @@ func (r *Replica) InSyncWanted() (want []seam.NodeID, version uint64, ok bool) {
 		}
 	}
 	slices.Sort(want)
+	s.wantBuf = want
 	if slices.Equal(want, s.committed) {
 		withdraw := false
 		for _, n := range s.askedBack {
