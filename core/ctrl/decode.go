@@ -10,16 +10,16 @@ import (
 // allocations: raft v3.7's generated types keep every optional scalar
 // behind a pointer, and proto.Unmarshal allocates each one (a heartbeat is
 // five or six allocations, an append four more per entry). This decoder
-// allocates the message and its scalars in one box, and a message's
-// entries in three slices (boxes, pointers, data bytes) however many.
+// allocates the message and its scalars in one box, a message's entries in
+// two slices (boxes, pointers) however many, and one copy of the entries'
+// data and the context.
 //
 // It takes only what raft sends to peers (the scalars, the entries and the
 // context of a read's heartbeat, each with the wire type its field
 // declares, and the enums' known values); anything else (a snapshot,
-// responses, an unknown field, a wire type
-// that does not match, malformed bytes) goes to proto.Unmarshal, so the
-// result and the error text are proto's own. FuzzDecodeMessage holds the
-// two to agreement.
+// responses, an unknown field, a wire type that does not match, malformed
+// bytes) goes to proto.Unmarshal, so the result and the error text are
+// proto's own. FuzzDecodeMessage holds the two to agreement.
 
 // msgFields are the scalars of one message, as scanned.
 type msgFields struct {
