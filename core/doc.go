@@ -43,7 +43,11 @@
 //     driver does not repair it: the core answers with an OpDiscard effect.
 //  2. Call Step with one input at a time, with a NowNs that never decreases,
 //     and start the returned effects in the order given before the next Step
-//     (their byte slices are valid until then).
+//     (their byte slices are valid until then: a driver that keeps a body,
+//     a delivery on its way to a consumer, copies it). The input's byte
+//     slices are the driver's again once Step returns: the core copies
+//     what it keeps (a publish's body, into its record cache's arena), so
+//     a driver may reuse a request's buffer for the next one.
 //  3. Execute the storage effects of one log strictly in order: each starts
 //     after the previous one completed. Return the completion of every
 //     sync, read, verify, seal (OpSeal: the log's seal receipt stored

@@ -46,6 +46,8 @@ type replicaLog struct {
 	cacheBuf   []record.Record
 	cacheStart uint64
 	cacheBytes int64
+	// bodies holds the cached records' bodies (bodies.go)
+	bodies bodyArena
 }
 
 func (l *replicaLog) restore(st *seam.LogState) {
@@ -68,9 +70,10 @@ func (l *replicaLog) noteEpoch(e, offset uint64) bool {
 	return true
 }
 
-// appendCached appends rec at the end and keeps it in memory within
-// cacheBytesMax.
-func (l *replicaLog) appendCached(rec record.Record, cacheBytesMax int64) {
+// appendCached appends rec at the end and keeps it in memory, its body
+// copied, within cacheBytesMax; it returns the record as kept. step is the
+// Step under way (seam.Out.Steps).
+func (l *replicaLog) appendCached(rec record.Record, cacheBytesMax int64, step uint64) record.Record {
 	if rec.Offset != l.end {
 		panic(fmt.Sprintf("queue: append at %d, log end %d", rec.Offset, l.end))
 	}
@@ -78,11 +81,16 @@ func (l *replicaLog) appendCached(rec record.Record, cacheBytesMax int64) {
 	if len(l.cache) == cap(l.cache) {
 		l.makeRoom()
 	}
+	rec.Body = l.bodies.keep(rec.Offset, rec.Body, step)
 	l.cache = append(l.cache, rec)
 	l.cacheBytes += int64(len(rec.Body))
-	for l.cacheBytes > cacheBytesMax && len(l.cache) > 1 {
-		l.dropCachedFront()
+	if l.cacheBytes > cacheBytesMax && len(l.cache) > 1 {
+		for l.cacheBytes > cacheBytesMax && len(l.cache) > 1 {
+			l.dropCachedFront()
+		}
+		l.bodies.release(l.cacheStart, step)
 	}
+	return rec
 }
 
 // dropCachedFront lets the cache's oldest record go.
@@ -166,7 +174,7 @@ func (l *replicaLog) retain(to uint64) {
 // at most where it was asked to (the storage keeps whole segments). The
 // records between are still held; a restart finds the log starting there,
 // and a seal must say what a restart finds.
-func (l *replicaLog) retained(start uint64) {
+func (l *replicaLog) retained(start uint64, step uint64) {
 	if l.retainsStale > 0 {
 		l.retainsStale--
 		return
@@ -182,6 +190,7 @@ func (l *replicaLog) retained(start uint64) {
 	for len(l.cache) > 0 && l.cacheStart < start {
 		l.dropCachedFront()
 	}
+	l.bodies.release(l.cacheStart, step)
 }
 
 // needSync reports whether a sync should be issued now: unsynced records

@@ -19,11 +19,11 @@ func TestRetentionEmptiesTheCacheBelowTheStart(t *testing.T) {
 	r.Restore(&seam.LogState{Group: seam.QueueGroup(7)})
 	l := &r.log
 	for o := range uint64(10) {
-		l.appendCached(record.Record{Epoch: 1, Offset: o, Kind: record.KindPublish, Body: []byte("body")}, 1<<20)
+		l.appendCached(record.Record{Epoch: 1, Offset: o, Kind: record.KindPublish, Body: []byte("body")}, 1<<20, 1)
 	}
 	l.retain(6)
-	r.Invariants() // in flight: the records below 6 may still be held
-	l.retained(4)  // the storage kept the segment from 4 on
+	r.Invariants()   // in flight: the records below 6 may still be held
+	l.retained(4, 2) // the storage kept the segment from 4 on
 	r.Invariants()
 	if l.cacheStart != 4 || len(l.cache) != 6 || l.cacheBytes != 6*4 || l.cached(3) != nil || l.cached(4) == nil {
 		t.Fatalf("cache [%d,+%d) of %d bytes after a retention to 4, want [4,+6) of 24", l.cacheStart, len(l.cache), l.cacheBytes)

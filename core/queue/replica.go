@@ -27,20 +27,16 @@ type Ctx struct {
 	// msg is the scratch every message is decoded into: its records and
 	// bodies are valid during the step only.
 	msg Msg
-	// acks is a chunk the bodies of ack records are carved from.
-	acks []byte
+	// ack is the scratch the body of an ack record is built in: the
+	// cache keeps a copy (bodies.go).
+	ack [record.AckBodyBytes]byte
 }
 
-// ackBody returns the body of the ack record of offset o, carved from a
-// chunk: an ack per delivery need not cost an allocation each.
+// ackBody returns the body of the ack record of offset o, valid until the
+// next call.
 func (x *Ctx) ackBody(o uint64) []byte {
-	if len(x.acks) < record.AckBodyBytes {
-		x.acks = make([]byte, 1024*record.AckBodyBytes)
-	}
-	b := x.acks[:record.AckBodyBytes:record.AckBodyBytes]
-	x.acks = x.acks[record.AckBodyBytes:]
-	binary.LittleEndian.PutUint64(b, o)
-	return b
+	binary.LittleEndian.PutUint64(x.ack[:], o)
+	return x.ack[:]
 }
 
 // Read tags say who asked for a storage read: the kind in the high bits, a
@@ -194,7 +190,7 @@ func (r *Replica) OnStorage(d *seam.StorageDone) {
 		case seam.OpSync:
 			r.log.synced(d.Offset)
 		case seam.OpRetain:
-			r.log.retained(d.Offset) // a seal reports where the log starts
+			r.log.retained(d.Offset, r.x.Out.Steps) // a seal reports where the log starts
 		}
 		return
 	}
@@ -212,7 +208,7 @@ func (r *Replica) OnStorage(d *seam.StorageDone) {
 	case seam.OpVerify:
 		r.scrub.onVerified(r, d)
 	case seam.OpRetain:
-		r.log.retained(d.Offset)
+		r.log.retained(d.Offset, r.x.Out.Steps)
 	case seam.OpAppend, seam.OpTruncate, seam.OpDiscard, seam.OpRepaired, seam.OpReseed:
 		// Ordering is the driver's duty; nothing to learn from success.
 	default:
@@ -422,7 +418,7 @@ func (r *Replica) send(to seam.NodeID, m Msg) {
 // appendLocal appends one record the owner writes (or fetched).
 func (r *Replica) appendLocal(rec record.Record) {
 	r.noteEpoch(rec.Epoch, rec.Offset)
-	r.log.appendCached(rec, r.x.Lim.CacheBytesMax)
+	rec = r.log.appendCached(rec, r.x.Lim.CacheBytesMax, r.x.Out.Steps)
 	r.storage(seam.Effect{Op: seam.OpAppend, Records: r.x.Out.Record(rec)})
 	r.ensureSync()
 }

@@ -17,10 +17,15 @@ type Out struct {
 	// recs holds the records of the step's storage effects (Record), as
 	// buf holds its messages' bytes.
 	recs []record.Record
+	// Steps counts the Steps begun (Resets): memory a group freed in one
+	// Step may still be named by that Step's effects, and is reused only
+	// from the next one on.
+	Steps uint64
 }
 
 // Reset empties the buffer for the next Step.
 func (o *Out) Reset() {
+	o.Steps++
 	clear(o.Effects)
 	o.Effects = o.Effects[:0]
 	o.buf = o.buf[:0]

@@ -131,6 +131,12 @@ func (env *brokerEnv) Client(eff *core.Effect) {
 	c.replyAt = at
 	e := w.schedule1(at, evReply)
 	e.inc, e.eff, e.t0 = uint64(eff.Client), *eff, w.now
+	if eff.Kind == core.EfDeliver {
+		// The effect's body is the broker's until its next step: the
+		// connection carries a copy, as a socket's buffer would, given
+		// back once the consumer took it.
+		e.eff.Body = append(w.frames.get(len(eff.Body)), eff.Body...)
+	}
 }
 
 // StartStorage lets a storage effect start. Appends, truncations, discards

@@ -1,6 +1,10 @@
 package world
 
-import "math/bits"
+import (
+	"math/bits"
+
+	"github.com/sluicemq/sluice/core"
+)
 
 // framePool recycles the byte buffers of peer frames: a run sends hundreds
 // of thousands, each alive only until it is delivered (or dropped). Buffers
@@ -43,21 +47,20 @@ func (p *framePool) put(b []byte) {
 	p.free[c] = append(p.free[c], b[:0])
 }
 
-// bodyArena carves publish bodies out of larger zeroed chunks: a body lives
-// as long as the broker or the checkers hold it, and the chunk with it.
-type bodyArena struct{ chunk []byte }
-
-const bodyChunkBytes = 256 << 10
-
-// take returns n zero bytes of their own.
-func (a *bodyArena) take(n int) []byte {
-	if n > bodyChunkBytes/4 {
-		return make([]byte, n)
-	}
-	if len(a.chunk) < n {
-		a.chunk = make([]byte, bodyChunkBytes)
-	}
-	b := a.chunk[:n:n]
-	a.chunk = a.chunk[n:]
+// publishBody returns a publish's body of n zero bytes, from the frame
+// pool: the broker's core copies what it keeps of a request (core/doc.go),
+// so the body goes back to the pool once the request's step ran
+// (putPublishBody), or once the request is lost with its process.
+func (w *World) publishBody(n int) []byte {
+	b := w.frames.get(n)[:n]
+	clear(b)
 	return b
+}
+
+// putPublishBody gives back the body of e if e is a publish request.
+func (w *World) putPublishBody(e *event) {
+	if e.kind == evRequest && e.req.Kind == core.ReqPublish {
+		w.frames.put(e.req.Body)
+		e.req.Body = nil
+	}
 }

@@ -165,7 +165,7 @@ func (w *World) placedSend(p *placedPub) {
 		p.seq++
 		p.key = uint64(1000+p.idx)<<40 | p.seq
 		n := int(w.rCtrl.Range(int64(w.prof.BodyBytesMin), int64(w.prof.BodyBytesMax)))
-		body := make([]byte, max(n, 8))
+		body := w.publishBody(max(n, 8))
 		binary.LittleEndian.PutUint64(body, p.key)
 		w.checker.PublishStarted(p.key, len(body))
 		req = core.Request{Kind: core.ReqPublish, ID: p.reqs, Queue: p.queue, Body: body}

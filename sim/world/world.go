@@ -199,7 +199,6 @@ type World struct {
 	lostHeld map[lostKey]bool
 
 	frames framePool
-	bodies bodyArena
 	// replyScratch decodes append-replies for the checker's evidence
 	replyScratch queue.Msg
 
@@ -464,6 +463,7 @@ func (w *World) handle(e *event) {
 	if b := w.target(e); b != nil {
 		if !b.up || (e.kind != evMsg && b.inc != e.inc) {
 			w.frames.put(e.data)
+			w.putPublishBody(e)
 			return // for a process that is gone
 		}
 		if b.paused {
@@ -495,10 +495,14 @@ func (w *World) handle(e *event) {
 		w.brokers[e.node].host.Tick(w.now, e.at)
 	case evRequest:
 		w.brokers[e.node].host.Request(w.now, core.ClientID(e.from), e.req)
+		w.putPublishBody(e) // the core kept a copy of what it keeps
 	case evClientGone:
 		w.brokers[e.node].host.ClientGone(w.now, core.ClientID(e.from))
 	case evReply:
 		w.clientReceive(e)
+		if e.eff.Kind == core.EfDeliver {
+			w.frames.put(e.eff.Body) // the copy the connection carried (Client)
+		}
 	case evPublish:
 		w.publish(w.clients[e.cli])
 	case evAck:
@@ -988,7 +992,7 @@ func (w *World) publish(c *client) {
 	c.seq++
 	key := publishKey(c, c.seq)
 	n := int(w.rCli.Range(int64(w.prof.BodyBytesMin), int64(w.prof.BodyBytesMax)))
-	body := w.bodies.take(n)
+	body := w.publishBody(n)
 	binary.LittleEndian.PutUint64(body, key)
 	c.reqID++
 	op := w.record(c.queue, linear.Op{Kind: linear.Append, Client: int(c.idx), CallNs: w.now, Key: key, Outcome: linear.Unknown})
