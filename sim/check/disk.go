@@ -172,6 +172,7 @@ type DiskLog struct {
 	changed     []changedSpan // scratch: the ranges changed in one segment
 	ranges      []offRange    // scratch: segsDisjoint's
 	skipped     int           // frames a Reparse did not read again (tests)
+	freeLocs    [][]frameLoc  // tables of segments gone, to reuse (giveLocs)
 	// shadow, when set (CrossCheck), reads everything on every reread
 	// and must agree after each.
 	shadow *DiskLog
@@ -273,6 +274,7 @@ func (l *DiskLog) Cut(end uint64) {
 	for i := range l.segs {
 		seg := &l.segs[i]
 		if seg.base >= end && !(seg.base == 0 && end == 0) {
+			l.giveLocs(seg.locs)
 			continue // removed by the truncation
 		}
 		if keep := end - seg.base; uint64(len(seg.locs)) > keep {
@@ -662,6 +664,7 @@ func (l *DiskLog) setStart(start uint64) {
 	k := 0
 	for i := range l.segs {
 		if l.segs[i].base < start {
+			l.giveLocs(l.segs[i].locs)
 			continue
 		}
 		l.segs[k] = l.segs[i]
@@ -671,6 +674,30 @@ func (l *DiskLog) setStart(start uint64) {
 	l.segs = l.segs[:k]
 	l.winSeg = nil
 	clear(l.recs[:min(start, uint64(len(l.recs)))])
+}
+
+// locsKeptMax bounds the frame-location tables kept for reuse.
+const locsKeptMax = 8
+
+// giveLocs keeps the frame locations of a segment that left the log for
+// the next segment found: retention deletes a log's segments from its
+// head as new ones come at its end, and each table is a segment's slots.
+func (l *DiskLog) giveLocs(locs []frameLoc) {
+	if cap(locs) > 0 && len(l.freeLocs) < locsKeptMax {
+		l.freeLocs = append(l.freeLocs, locs[:0])
+	}
+}
+
+// takeLocs returns an empty table kept by giveLocs, or nil.
+func (l *DiskLog) takeLocs() []frameLoc {
+	k := len(l.freeLocs)
+	if k == 0 {
+		return nil
+	}
+	locs := l.freeLocs[k-1]
+	l.freeLocs[k-1] = nil
+	l.freeLocs = l.freeLocs[:k-1]
+	return locs
 }
 
 func (l *DiskLog) setNote(s string) {
@@ -765,6 +792,9 @@ func (l *DiskLog) parseSeg(d Disk, seg *diskSeg) {
 		// A segment holds at most one frame per slot: room for them now
 		// (bounded: the count comes from the disk) rather than growth
 		// frame by frame.
+		if seg.locs == nil {
+			seg.locs = l.takeLocs()
+		}
 		seg.locs = slices.Grow(seg.locs, min(seg.slots, locsPresizeMax))
 	}
 	for !seg.done {
