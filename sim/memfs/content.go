@@ -15,16 +15,32 @@ type chunk = [chunkBytes]byte
 // grown by appends costs its size in chunks, where one contiguous slice
 // doubled and copied as it grew (twice the bytes allocated, all of them
 // copied again at each doubling).
+//
+// A chunk is held by one slot of one content and by nothing else (clone
+// copies, bytePtr's pointer is used at once), so a chunk the content lets
+// go of (a shrink, a chunk cleared whole, release) goes back to the slab
+// for another file.
 type content struct {
 	size   int64
 	chunks []*chunk
-	slab   *chunkSlab // where new chunks come from; nil: one allocation each
+	slab   *chunkSlab // where new chunks come from and go back; nil: one allocation each
+	// freed: the file was freed (FS.free): its chunks are another file's
+	// now, and any use of its contents is a bug that must be loud.
+	freed bool
 }
 
-// chunkSlab hands out zeroed chunks carved from allocations of slabChunks:
-// one allocation per 64 KiB of file contents instead of one per 4 KiB. A
-// slab lives as long as any of its chunks; an FS's files share one.
-type chunkSlab struct{ free []chunk }
+// chunkSlab hands out zeroed chunks: first the chunks that freed files and
+// shrinks gave back (cleared when taken again), else chunks carved from
+// allocations of slabChunks (one allocation per 64 KiB of file contents
+// instead of one per 4 KiB). A slab lives as long as any of its chunks; an
+// FS's files share one.
+type chunkSlab struct {
+	fresh    []chunk  // carved, never handed out
+	recycled []*chunk // given back, dirty; cleared when taken
+	// Counters for Stats: chunks carved from new memory and chunks taken
+	// from the recycled ones.
+	allocated, reused int64
+}
 
 const slabChunks = 16
 
@@ -32,12 +48,47 @@ func (s *chunkSlab) take() *chunk {
 	if s == nil {
 		return new(chunk)
 	}
-	if len(s.free) == 0 {
-		s.free = make([]chunk, slabChunks)
+	if k := len(s.recycled); k > 0 {
+		ch := s.recycled[k-1]
+		s.recycled[k-1] = nil
+		s.recycled = s.recycled[:k-1]
+		clear(ch[:]) // a chunk never written reads as zeros
+		s.reused++
+		return ch
 	}
-	ch := &s.free[0]
-	s.free = s.free[1:]
+	if len(s.fresh) == 0 {
+		s.fresh = make([]chunk, slabChunks)
+	}
+	ch := &s.fresh[0]
+	s.fresh = s.fresh[1:]
+	s.allocated++
 	return ch
+}
+
+// give takes back a chunk no content holds any longer.
+func (s *chunkSlab) give(ch *chunk) {
+	if s != nil && ch != nil {
+		s.recycled = append(s.recycled, ch)
+	}
+}
+
+// mustLive panics if the contents were freed: a use after free must never
+// read or write the chunks that another file now holds.
+func (c *content) mustLive() {
+	if c.freed {
+		panic("memfs: use of a freed file's contents")
+	}
+}
+
+// release gives every chunk back to the slab and leaves the contents
+// freed: every later use panics.
+func (c *content) release() {
+	c.mustLive()
+	for _, ch := range c.chunks {
+		c.slab.give(ch)
+	}
+	clear(c.chunks)
+	c.chunks, c.size, c.freed = nil, 0, true
 }
 
 // chunksFor returns how many chunks hold size bytes.
@@ -46,9 +97,13 @@ func chunksFor(size int64) int { return int((size + chunkBytes - 1) / chunkBytes
 // setSize sets the size; bytes that become visible read as zeros, bytes cut
 // off are gone (the invariant: nothing non-zero at or past size).
 func (c *content) setSize(size int64) {
+	c.mustLive()
 	if size < c.size {
 		c.zero(size, c.size)
 		k := chunksFor(size)
+		for _, ch := range c.chunks[k:] {
+			c.slab.give(ch)
+		}
 		clear(c.chunks[k:])
 		c.chunks = c.chunks[:k]
 	} else if k := chunksFor(size); k > len(c.chunks) {
@@ -66,6 +121,7 @@ func (c *content) setSize(size int64) {
 
 // at returns the chunk holding byte off (off < size), made if it was nil.
 func (c *content) at(off int64) *chunk {
+	c.mustLive()
 	i := off / chunkBytes
 	ch := c.chunks[i]
 	if ch == nil {
@@ -77,6 +133,7 @@ func (c *content) at(off int64) *chunk {
 
 // write copies p to [off, off+len(p)), which must lie within the size.
 func (c *content) write(p []byte, off int64) {
+	c.mustLive()
 	if off < 0 || off+int64(len(p)) > c.size {
 		panic("memfs: write past the size")
 	}
@@ -90,6 +147,7 @@ func (c *content) write(p []byte, off int64) {
 // read copies bytes from off on into p, as many as fit and lie below the
 // size, and returns how many.
 func (c *content) read(p []byte, off int64) int {
+	c.mustLive()
 	if off >= c.size {
 		return 0
 	}
@@ -111,6 +169,7 @@ func (c *content) read(p []byte, off int64) int {
 
 // appendRange appends bytes [lo, hi) (within the size) to dst.
 func (c *content) appendRange(dst []byte, lo, hi int64) []byte {
+	c.mustLive()
 	for lo < hi {
 		k := lo % chunkBytes
 		n := min(hi-lo, chunkBytes-k)
@@ -125,8 +184,10 @@ func (c *content) appendRange(dst []byte, lo, hi int64) []byte {
 }
 
 // zero clears bytes [lo, hi) (hi may pass the size; only chunks held are
-// touched). A chunk cleared whole is dropped: it reads as zeros.
+// touched). A chunk cleared whole is dropped (it reads as zeros) and goes
+// back to the slab.
 func (c *content) zero(lo, hi int64) {
+	c.mustLive()
 	hi = min(hi, int64(len(c.chunks))*chunkBytes)
 	for lo < hi {
 		i := lo / chunkBytes
@@ -135,6 +196,7 @@ func (c *content) zero(lo, hi int64) {
 		if ch := c.chunks[i]; ch != nil {
 			if n == chunkBytes {
 				c.chunks[i] = nil
+				c.slab.give(ch)
 			} else {
 				clear(ch[k : k+n])
 			}
@@ -148,6 +210,7 @@ func (c *content) bytePtr(off int64) *byte { return &c.at(off)[off%chunkBytes] }
 
 // clone returns an independent copy.
 func (c *content) clone() content {
+	c.mustLive()
 	d := content{size: c.size, chunks: make([]*chunk, len(c.chunks))}
 	for i, ch := range c.chunks {
 		if ch != nil {

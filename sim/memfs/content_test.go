@@ -9,11 +9,20 @@ import (
 
 // content must behave as one plain byte slice: random writes, size
 // changes, clears and reads, checked against that model after each one,
-// with the invariant that nothing non-zero lies past the size.
+// with the invariant that nothing non-zero lies past the size. Odd rounds
+// take chunks from a slab, so that the chunks a shrink or a clear gives
+// back are reused (dirty, cleared when taken), by this content and by
+// another one written alongside.
 func TestContentMatchesASlice(t *testing.T) {
 	r := prng.New(7)
+	reused := int64(0)
 	for round := 0; round < 200; round++ {
-		var c content
+		var c, other content
+		if round%2 == 1 {
+			c.slab = &chunkSlab{}
+			other.slab = c.slab
+		}
+		otherModel := []byte{}
 		var model []byte
 		for step := 0; step < 100; step++ {
 			span := int64(3*chunkBytes + 100)
@@ -60,6 +69,27 @@ func TestContentMatchesASlice(t *testing.T) {
 					*d.bytePtr(0) ^= 1
 				}
 			}
+			// The other content takes (and gives back) chunks of the
+			// same slab.
+			if k := r.Int63n(3 * chunkBytes); r.Intn(2) == 0 {
+				other.setSize(k)
+				if k < int64(len(otherModel)) {
+					otherModel = otherModel[:k]
+				} else {
+					otherModel = append(otherModel, make([]byte, k-int64(len(otherModel)))...)
+				}
+			} else if k > 0 {
+				b := byte(1 + r.Intn(255))
+				if k > other.size {
+					other.setSize(k)
+					otherModel = append(otherModel, make([]byte, k-int64(len(otherModel)))...)
+				}
+				other.write(bytes.Repeat([]byte{b}, int(k)), 0)
+				copy(otherModel, bytes.Repeat([]byte{b}, int(k)))
+			}
+			if !bytes.Equal(other.bytes(), otherModel) {
+				t.Fatalf("round %d step %d: the other content differs from its model", round, step)
+			}
 			if c.size != int64(len(model)) || !bytes.Equal(c.bytes(), model) {
 				t.Fatalf("round %d step %d: content differs from the model", round, step)
 			}
@@ -96,5 +126,11 @@ func TestContentMatchesASlice(t *testing.T) {
 				t.Fatalf("round %d step %d: %d chunks for size %d", round, step, len(c.chunks), c.size)
 			}
 		}
+		if c.slab != nil {
+			reused += c.slab.reused
+		}
+	}
+	if reused == 0 {
+		t.Fatal("no chunk was reused")
 	}
 }

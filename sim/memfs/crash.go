@@ -63,10 +63,10 @@ func (fs *FS) crash(r Rand, tear bool) (damagedBytes int64) {
 		keep = r.Intn(len(fs.journal) + 1)
 	}
 	for i := 0; i < keep; i++ {
-		fs.journal[i].apply(fs.dur)
+		fs.apply(&fs.journal[i])
 	}
-	fs.journal = nil
-	fs.durGen++ // the kept prefix changed the durable namespace
+	fs.journal = nil // its references are dropped by crashSweep
+	fs.durGen++      // the kept prefix changed the durable namespace
 
 	// The files that survive, in name order so that r's draws are
 	// deterministic; a file with several names once.
@@ -77,6 +77,7 @@ func (fs *FS) crash(r Rand, tear bool) (damagedBytes int64) {
 		ents := fs.dur[d]
 		for _, name := range slices.Sorted(maps.Keys(ents)) {
 			if n := ents[name]; !n.isDir && !seen[n] {
+				n.c.mustLive() // a durable name refers to it
 				seen[n] = true
 				files = append(files, n)
 			}
@@ -113,6 +114,7 @@ func (fs *FS) crash(r Rand, tear bool) (damagedBytes int64) {
 	}
 	fs.cur = cur
 	fs.gen++
+	fs.crashSweep() // every handle is dead: free what has no durable name
 	return damagedBytes
 }
 

@@ -43,7 +43,15 @@ var _ vfs.File = (*File)(nil)
 // Name returns the name the file was opened under.
 func (f *File) Name() string { return f.name }
 
-func (f *File) live() bool { return !f.closed && f.gen == f.fs.gen }
+// live reports whether the handle may be used. A live handle keeps its
+// file from being freed (node.opens), so its contents must be live too.
+func (f *File) live() bool {
+	if f.closed || f.gen != f.fs.gen {
+		return false
+	}
+	f.n.c.mustLive()
+	return true
+}
 
 // ReadAt implements vfs.File.
 func (f *File) ReadAt(p []byte, off int64) (int, error) {
@@ -212,6 +220,8 @@ func (f *File) Close() error {
 		return errClosed
 	}
 	f.closed = true
+	f.n.opens--
+	f.fs.release(f.n) // an unlinked file lives until its last handle closes
 	return nil
 }
 

@@ -35,6 +35,12 @@ type FS struct {
 	nodeNext  uint64 // id of the next node
 	stamp     uint64 // the latest change stamp (changes.go)
 	slab      chunkSlab
+	// files holds every file node not freed (node.reg is its index), so
+	// that a crash finds the files it leaves unreachable (recycle.go).
+	files []*node
+	// noRecycle: never free a file (the reference the tests compare
+	// recycling with).
+	noRecycle bool
 
 	inj         Injector
 	usage       int64 // sum of footprint over files in cur
@@ -54,6 +60,13 @@ type Stats struct {
 	SyncDirs   int64 // SyncDir calls
 	Truncates  int64 // File.Truncate calls
 	Crashes    int64 // Crash and CrashClean calls
+
+	// Recycling (recycle.go): files freed once unreachable, and the 4 KiB
+	// content chunks carved from new memory or reused from freed files and
+	// shrinks.
+	FilesFreed      int64
+	ChunksAllocated int64
+	ChunksReused    int64
 }
 
 var _ vfs.FS = (*FS)(nil)
@@ -69,6 +82,13 @@ type node struct {
 	undoBuf  []byte   // bytes saved by the pending operations
 	prealloc int64    // bytes reserved by Preallocate
 	links    int      // names in cur referring to this file
+
+	// What else can reach the file (recycle.go): it is freed, its chunks
+	// given back, when links, durLinks, jrefs and opens are all zero.
+	durLinks int // names in dur referring to this file
+	jrefs    int // pending journal operations naming it (n or replaced)
+	opens    int // open handles of the current generation
+	reg      int // index in FS.files
 
 	// synced holds the operations made durable by the most recent
 	// successful Sync that had any (a suffix of that batch, within the
@@ -158,10 +178,13 @@ func (fs *FS) lookupFile(op, name string) (*node, error) {
 	if n.isDir {
 		return nil, fmt.Errorf("memfs: %s %s: %w: %w", op, name, errIsDir, vfs.ErrExist)
 	}
+	n.c.mustLive() // a name refers to it: it cannot have been freed
 	return n, nil
 }
 
 func (fs *FS) newFile(n *node, name string) *File {
+	n.c.mustLive()
+	n.opens++
 	return &File{fs: fs, n: n, name: name, gen: fs.gen}
 }
 
@@ -186,11 +209,10 @@ func (fs *FS) Create(name string) (vfs.File, error) {
 		n.truncate(fs, 0)
 		return fs.newFile(n, name), nil
 	}
-	n := &node{id: fs.nodeNext, c: content{slab: &fs.slab}}
-	fs.nodeNext++
+	n := fs.newNode()
 	ents[base] = n
 	n.links = 1
-	fs.journal = append(fs.journal, dirOp{kind: dirCreate, dir: dir, name: base, n: n})
+	fs.logOp(dirOp{kind: dirCreate, dir: dir, name: base, n: n})
 	return fs.newFile(n, name), nil
 }
 
@@ -234,7 +256,10 @@ func (fs *FS) Remove(name string) error {
 	dir, base := splitName(name)
 	delete(fs.cur[dir], base)
 	fs.unlink(n)
-	fs.journal = append(fs.journal, dirOp{kind: dirRemove, dir: dir, name: base, n: n})
+	fs.logOp(dirOp{kind: dirRemove, dir: dir, name: base, n: n})
+	if testFreeEarly != nil {
+		testFreeEarly(fs, n)
+	}
 	return nil
 }
 
@@ -273,7 +298,7 @@ func (fs *FS) Rename(oldName, newName string) error {
 	if replaced != nil {
 		fs.unlink(replaced)
 	}
-	fs.journal = append(fs.journal, dirOp{
+	fs.logOp(dirOp{
 		kind: dirRename, dir: dstDir, name: dstBase, srcDir: srcDir, srcName: srcBase,
 		n: n, replaced: replaced,
 	})
@@ -306,7 +331,7 @@ func (fs *FS) MkdirAll(dir string) error {
 		fs.nodeNext++
 		fs.cur[parent][base] = n
 		fs.cur[d] = map[string]*node{}
-		fs.journal = append(fs.journal, dirOp{kind: dirMkdir, dir: parent, name: base, n: n})
+		fs.logOp(dirOp{kind: dirMkdir, dir: parent, name: base, n: n})
 	}
 	return nil
 }
@@ -352,8 +377,11 @@ func (op *dirOp) addKeys(dirs map[string]bool, nodes map[*node]bool) {
 	}
 }
 
-// apply replays a journal operation onto a namespace.
-func (op *dirOp) apply(ns map[string]map[string]*node) {
+// apply replays a journal operation onto the durable namespace, counting
+// the durable names of the files (node.durLinks); a file that loses its
+// last reference there is freed.
+func (fs *FS) apply(op *dirOp) {
+	ns := fs.dur
 	ents := ns[op.dir]
 	if ents == nil {
 		// Cannot happen: an operation's directory is made by an earlier
@@ -363,21 +391,49 @@ func (op *dirOp) apply(ns map[string]map[string]*node) {
 	}
 	switch op.kind {
 	case dirCreate:
-		ents[op.name] = op.n
+		fs.setDur(ents, op.name, op.n)
 	case dirRemove:
 		if ents[op.name] == op.n {
-			delete(ents, op.name)
+			fs.setDur(ents, op.name, nil)
 		}
 	case dirRename:
-		if src := ns[op.srcDir]; src != nil && src[op.srcName] == op.n {
-			delete(src, op.srcName)
+		// The target first: the file keeps a durable name throughout.
+		src := ns[op.srcDir]
+		fs.setDur(ents, op.name, op.n)
+		if src != nil && src[op.srcName] == op.n && (op.srcDir != op.dir || op.srcName != op.name) {
+			fs.setDur(src, op.srcName, nil)
 		}
-		ents[op.name] = op.n
 	case dirMkdir:
-		ents[op.name] = op.n
+		fs.setDur(ents, op.name, op.n)
 		if ns[op.n.path] == nil {
 			ns[op.n.path] = map[string]*node{}
 		}
+	}
+}
+
+// setDur sets (n nil: deletes) the durable entry name of ents, keeping
+// the durable link counts; the file it referred to before is freed if
+// nothing else reaches it.
+func (fs *FS) setDur(ents map[string]*node, name string, n *node) {
+	old := ents[name]
+	if old == n {
+		return
+	}
+	if n != nil {
+		ents[name] = n
+		if !n.isDir {
+			n.c.mustLive() // a pending operation names it
+			n.durLinks++
+		}
+	} else {
+		delete(ents, name)
+	}
+	if old != nil && !old.isDir {
+		old.durLinks--
+		if old.durLinks < 0 {
+			panic("memfs: negative durable link count")
+		}
+		fs.release(old)
 	}
 }
 
@@ -415,10 +471,11 @@ func (fs *FS) SyncDir(dir string) error {
 	fs.durGen++
 	kept := fs.journal[:0]
 	for i := range fs.journal {
-		if commit[i] {
-			fs.journal[i].apply(fs.dur)
+		if op := fs.journal[i]; commit[i] {
+			fs.apply(&op)
+			fs.unref(&op) // the operation leaves the journal
 		} else {
-			kept = append(kept, fs.journal[i])
+			kept = append(kept, op)
 		}
 	}
 	clear(fs.journal[len(kept):])
@@ -444,7 +501,11 @@ func (fs *FS) SetCapacity(bytes int64) { fs.capacity = bytes }
 func (fs *FS) Usage() int64 { return fs.usage }
 
 // Stats returns the operation counters.
-func (fs *FS) Stats() Stats { return fs.stats }
+func (fs *FS) Stats() Stats {
+	st := fs.stats
+	st.ChunksAllocated, st.ChunksReused = fs.slab.allocated, fs.slab.reused
+	return st
+}
 
 // reserve checks that growing n's footprint to fp fits the capacity and
 // accounts for it.
@@ -485,6 +546,7 @@ func (fs *FS) lookupDurable(op, name string) (*node, error) {
 	// The checkers read the same durable file again and again: remember the
 	// last one found while the durable namespace stays the same.
 	if c := &fs.durLookup; c.n != nil && c.gen == fs.durGen && c.name == name {
+		c.n.c.mustLive()
 		return c.n, nil
 	}
 	n, err := fs.lookupDurableSlow(op, name)
@@ -514,6 +576,7 @@ func (fs *FS) lookupDurableSlow(op, name string) (*node, error) {
 	if n.isDir {
 		return nil, fmt.Errorf("memfs: %s %s: %w: %w", op, name, errIsDir, vfs.ErrExist)
 	}
+	n.c.mustLive() // a durable name refers to it: it cannot have been freed
 	return n, nil
 }
 
