@@ -40,6 +40,8 @@ type chunkSlab struct {
 	// Counters for Stats: chunks carved from new memory and chunks taken
 	// from the recycled ones.
 	allocated, reused int64
+	// noReuse: give drops the chunks (the tests' reference, FS.noRecycle).
+	noReuse bool
 }
 
 const slabChunks = 16
@@ -67,7 +69,7 @@ func (s *chunkSlab) take() *chunk {
 
 // give takes back a chunk no content holds any longer.
 func (s *chunkSlab) give(ch *chunk) {
-	if s != nil && ch != nil {
+	if s != nil && ch != nil && !s.noReuse {
 		s.recycled = append(s.recycled, ch)
 	}
 }
@@ -87,7 +89,7 @@ func (c *content) release() {
 	for _, ch := range c.chunks {
 		c.slab.give(ch)
 	}
-	clear(c.chunks)
+	clear(c.chunks) // a spare's table holds no chunk (FS.free keeps it)
 	c.chunks, c.size, c.freed = nil, 0, true
 }
 

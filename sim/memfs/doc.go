@@ -20,22 +20,23 @@
 //
 // A file that nothing can ever reach again is freed and its chunks are
 // reused (cleared) by the files written after it, so a run that deletes
-// files, as the segment log's retention does, allocates chunks only for
-// the files alive at once. Reachable means any of: a name in the current
-// namespace; a name in the durable namespace (a crash brings it back); a
-// pending directory operation naming it (a crash may replay it); an open
-// handle of the current generation (an unlinked file stays usable until
-// its last handle is closed; a crash kills every handle). A file is freed
-// at the moment the last of these goes: the directory sync that makes its
-// removal (or the rename over it) durable, the Close of its last handle,
-// or the crash that leaves it without a durable name. Remove and Rename
-// never free by themselves. No exported call hands out a file's bytes by
-// reference (Bytes, DurableBytes and ReadDurable copy), so freeing is
-// invisible: the same operations give the same results with recycling as
+// files, as the segment log's retention does, allocates chunks only for the
+// files alive at once (and the freed file's chunk table, undo and synced
+// buffers and change log serve the next file created). Reachable means any
+// of: a name in the current namespace; a name in the durable namespace (a
+// crash brings it back); a pending directory operation naming it (a crash
+// may replay it); an open handle of the current generation (an unlinked file
+// stays usable until its last handle is closed; a crash kills every handle).
+// A file is freed at the moment the last of these goes: the directory sync
+// that makes its removal (or the rename over it) durable, the Close of its
+// last handle, or the crash that leaves it without a durable name. Remove
+// and Rename never free by themselves. No exported call hands out a file's
+// bytes by reference (Bytes, DurableBytes and ReadDurable copy), so freeing
+// is invisible: the same operations give the same results with recycling as
 // without (TestRecyclingIsInvisible). A freed file is marked and every use
 // of its contents panics; a handle on it is dead (a crash killed it or it
-// was closed) and returns vfs.ErrClosed before touching it. Stats counts
-// the files freed and the chunks allocated and reused (recycle.go).
+// was closed) and returns vfs.ErrClosed before touching it. Stats counts the
+// files freed and the chunks allocated and reused (recycle.go).
 //
 // # What survives a crash
 //

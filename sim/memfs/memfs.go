@@ -37,9 +37,10 @@ type FS struct {
 	slab      chunkSlab
 	// files holds every file node not freed (node.reg is its index), so
 	// that a crash finds the files it leaves unreachable (recycle.go).
-	files []*node
-	// noRecycle: never free a file (the reference the tests compare
-	// recycling with).
+	files  []*node
+	spares []spare // the memory of freed files, for new ones (recycle.go)
+	// noRecycle: never free a file nor reuse a chunk (the reference the
+	// tests compare recycling with; set with slab.noReuse).
 	noRecycle bool
 
 	inj         Injector

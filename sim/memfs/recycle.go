@@ -97,6 +97,20 @@ func (fs *FS) free(n *node) {
 	fs.files[n.reg], last.reg = last, n.reg
 	fs.files[len(fs.files)-1] = nil
 	fs.files = fs.files[:len(fs.files)-1]
+	if len(fs.spares) < sparesMax {
+		sp := spare{
+			chunks: n.c.chunks[:0], undo: n.undo[:0], synced: n.synced[:0],
+			undoBuf: n.undoBuf[:0], syncedBuf: n.syncedBuf[:0],
+			unreadable: n.unreadable[:0], changes: n.changes[:0],
+		}
+		if cap(sp.undoBuf) > undoBufRetainMax { // as syncDone bounds it
+			sp.undoBuf = nil
+		}
+		if cap(sp.syncedBuf) > undoBufRetainMax {
+			sp.syncedBuf = nil
+		}
+		fs.spares = append(fs.spares, sp)
+	}
 	n.c.release()
 	n.undo, n.undoBuf, n.synced, n.syncedBuf = nil, nil, nil, nil
 	n.unreadable, n.changes = nil, nil
@@ -106,11 +120,36 @@ func (fs *FS) free(n *node) {
 	fs.stats.FilesFreed++
 }
 
-// newNode returns a new file node, registered.
+// spare is the bookkeeping memory of a freed file (its chunk table, undo
+// and synced logs and buffers, unreadable ranges, change log), all empty,
+// for the next file created: a file's own slices, never shared, so the
+// freed file lets go of them (free sets its fields to nil).
+type spare struct {
+	chunks             []*chunk
+	undo, synced       []undoOp
+	undoBuf, syncedBuf []byte
+	unreadable         []span
+	changes            []durChange
+}
+
+// sparesMax bounds the spares kept: a run that frees many files at once
+// (a crash) need not keep all their buffers.
+const sparesMax = 8
+
+// newNode returns a new file node, registered, with a spare's memory if
+// there is one.
 func (fs *FS) newNode() *node {
 	n := &node{id: fs.nodeNext, c: content{slab: &fs.slab}, reg: len(fs.files)}
 	fs.nodeNext++
 	fs.files = append(fs.files, n)
+	if k := len(fs.spares); k > 0 {
+		sp := fs.spares[k-1]
+		fs.spares[k-1] = spare{}
+		fs.spares = fs.spares[:k-1]
+		n.c.chunks, n.undo, n.synced = sp.chunks, sp.undo, sp.synced
+		n.undoBuf, n.syncedBuf = sp.undoBuf, sp.syncedBuf
+		n.unreadable, n.changes = sp.unreadable, sp.changes
+	}
 	return n
 }
 

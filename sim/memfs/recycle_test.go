@@ -119,7 +119,7 @@ var (
 
 func newTwin(seed uint64, verify bool) *twin {
 	tw := &twin{a: New(), ref: New(), ra: prng.New(seed ^ 0x5eed), rref: prng.New(seed ^ 0x5eed), verify: verify}
-	tw.ref.noRecycle = true
+	tw.ref.noRecycle, tw.ref.slab.noReuse = true, true
 	for _, fs := range []*FS{tw.a, tw.ref} {
 		fs.SetInjector(InjectorFunc(func(a Access) error {
 			if tw.failAny || (a.Op == OpSync && tw.failSync) {
