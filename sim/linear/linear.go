@@ -446,71 +446,82 @@ const partitionMin = 256
 // then its own call whatever happened below b: nothing below b constrains
 // the ops at or above b (a read of o is constrained only by the appends up
 // to o). The history is therefore linearizable iff each part is, with its
-// offsets counted from its base — porcupine's partition contract.
+// offsets counted from its base (porcupine's partition contract), and
+// each part is handed to porcupine as a history of its own.
 func (p *plan) porcupine() bool {
-	n := len(p.slots) + len(p.reads)
-	base := make([]uint64, len(p.slots)) // partition base of each offset
-	part := make([]int32, len(p.slots))  // partition number of each offset
-	var b uint64
-	parts := int32(0)
+	// starts[k]: partition k's first offset; starts[parts] = len(slots).
+	var starts []int
 	latest := int64(math.MinInt64) // latest call among slots below o
 	for o, s := range p.slots {
-		if o == 0 || (uint64(o)-b >= partitionMin && s.callNs >= latest) {
-			b = uint64(o)
-			parts++
+		if o == 0 || (o-starts[len(starts)-1] >= partitionMin && s.callNs >= latest) {
+			starts = append(starts, o)
 		}
 		latest = max(latest, s.callNs)
-		base[o], part[o] = b, parts-1
 	}
-	// The history is laid out partition by partition (each one's appends
-	// in offset order, then its reads in history order, as partition
-	// would group them), so that partition hands porcupine slices of it
-	// instead of a copy. at[k]: where partition k's next operation goes.
+	parts := len(starts)
+	starts = append(starts, len(p.slots))
+	partOf := func(o uint64) int {
+		k, found := slices.BinarySearch(starts, int(o))
+		if !found {
+			k--
+		}
+		return k
+	}
+	// The reads, grouped by partition in history order (a counting sort:
+	// at[k] is where partition k's reads begin in byPart).
 	at := make([]int, parts+1)
-	for o := range p.slots {
-		at[part[o]+1]++
-	}
 	for _, r := range p.reads {
-		at[part[p.ops[r].Offset]+1]++
+		at[partOf(p.ops[r].Offset)+1]++
 	}
-	for k := int32(1); k <= parts; k++ {
+	for k := 1; k <= parts; k++ {
 		at[k] += at[k-1]
 	}
-	// The inputs live in one slice and porcupine holds pointers to them:
-	// boxing a pointer in an interface costs no allocation, boxing a step
-	// would cost one per operation.
-	history := make([]porcupine.Operation, n)
-	steps := make([]step, n)
-	for o, s := range p.slots {
-		i := at[part[o]]
-		at[part[o]]++
-		steps[i] = step{base: base[o], offset: uint64(o), key: s.key}
-		history[i] = porcupine.Operation{
-			ClientId: int(s.client),
-			Input:    &steps[i],
-			Call:     s.callNs,
-			Return:   s.retNs,
-		}
-	}
+	byPart := make([]int32, len(p.reads))
+	next := slices.Clone(at[:parts])
+	widest, longest := 0, 0 // the most operations, and slots, of a partition
 	for _, r := range p.reads {
-		op := p.ops[r]
-		i := at[part[op.Offset]]
-		at[part[op.Offset]]++
-		steps[i] = step{read: true, base: base[op.Offset], offset: op.Offset, key: op.Key}
-		history[i] = porcupine.Operation{
-			ClientId: op.Client,
-			Input:    &steps[i],
-			Call:     op.CallNs,
-			Return:   op.ReturnNs,
-		}
+		k := partOf(p.ops[r].Offset)
+		byPart[next[k]] = int32(r)
+		next[k]++
 	}
-	// Likewise the model's states, log lengths within a partition, are
-	// pointers into lengths (lengths[k] == k): no state is boxed.
-	lengths := make([]uint64, len(p.slots)+1)
+	for k := range parts {
+		slots := starts[k+1] - starts[k]
+		widest, longest = max(widest, slots+at[k+1]-at[k]), max(longest, slots)
+	}
+	// Porcupine checks each partition on its own: the history is one
+	// partition at a time, in buffers reused from one to the next (it
+	// keeps nothing of a history once it returns), instead of every
+	// operation at once. Its inputs are pointers into steps (boxing a
+	// pointer in an interface costs no allocation, boxing a step would
+	// cost one per operation), and the model's states, log lengths within
+	// a partition, pointers into lengths (lengths[k] == k).
+	history := make([]porcupine.Operation, 0, widest)
+	steps := make([]step, widest)
+	lengths := make([]uint64, longest+1)
 	for k := range lengths {
 		lengths[k] = uint64(k)
 	}
-	return porcupine.CheckOperations(p.model(lengths), history)
+	m := p.model(lengths)
+	for k := range parts {
+		history = history[:0]
+		base := uint64(starts[k])
+		for o := starts[k]; o < starts[k+1]; o++ {
+			s := &p.slots[o]
+			i := len(history)
+			steps[i] = step{base: base, offset: uint64(o), key: s.key}
+			history = append(history, porcupine.Operation{ClientId: int(s.client), Input: &steps[i], Call: s.callNs, Return: s.retNs})
+		}
+		for _, r := range byPart[at[k]:at[k+1]] {
+			op := &p.ops[r]
+			i := len(history)
+			steps[i] = step{read: true, base: base, offset: op.Offset, key: op.Key}
+			history = append(history, porcupine.Operation{ClientId: op.Client, Input: &steps[i], Call: op.CallNs, Return: op.ReturnNs})
+		}
+		if !porcupine.CheckOperations(m, history) {
+			return false
+		}
+	}
+	return true
 }
 
 // model is the log model over pinned offsets. A state is a pointer to
@@ -518,8 +529,7 @@ func (p *plan) porcupine() bool {
 // every k up to the slots' count), an input a *step.
 func (p *plan) model(lengths []uint64) porcupine.Model {
 	return porcupine.Model{
-		Partition: partition,
-		Init:      func() any { return &lengths[0] },
+		Init: func() any { return &lengths[0] },
 		Step: func(state, input, _ any) (bool, any) {
 			st := state.(*uint64)
 			n := *st
@@ -543,60 +553,4 @@ func (p *plan) model(lengths []uint64) porcupine.Model {
 			return fmt.Sprintf("append(%d) -> %d", in.key, in.offset)
 		},
 	}
-}
-
-// partition splits a history built by porcupine() by partition base, in
-// order of base (the bases of slots are non-decreasing, and every base is
-// some slot's), each part's operations in history order. porcupine() lays
-// the history out part by part: then the parts are slices of it.
-func partition(history []porcupine.Operation) [][]porcupine.Operation {
-	if grouped(history) {
-		var parts [][]porcupine.Operation
-		for i := 0; i < len(history); {
-			j, b := i+1, history[i].Input.(*step).base
-			for j < len(history) && history[j].Input.(*step).base == b {
-				j++
-			}
-			parts = append(parts, history[i:j:j])
-			i = j
-		}
-		return parts
-	}
-	var bases []uint64
-	index := make(map[uint64]int)
-	var counts []int
-	for _, op := range history {
-		b := op.Input.(*step).base
-		i, ok := index[b]
-		if !ok {
-			i = len(bases)
-			index[b] = i
-			bases = append(bases, b)
-			counts = append(counts, 0)
-		}
-		counts[i]++
-	}
-	// One backing array, each partition its exact share of it.
-	all := make([]porcupine.Operation, len(history))
-	parts := make([][]porcupine.Operation, len(bases))
-	at := 0
-	for i, n := range counts {
-		parts[i] = all[at : at : at+n]
-		at += n
-	}
-	for _, op := range history {
-		i := index[op.Input.(*step).base]
-		parts[i] = append(parts[i], op)
-	}
-	return parts
-}
-
-// grouped reports whether the history's partition bases never decrease.
-func grouped(history []porcupine.Operation) bool {
-	for i := 1; i < len(history); i++ {
-		if history[i].Input.(*step).base < history[i-1].Input.(*step).base {
-			return false
-		}
-	}
-	return true
 }

@@ -239,6 +239,17 @@ func TestPorcupineAgrees(t *testing.T) {
 	if !p.porcupine() {
 		t.Fatal("porcupine rejects a generated legal history")
 	}
+	// Porcupine sees every partition: a key changed under the last read
+	// of the history (in its last partitions) makes it reject.
+	last := p.reads[len(p.reads)-1]
+	o := ops[last].Offset
+	if int(o) < 2*partitionMin {
+		t.Fatalf("the generated history's last read is at offset %d, in its first partitions: the test proves nothing", o)
+	}
+	p.slots[o].key++
+	if p.porcupine() {
+		t.Fatalf("porcupine accepts a read of offset %d whose key is not there", o)
+	}
 }
 
 // generate simulates a log under nClients concurrent clients: each op takes
