@@ -46,8 +46,11 @@
 //  3. Ordering, decided twice: an O(n) sweep over offsets (appends take
 //     effect in offset order, each as early as possible) that yields the
 //     explanation, and porcupine with the log model, split into partitions
-//     at offsets no earlier append's call can delay. The two must agree; a
-//     disagreement is reported as a checker bug, not as a verdict.
+//     at offsets no earlier append's call can delay, each handed to
+//     porcupine as a history of its own (built in buffers reused from one
+//     to the next: porcupine's input costs the widest partition, not the
+//     history). The two must agree; a disagreement is reported as a
+//     checker bug, not as a verdict.
 //
 // # Cost and limits
 //
