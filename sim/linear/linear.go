@@ -27,13 +27,13 @@ const (
 
 // Op is one client operation on one queue, with call and return instants (ns).
 type Op struct {
-	Client   int // client index (porcupine ClientId)
 	CallNs   int64
 	ReturnNs int64  // for Unknown appends, ignored (the op may take effect any time after the call, or never)
 	Key      uint64 // Append: the published body's key. Read: the key read
 	Offset   uint64 // Append Confirmed: returned offset. Read: the offset read
-	// Kind and Outcome last: 48 bytes an op, not 56 (a run's history
+	// Client, Kind and Outcome last: 40 bytes an op (a run's history
 	// holds tens of thousands).
+	Client  int32 // client index (porcupine ClientId)
 	Kind    OpKind
 	Outcome Outcome
 }
@@ -294,12 +294,12 @@ func pin(ops []Op) (*plan, string) {
 	for o := range n {
 		if c, ok := confirmedAt.get(uint64(o)); ok {
 			op := ops[c]
-			p.slots[o] = slot{origin: fromConfirmed, op: int32(c), key: op.Key, callNs: op.CallNs, retNs: op.ReturnNs, client: int32(op.Client)}
+			p.slots[o] = slot{origin: fromConfirmed, op: int32(c), key: op.Key, callNs: op.CallNs, retNs: op.ReturnNs, client: op.Client}
 			filled[o] = true
 		} else if r, ok := readAt.get(uint64(o)); ok {
 			a, _ := appendOf.get(ops[r].Key) // an Unknown append, by the checks above
 			op := ops[a]
-			p.slots[o] = slot{origin: fromObserved, op: int32(a), key: op.Key, callNs: op.CallNs, client: int32(op.Client)}
+			p.slots[o] = slot{origin: fromObserved, op: int32(a), key: op.Key, callNs: op.CallNs, client: op.Client}
 			filled[o] = true
 		}
 	}
@@ -335,20 +335,20 @@ func pin(ops []Op) (*plan, string) {
 	// return among ops that must follow them (reads of offsets >= o, appends
 	// at offsets > o).
 	readRet := make([]int64, n)
-	readBy := make([]int, n) // the read returning at readRet
+	readBy := make([]int32, n) // the read returning at readRet
 	for o := range readRet {
 		readRet[o] = inf
 	}
 	for _, r := range p.reads {
 		o := ops[r].Offset
 		if ops[r].ReturnNs < readRet[o] {
-			readRet[o], readBy[o] = ops[r].ReturnNs, r
+			readRet[o], readBy[o] = ops[r].ReturnNs, int32(r)
 		}
 	}
 	need, needOp := inf, -1
 	for o := n - 1; o >= 0; o-- {
 		if r := readRet[o]; r < need {
-			need, needOp = r, readBy[o]
+			need, needOp = r, int(readBy[o])
 		}
 		s := &p.slots[o]
 		if s.origin == fromConfirmed {
@@ -371,9 +371,9 @@ func pin(ops []Op) (*plan, string) {
 // as in porcupine: ops touching at an instant may be ordered either way.)
 func (p *plan) sweep() string {
 	t := make([]int64, len(p.slots))
-	from := make([]int, len(p.slots)) // offset whose call sets t[o]
+	from := make([]int32, len(p.slots)) // offset whose call sets t[o] (offsets fit 32 bits: opsMax)
 	for o, s := range p.slots {
-		t[o], from[o] = s.callNs, o
+		t[o], from[o] = s.callNs, int32(o)
 		if o > 0 && t[o-1] > t[o] {
 			t[o], from[o] = t[o-1], from[o-1]
 		}
@@ -382,17 +382,17 @@ func (p *plan) sweep() string {
 				// from[o] != o: a confirmed append's call precedes
 				// its return (checked in pin).
 				return fmt.Sprintf("%s returned at t=%d, before %s was called (t=%d), which must take effect first",
-					p.describeSlot(o), s.retNs, p.describeSlot(from[o]), t[o])
+					p.describeSlot(o), s.retNs, p.describeSlot(int(from[o])), t[o])
 			}
 			// An append without a return of its own is bounded by
 			// an op that must follow it.
 			by := describe(p.ops, int(s.bound))
-			if from[o] == o {
+			if int(from[o]) == o {
 				return fmt.Sprintf("%s cannot take effect before its call at t=%d, but %s must follow it and returned at t=%d",
 					p.describeSlot(o), t[o], by, s.retNs)
 			}
 			return fmt.Sprintf("%s must take effect by t=%d (%s must follow it), before %s was called (t=%d), which must take effect first",
-				p.describeSlot(o), s.retNs, by, p.describeSlot(from[o]), t[o])
+				p.describeSlot(o), s.retNs, by, p.describeSlot(int(from[o])), t[o])
 		}
 	}
 	for _, r := range p.reads {
@@ -400,7 +400,7 @@ func (p *plan) sweep() string {
 		o := op.Offset
 		if op.ReturnNs < t[o] {
 			return fmt.Sprintf("%s returned at t=%d, but offset %d cannot be filled before t=%d, when %s was called",
-				describe(p.ops, r), op.ReturnNs, o, t[o], p.describeSlot(from[o]))
+				describe(p.ops, r), op.ReturnNs, o, t[o], p.describeSlot(int(from[o])))
 		}
 	}
 	return ""
@@ -515,7 +515,7 @@ func (p *plan) porcupine() bool {
 			op := &p.ops[r]
 			i := len(history)
 			steps[i] = step{read: true, base: base, offset: op.Offset, key: op.Key}
-			history = append(history, porcupine.Operation{ClientId: op.Client, Input: &steps[i], Call: op.CallNs, Return: op.ReturnNs})
+			history = append(history, porcupine.Operation{ClientId: int(op.Client), Input: &steps[i], Call: op.CallNs, Return: op.ReturnNs})
 		}
 		if !porcupine.CheckOperations(m, history) {
 			return false

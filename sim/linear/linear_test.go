@@ -9,19 +9,19 @@ import (
 )
 
 func app(client int, call, ret int64, key, offset uint64) Op {
-	return Op{Kind: Append, Client: client, CallNs: call, ReturnNs: ret, Key: key, Offset: offset, Outcome: Confirmed}
+	return Op{Kind: Append, Client: int32(client), CallNs: call, ReturnNs: ret, Key: key, Offset: offset, Outcome: Confirmed}
 }
 
 func failed(client int, call, ret int64, key uint64) Op {
-	return Op{Kind: Append, Client: client, CallNs: call, ReturnNs: ret, Key: key, Outcome: Failed}
+	return Op{Kind: Append, Client: int32(client), CallNs: call, ReturnNs: ret, Key: key, Outcome: Failed}
 }
 
 func unknown(client int, call int64, key uint64) Op {
-	return Op{Kind: Append, Client: client, CallNs: call, ReturnNs: call + 1, Key: key, Outcome: Unknown}
+	return Op{Kind: Append, Client: int32(client), CallNs: call, ReturnNs: call + 1, Key: key, Outcome: Unknown}
 }
 
 func read(client int, call, ret int64, offset, key uint64) Op {
-	return Op{Kind: Read, Client: client, CallNs: call, ReturnNs: ret, Key: key, Offset: offset}
+	return Op{Kind: Read, Client: int32(client), CallNs: call, ReturnNs: ret, Key: key, Offset: offset}
 }
 
 func TestLinearizable(t *testing.T) {
@@ -271,7 +271,7 @@ func generate(seed uint64, n int) []Op {
 		call := next[c] + rng.Int64N(50)
 		ret := call + 1 + rng.Int64N(300)
 		next[c] = ret
-		g := gen{op: Op{Client: c, CallNs: call, ReturnNs: ret}, lands: true}
+		g := gen{op: Op{Client: int32(c), CallNs: call, ReturnNs: ret}, lands: true}
 		g.effect = call + rng.Int64N(ret-call+1)
 		if rng.IntN(3) == 0 {
 			g.op.Kind = Read
@@ -500,7 +500,7 @@ func TestAgainstBruteForce(t *testing.T) {
 		var keys []uint64
 		for i := range ops {
 			call := rng.Int64N(40)
-			op := Op{Client: i, CallNs: call, ReturnNs: call + rng.Int64N(20)}
+			op := Op{Client: int32(i), CallNs: call, ReturnNs: call + rng.Int64N(20)}
 			if len(keys) > 0 && rng.IntN(3) == 0 {
 				op.Kind = Read
 				op.Key = keys[rng.IntN(len(keys))]

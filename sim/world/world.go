@@ -995,7 +995,7 @@ func (w *World) publish(c *client) {
 	body := w.publishBody(n)
 	binary.LittleEndian.PutUint64(body, key)
 	c.reqID++
-	op := w.record(c.queue, linear.Op{Kind: linear.Append, Client: int(c.idx), CallNs: w.now, Key: key, Outcome: linear.Unknown})
+	op := w.record(c.queue, linear.Op{Kind: linear.Append, Client: c.idx, CallNs: w.now, Key: key, Outcome: linear.Unknown})
 	c.inflight = append(c.inflight, inflightPub{reqID: c.reqID, key: key, op: op})
 	if !w.working {
 		c.probeKey = key
@@ -1083,7 +1083,7 @@ func (w *World) clientReceive(e *event) {
 	case core.EfDeliver:
 		// A delivery is a read of the log at its offset, from the instant
 		// the broker sent it to the instant the consumer had it.
-		w.record(c.queue, linear.Op{Kind: linear.Read, Client: int(c.idx),
+		w.record(c.queue, linear.Op{Kind: linear.Read, Client: c.idx,
 			CallNs: e.t0, ReturnNs: w.now, Key: KeyOf(e.eff.Body), Offset: e.eff.Offset})
 		w.checker.DeliveryReceived(w.now, c.queue, e.eff.Offset, c.conn, e.eff.Body)
 		if len(c.held) < heldMax {
