@@ -7,10 +7,10 @@
 // assignment (seam.QueueConfig: the replicas, the owner, the policy and W).
 // Its role is a value with its own step functions, never a flag: the owner
 // (owner.go: admits publishes, replicates, confirms at W, keeps the queue
-// state), a follower (follower.go: copies the owner's log, reports what it
-// holds durably) or a learner (learner.go: a follower that counts for
-// nothing until its admission). The node hands it inputs (client requests,
-// peer messages decoded with DecodeMsg, storage completions, ticks) and it
+// state) or a follower (follower.go: copies the owner's log, reports what
+// it holds durably), which may be the assignment's learner (learner.go:
+// counted for nothing until its admission). The node hands it inputs
+// (client requests, peer messages' bytes, storage completions, ticks) and it
 // adds effects to its Ctx's seam.Out; it keeps nothing of an input's bytes
 // past the step but what it copies (a publish's body goes into the record
 // cache's arena, bodies.go).
