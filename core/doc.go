@@ -46,8 +46,10 @@
 //     (their byte slices are valid until then: a driver that keeps a body,
 //     a delivery on its way to a consumer, copies it). The input's byte
 //     slices are the driver's again once Step returns: the core copies
-//     what it keeps (a publish's body, into its record cache's arena), so
-//     a driver may reuse a request's buffer for the next one.
+//     what it keeps (a publish's body, into its record cache's arena; the
+//     records of a read it delivers later), so a driver may reuse a
+//     request's buffer for the next one, and a read's memory for the
+//     log's next read (io/driver lends reads: seglog.ReadLent).
 //  3. Execute the storage effects of one log strictly in order: each starts
 //     after the previous one completed. Return the completion of every
 //     sync, read, verify, seal (OpSeal: the log's seal receipt stored

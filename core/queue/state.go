@@ -29,6 +29,7 @@ type queueState struct {
 	rr             int                      // round-robin position in consumers
 	deliverReading bool
 	deliverBuf     []record.Record // the last read done for delivery
+	deliverBodies  []byte          // deliverBuf's bodies
 }
 
 type consumer struct {
@@ -155,7 +156,19 @@ func (s *queueState) onRead(d *seam.StorageDone) {
 		s.apply()
 	case readDeliver:
 		s.deliverReading = false
+		// Kept for the steps to come, its bodies copied: a read's records
+		// are valid during its completion's step only (core/doc.go).
 		s.deliverBuf = append(s.deliverBuf[:0], d.Records...)
+		s.deliverBodies = s.deliverBodies[:0]
+		for i := range s.deliverBuf {
+			s.deliverBodies = append(s.deliverBodies, s.deliverBuf[i].Body...)
+		}
+		at := 0
+		for i := range s.deliverBuf {
+			n := len(s.deliverBuf[i].Body)
+			s.deliverBuf[i].Body = s.deliverBodies[at : at+n : at+n]
+			at += n
+		}
 		s.dispatch()
 	}
 }

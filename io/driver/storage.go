@@ -62,7 +62,10 @@ func Exec(l *seglog.Log, e *core.Effect) core.StorageDone {
 		n, err = l.Verify(e.Offset, e.Count, readBytesMax)
 		d.Offset = e.Offset + uint64(n)
 	case core.OpRead:
-		d.Records, err = l.Read(e.Offset, e.Count, readBytesMax)
+		// In the log's lent memory: the completion is the core's for the
+		// one step that takes it (core/doc.go point 3), and the log's
+		// next read runs after that step.
+		d.Records, err = l.ReadLent(e.Offset, e.Count, readBytesMax)
 	case core.OpTruncate:
 		err = l.TruncateFrom(e.Offset)
 	case core.OpDiscard:

@@ -3,6 +3,7 @@ package seglog
 import (
 	"fmt"
 	"io"
+	"math/bits"
 
 	"github.com/sluicemq/sluice/core/record"
 )
@@ -106,8 +107,45 @@ func (l *Log) locate(seg *segment, off uint64) (int64, error) {
 // validation returns ErrCorrupt (the log stays usable); a failed file read
 // returns the file system's error.
 func (l *Log) Read(from uint64, recordsMax int, bytesMax int) ([]record.Record, error) {
-	out, _, err := l.readFrames(from, recordsMax, bytesMax, true)
+	out, _, err := l.readFrames(from, recordsMax, bytesMax, true, false)
 	return out, err
+}
+
+// ReadLent is Read with the records and their bodies in memory the log
+// lends: valid until the next ReadLent. A driver that hands a read's
+// records to its core for one step, and starts the log's next read only
+// after that step, reads without allocating (io/driver).
+func (l *Log) ReadLent(from uint64, recordsMax int, bytesMax int) ([]record.Record, error) {
+	for _, b := range l.lentBlocks {
+		if len(l.spareBlocks) < spareBlocksMax {
+			l.spareBlocks = append(l.spareBlocks, b)
+		}
+	}
+	clear(l.lentBlocks)
+	l.lentBlocks = l.lentBlocks[:0]
+	out, _, err := l.readFrames(from, recordsMax, bytesMax, true, true)
+	return out, err
+}
+
+// spareBlocksMax bounds the body blocks a log keeps for its lent reads.
+const spareBlocksMax = 8
+
+// lentBlock returns a block of at least n bytes for a lent read's bodies.
+func (l *Log) lentBlock(n int) []byte {
+	for i, b := range l.spareBlocks {
+		if len(b) >= n {
+			last := len(l.spareBlocks) - 1
+			l.spareBlocks[i] = l.spareBlocks[last]
+			l.spareBlocks[last] = nil
+			l.spareBlocks = l.spareBlocks[:last]
+			l.lentBlocks = append(l.lentBlocks, b)
+			return b
+		}
+	}
+	// Rounded up, so that a block serves later reads of other sizes.
+	b := make([]byte, max(4096, 1<<bits.Len(uint(n-1))))
+	l.lentBlocks = append(l.lentBlocks, b)
+	return b
 }
 
 // Verify validates the records from offset from on as Read would (at most
@@ -119,13 +157,13 @@ func (l *Log) Read(from uint64, recordsMax int, bytesMax int) ([]record.Record, 
 // re-checked that memory would never meet the damage it exists to find.
 func (l *Log) Verify(from uint64, recordsMax int, bytesMax int) (int, error) {
 	l.winSeg = nil
-	_, n, err := l.readFrames(from, recordsMax, bytesMax, false)
+	_, n, err := l.readFrames(from, recordsMax, bytesMax, false, false)
 	return n, err
 }
 
 // readFrames walks and validates frames from offset from on; with keep, it
 // returns the records.
-func (l *Log) readFrames(from uint64, recordsMax int, bytesMax int, keep bool) ([]record.Record, int, error) {
+func (l *Log) readFrames(from uint64, recordsMax int, bytesMax int, keep, lend bool) ([]record.Record, int, error) {
 	if err := l.usable(); err != nil {
 		return nil, 0, err
 	}
@@ -147,7 +185,11 @@ func (l *Log) readFrames(from uint64, recordsMax int, bytesMax int, keep bool) (
 		return nil, 0, err
 	}
 	var out []record.Record
-	if keep {
+	switch {
+	case lend:
+		out = l.lentRecs[:0]
+		defer func() { l.lentRecs = out[:0] }() // (grown, kept for the next)
+	case keep:
 		out = make([]record.Record, 0, min(recordsMax, 64, int(end-from)))
 	}
 	var blk []byte // bodies are carved out of it
@@ -189,7 +231,12 @@ func (l *Log) readFrames(from uint64, recordsMax int, bytesMax int, keep bool) (
 			var b []byte
 			if bodyLen > 0 {
 				if len(blk) < bodyLen {
-					blk = make([]byte, l.bodyRun(seg, pos, off, end, recordsMax-count, bytesMax-bodyBytes, bodyLen))
+					n := l.bodyRun(seg, pos, off, end, recordsMax-count, bytesMax-bodyBytes, bodyLen)
+					if lend {
+						blk = l.lentBlock(n)
+					} else {
+						blk = make([]byte, n)
+					}
 				}
 				b = blk[:bodyLen:bodyLen]
 				blk = blk[bodyLen:]

@@ -233,6 +233,13 @@ type Log struct {
 	slotWinLo  int
 	slotExact  bool // a slot read failed: read one slot at a time
 
+	// ReadLent's memory: the records and body blocks of the last lent
+	// read (lentRecs, lentBlocks), and blocks of earlier ones to reuse
+	// (spareBlocks, at most spareBlocksMax).
+	lentRecs    []record.Record
+	lentBlocks  [][]byte
+	spareBlocks [][]byte
+
 	scratch [frameBytesMin]byte
 }
 

@@ -753,3 +753,35 @@ func TestVerifyReadsTheFileAfresh(t *testing.T) {
 		t.Fatalf("Verify after a bit flip in the last frame: %v, want ErrCorrupt", err)
 	}
 }
+
+// TestReadLentIsRead: ReadLent returns what Read does, from every offset
+// and under tight limits, across segments; the memory it lends is reused
+// by the next lent read (no allocation once warm), and what a lent read
+// returned is what the log held, until the next one.
+func TestReadLentIsRead(t *testing.T) {
+	fs := memfs.New()
+	l, _ := open(t, fs, Options{SegmentBytesMax: 4096, WriteBufferBytes: 1000, IndexIntervalBytes: 512})
+	var want []record.Record
+	for i := 0; i < 40; i++ {
+		want = append(want, appendN(t, l, uint64(1+i/10), 3, 50+i*13)...)
+	}
+	must(t, l.Sync())
+	for off := uint64(0); off < l.End(); off++ {
+		for _, lim := range [][2]int{{3, 1}, {5, 300}, {1000, 1 << 20}} {
+			got, err := l.ReadLent(off, lim[0], lim[1])
+			must(t, err)
+			rs, err := l.Read(off, lim[0], lim[1])
+			must(t, err)
+			sameRecords(t, got, rs)
+		}
+	}
+	read := func() {
+		if _, err := l.ReadLent(7, 50, 1<<20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read()
+	if allocs := testing.AllocsPerRun(100, read); allocs > 0 {
+		t.Fatalf("%.1f allocations per warm lent read", allocs)
+	}
+}
