@@ -94,6 +94,11 @@ type Options struct {
 	// while it runs (a placed queue, OpOpen) lives; nil: such a group
 	// cannot be opened (the operation fails).
 	PlacedLog func(g core.GroupID) LogSpec
+	// LogBuffers, if set, is where the host's logs take their buffers
+	// from (seglog.Options.Buffers, unless a spec sets its own); Release
+	// gives them back. The simulator keeps one per broker across its
+	// processes.
+	LogBuffers *seglog.Buffers
 }
 
 // storageOpsMax bounds a log's queue of storage effects; the core's own
@@ -187,6 +192,26 @@ func NewHost(cfg core.Config, fs vfs.FS, logs []LogSpec, ms MetaStore, env Env, 
 	return h
 }
 
+// logOpts returns o with the host's log buffers, unless o has its own.
+func (h *Host) logOpts(o seglog.Options) seglog.Options {
+	if o.Buffers == nil {
+		o.Buffers = h.opts.LogBuffers
+	}
+	return o
+}
+
+// Release ends a host whose process is gone (a power loss, a kill): its
+// logs are released as they are (seglog.Log.Release: nothing written,
+// their buffers back to Options.LogBuffers). The host is not used again.
+func (h *Host) Release() {
+	h.exited = true
+	for i := range h.logs {
+		if l := h.logs[i].log; l != nil {
+			l.Release()
+		}
+	}
+}
+
 // Open opens and recovers every log; the first step of a process. A log
 // that cannot be opened is an error of the environment (the file system),
 // not of the logs' contents: damage is reported in the start input.
@@ -204,7 +229,7 @@ func (h *Host) Open() error {
 			h.metaState = st
 			continue
 		}
-		l, st, err := OpenLog(h.fs, q.spec.Dir, q.spec.Group, q.spec.Opts)
+		l, st, err := OpenLog(h.fs, q.spec.Dir, q.spec.Group, h.logOpts(q.spec.Opts))
 		if err != nil {
 			return fmt.Errorf("open log of group %d in %s: %w", q.spec.Group, q.spec.Dir, err)
 		}
@@ -479,7 +504,7 @@ func (h *Host) open(e *core.Effect) {
 	}
 	q := logQueue{spec: spec}
 	if d.Err == "" {
-		l, st, err := OpenLog(h.fsOf(&spec), spec.Dir, e.Group, spec.Opts)
+		l, st, err := OpenLog(h.fsOf(&spec), spec.Dir, e.Group, h.logOpts(spec.Opts))
 		if err != nil {
 			d.Err = "open: " + errKind(err)
 		} else {
@@ -521,7 +546,7 @@ func (h *Host) stageOpen(q *logQueue, e *core.Effect) core.StorageDone {
 		q.log = nil
 	}
 	d := core.StorageDone{Op: core.OpOpen, Group: e.Group, Log: core.LogStage, Offset: e.Offset}
-	l, st, err := OpenStage(h.fsOf(&q.spec), q.spec.Dir, e.Group, e.Offset, q.spec.Opts)
+	l, st, err := OpenStage(h.fsOf(&q.spec), q.spec.Dir, e.Group, e.Offset, h.logOpts(q.spec.Opts))
 	if err != nil {
 		d.Err = "open: " + errKind(err)
 	} else {

@@ -423,7 +423,8 @@ func (l *Log) slotAt(seg *segment, i int, fileSize int64) ([]byte, error) {
 			n = 1
 		}
 		if cap(l.slotWin) < n*slotBytes {
-			l.slotWin = make([]byte, n*slotBytes)
+			l.opts.Buffers.put(l.slotWin)
+			l.slotWin = l.opts.Buffers.get(n*slotBytes, n*slotBytes)
 		}
 		l.slotWin = l.slotWin[:n*slotBytes]
 		l.slotWinSeg = nil

@@ -57,7 +57,8 @@ func (l *Log) view(seg *segment, pos int64, n int, limit int64) ([]byte, error) 
 		// each segment whole, and segments differ by a few bytes, so
 		// sizing it exactly reallocated it for nearly every segment.
 		// Only the capacity grows: a read still reads want bytes.
-		l.win = make([]byte, want, max(want, min(2*int64(cap(l.win)), int64(l.winChunk))))
+		l.opts.Buffers.put(l.win)
+		l.win = l.opts.Buffers.get(int(want), int(max(want, min(2*int64(cap(l.win)), int64(l.winChunk)))))
 	}
 	l.win = l.win[:want]
 	l.winSeg = nil
@@ -143,7 +144,8 @@ func (l *Log) lentBlock(n int) []byte {
 		}
 	}
 	// Rounded up, so that a block serves later reads of other sizes.
-	b := make([]byte, max(4096, 1<<bits.Len(uint(n-1))))
+	c := max(4096, 1<<bits.Len(uint(n-1)))
+	b := l.opts.Buffers.get(c, c)
 	l.lentBlocks = append(l.lentBlocks, b)
 	return b
 }

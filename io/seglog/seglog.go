@@ -79,6 +79,9 @@ type Options struct {
 	// IndexIntervalBytes: the sparse index holds one entry per this many
 	// bytes of frames (at least one per segment). Default 4 KiB.
 	IndexIntervalBytes int64
+	// Buffers, if set, is where the log takes its buffers from and gives
+	// them back when closed or released (buffers.go); nil: it allocates.
+	Buffers *Buffers
 }
 
 func (o *Options) setDefaults() {
@@ -485,17 +488,21 @@ func (l *Log) growBuf(n int) {
 		return
 	}
 	c := min(max(2*cap(l.buf), len(l.buf)+n, writeBufBytesMin), l.opts.WriteBufferBytes)
-	buf := make([]byte, len(l.buf), c)
+	buf := l.opts.Buffers.get(len(l.buf), c)
 	copy(buf, l.buf)
+	l.opts.Buffers.put(l.buf)
 	l.buf = buf
 }
 
 func (l *Log) ensureBuf() {
 	if l.buf == nil {
-		l.buf = make([]byte, 0, min(writeBufBytesMin, l.opts.WriteBufferBytes))
+		l.buf = l.opts.Buffers.get(0, min(writeBufBytesMin, l.opts.WriteBufferBytes))
 	}
 	if l.slotBuf == nil {
-		l.slotBuf = make([]byte, 0, segHeaderBytes+slotBytes*min(l.opts.SlotsPerSegment, slotBufSlotsMax))
+		// Its capacity exactly: a full slot buffer is what makes Append
+		// write (a pooled buffer may be larger).
+		c := segHeaderBytes + slotBytes*min(l.opts.SlotsPerSegment, slotBufSlotsMax)
+		l.slotBuf = l.opts.Buffers.get(0, c)[:0:c]
 	}
 }
 
@@ -852,8 +859,36 @@ func (l *Log) Close() error {
 		}
 	}
 	l.closed = true
-	l.win, l.winSeg, l.buf, l.slotBuf = nil, nil, nil, nil
+	l.releaseBuffers()
 	return err
+}
+
+// Release ends a log that is abandoned without being closed (its process
+// is gone: a power loss, a kill): nothing is written, its files are left
+// as they are, and its buffers go back to Options.Buffers. The log is
+// closed afterwards.
+func (l *Log) Release() {
+	if l.closed {
+		return
+	}
+	l.closed = true
+	l.releaseBuffers()
+}
+
+func (l *Log) releaseBuffers() {
+	b := l.opts.Buffers
+	b.put(l.win)
+	b.put(l.buf)
+	b.put(l.slotBuf)
+	b.put(l.slotWin)
+	for _, p := range l.lentBlocks {
+		b.put(p)
+	}
+	for _, p := range l.spareBlocks {
+		b.put(p)
+	}
+	l.win, l.winSeg, l.buf, l.slotBuf, l.slotWin, l.slotWinSeg = nil, nil, nil, nil, nil, nil
+	l.lentBlocks, l.spareBlocks, l.lentRecs = nil, nil, nil
 }
 
 // findSeg returns the index of the segment holding offset off: the last one

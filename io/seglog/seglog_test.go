@@ -785,3 +785,60 @@ func TestReadLentIsRead(t *testing.T) {
 		t.Fatalf("%.1f allocations per warm lent read", allocs)
 	}
 }
+
+// TestBuffersServeTheNextLog: a released log's buffers serve the next log
+// opened with the same Buffers: the next process's logs read and write as
+// before (two of them at once on one Buffers, interleaved), reopening
+// allocates less than with no Buffers, and a released log refuses work.
+func TestBuffersServeTheNextLog(t *testing.T) {
+	fs := memfs.New()
+	opts := Options{SegmentBytesMax: 4096, WriteBufferBytes: 1000, IndexIntervalBytes: 512}
+	var want []record.Record
+	l, _ := open(t, fs, opts)
+	for i := 0; i < 30; i++ {
+		want = append(want, appendN(t, l, 1, 3, 40+i*11)...)
+	}
+	must(t, l.Sync())
+	must(t, l.Close())
+
+	var bufs Buffers
+	withBufs := opts
+	withBufs.Buffers = &bufs
+	cycle := func(o Options) {
+		l, _, err := Open(fs, "q/log", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.ReadLent(5, 40, 1<<20); err != nil {
+			t.Fatal(err)
+		}
+		l.Release()
+	}
+	cycle(withBufs) // warms the Buffers
+	pooled := testing.AllocsPerRun(20, func() { cycle(withBufs) })
+	plain := testing.AllocsPerRun(20, func() { cycle(opts) })
+	if pooled >= plain {
+		t.Fatalf("reopening allocates %.0f times with Buffers, %.0f without", pooled, plain)
+	}
+
+	a, _ := open(t, fs, withBufs)
+	other := memfs.New()
+	b, _, err := Open(other, "q/log", withBufs)
+	must(t, err)
+	var wantB []record.Record
+	for i := 0; i < 20; i++ {
+		want = append(want, appendN(t, a, 2, 2, 30+i*7)...)
+		wantB = append(wantB, appendN(t, b, 1, 2, 25+i*5)...)
+		if i%5 == 0 {
+			must(t, a.Sync())
+			must(t, b.Sync())
+		}
+	}
+	sameRecords(t, readAll(t, a), want)
+	sameRecords(t, readAll(t, b), wantB)
+	a.Release()
+	if err := a.Append(wantB[:1]); err == nil {
+		t.Fatal("a released log took an append")
+	}
+	sameRecords(t, readAll(t, b), wantB) // the other log's buffers untouched
+}

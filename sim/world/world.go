@@ -87,10 +87,13 @@ type broker struct {
 	inc uint64 // incarnation: bumps on every crash
 	// fs holds the logs of the queues the controller placed on it (one
 	// directory per queue), and takes the disk faults
-	fs    *memfs.FS
-	host  *driver.Host  // the running process; nil while down
-	meta  *metamem.Disk // the metadata disk of a voter of the metadata group; nil otherwise
-	draws *prng.Rand    // the randomness its processes' tick inputs carry
+	fs   *memfs.FS
+	host *driver.Host // the running process; nil while down
+	// logBuffers: the buffers of its processes' logs, handed from each
+	// process that ends to the next (seglog.Buffers)
+	logBuffers seglog.Buffers
+	meta       *metamem.Disk // the metadata disk of a voter of the metadata group; nil otherwise
+	draws      *prng.Rand    // the randomness its processes' tick inputs carry
 	// storage is its storage instance (one per data directory)
 	storage uint64
 	// retainStartNs: when its latest retention started (the core chose
@@ -621,6 +624,9 @@ func (w *World) stopProcess(b *broker, restartNs int64, exited bool) {
 		b.meta.Kill() // the process's store dies; its page cache stays
 	}
 	b.held = b.held[:0]
+	if b.host != nil {
+		b.host.Release() // its logs' buffers serve the next process
+	}
 	b.host = nil
 	b.failSync, b.failRead = false, false
 	for _, c := range w.clients {
@@ -756,7 +762,7 @@ func (w *World) startBroker(b *broker) {
 	if ctrlCfg, store := w.ctrlConfig(b); ctrlCfg != nil {
 		cfg.Ctrl, ms = ctrlCfg, store
 	}
-	b.host = driver.NewHost(cfg, b.fs, nil, ms, env, env, w.trace, driver.Options{CheckInvariants: true,
+	b.host = driver.NewHost(cfg, b.fs, nil, ms, env, env, w.trace, driver.Options{CheckInvariants: true, LogBuffers: &b.logBuffers,
 		PlacedLog: func(g core.GroupID) driver.LogSpec {
 			return driver.LogSpec{Dir: logDir(queueOf(g)), FS: b.fs,
 				Opts: seglog.Options{SegmentBytesMax: 8 << 20, SlotsPerSegment: segmentSlots, Bugs: w.prof.Bugs}}
