@@ -131,7 +131,10 @@ type installAsk struct {
 	nextNs    int64
 	backoffNs int64
 	askedNs   int64 // when it was last asked
-	receipt   *recovery.Installed
+	// process: the node's process the metadata registered when it was
+	// last asked; a new one is news that ends the backoff
+	process uint64
+	receipt *recovery.Installed
 }
 
 // candidate returns the node that runs the recovery of q's pending
@@ -647,6 +650,13 @@ func (n *Node) recoveryInstallTick(w *recoveryWork) {
 				// it). Asked at once: the restart is news.
 				a.receipt, a.nextNs, a.backoffNs = nil, n.x.NowNs, recoveryBackoffMinNs
 			}
+		}
+		if b, ok := md.Broker(a.node); ok && b.Live && b.Process != a.process && a.receipt == nil {
+			// Back (or just registered): ask now, as a seal is asked,
+			// rather than at the end of a backoff grown while it was
+			// down (seed 24000006190: a member back from a restart was
+			// asked 8 s later, past the drain).
+			a.process, a.nextNs, a.backoffNs = b.Process, min(a.nextNs, n.x.NowNs), recoveryBackoffMinNs
 		}
 		if a.receipt != nil || n.x.NowNs < a.nextNs {
 			continue
