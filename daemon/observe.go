@@ -20,6 +20,7 @@ type observer struct {
 }
 
 func (o *observer) Recovered(int, core.LogState)                               {}
+func (o *observer) Issued(int, *core.Effect)                                   {}
 func (o *observer) Executed(int, *core.Effect, *core.StorageDone, *seglog.Log) {}
 func (o *observer) Watermark(*core.Effect)                                     {}
 

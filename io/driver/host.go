@@ -61,6 +61,9 @@ type MetaStore interface {
 type Observer interface {
 	// Recovered: log l was opened and recovered st.
 	Recovered(l int, st core.LogState)
+	// Issued: the core issued storage effect op on log l (it may wait in
+	// the log's queue before it runs): what the core decided by now.
+	Issued(l int, op *core.Effect)
 	// Executed: op ran on log l (log) with outcome done, before the core
 	// hears of it. For the metadata store (op.Op is OpPersist) log is nil:
 	// a persist completes when its batch is durable.
@@ -625,6 +628,9 @@ func (h *Host) storage(e *core.Effect) {
 	q := &h.logs[l]
 	if len(q.ops)-q.head >= storageOpsMax {
 		panic("driver: storage queue over its limit")
+	}
+	if h.obs != nil {
+		h.obs.Issued(l, e)
 	}
 	q.ops = append(q.ops, *e)
 	at := len(q.ops) - 1

@@ -66,7 +66,8 @@
 //     watermark-durable leave out the settled records below a log's start.
 //   - retention-held: when an owner's retention completes, every member
 //     the owner took a message in from (its named process, by the world's
-//     account: SetHeard) within the retention window, less a second,
+//     account: SetHeard) within the retention window (less a second)
+//     before the core issued the retention, when it chose its point,
 //     durably holds the owner's records up to the new start.
 //   - linearizable, liveness, hold-kept, hold-ended: reported by the world
 //     (sim/linear; the drain; the follower-loss hold judged from the

@@ -32,8 +32,9 @@ import (
 // disk's durable start is read again, and the records it passed judged.
 // It reports whether the durable start moved (a segment went).
 //
-// chosenNs is when the retention started: the core chose its point by
-// then, so only a member heard before it was protecting.
+// chosenNs is when the core issued the retention (it may wait in the
+// log's queue before it runs): it chose its point then, so only a member
+// heard before it was protecting.
 func (c *Checker) Retained(atNs, chosenNs int64, node core.NodeID, q core.QueueID) bool {
 	qt := c.queue(q)
 	r := c.rep(node, q)
@@ -84,7 +85,7 @@ func (c *Checker) retainHeld(atNs, chosenNs int64, qt *queueTruth, before, after
 		r.disk.Reparse(c.diskOf(q, r.node))
 		for o := max(before, r.disk.Start()); o < after && o < uint64(len(qt.owner.issued)); o++ {
 			if want := qt.owner.issuedAt(o); want.Intact() && r.disk.At(o) != want {
-				c.fail("retention-held", atNs, "q=%d: the owner n%d's durable start moved from %d to %d, but n%d, heard %s before the retention started, durably holds %s at o=%d, not the owner's %s",
+				c.fail("retention-held", atNs, "q=%d: the owner n%d's durable start moved from %d to %d, but n%d, heard %s before the retention was issued, durably holds %s at o=%d, not the owner's %s",
 					q, qt.spec.Owner, before, after, r.node, instant(chosenNs-h), r.disk.At(o), o, want)
 				return
 			}

@@ -155,9 +155,6 @@ func (env *brokerEnv) StartStorage(l int, op *core.Effect) bool {
 	if op.Op != core.OpSync && op.Op != core.OpRead && op.Op != core.OpVerify && op.Op != core.OpSeal && op.Op != core.OpPublish && op.Op != core.OpRetain {
 		return true
 	}
-	if op.Op == core.OpRetain {
-		b.retainStartNs = w.now // the core chose the point by now (retention-held)
-	}
 	r := w.rDisk
 	if controlled(op.Group) {
 		r = w.rCtrl
@@ -213,6 +210,21 @@ func (env *brokerEnv) Exit(d *core.StorageDone) {
 }
 
 // Recovered records what a log's recovery found, for the checkers.
+// Issued notes when the core issued each retention: it chose the point
+// by then, and a member heard later (while the retention waited behind a
+// sync, say) cannot have protected anything (retention-held; seed
+// 24000006057 was judged by the instant the retention started running).
+func (env *brokerEnv) Issued(l int, op *core.Effect) {
+	if op.Op != core.OpRetain {
+		return
+	}
+	b := env.b
+	for len(b.retainIssuedNs) <= l {
+		b.retainIssuedNs = append(b.retainIssuedNs, 0)
+	}
+	b.retainIssuedNs[l] = env.w.now
+}
+
 func (env *brokerEnv) Recovered(l int, st core.LogState) {
 	w, b := env.w, env.b
 	if st.Log == core.LogStage {
@@ -283,7 +295,7 @@ func (env *brokerEnv) Executed(l int, op *core.Effect, done *core.StorageDone, l
 	case core.OpDiscard:
 		w.checker.Discarded(b.id, q, log.End())
 	case core.OpRetain:
-		if w.checker.Retained(w.now, b.retainStartNs, b.id, q) {
+		if w.checker.Retained(w.now, b.retainIssuedNs[l], b.id, q) {
 			w.mark(MarkRetainDeleted)
 		}
 	case core.OpReseed:

@@ -96,9 +96,9 @@ type broker struct {
 	draws      *prng.Rand    // the randomness its processes' tick inputs carry
 	// storage is its storage instance (one per data directory)
 	storage uint64
-	// retainStartNs: when its latest retention started (the core chose
-	// its point before)
-	retainStartNs int64
+	// retainIssuedNs: by its process's log index, when the core issued
+	// the log's latest retention (it chose the point then)
+	retainIssuedNs []int64
 
 	restarting  bool    // a restart is scheduled
 	paused      bool    // a pause holds every event for this broker
