@@ -21,5 +21,12 @@
 // its publish swaps it in as the group's log 0 (indices of open logs
 // never change; a published stage's is reused).
 // Observer lets the simulator's checkers see every storage operation as
-// it runs and every metadata entry the node applies.
+// the core issues it and as it runs, and every metadata entry the node
+// applies.
+//
+// Memory: a read's records are the log's, lent until its next read
+// (seglog.ReadLent: the core keeps nothing of a completion past its
+// step), and with Options.LogBuffers the logs' buffers come from, and
+// go back to, one seglog.Buffers: Release hands a gone process's to the
+// next (the simulator keeps one per broker).
 package driver
