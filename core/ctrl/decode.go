@@ -126,6 +126,16 @@ func varint(b []byte, typ protowire.Type) (v uint64, n int, ok bool) {
 	return v, n, n >= 0
 }
 
+// bytesField consumes a length-delimited field's value: ok false if the
+// wire type is not bytes or the length runs past b.
+func bytesField(b []byte, typ protowire.Type) (v []byte, n int, ok bool) {
+	if typ != protowire.BytesType {
+		return nil, 0, false
+	}
+	v, n = protowire.ConsumeBytes(b)
+	return v, n, n >= 0
+}
+
 // scan reads b's fields into f, checking every entry; it returns false
 // for anything the hand decoder leaves to proto.
 func (f *msgFields) scan(b []byte) bool {
@@ -137,11 +147,8 @@ func (f *msgFields) scan(b []byte) bool {
 		}
 		b = b[n:]
 		if num == fEntries {
-			if typ != protowire.BytesType {
-				return false
-			}
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
+			v, n, ok := bytesField(b, typ)
+			if !ok {
 				return false
 			}
 			var e entFields
@@ -155,11 +162,8 @@ func (f *msgFields) scan(b []byte) bool {
 			continue
 		}
 		if num == fContext {
-			if typ != protowire.BytesType {
-				return false
-			}
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
+			v, n, ok := bytesField(b, typ)
+			if !ok {
 				return false
 			}
 			b = b[n:]
@@ -215,11 +219,8 @@ func (e *entFields) scan(b []byte) bool {
 		}
 		b = b[n:]
 		if num == fEntData {
-			if typ != protowire.BytesType {
-				return false
-			}
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
+			v, n, ok := bytesField(b, typ)
+			if !ok {
 				return false
 			}
 			b = b[n:]

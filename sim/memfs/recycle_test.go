@@ -179,29 +179,34 @@ func observe(fs *FS) string {
 // sum stands for a file's bytes in observe.
 func sum(p []byte) uint32 { return crc32.Checksum(p, crc32.MakeTable(crc32.Castagnoli)) }
 
-// cleanImage is what CrashClean must leave: the durable names and bytes.
-func cleanImage(fs *FS) string {
-	var b strings.Builder
-	for _, d := range twinDirs {
-		names, err := fs.DurableList(d)
-		fmt.Fprintf(&b, "%s %v %v\n", d, names, err != nil)
-		for _, nm := range names {
-			if c, err := fs.DurableBytes(path.Join(d, nm)); err == nil {
-				fmt.Fprintf(&b, "  %s %x\n", nm, c)
-			}
+// keep records the handle an open or create of fs returned (with its
+// twin's at the same index) and renders its outcome.
+func (tw *twin) keep(fs *FS, f vfs.File, err error) string {
+	if err == nil {
+		if fs == tw.a {
+			tw.ha = append(tw.ha, f.(*File))
+		} else {
+			tw.href = append(tw.href, f.(*File))
 		}
 	}
-	return b.String()
+	return fmt.Sprint(err)
 }
 
+// cleanImage is what CrashClean must leave: the durable names and bytes.
+func cleanImage(fs *FS) string { return image(fs.DurableList, fs.DurableBytes) }
+
 // currentImage is the current namespace and contents, in cleanImage's form.
-func currentImage(fs *FS) string {
+func currentImage(fs *FS) string { return image(fs.List, fs.Bytes) }
+
+// image lists the twins' directories with list and their files' contents
+// with read.
+func image(list func(string) ([]string, error), read func(string) ([]byte, error)) string {
 	var b strings.Builder
 	for _, d := range twinDirs {
-		names, err := fs.List(d)
+		names, err := list(d)
 		fmt.Fprintf(&b, "%s %v %v\n", d, names, err != nil)
 		for _, nm := range names {
-			if c, err := fs.Bytes(path.Join(d, nm)); err == nil {
+			if c, err := read(path.Join(d, nm)); err == nil {
 				fmt.Fprintf(&b, "  %s %x\n", nm, c)
 			}
 		}
@@ -271,30 +276,10 @@ func (tw *twin) run(seed uint64, steps int) (err error) {
 		switch k {
 		case 0, 1:
 			what = "create " + name
-			op = func(fs *FS) string {
-				f, err := fs.Create(name)
-				if err == nil {
-					if fs == tw.a {
-						tw.ha = append(tw.ha, f.(*File))
-					} else {
-						tw.href = append(tw.href, f.(*File))
-					}
-				}
-				return fmt.Sprint(err)
-			}
+			op = func(fs *FS) string { f, err := fs.Create(name); return tw.keep(fs, f, err) }
 		case 2:
 			what = "open " + name
-			op = func(fs *FS) string {
-				f, err := fs.Open(name)
-				if err == nil {
-					if fs == tw.a {
-						tw.ha = append(tw.ha, f.(*File))
-					} else {
-						tw.href = append(tw.href, f.(*File))
-					}
-				}
-				return fmt.Sprint(err)
-			}
+			op = func(fs *FS) string { f, err := fs.Open(name); return tw.keep(fs, f, err) }
 		case 3, 4:
 			what = "write"
 			op = func(fs *FS) string {
