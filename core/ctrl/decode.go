@@ -136,119 +136,115 @@ func bytesField(b []byte, typ protowire.Type) (v []byte, n int, ok bool) {
 	return v, n, n >= 0
 }
 
-// scan reads b's fields into f, checking every entry; it returns false
-// for anything the hand decoder leaves to proto.
-func (f *msgFields) scan(b []byte) bool {
-	*f = msgFields{}
+// eachField walks b's fields: one whose number isBytes names goes to
+// onBytes with its value, any other to onVarint; a malformed tag or
+// value, a wire type that does not match, or a callback's false ends the
+// walk with false (the field is proto's to decode).
+func eachField(b []byte, isBytes func(protowire.Number) bool,
+	onBytes func(protowire.Number, []byte) bool, onVarint func(protowire.Number, uint64) bool) bool {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
 			return false
 		}
 		b = b[n:]
-		if num == fEntries {
-			v, n, ok := bytesField(b, typ)
-			if !ok {
-				return false
-			}
-			var e entFields
-			if !e.scan(v) {
-				return false
-			}
-			b = b[n:]
-			f.has |= 1 << fEntries
-			f.ents++
-			f.dataBytes += len(e.data)
-			continue
+		var ok bool
+		if isBytes(num) {
+			var v []byte
+			v, n, ok = bytesField(b, typ)
+			ok = ok && onBytes(num, v)
+		} else {
+			var v uint64
+			v, n, ok = varint(b, typ)
+			ok = ok && onVarint(num, v)
 		}
-		if num == fContext {
-			v, n, ok := bytesField(b, typ)
-			if !ok {
-				return false
-			}
-			b = b[n:]
-			f.dataBytes += len(v) - len(f.context) // the last one wins
-			f.context = v
-			f.has |= 1 << fContext
-			continue
-		}
-		v, n, ok := varint(b, typ)
 		if !ok {
 			return false
 		}
 		b = b[n:]
-		switch num {
-		case fType:
-			if v >= uint64(len(pb.MessageType_name)) || pb.MessageType_name[int32(v)] == "" {
-				return false // an unknown value: proto's to keep or refuse
-			}
-			f.typ = pb.MessageType(v)
-		case fTo:
-			f.to = v
-		case fFrom:
-			f.from = v
-		case fTerm:
-			f.term = v
-		case fLogTerm:
-			f.logTerm = v
-		case fIndex:
-			f.index = v
-		case fCommit:
-			f.commit = v
-		case fReject:
-			f.reject = v != 0
-		case fRejectHint:
-			f.rejHint = v
-		case fVote:
-			f.vote = v
-		default:
-			return false
-		}
-		f.has |= 1 << num
 	}
 	return true
+}
+
+// scan reads b's fields into f, checking every entry; it returns false
+// for anything the hand decoder leaves to proto.
+func (f *msgFields) scan(b []byte) bool {
+	*f = msgFields{}
+	return eachField(b, func(num protowire.Number) bool { return num == fEntries || num == fContext },
+		func(num protowire.Number, v []byte) bool {
+			if num == fEntries {
+				var e entFields
+				if !e.scan(v) {
+					return false
+				}
+				f.ents++
+				f.dataBytes += len(e.data)
+			} else {
+				f.dataBytes += len(v) - len(f.context) // the last one wins
+				f.context = v
+			}
+			f.has |= 1 << num
+			return true
+		},
+		func(num protowire.Number, v uint64) bool {
+			switch num {
+			case fType:
+				if v >= uint64(len(pb.MessageType_name)) || pb.MessageType_name[int32(v)] == "" {
+					return false // an unknown value: proto's to keep or refuse
+				}
+				f.typ = pb.MessageType(v)
+			case fTo:
+				f.to = v
+			case fFrom:
+				f.from = v
+			case fTerm:
+				f.term = v
+			case fLogTerm:
+				f.logTerm = v
+			case fIndex:
+				f.index = v
+			case fCommit:
+				f.commit = v
+			case fReject:
+				f.reject = v != 0
+			case fRejectHint:
+				f.rejHint = v
+			case fVote:
+				f.vote = v
+			default:
+				return false
+			}
+			f.has |= 1 << num
+			return true
+		})
 }
 
 // scan reads one entry's fields into e; false as msgFields.scan.
 func (e *entFields) scan(b []byte) bool {
 	*e = entFields{}
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return false
-		}
-		b = b[n:]
-		if num == fEntData {
-			v, n, ok := bytesField(b, typ)
-			if !ok {
-				return false
-			}
-			b = b[n:]
+	return eachField(b, func(num protowire.Number) bool { return num == fEntData },
+		func(num protowire.Number, v []byte) bool {
 			e.data = v
-			e.has |= 1 << fEntData
-			continue
-		}
-		v, n, ok := varint(b, typ)
-		if !ok {
-			return false
-		}
-		b = b[n:]
-		switch num {
-		case fEntType:
-			if v >= uint64(len(pb.EntryType_name)) || pb.EntryType_name[int32(v)] == "" {
+			e.has |= 1 << num
+			return true
+		},
+		func(num protowire.Number, v uint64) bool {
+			switch num {
+			case fEntType:
+				if v >= uint64(len(pb.EntryType_name)) || pb.EntryType_name[int32(v)] == "" {
+					return false
+				}
+				e.typ = pb.EntryType(v)
+			case fEntTerm:
+				e.term = v
+			case fEntIndex:
+				e.index = v
+			default:
 				return false
 			}
-			e.typ = pb.EntryType(v)
-		case fEntTerm:
-			e.term = v
-		case fEntIndex:
-			e.index = v
-		default:
-			return false
-		}
-		e.has |= 1 << num
-	}
-	return true
+			e.has |= 1 << num
+			return true
+		})
 }
 
 // build makes the message f scanned from b (f.scan(b) returned true).

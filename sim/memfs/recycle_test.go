@@ -470,20 +470,11 @@ func TestEarlyFreeIsCaught(t *testing.T) {
 		mustPanicFreed(t, "the directory sync that makes the removal durable", func() { fs.SyncDir(".") })
 		// Random runs: every run in which the bug fired and the file was
 		// touched again fails; count them.
-		caught, ran := 0, 0
-		for seed := uint64(1); seed <= 100; seed++ {
-			*fired = 0
-			err := newTwin(seed, false).run(seed, 400)
-			if *fired > 0 {
-				ran++
-				if err != nil {
-					if !strings.Contains(err.Error(), "panic") || !strings.Contains(err.Error(), "freed") {
-						t.Fatalf("seed %d: caught, but not by the guard: %v", seed, err)
-					}
-					caught++
-				}
+		ran, caught := earlyFreeRuns(fired, func(seed uint64, err error) {
+			if !strings.Contains(err.Error(), "panic") || !strings.Contains(err.Error(), "freed") {
+				t.Fatalf("seed %d: caught, but not by the guard: %v", seed, err)
 			}
-		}
+		})
 		if ran == 0 || caught < ran*9/10 {
 			t.Fatalf("the early free fired in %d runs, the guard caught %d", ran, caught)
 		}
@@ -513,25 +504,34 @@ func TestEarlyFreeIsCaught(t *testing.T) {
 		if c := contents(t, tw.a, "a"); !bytes.Contains(c, []byte("B")) || !bytes.Equal(contents(t, tw.ref, "a"), fill(2*SectorBytes, 'A')) {
 			t.Fatal("file a does not hold b's bytes after the early free")
 		}
-		caught, ran := 0, 0
-		for seed := uint64(1); seed <= 100; seed++ {
-			*fired = 0
-			err := newTwin(seed, false).run(seed, 400)
-			if *fired > 0 {
-				ran++
-				if err != nil {
-					if strings.Contains(err.Error(), "panic") {
-						t.Fatalf("seed %d: caught by a panic, want the comparison: %v", seed, err)
-					}
-					caught++
-				}
+		ran, caught := earlyFreeRuns(fired, func(seed uint64, err error) {
+			if strings.Contains(err.Error(), "panic") {
+				t.Fatalf("seed %d: caught by a panic, want the comparison: %v", seed, err)
 			}
-		}
+		})
 		if ran == 0 || caught < ran/2 {
 			t.Fatalf("the early free fired in %d runs, the comparison caught %d", ran, caught)
 		}
 		t.Logf("the early free fired in %d runs, the comparison caught %d", ran, caught)
 	})
+}
+
+// earlyFreeRuns runs 100 random twin runs with the planted early free:
+// ran counts those in which it fired, caught those that failed (each
+// failure handed to check).
+func earlyFreeRuns(fired *int, check func(seed uint64, err error)) (ran, caught int) {
+	for seed := uint64(1); seed <= 100; seed++ {
+		*fired = 0
+		err := newTwin(seed, false).run(seed, 400)
+		if *fired > 0 {
+			ran++
+			if err != nil {
+				check(seed, err)
+				caught++
+			}
+		}
+	}
+	return ran, caught
 }
 
 // A segment log's pattern: create a segment, fill it by appends, sync it
