@@ -39,6 +39,11 @@ type placedGroup struct {
 	// is in flight, after which the new group starts (activated)
 	epoch     uint64
 	replacing bool
+	// held: the peer messages that reached the group while it was being
+	// replaced, in arrival order, for the new group (holdForReplacement);
+	// heldBytes: their size
+	held      []heldMsg
+	heldBytes int
 	// generation: the live log's generation (io/seglog's); publishing:
 	// the stage's state while its publish is under way, the live log's
 	// once it completes; activateAfterPublish: an activation that names
@@ -63,6 +68,7 @@ func (n *Node) reconcile() {
 		return
 	}
 	n.reconciled = md.Applied()
+	n.recoveryDue = true
 	qs := md.Queues()
 	for i := range qs {
 		q := &qs[i]
@@ -223,6 +229,12 @@ func (n *Node) placedIndex(q QueueID) int {
 	return slices.IndexFunc(n.placed, func(p placedGroup) bool { return p.queue == q })
 }
 
+// brokerLive reports whether the metadata holds broker id live.
+func (n *Node) brokerLive(id NodeID) bool {
+	b, ok := n.ctrl.Metadata().Broker(id)
+	return ok && b.Live
+}
+
 // placedQueue returns the catalogue entry of queue id q, if declared.
 func placedQueue(md *metadata.State, q QueueID) (*metadata.Queue, bool) {
 	qs := md.Queues()
@@ -324,6 +336,39 @@ func (n *Node) activated(p *placedGroup, q *metadata.Queue) {
 // replaceTag marks, with sealTag, the sync behind an old group's operations.
 const replaceTag uint64 = 3
 
+// heldMsg is a peer message that reached a group being replaced.
+type heldMsg struct {
+	from NodeID
+	data []byte // a copy: an input's bytes are the driver's once Step returns
+}
+
+// Bounds of what a group being replaced holds: past them a message is
+// dropped, as the sealed old group would drop it (its sender resends).
+const (
+	replacingHeldMax      = 16
+	replacingHeldBytesMax = 4 << 20
+)
+
+// holdForReplacement keeps a message for group g while its old group is
+// being replaced, for the new group to take when it starts (replaced); it
+// reports whether g is being replaced (the message is then held, or
+// dropped past the bounds). The new owner's first append of its epoch
+// comes in that window whenever its own replacement ended first: the old
+// group, sealed, dropped it, and the new epoch confirmed nothing until
+// the owner's resend (ResendMs, 100 ms) asked again.
+func (n *Node) holdForReplacement(from NodeID, g GroupID, data []byte) bool {
+	i := n.placedIndex(QueueID(g))
+	if i < 0 || !n.placed[i].replacing {
+		return false
+	}
+	p := &n.placed[i]
+	if len(p.held) < replacingHeldMax && p.heldBytes+len(data) <= replacingHeldBytesMax {
+		p.held = append(p.held, heldMsg{from: from, data: slices.Clone(data)})
+		p.heldBytes += len(data)
+	}
+	return true
+}
+
 // replaced takes the completion of that sync: the old group goes, and the
 // new one starts if the assignment still names this process.
 func (n *Node) replaced(d *StorageDone) {
@@ -333,6 +378,8 @@ func (n *Node) replaced(d *StorageDone) {
 	}
 	p := &n.placed[i]
 	p.replacing = false
+	held := p.held
+	p.held, p.heldBytes = nil, 0
 	r := n.queue(d.Group)
 	st := p.state
 	if !p.byInstall {
@@ -346,9 +393,15 @@ func (n *Node) replaced(d *StorageDone) {
 		// The assignment moved on meanwhile: no group runs on the log
 		// (a recovery may seal and read it as it is).
 		p.state, p.byInstall, p.epoch = st, true, 0
-		return
+		return // (what it held was for a group that does not run)
 	}
 	n.startGroup(p, q, st)
+	if r := n.queue(d.Group); r != nil && len(held) > 0 {
+		n.recoveryNote(p.queue, "queue %d epoch %d: %d messages held while its group was replaced go to the new group", p.queue, q.Assignment.Epoch, len(held))
+		for _, h := range held {
+			r.OnMessage(h.from, h.data)
+		}
+	}
 }
 
 // startGroup runs queue q's replica group on its open log, which holds st.
@@ -424,6 +477,11 @@ func (n *Node) topology(c ClientID, req *Request) {
 		n.out.Reply(c, req.ID, Failed, q.ID, 0, "not placed yet")
 	case q.Assignment.Fenced:
 		n.out.Reply(c, req.ID, Failed, q.ID, 0, fmt.Sprintf("fenced: pending transition to epoch %d", q.Assignment.Pending.Epoch))
+	case !n.brokerLive(q.Assignment.Owner):
+		// The metadata holds its owner's broker down: the transition that
+		// fences the queue follows. A client sent there would only find
+		// it gone (a forwarding link that cannot connect); it asks again.
+		n.out.Reply(c, req.ID, Failed, q.ID, 0, fmt.Sprintf("owner down: n%d, its recovery follows", q.Assignment.Owner))
 	default:
 		n.out.Reply(c, req.ID, Confirmed, q.ID, uint64(q.Assignment.Owner), fmt.Sprintf("owner=n%d", q.Assignment.Owner))
 	}
