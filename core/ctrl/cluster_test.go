@@ -14,6 +14,7 @@ import (
 	"github.com/sluicemq/sluice/io/meta"
 	"github.com/sluicemq/sluice/sim/metamem"
 	"github.com/sluicemq/sluice/sim/prng"
+	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 )
@@ -333,6 +334,32 @@ func (c *cluster) run(steps int, crashPerMille int) {
 			}
 		}
 	}
+}
+
+// quiesce delivers every message and completes every persist, in order,
+// with no time passing and nothing proposed, until done says so or nothing
+// is left in flight.
+func (c *cluster) quiesce(done func() bool) {
+	for range 100000 {
+		if done() {
+			return
+		}
+		busy := false
+		for _, n := range c.nodes {
+			if n.up && len(n.pend) > 0 {
+				c.complete(n)
+				busy = true
+			}
+		}
+		if len(c.net) > 0 {
+			c.deliver(0)
+			busy = true
+		}
+		if !busy {
+			return
+		}
+	}
+	c.t.Fatal("the cluster never quiesced")
 }
 
 // heal restarts every node, stops faults and runs until quiet.
@@ -681,4 +708,70 @@ func TestLargeImageSnapshot(t *testing.T) {
 		t.Fatalf("n%d restored %d images and holds %d queues, want a snapshot of %d", lagging.id, c.images-before, len(lagging.g.Metadata().Queues()), queues)
 	}
 	t.Logf("n%d caught up from an image of %d bytes", lagging.id, img)
+}
+
+// TestLeaderGoneFirstVoterCampaignsAtOnce: told that its leader's process
+// exited (InPeerLost), the first of the other voters by id campaigns in
+// that very step, and the others wait their slots (leaderGoneRank): the
+// first voter is the new leader, and no other voter campaigned meanwhile.
+func TestLeaderGoneFirstVoterCampaignsAtOnce(t *testing.T) {
+	for _, voters := range [][]uint64{sparse3, sparse5} {
+		for _, seed := range seeds(t, 21, 22) {
+			t.Run(fmt.Sprintf("voters=%d/seed=%d", len(voters), seed), func(t *testing.T) {
+				c := newCluster(t, seed, voters, false)
+				c.run(2000, 0)
+				old := c.leader()
+				if old == nil {
+					t.Fatalf("seed %d: no leader", seed)
+				}
+				for i, id := range voters {
+					cmd := metadata.Command{Kind: metadata.RegisterBroker, Node: seam.NodeID(id), Process: 1, Storage: uint64(100 + i)}
+					c.step(old, Input{Kind: InPropose, Msg: cmd.Encode(nil)})
+				}
+				c.heal(3000)
+				if l := c.leader(); l != old {
+					t.Fatalf("seed %d: the leader moved from n%d while registering", seed, old.id)
+				}
+				for _, n := range c.nodes {
+					if b, ok := n.g.Metadata().Broker(seam.NodeID(old.id)); !ok || b.Process != 1 {
+						t.Fatalf("seed %d: n%d has not applied the leader n%d's registration", seed, n.id, old.id)
+					}
+				}
+				// Every voter holds the leader's log when it dies (the first
+				// voter by id is not behind: raft would refuse it the vote,
+				// and the next voter's slot comes later).
+				c.quiesce(func() bool { return false })
+				c.crash(old)
+				var first uint64
+				for _, id := range voters {
+					if id != old.id && (first == 0 || id < first) {
+						first = id
+					}
+				}
+				before := c.campaigns // (tick-driven campaigns: their notes)
+				for _, n := range c.nodes {
+					if n.up {
+						c.step(n, Input{Kind: InPeerLost, From: old.id, Process: 1})
+						st := n.g.rn.BasicStatus().RaftState
+						if campaigning := st == raft.StatePreCandidate || st == raft.StateCandidate; campaigning != (n.id == first) {
+							t.Fatalf("seed %d: after its leader n%d's exit, n%d is %s (the first voter after it is n%d)", seed, old.id, n.id, st, first)
+						}
+					}
+				}
+				// No time passes: the first voter's election is a few
+				// round trips and persists, well inside the next slot.
+				c.quiesce(func() bool { return c.leader() != nil })
+				nl := c.leader()
+				if nl == nil || nl.id != first {
+					t.Fatalf("seed %d: new leader %v, want the first voter after n%d, n%d", seed, nl, old.id, first)
+				}
+				if c.campaigns != before {
+					t.Fatalf("seed %d: %d other campaigns before n%d led", seed, c.campaigns-before, first)
+				}
+				c.heal(2000)
+				finalCommit(t, c)
+				c.done()
+			})
+		}
+	}
 }

@@ -51,8 +51,14 @@
 //     granted vote) for CampaignTimeoutNs + Draw mod CampaignTimeoutNs
 //     (the draw of the first tick after it last heard one) calls Campaign;
 //     a voter told that its leader's committed process exited (InPeerLost)
-//     campaigns sooner, within CampaignTimeoutNs/4 of its next tick (that
-//     tick's draw), since no heartbeat will come.
+//     campaigns sooner, since no heartbeat will come: the first of the
+//     other voters by id at once, in that step; the k-th after it in the
+//     k-th slot of CampaignTimeoutNs/4 from its next tick, with a jitter
+//     within the slot (that tick's draw). The slots keep the survivors
+//     from splitting the vote; a first voter whose log is behind is
+//     refused, and the next one's slot elects another.
+//   - After a step that applied a broker's BrokerDown, the leader runs
+//     placement at once (its transitions or holds), not at its next tick.
 //   - InMessage: a marshalled raftpb.Message from peer From. A message that
 //     does not decode, is not addressed from From to this node, comes from
 //     a non-voter, is a local or proposal type, or carries an entry that is

@@ -151,9 +151,14 @@ type Group struct {
 	heardNs      int64 // last instant a leader was heard (or a vote cast, or a campaign started)
 	campaignAtNs int64 // 0: not armed; armed at the next tick with its draw
 	// leaderGone: the process of the leader this voter follows exited
-	// (InPeerLost): it campaigns at its next tick, within a short jitter,
-	// instead of waiting out the timeout for a leader known dead
+	// (InPeerLost): the first of the other voters by id campaigns at once,
+	// the next ones at their ticks, a slot of the timeout later each with
+	// a jitter (leaderGoneRank), instead of waiting out the timeout
+	// for a leader known dead; goneLeader: that leader
 	leaderGone bool
+	goneLeader uint64
+	// downApplied: this step applied a broker's BrokerDown
+	downApplied bool
 
 	nextSeq uint64
 	pend    *pending
@@ -494,6 +499,7 @@ func (g *Group) Step(in Input) []Effect {
 	if g.failed != "" {
 		return nil
 	}
+	g.downApplied = false
 	switch in.Kind {
 	case InTick:
 		g.tick(in)
@@ -520,6 +526,15 @@ func (g *Group) Step(in Input) []Effect {
 	}
 	if g.failed == "" {
 		g.ready()
+		if g.downApplied && in.Kind != InTick && g.failed == "" && g.rn.BasicStatus().RaftState == raft.StateLeader {
+			// A broker went down: its queues' transitions (or holds) are
+			// proposed now, not at the next tick, which in the daemon is
+			// up to 20 ms away on the path of an owner's failover. (Only
+			// then: a placement right after a declaration would be made
+			// before the other brokers registered.)
+			g.placementCheck()
+			g.ready()
+		}
 		g.dropStaleProposals()
 		g.answerFresh()
 	}
@@ -554,9 +569,12 @@ func (g *Group) tick(in Input) {
 		g.campaignAtNs = g.heardNs + g.cfg.CampaignTimeoutNs + int64(in.Draw%timeout)
 	}
 	if g.leaderGone {
-		// The jitter keeps the surviving voters from splitting the vote.
+		// The slots and their jitter keep the surviving voters from
+		// splitting the vote.
 		g.leaderGone = false
-		g.campaignAtNs = min(g.campaignAtNs, in.NowNs+int64(in.Draw%uint64(g.cfg.CampaignTimeoutNs/leaderGoneJitterDiv)))
+		slotNs := g.cfg.CampaignTimeoutNs / leaderGoneJitterDiv
+		rank := int64(g.leaderGoneRank())
+		g.campaignAtNs = min(g.campaignAtNs, in.NowNs+rank*slotNs+int64(in.Draw%uint64(slotNs)))
 	}
 	if in.NowNs >= g.campaignAtNs {
 		g.note("campaign: no leader heard for %dns (term %d)", in.NowNs-g.heardNs, st.GetTerm())
@@ -839,6 +857,9 @@ func (g *Group) apply(ents []*pb.Entry) {
 			}
 			if c.Kind == metadata.AdmitLearner && err == nil {
 				g.learnersAdmitted++
+			}
+			if c.Kind == metadata.BrokerDown && err == nil {
+				g.downApplied = true
 			}
 			if err != nil {
 				ef.Note = c.String() + " => " + err.Error()

@@ -261,9 +261,23 @@ func (g *Group) livenessCheck() {
 	}
 }
 
-// leaderGoneJitterDiv: a voter whose leader's process exited campaigns
-// within CampaignTimeoutNs / leaderGoneJitterDiv.
+// leaderGoneJitterDiv: a voter whose leader's process exited campaigns in
+// its slot of CampaignTimeoutNs / leaderGoneJitterDiv: the first voter
+// after the gone leader (by id) at once, the k-th k slots on, each within
+// one slot's jitter.
 const leaderGoneJitterDiv = 4
+
+// leaderGoneRank is this voter's place among the voters other than the
+// gone leader, by id: 0 for the lowest.
+func (g *Group) leaderGoneRank() int {
+	rank := 0
+	for _, v := range g.cfg.Voters {
+		if v != g.goneLeader && v < g.cfg.ID {
+			rank++
+		}
+	}
+	return rank
+}
 
 // lostPeer is a peer process whose exit this replica was told of.
 type lostPeer struct{ node, process uint64 }
@@ -277,8 +291,19 @@ func (g *Group) peerLost(in Input) {
 			// The leader this voter follows is gone (its process exited,
 			// a reconnect failed): elect another now, not after the
 			// failure detector's timeout.
-			g.leaderGone = true
-			g.note("leader n%d's process %d exited: campaigning at the next tick", in.From, in.Process)
+			g.leaderGone, g.goneLeader = true, in.From
+			if g.leaderGoneRank() == 0 {
+				// The first voter after it: no other campaigns within a
+				// slot, so no vote to split; a tick (20 ms in the daemon)
+				// is worth saving on the path of an owner's failover.
+				g.note("leader n%d's process %d exited: campaigning now, the first voter after it", in.From, in.Process)
+				if err := g.rn.Campaign(); err != nil {
+					g.note("campaign failed: %v", err)
+				}
+				g.heardNs, g.campaignAtNs, g.leaderGone = in.NowNs, 0, false
+			} else {
+				g.note("leader n%d's process %d exited: campaigning at a tick %d slots on", in.From, in.Process, g.leaderGoneRank())
+			}
 		}
 	}
 	b, ok := g.md.Broker(seam.NodeID(in.From))

@@ -7,7 +7,8 @@ import (
 	"github.com/sluicemq/sluice/core/seam"
 )
 
-// Placement, at the leader on every tick, from the committed metadata:
+// Placement, at the leader on every tick and right after it applied a
+// broker's BrokerDown (Step), from the committed metadata:
 //
 //   - a declared queue not yet placed gets its replicas on live brokers
 //     that are not draining, the owner on the broker owning the fewest
