@@ -61,7 +61,9 @@
 //
 //   - a publish the broker it went to refuses without storing it ("not
 //     the owner", "no such queue", "fenced: ...": a recovery moved the
-//     queue, or is under way) waits, and the topology is asked again every
+//     queue, or is under way; or a topology answer of "owner down: ...",
+//     the owner's broker down in the metadata and the transition to
+//     follow) waits, and the topology is asked again every
 //     RouteRetryNs until it names a serving owner, then it goes there; a
 //     publish waits at most RouteWaitNs, then it is nacked. Waiting
 //     publishes keep their connection's order: they go again in publish
@@ -70,8 +72,8 @@
 //     its end (EfClientGone with Node) go there;
 //   - a declaration's command goes to the leader a "not the leader:
 //     leader=N" refusal names; a topology answer of "no such queue" (this
-//     broker has not applied the committed declaration yet) or "fenced"
-//     (a recovery) is asked again until DeclareTimeoutNs;
+//     broker has not applied the committed declaration yet), "fenced" or
+//     "owner down" (a recovery) is asked again until DeclareTimeoutNs;
 //   - NodeLost(node): the driver lost its way to that broker (its process
 //     died, the link failed). Every connection with a request in flight
 //     there or a subscription there is closed with 320

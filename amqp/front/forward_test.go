@@ -253,6 +253,10 @@ func TestForwardDeclare(t *testing.T) {
 	// This broker has not applied the declaration yet, then it is fenced.
 	h.reply(h.next(seam.ReqTopology), seam.Failed, 0, 0, "no such queue")
 	h.tick()
+	// Its owner's broker down in the metadata, the transition to follow;
+	// then the transition, fenced.
+	h.reply(h.next(seam.ReqTopology), seam.Failed, 1, 0, "owner down: n3, its recovery follows")
+	h.tick()
 	h.reply(h.next(seam.ReqTopology), seam.Failed, 1, 0, "fenced: pending transition to epoch 2")
 	h.tick()
 	h.reply(h.next(seam.ReqTopology), seam.Confirmed, 1, 2, "owner=n2")
@@ -293,6 +297,8 @@ func TestForwardNodeUnreachable(t *testing.T) {
 	if h.f.Conns() != 1 || h.closed != "" {
 		t.Fatal("an unreachable owner closed the connection")
 	}
+	h.reply(h.next(seam.ReqTopology), seam.Failed, 7, 0, "owner down: n2, its recovery follows")
+	h.tick()
 	h.reply(h.next(seam.ReqTopology), seam.Failed, 7, 0, "fenced: pending transition to epoch 2")
 	h.tick()
 	h.reply(h.next(seam.ReqTopology), seam.Confirmed, 7, 3, "owner=n3")

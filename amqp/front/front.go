@@ -706,7 +706,15 @@ func (f *Front) deferPublish(c *connState, p pubItem) {
 // to does not serve the queue (any more, or yet): nothing was stored, and
 // the topology must be asked again (core/queue, core/node.go).
 func staleRoute(reason string) bool {
-	return reason == "not the owner" || reason == "no such queue" || strings.HasPrefix(reason, "fenced: ")
+	return reason == "not the owner" || reason == "no such queue" || recovering(reason)
+}
+
+// recovering says whether a refusal means a recovery of the queue is under
+// way ("fenced: ...") or about to be (its owner's broker is down in the
+// metadata, "owner down: ..."; core/placed.go's topology): the queue
+// serves again once it is done.
+func recovering(reason string) bool {
+	return strings.HasPrefix(reason, "fenced: ") || strings.HasPrefix(reason, "owner down: ")
 }
 
 // NodeLost says that broker node is gone for this front (the daemon lost
@@ -1179,7 +1187,7 @@ func (f *Front) declareAnswer(c *connState, d *declare, e *seam.Effect) {
 	switch {
 	case e.Reason == "not placed yet", e.Outcome == seam.Confirmed && why == reasonNotServed:
 		f.declareLater(c, d, why)
-	case f.cfg.Forward && (strings.HasPrefix(e.Reason, "fenced: ") || (e.Reason == "no such queue" && !d.spec.Passive)):
+	case f.cfg.Forward && (recovering(e.Reason) || (e.Reason == "no such queue" && !d.spec.Passive)):
 		// A recovery under way, or a declaration the leader committed
 		// that this broker has not applied yet: ask again.
 		f.declareLater(c, d, e.Reason)
