@@ -55,7 +55,11 @@ const (
 )
 
 // fwdRedialMs is the least time between a link's failed dial and the next
-// dial to that broker.
+// dial to that broker. A request for that broker meanwhile is handed back
+// to the front at once (unreached) rather than held for the redial: the
+// front asks the topology again and resends after its RouteRetryNs, and a
+// publisher whose queue's owner just died does not wait out the rest of
+// fwdRedialMs once the recovery named the next owner.
 const fwdRedialMs = 100
 
 // fwdFrame is one frame queued for a link's writer.
@@ -138,12 +142,21 @@ func (fw *forwarder) queue(node core.NodeID, f fwdFrame, open bool) {
 			})
 			return
 		}
+		if since := time.Since(fw.unreachedAt[node]); since < fwdRedialMs*time.Millisecond {
+			// Told after this effect (the front is mid-call); the dial
+			// failure's instant stays, so the next dial is paced by it.
+			why := fmt.Sprintf("broker n%d unreachable: its last dial failed %d ms ago", node, since.Milliseconds())
+			s.work = append(s.work, func() {
+				s.adminUnreached(node)
+				s.frontEffects(s.front.NodeUnreachable(s.now(), node, why))
+			})
+			return
+		}
 		fw.lastGen++
 		l = &fwdLink{node: node, gen: fw.lastGen, out: make(chan fwdFrame, fwdQueueMax), stop: make(chan struct{})}
 		fw.links[node] = l
-		wait := time.Until(fw.unreachedAt[node].Add(fwdRedialMs * time.Millisecond))
 		s.wg.Add(1)
-		go fw.runLink(l, addr, wait)
+		go fw.runLink(l, addr)
 	}
 	if l.queued.Load()+int64(len(f.body)) > fwdQueueBytesMax {
 		l.end()
@@ -189,16 +202,9 @@ func (fw *forwarder) lost(node core.NodeID, gen uint64, reason string, unreached
 
 // runLink dials broker node for link l, writes its queue and reads the
 // replies and deliveries coming back, until either side fails.
-func (fw *forwarder) runLink(l *fwdLink, addr string, wait time.Duration) {
+func (fw *forwarder) runLink(l *fwdLink, addr string) {
 	s := fw.s
 	defer s.wg.Done()
-	if wait > 0 {
-		select {
-		case <-time.After(wait):
-		case <-l.stop:
-		case <-s.done:
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), peerDialTimeoutMs*time.Millisecond)
 	stop := context.AfterFunc(s.doneCtx, cancel)
 	c, err := netio.Dial(ctx, addr, s.cluster.netio)

@@ -380,6 +380,7 @@ const outstandingMax = 4000
 
 func (p *publisher) run() {
 	defer close(p.done)
+	again := false // the last session was opened at once after one ended
 	for {
 		select {
 		case <-p.stop:
@@ -388,10 +389,24 @@ func (p *publisher) run() {
 		}
 		url := p.urls[p.next%len(p.urls)]
 		p.next++
+		p.mu.Lock()
+		before := p.sessions
+		p.mu.Unlock()
 		if err := p.session(url); err != "" {
 			p.mu.Lock()
 			p.lastErr = err
+			opened := p.sessions > before
 			p.mu.Unlock()
+			if opened && !again {
+				// A session that was set up and then ended (its channel
+				// closed: outcomes unknown): reconnect at once, as a
+				// client that recovers its connection does (the owner-kill
+				// pause measures the broker, not a sleep of this client's);
+				// after 100 ms if that one ends too.
+				again = true
+				continue
+			}
+			again = false
 			select {
 			case <-p.stop:
 				return
