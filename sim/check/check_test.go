@@ -649,3 +649,37 @@ func TestRedeliveryAfterAckUnderOldWPasses(t *testing.T) {
 	c.DeliverEmitted(20, 1, 0, 7, true)
 	wantClean(t, c)
 }
+
+// A learner's copy counts once it is admitted (Admitted): what a sync
+// acknowledgement verified on its disk while it was away counts then, even
+// where injected damage struck it since (as for a member's copy, the fault
+// budget answers for that loss), and a confirm counting it holds; a copy
+// it never synced does not count (seed 15726).
+func TestAdmittedCountsWhatItSynced(t *testing.T) {
+	for _, synced := range []bool{true, false} {
+		c, fd := newChecker()
+		away := true
+		c.SetAway(func(q core.QueueID, n core.NodeID) bool { return n == 2 && away })
+		c.PublishStarted(7, 16)
+		written(c, fd, 1, pub(1, 0, 7))
+		if synced {
+			written(c, fd, 2, pub(1, 0, 7)) // synced as a learner: not counted yet
+		} else {
+			fd.write(2, pub(1, 0, 7))
+			c.Appended(2, 1, []record.Record{pub(1, 0, 7)})
+		}
+		if n, _, _ := c.queue(1).holders(0, c.rep(1, 1).issuedAt(0)); n != 1 {
+			t.Fatalf("synced=%v: %d holders before the admission, want the owner alone", synced, n)
+		}
+		fd[2].files["q1/00000000000000000000.seg"][32+32*testSlots+30] ^= 1 // its body, after the sync
+		c.Injected(2, 1)
+		away = false
+		c.Admitted(1, 2)
+		c.ConfirmEmitted(2_000_000_000, 1, 0)
+		if synced {
+			wantClean(t, c)
+		} else {
+			wantFailure(t, c, "confirm-durable")
+		}
+	}
+}

@@ -25,7 +25,8 @@
 //     it; a copy the protocol truncated does not; a copy a learner made,
 //     its broker running another process than the member the assignment
 //     names, counts only from its admission, or an activation naming it,
-//     when its disk is read again: Admitted).
+//     when its disk is read again: Admitted; what a sync verified on it
+//     while away that injected damage struck since counts too).
 //   - deliver-confirmed: a consumer is handed only confirmed records, whose
 //     publish was not reported failed, with the confirmed body byte for
 //     byte.

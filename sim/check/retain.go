@@ -144,14 +144,19 @@ func (q *queueTruth) retainedSettled(o uint64) bool {
 // Admitted takes a learner's admission as node's member of q (issue 12),
 // or an activation that names node: what its disk durably holds of the
 // records issued to it counts as its copies from now on (a learner's syncs
-// did not: SyncAcked).
+// did not: SyncAcked). A record a sync acknowledgement verified on its
+// disk (below verified) that injected damage struck since counts too: as
+// for a member's copy (holders), the fault budget, not the protocol,
+// answers for its loss, and the owner counts the learner's durable report
+// once it is admitted (seed 15726: a learner caught up, a byte of its
+// segment flipped, then its admission, and a confirm counting it).
 func (c *Checker) Admitted(q core.QueueID, node core.NodeID) {
 	qt := c.queue(q)
 	r := c.rep(node, q)
 	r.disk.Reparse(c.diskOf(q, node))
 	for o := r.disk.Start(); o < min(uint64(len(r.issued)), r.verified); o++ {
-		if id := r.disk.At(o); id.Intact() && id == r.issuedAt(o) {
-			qt.addSeen(o, id, r.idx)
+		if id, want := r.disk.At(o), r.issuedAt(o); (id.Intact() && id == want) || (r.injected && !id.Intact()) {
+			qt.addSeen(o, want, r.idx)
 		}
 	}
 }

@@ -94,11 +94,17 @@ type admin struct {
 	// the request before's bytes
 	arriveNs int64
 	prevCmd  []byte
-	target   int  // broker index it sends to next
-	waiting  bool // a request is outstanding
-	probing  bool // the drain's probe is the request outstanding
-	probed   bool // a probe was confirmed after the heal
-	stats    struct{ confirmed, failed, rejected, unknown, redirects uint64 }
+	// uncertain: the bytes of the latest requests whose outcome was
+	// unknown (a timeout, an unknown answer), at most adminUncertainMax:
+	// an old leader may still commit any of them, so a request with the
+	// same bytes is not judged by when it arrived either (seed 5309: a
+	// declaration, a deletion, the declaration again)
+	uncertain [][]byte
+	target    int  // broker index it sends to next
+	waiting   bool // a request is outstanding
+	probing   bool // the drain's probe is the request outstanding
+	probed    bool // a probe was confirmed after the heal
+	stats     struct{ confirmed, failed, rejected, unknown, redirects uint64 }
 	// incarnations: per operator queue, the incarnation its last confirmed
 	// declaration reported
 	incarnations [adminQueues]uint64
@@ -199,7 +205,7 @@ func (w *World) adminSend() {
 		c = w.adminCommand()
 	}
 	a.cmd = c.Encode(a.cmd[:0])
-	same := bytes.Equal(a.prevCmd, a.cmd)
+	same := bytes.Equal(a.prevCmd, a.cmd) || slices.ContainsFunc(a.uncertain, func(u []byte) bool { return bytes.Equal(u, a.cmd) })
 	a.prevCmd = append(a.prevCmd[:0], a.cmd...)
 	at := w.now + w.ctrlDelay()
 	a.arriveNs = at
@@ -313,6 +319,19 @@ func (w *World) adminDone() {
 	w.scriptDone()
 }
 
+// adminUncertainMax bounds the requests of unknown outcome the operator
+// remembers (admin.uncertain).
+const adminUncertainMax = 16
+
+// uncertainAdd remembers the outstanding request's bytes as one whose
+// outcome is unknown.
+func (a *admin) uncertainAdd() {
+	if len(a.uncertain) >= adminUncertainMax {
+		a.uncertain = slices.Delete(a.uncertain, 0, 1)
+	}
+	a.uncertain = append(a.uncertain, slices.Clone(a.cmd))
+}
+
 // adminTimer is an evAdmin event: the operator's next request, or the
 // timeout of request inc.
 func (w *World) adminTimer(e *event) {
@@ -324,6 +343,7 @@ func (w *World) adminTimer(e *event) {
 		// No answer: the broker died or the request was lost. Its outcome
 		// is unknown; try another voter.
 		a.stats.unknown++
+		a.uncertainAdd()
 		a.waiting = false
 		a.target++
 	}
@@ -369,6 +389,7 @@ func (w *World) adminReply(eff *core.Effect) {
 		}
 	case core.Unknown:
 		a.stats.unknown++
+		a.uncertainAdd()
 		a.target++
 	}
 	if len(w.script) > 0 && w.working {
