@@ -434,7 +434,12 @@ func decodeClientRequest(b []byte) (core.ClientID, core.Request, error) {
 		return 0, r, fmt.Errorf("%w: request kind %d", errForwarded, b[8])
 	}
 	r.ID = binary.LittleEndian.Uint64(b[9:])
-	r.Queue = core.QueueID(binary.LittleEndian.Uint64(b[17:]))
+	q := binary.LittleEndian.Uint64(b[17:])
+	if q > math.MaxUint32 {
+		// (The wire keeps 8 bytes; a queue id is 32 bits: never truncated.)
+		return 0, r, fmt.Errorf("%w: queue id %d out of range", errForwarded, q)
+	}
+	r.Queue = core.QueueID(q)
 	r.Offset = binary.LittleEndian.Uint64(b[25:])
 	p := binary.LittleEndian.Uint32(b[33:])
 	if p > math.MaxInt32 {
@@ -491,13 +496,16 @@ func decodeClientEffect(b []byte) (core.Effect, error) {
 	e.Kind = core.EffectKind(b[8])
 	e.ReqID = binary.LittleEndian.Uint64(b[9:])
 	e.Outcome = core.Outcome(b[17])
-	e.Queue = core.QueueID(binary.LittleEndian.Uint64(b[18:]))
+	q := binary.LittleEndian.Uint64(b[18:])
+	e.Queue = core.QueueID(q)
 	e.Offset = binary.LittleEndian.Uint64(b[26:])
 	red := b[34]
 	n := int(binary.LittleEndian.Uint16(b[35:]))
 	switch {
 	case e.Client == 0:
 		return e, fmt.Errorf("%w: client 0", errForwarded)
+	case q > math.MaxUint32:
+		return e, fmt.Errorf("%w: queue id %d out of range", errForwarded, q)
 	case e.Kind != core.EfReply && e.Kind != core.EfDeliver && e.Kind != core.EfCancel:
 		return e, fmt.Errorf("%w: effect kind %d", errForwarded, b[8])
 	case e.Kind == core.EfCancel && (e.Outcome != 0 || red != 0 || len(b) != clientEffectHead+n):
