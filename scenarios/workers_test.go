@@ -116,3 +116,74 @@ func (wr *workersRun) sinceKill(owned bool) []int64 {
 	slices.Sort(d)
 	return d
 }
+
+// TestRecoveryWorkersTakeTheSmallestFirst: a node's worker takes up the
+// fenced queues it is the candidate of smallest first, by what its own
+// log of each retains (core/recover.go): whenever n2 takes one up, every
+// other queue already fenced on n2 and taken up later retains at least as
+// much (by n2's seal of each: the records it froze). The queues of the
+// named scenario differ enough in size for the order to be tested.
+func TestRecoveryWorkersTakeTheSmallestFirst(t *testing.T) {
+	s := loadScenario(t, "named/recovery-30-owners-lost.json")
+	var trace bytes.Buffer
+	r, err := world.Run(s.Seed, s.Profile, world.Options{Trace: &trace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Failed > 0 {
+		t.Fatalf("the checkers failed: %v", r.Failures)
+	}
+	var (
+		reDeclared = regexp.MustCompile(`> applied .* declare "(q[0-9]+)" .*=> declared "q[0-9]+" id=([0-9]+) `)
+		reFenced   = regexp.MustCompile(`^t=\S+ n2 > applied .* transition "(q[0-9]+)" .*=> fenced `)
+		reDetect   = regexp.MustCompile(`^t=\S+ n2 > recovery q=([0-9]+) stage=detect `)
+		reSealed   = regexp.MustCompile(`^t=\S+ n2 > recovery q=([0-9]+) stage=seal epoch=[0-9]+ n2 sealed \[([0-9]+),([0-9]+)\)`)
+	)
+	ids := map[string]string{}
+	fencedNs, detectNs, size := map[string]int64{}, map[string]int64{}, map[string]int64{}
+	var order []string
+	for _, line := range strings.Split(trace.String(), "\n") {
+		if m := reDeclared.FindStringSubmatch(line); m != nil {
+			ids[m[1]] = m[2]
+		} else if m := reFenced.FindStringSubmatch(line); m != nil && fencedNs[ids[m[1]]] == 0 {
+			fencedNs[ids[m[1]]] = instant(line)
+		} else if m := reDetect.FindStringSubmatch(line); m != nil && detectNs[m[1]] == 0 {
+			detectNs[m[1]] = instant(line)
+			order = append(order, m[1])
+		} else if m := reSealed.FindStringSubmatch(line); m != nil && size[m[1]] == 0 {
+			var from, to int64
+			fmt.Sscan(m[2], &from)
+			fmt.Sscan(m[3], &to)
+			size[m[1]] = to - from + 1 // (+1: an empty log still counts as sealed)
+		}
+	}
+	if len(order) < 30 {
+		t.Fatalf("n2 took up %d recoveries, want the 90 queues' (at least the 30 of n1)", len(order))
+	}
+	compared, differed := 0, 0
+	for i, q := range order {
+		for _, later := range order[i+1:] {
+			if f := fencedNs[later]; f == 0 || f > detectNs[q] {
+				continue // not fenced yet when q was taken up
+			}
+			compared++
+			if size[q] > size[later] {
+				t.Fatalf("n2 took up q=%d (%d records) at %s while q=%d (%d records) waited, fenced since %s",
+					atoi(q), size[q]-1, sec(detectNs[q]), atoi(later), size[later]-1, sec(fencedNs[later]))
+			}
+			if size[q] != size[later] {
+				differed++
+			}
+		}
+	}
+	if compared == 0 || differed == 0 {
+		t.Fatalf("%d pairs compared, %d of them of different sizes: the scenario no longer tests the order", compared, differed)
+	}
+	t.Logf("%d recoveries taken up by n2; %d pairs of a queue taken up and one waiting compared, %d of different sizes", len(order), compared, differed)
+}
+
+func atoi(s string) int {
+	var v int
+	fmt.Sscan(s, &v)
+	return v
+}
