@@ -516,8 +516,35 @@ func finalCommit(t *testing.T, c *cluster) {
 // TestLeaderCrash: the leader of a quiet cluster crashes; the core's own
 // failure detector campaigns and a new leader of a higher term emerges.
 func TestLeaderCrash(t *testing.T) {
+	withLeader(t, []uint64{11, 12}, func(t *testing.T, seed uint64, voters []uint64, c *cluster, old *simNode) {
+		oldTerm, _, _ := old.g.Status()
+		c.crash(old)
+		before := c.campaigns
+		var nl *simNode
+		for range 100 {
+			c.run(100, 0)
+			if nl = c.leader(); nl != nil {
+				break
+			}
+		}
+		if nl == nil {
+			t.Fatalf("seed %d: no new leader after %d crashed", seed, old.id)
+		}
+		newTerm, _, _ := nl.g.Status()
+		if newTerm <= oldTerm || c.campaigns == before {
+			t.Fatalf("seed %d: new leader %d in term %d (old %d), %d campaigns", seed, nl.id, newTerm, oldTerm, c.campaigns-before)
+		}
+		c.heal(2000)
+		finalCommit(t, c)
+		c.done()
+	})
+}
+
+// withLeader runs body, for 3 and 5 sparse voters and each of the fixed
+// seeds, on a cluster that ran 2,000 random steps and has a leader, old.
+func withLeader(t *testing.T, fixed []uint64, body func(t *testing.T, seed uint64, voters []uint64, c *cluster, old *simNode)) {
 	for _, voters := range [][]uint64{sparse3, sparse5} {
-		for _, seed := range seeds(t, 11, 12) {
+		for _, seed := range seeds(t, fixed...) {
 			t.Run(fmt.Sprintf("voters=%d/seed=%d", len(voters), seed), func(t *testing.T) {
 				c := newCluster(t, seed, voters, false)
 				c.run(2000, 0)
@@ -525,26 +552,7 @@ func TestLeaderCrash(t *testing.T) {
 				if old == nil {
 					t.Fatalf("seed %d: no leader", seed)
 				}
-				oldTerm, _, _ := old.g.Status()
-				c.crash(old)
-				before := c.campaigns
-				var nl *simNode
-				for range 100 {
-					c.run(100, 0)
-					if nl = c.leader(); nl != nil {
-						break
-					}
-				}
-				if nl == nil {
-					t.Fatalf("seed %d: no new leader after %d crashed", seed, old.id)
-				}
-				newTerm, _, _ := nl.g.Status()
-				if newTerm <= oldTerm || c.campaigns == before {
-					t.Fatalf("seed %d: new leader %d in term %d (old %d), %d campaigns", seed, nl.id, newTerm, oldTerm, c.campaigns-before)
-				}
-				c.heal(2000)
-				finalCommit(t, c)
-				c.done()
+				body(t, seed, voters, c, old)
 			})
 		}
 	}
@@ -715,63 +723,53 @@ func TestLargeImageSnapshot(t *testing.T) {
 // that very step, and the others wait their slots (leaderGoneRank): the
 // first voter is the new leader, and no other voter campaigned meanwhile.
 func TestLeaderGoneFirstVoterCampaignsAtOnce(t *testing.T) {
-	for _, voters := range [][]uint64{sparse3, sparse5} {
-		for _, seed := range seeds(t, 21, 22) {
-			t.Run(fmt.Sprintf("voters=%d/seed=%d", len(voters), seed), func(t *testing.T) {
-				c := newCluster(t, seed, voters, false)
-				c.run(2000, 0)
-				old := c.leader()
-				if old == nil {
-					t.Fatalf("seed %d: no leader", seed)
-				}
-				for i, id := range voters {
-					cmd := metadata.Command{Kind: metadata.RegisterBroker, Node: seam.NodeID(id), Process: 1, Storage: uint64(100 + i)}
-					c.step(old, Input{Kind: InPropose, Msg: cmd.Encode(nil)})
-				}
-				c.heal(3000)
-				if l := c.leader(); l != old {
-					t.Fatalf("seed %d: the leader moved from n%d while registering", seed, old.id)
-				}
-				for _, n := range c.nodes {
-					if b, ok := n.g.Metadata().Broker(seam.NodeID(old.id)); !ok || b.Process != 1 {
-						t.Fatalf("seed %d: n%d has not applied the leader n%d's registration", seed, n.id, old.id)
-					}
-				}
-				// Every voter holds the leader's log when it dies (the first
-				// voter by id is not behind: raft would refuse it the vote,
-				// and the next voter's slot comes later).
-				c.quiesce(func() bool { return false })
-				c.crash(old)
-				var first uint64
-				for _, id := range voters {
-					if id != old.id && (first == 0 || id < first) {
-						first = id
-					}
-				}
-				before := c.campaigns // (tick-driven campaigns: their notes)
-				for _, n := range c.nodes {
-					if n.up {
-						c.step(n, Input{Kind: InPeerLost, From: old.id, Process: 1})
-						st := n.g.rn.BasicStatus().RaftState
-						if campaigning := st == raft.StatePreCandidate || st == raft.StateCandidate; campaigning != (n.id == first) {
-							t.Fatalf("seed %d: after its leader n%d's exit, n%d is %s (the first voter after it is n%d)", seed, old.id, n.id, st, first)
-						}
-					}
-				}
-				// No time passes: the first voter's election is a few
-				// round trips and persists, well inside the next slot.
-				c.quiesce(func() bool { return c.leader() != nil })
-				nl := c.leader()
-				if nl == nil || nl.id != first {
-					t.Fatalf("seed %d: new leader %v, want the first voter after n%d, n%d", seed, nl, old.id, first)
-				}
-				if c.campaigns != before {
-					t.Fatalf("seed %d: %d other campaigns before n%d led", seed, c.campaigns-before, first)
-				}
-				c.heal(2000)
-				finalCommit(t, c)
-				c.done()
-			})
+	withLeader(t, []uint64{21, 22}, func(t *testing.T, seed uint64, voters []uint64, c *cluster, old *simNode) {
+		for i, id := range voters {
+			cmd := metadata.Command{Kind: metadata.RegisterBroker, Node: seam.NodeID(id), Process: 1, Storage: uint64(100 + i)}
+			c.step(old, Input{Kind: InPropose, Msg: cmd.Encode(nil)})
 		}
-	}
+		c.heal(3000)
+		if l := c.leader(); l != old {
+			t.Fatalf("seed %d: the leader moved from n%d while registering", seed, old.id)
+		}
+		for _, n := range c.nodes {
+			if b, ok := n.g.Metadata().Broker(seam.NodeID(old.id)); !ok || b.Process != 1 {
+				t.Fatalf("seed %d: n%d has not applied the leader n%d's registration", seed, n.id, old.id)
+			}
+		}
+		// Every voter holds the leader's log when it dies (the first
+		// voter by id is not behind: raft would refuse it the vote,
+		// and the next voter's slot comes later).
+		c.quiesce(func() bool { return false })
+		c.crash(old)
+		var first uint64
+		for _, id := range voters {
+			if id != old.id && (first == 0 || id < first) {
+				first = id
+			}
+		}
+		before := c.campaigns // (tick-driven campaigns: their notes)
+		for _, n := range c.nodes {
+			if n.up {
+				c.step(n, Input{Kind: InPeerLost, From: old.id, Process: 1})
+				st := n.g.rn.BasicStatus().RaftState
+				if campaigning := st == raft.StatePreCandidate || st == raft.StateCandidate; campaigning != (n.id == first) {
+					t.Fatalf("seed %d: after its leader n%d's exit, n%d is %s (the first voter after it is n%d)", seed, old.id, n.id, st, first)
+				}
+			}
+		}
+		// No time passes: the first voter's election is a few
+		// round trips and persists, well inside the next slot.
+		c.quiesce(func() bool { return c.leader() != nil })
+		nl := c.leader()
+		if nl == nil || nl.id != first {
+			t.Fatalf("seed %d: new leader %v, want the first voter after n%d, n%d", seed, nl, old.id, first)
+		}
+		if c.campaigns != before {
+			t.Fatalf("seed %d: %d other campaigns before n%d led", seed, c.campaigns-before, first)
+		}
+		c.heal(2000)
+		finalCommit(t, c)
+		c.done()
+	})
 }
