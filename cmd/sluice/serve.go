@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluicemq/sluice/amqp/conn"
 	"github.com/sluicemq/sluice/daemon"
 	"github.com/sluicemq/sluice/netio"
 )
@@ -23,7 +24,10 @@ const serveAbout = `Runs one broker: the core the simulator exercises, on real f
 and real sockets, with an AMQP 0-9-1 front door. With no flags it is a
 single-node broker with its data in ./sluice-data, AMQP on 127.0.0.1:5672,
 and /metrics, /healthz and /readyz on 127.0.0.1:15692; the user guest
-(password guest) may log in from loopback only. The broker is the sole voter
+(password guest) may log in from loopback only. --users-file FILE replaces
+guest with the users it lists, one "name:password" a line, or
+"name:password:loopback" for one that may log in from loopback only (#
+starts a comment); keep it readable by the broker's user alone. The broker is the sole voter
 of the metadata group: queue.declare commits through it and places the
 queue here; publishes on a confirm channel are acked once the queue's log
 holds them durably.
@@ -52,7 +56,7 @@ Example:
 
 // serveFileKeys are the flags a --config file may set.
 var serveFileKeys = []string{"data-dir", "amqp-addr", "http-addr", "node", "log-level", "log-json",
-	"peers", "voters", "peer-listen", "secret-file"}
+	"peers", "voters", "peer-listen", "secret-file", "users-file"}
 
 func runServe(args []string, e env) int {
 	c := newCommand("sluice serve", "sluice serve [--data-dir DIR] [--amqp-addr HOST:PORT] [--http-addr HOST:PORT] [--node N]\n"+
@@ -67,6 +71,7 @@ func runServe(args []string, e env) int {
 	voters := c.fs.String("voters", "", "cluster mode: the metadata group's voters, 1, 3 or 5 ids, comma-separated (default: the lowest 1, 3 or 5)")
 	peerListen := c.fs.String("peer-listen", "", "cluster mode: where to listen for peers (default: this broker's --peers address)")
 	secretFile := c.fs.String("secret-file", "", "cluster mode: the file holding the cluster secret (at least 32 bytes; trailing newlines ignored)")
+	usersFile := c.fs.String("users-file", "", `the users who may log in over AMQP (PLAIN), one "name:password[:loopback]" a line; default guest/guest from loopback only`)
 	config := c.fs.String("config", "", `a file of settings, one "name = value" a line (flag names); flags override it`)
 	pos, status, done := c.parse(e, args)
 	if done {
@@ -88,6 +93,13 @@ func runServe(args []string, e env) int {
 		return c.fail(e, "--node must be 1 to 2^32-1")
 	}
 	cfg := daemon.Config{DataDir: *dataDir, AMQPAddr: *addr, HTTPAddr: *httpAddr, Node: uint32(*node)}
+	if *usersFile != "" {
+		users, err := readUsers(*usersFile)
+		if err != nil {
+			return c.fail(e, err.Error())
+		}
+		cfg.Users = users
+	}
 	if *peers == "" {
 		for _, f := range []struct{ name, v string }{{"voters", *voters}, {"peer-listen", *peerListen}, {"secret-file", *secretFile}} {
 			if f.v != "" {
@@ -137,6 +149,49 @@ func runServe(args []string, e env) int {
 	}
 	lg.Info("stopped")
 	return 0
+}
+
+// readUsers reads a --users-file: one "name:password" or
+// "name:password:loopback" a line, blank lines and # comments skipped. A
+// line that is not one of those, an empty name or password, a name given
+// twice or a file with no user is refused, with its line number: a broker
+// nobody can log in to, or one that silently skipped a user, is not what
+// the operator asked for.
+func readUsers(path string) ([]conn.User, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--users-file: %v", err)
+	}
+	var users []conn.User
+	seen := map[string]int{}
+	for i, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimRight(line, "\r")
+		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		parts := strings.Split(line, ":")
+		u := conn.User{}
+		switch {
+		case len(parts) == 2:
+		case len(parts) == 3 && parts[2] == "loopback":
+			u.LoopbackOnly = true
+		default:
+			return nil, fmt.Errorf("--users-file %s:%d: want name:password or name:password:loopback", path, i+1)
+		}
+		u.Name, u.Password = parts[0], parts[1]
+		if u.Name == "" || u.Password == "" {
+			return nil, fmt.Errorf("--users-file %s:%d: an empty name or password", path, i+1)
+		}
+		if at, ok := seen[u.Name]; ok {
+			return nil, fmt.Errorf("--users-file %s:%d: user %q listed already on line %d", path, i+1, u.Name, at)
+		}
+		seen[u.Name] = i + 1
+		users = append(users, u)
+	}
+	if len(users) == 0 {
+		return nil, fmt.Errorf("--users-file %s: no user: nobody could log in", path)
+	}
+	return users, nil
 }
 
 // clusterConfig checks the cluster flags and reads the secret; every

@@ -369,3 +369,50 @@ func TestServeConfigFile(t *testing.T) {
 		}
 	}
 }
+
+// TestServeUsersFile: --users-file replaces guest with its users; a
+// listed user logs in, a wrong password and the default guest are refused
+// with 403 ACCESS_REFUSED; a malformed file is the operator's error (exit 2)
+// with its line, and nothing starts.
+func TestServeUsersFile(t *testing.T) {
+	dir := t.TempDir()
+	users := filepath.Join(dir, "users")
+	os.WriteFile(users, []byte("# who may log in\nalice:s3cret\n\nbob:hunter2:loopback\n"), 0o600)
+	addr, _, status := startServe(t, "--users-file", users)
+	for _, tc := range []struct {
+		user, password string
+		ok             bool
+	}{{"alice", "s3cret", true}, {"bob", "hunter2", true}, {"alice", "wrong", false}, {"guest", "guest", false}} {
+		c, err := amqp.Dial(fmt.Sprintf("amqp://%s:%s@%s/", tc.user, tc.password, addr))
+		switch {
+		case tc.ok && err != nil:
+			t.Fatalf("%s: %v", tc.user, err)
+		case tc.ok:
+			c.Close()
+		case err == nil:
+			c.Close()
+			t.Fatalf("%s with password %q logged in", tc.user, tc.password)
+		case !strings.Contains(err.Error(), "403"):
+			t.Fatalf("%s with password %q: %v, want 403 ACCESS_REFUSED", tc.user, tc.password, err)
+		}
+	}
+	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := <-status; code != 0 {
+		t.Fatalf("exit %d after SIGTERM", code)
+	}
+	for _, bad := range []struct{ file, want string }{
+		{"alice\n", ":1: want name:password"},
+		{"alice:x:remote\n", ":1: want name:password"},
+		{"# none\n\n", "no user"},
+		{"alice:x\n:y\n", ":2: an empty name or password"},
+		{"alice:x\nalice:y\n", `:2: user "alice" listed already on line 1`},
+	} {
+		os.WriteFile(users, []byte(bad.file), 0o600)
+		code, _, stderr := runCmd(t, "serve", "--data-dir", t.TempDir(), "--amqp-addr", "127.0.0.1:0", "--http-addr", "", "--users-file", users)
+		if code != 2 || !strings.Contains(stderr, bad.want) {
+			t.Fatalf("users file %q: exit %d, stderr %q, want 2 and %q", bad.file, code, stderr, bad.want)
+		}
+	}
+}
