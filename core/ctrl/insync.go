@@ -134,5 +134,19 @@ func (g *Group) onInSync(from uint64, r inSyncReq) {
 	if q.Incarnation != r.incarnation || !q.Assigned || a.Fenced || a.Epoch != r.epoch || a.Owner != seam.NodeID(from) || a.InSyncVersion != r.version {
 		return // stale, or not the owner's
 	}
+	for _, n := range r.inSync.Slice() {
+		if slices.Contains(a.InSync.Slice(), n) {
+			continue
+		}
+		if i := slices.IndexFunc(a.Members.Slice(), func(m metadata.Member) bool { return m.Node == n }); i < 0 || !g.memberLive(a.Members.Slice()[i]) {
+			// A member the metadata holds down (or running another process)
+			// does not come back into the set (seed 003: it lost its place
+			// as the controller saw it gone). Its owner, which last heard it
+			// at the log's end, asks it back as long as the queue is idle:
+			// granted, the set flapped with every removal.
+			g.note("in-sync request for %q refused: n%d is not a live member", q.Name, n)
+			return
+		}
+	}
 	g.proposePlacement(metadata.Command{Kind: metadata.SetInSync, Queue: q.Name, Incarnation: q.Incarnation, Epoch: a.Epoch, InSync: r.inSync, InSyncVersion: r.version})
 }

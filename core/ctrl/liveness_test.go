@@ -1,6 +1,7 @@
 package ctrl
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -214,4 +215,67 @@ func FuzzInSyncRequest(f *testing.F) {
 			t.Fatalf("%x decodes to %+v, which encodes as %x", b, r, e)
 		}
 	})
+}
+
+// TestInSyncNeverAddsADownMember: the owner of an idle queue last heard
+// its lost follower at the log's end and asks it back into the in-sync
+// set; the leader refuses while the metadata holds it down (seed 003: a
+// stopped broker loses its place as soon as the controller sees it gone),
+// and grants a live member's return.
+func TestInSyncNeverAddsADownMember(t *testing.T) {
+	s := newSolo(t)
+	s.run(1000)
+	s.heartbeat(2, 3, 4)
+	s.heartbeat(3, 7, 8)
+	s.run(200)
+	c := metadata.Command{Kind: metadata.DeclareQueue, Queue: "a", Replicas: 3, Policy: seam.MajorityDurable, MinInsync: 1}
+	s.step(Input{Kind: InPropose, Msg: c.Encode(nil), Client: 1, ReqID: 1})
+	s.run(500)
+	q, ok := s.g.Metadata().Queue("a")
+	if !ok || !q.Assigned || q.Assignment.Owner != 1 {
+		t.Fatalf("queue a not placed with n1 its owner: %+v", q)
+	}
+	ask := func(nodes ...seam.NodeID) {
+		q, _ := s.g.Metadata().Queue("a")
+		var ns metadata.Nodes
+		for _, n := range nodes {
+			ns.ID[ns.N] = n
+			ns.N++
+		}
+		s.step(Input{Kind: InRequestInSync, Msg: AppendInSyncRequest(nil, q.ID, q.Incarnation, q.Assignment.Epoch, q.Assignment.InSyncVersion, &ns)})
+		s.run(200)
+	}
+	ask(1, 2) // n3 out of the set, as its owner's lag timer would ask
+	if q, _ := s.g.Metadata().Queue("a"); !slices.Equal(q.Assignment.InSync.Slice(), []seam.NodeID{1, 2}) {
+		t.Fatalf("in-sync %v, want [1 2]", q.Assignment.InSync.Slice())
+	}
+	// The follower-loss hold keeps the queue on its assignment (only a
+	// follower lost, W met): the case of the daemon's idle queues.
+	s.step(Input{Kind: InPropose, Msg: setCmd(metadata.Settings[metadata.FollowerLossHoldMs].Key, 600000), Client: 1, ReqID: 2})
+	s.run(200)
+	s.step(Input{Kind: InPeerLost, From: 3, Process: 7})
+	s.run(200)
+	if q, _ := s.g.Metadata().Queue("a"); q.Assignment.Fenced {
+		t.Fatal("the queue was fenced: the hold should keep it")
+	}
+	if b, _ := s.g.Metadata().Broker(3); b.Live {
+		t.Fatal("n3 is still live after its loss")
+	}
+	m := len(s.applied)
+	ask(1, 2, 3) // n3 back, its owner believes: it reported the log's end
+	if got := s.appliedSince(m); strings.Contains(got, "in-sync") {
+		t.Fatalf("a down member was asked back into the in-sync set and it committed:\n%s", got)
+	}
+	if !slices.ContainsFunc(s.notes, func(n string) bool { return strings.Contains(n, "n3 is not a live member") }) {
+		t.Fatalf("the refusal was not noted; applied:\n%s\nnotes: %q", strings.Join(s.applied, "\n"), s.notes[max(0, len(s.notes)-8):])
+	}
+	s.heartbeat(3, 7, 8) // the same process back: live again
+	s.run(200)
+	if b, _ := s.g.Metadata().Broker(3); !b.Live {
+		t.Skip("n3 is not registered live again by a heartbeat of its old process; the grant half needs it")
+	}
+	ask(1, 2, 3)
+	if q, _ := s.g.Metadata().Queue("a"); !slices.Equal(q.Assignment.InSync.Slice(), []seam.NodeID{1, 2, 3}) {
+		t.Fatalf("in-sync %v after a live member's return, want [1 2 3]", q.Assignment.InSync.Slice())
+	}
 }
