@@ -152,12 +152,19 @@ func FuzzHeartbeat(f *testing.F) {
 	})
 }
 
-func TestPlacement(t *testing.T) {
+// soloWithBrokers is a solo group that elected itself, with brokers 2
+// (process 3, storage 4) and 3 (process 7, storage 8) registered live.
+func soloWithBrokers(t *testing.T) *soloGroup {
 	s := newSolo(t)
 	s.run(1000)
 	s.heartbeat(2, 3, 4)
 	s.heartbeat(3, 7, 8)
 	s.run(200)
+	return s
+}
+
+func TestPlacement(t *testing.T) {
+	s := soloWithBrokers(t)
 	m := len(s.applied)
 	for i, name := range []string{"a", "b", "c"} {
 		c := metadata.Command{Kind: metadata.DeclareQueue, Queue: name, Replicas: 2, Policy: seam.MajorityDurable, MinInsync: 1}
@@ -223,11 +230,7 @@ func FuzzInSyncRequest(f *testing.F) {
 // stopped broker loses its place as soon as the controller sees it gone),
 // and grants a live member's return.
 func TestInSyncNeverAddsADownMember(t *testing.T) {
-	s := newSolo(t)
-	s.run(1000)
-	s.heartbeat(2, 3, 4)
-	s.heartbeat(3, 7, 8)
-	s.run(200)
+	s := soloWithBrokers(t)
 	c := metadata.Command{Kind: metadata.DeclareQueue, Queue: "a", Replicas: 3, Policy: seam.MajorityDurable, MinInsync: 1}
 	s.step(Input{Kind: InPropose, Msg: c.Encode(nil), Client: 1, ReqID: 1})
 	s.run(500)
