@@ -189,7 +189,7 @@ func (f *msgFields) scan(b []byte) bool {
 		func(num protowire.Number, v uint64) bool {
 			switch num {
 			case fType:
-				if v >= uint64(len(pb.MessageType_name)) || pb.MessageType_name[int32(v)] == "" {
+				if !knownEnum(pb.MessageType_name, v) {
 					return false // an unknown value: proto's to keep or refuse
 				}
 				f.typ = pb.MessageType(v)
@@ -219,6 +219,12 @@ func (f *msgFields) scan(b []byte) bool {
 		})
 }
 
+// knownEnum reports whether v is one of an enum's values (its generated
+// name table, dense from 0).
+func knownEnum(names map[int32]string, v uint64) bool {
+	return v < uint64(len(names)) && names[int32(v)] != ""
+}
+
 // scan reads one entry's fields into e; false as msgFields.scan.
 func (e *entFields) scan(b []byte) bool {
 	*e = entFields{}
@@ -231,7 +237,7 @@ func (e *entFields) scan(b []byte) bool {
 		func(num protowire.Number, v uint64) bool {
 			switch num {
 			case fEntType:
-				if v >= uint64(len(pb.EntryType_name)) || pb.EntryType_name[int32(v)] == "" {
+				if !knownEnum(pb.EntryType_name, v) {
 					return false
 				}
 				e.typ = pb.EntryType(v)
