@@ -170,3 +170,39 @@ func TestVerifierISRAcceptsAFurtherWitness(t *testing.T) {
 		t.Fatalf("R: done=%v blocked=%q, want blocked past the source", v.Done(), v.Blocked())
 	}
 }
+
+// A witness sealed with the source's identity is compared by it: its
+// copy of the source passes without a record-by-record comparison, and a
+// log that differs from the source at all (a record changed, a record's
+// epoch, the log cut short) no longer matches that identity and blocks,
+// on that witness; beside a witness of another identity, the source's
+// records are still compared one by one.
+func TestVerifierComparesBySameIdentity(t *testing.T) {
+	src := history([]uint64{1, 1, 2, 2}, "")
+	s := sealOf(t, 1, src)
+	same := s
+	same.Node = 2
+	changed := history([]uint64{1, 1, 2, 2}, "")
+	changed[2].Body = []byte("x")
+	reEpoched := history([]uint64{1, 1, 2, 3}, "")
+	for what, log := range map[string][]record.Record{"a changed record": changed, "another epoch": reEpoched} {
+		v := verify(t, s, []Seal{same}, map[seam.NodeID][]record.Record{1: src, 2: log}, 3)
+		if v.Done() || !strings.Contains(v.Blocked(), "n2's sealed log no longer matches") {
+			t.Fatalf("%s under the source's identity: done=%v blocked=%q", what, v.Done(), v.Blocked())
+		}
+		if on, ok := v.BlockedOn(); !ok || on != 2 {
+			t.Fatalf("%s: blocked on n%d (%v), want n2", what, on, ok)
+		}
+	}
+	if v := verify(t, s, []Seal{same}, map[seam.NodeID][]record.Record{1: src, 2: src[:3]}, 3); v.Done() {
+		t.Fatal("a log cut short under the source's identity passed")
+	}
+	if v := verify(t, s, []Seal{same}, map[seam.NodeID][]record.Record{1: src, 2: src}, 3); !v.Done() {
+		t.Fatalf("a copy of the source: %s", v.Blocked())
+	}
+	other := history([]uint64{1, 1, 2}, "x")
+	v := verify(t, s, []Seal{same, sealOf(t, 3, other)}, map[seam.NodeID][]record.Record{1: src, 2: src, 3: other}, 3)
+	if v.Done() || !strings.Contains(v.Blocked(), "contradictory history: n3") {
+		t.Fatalf("a copy beside a contradicting witness: done=%v blocked=%q", v.Done(), v.Blocked())
+	}
+}

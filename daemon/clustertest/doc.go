@@ -29,6 +29,12 @@
 // started and killed by the benchmark itself; it skips when RabbitMQ is
 // not installed.
 //
+// A failed test prints the last 60 lines of each broker's log;
+// SLUICE_CLUSTER_LOGS=1 prints every line of them whatever the outcome, and
+// SLUICE_CLUSTER_KEEP=DIR copies them into DIR as n1.log, n2.log, ... (the
+// owner-kill figures in docs/performance.md were read off the recovery
+// stage lines there).
+//
 // Timing assertions have wide margins: the tests run on a shared 2-core
 // machine next to the rest of the suite.
 package clustertest

@@ -188,14 +188,25 @@ func (c *cluster) signal(i int, sig syscall.Signal) {
 
 func (c *cluster) kill(i int) { c.signal(i, syscall.SIGKILL) }
 
-// cleanup kills what still runs, continues what is stopped, and prints
-// the brokers' logs when the test failed.
+// cleanup kills what still runs, continues what is stopped, prints the
+// brokers' logs when the test failed (or SLUICE_CLUSTER_LOGS is set: all
+// of each log), and copies them into the directory SLUICE_CLUSTER_KEEP
+// names, if set.
 func (c *cluster) cleanup() {
 	for _, b := range c.brokers {
 		if b.running() {
 			b.cmd.Process.Signal(syscall.SIGCONT)
 			b.cmd.Process.Signal(syscall.SIGKILL)
 			<-b.exited
+		}
+	}
+	if d := os.Getenv("SLUICE_CLUSTER_KEEP"); d != "" {
+		// Kept for reading afterwards (a recovery's stage lines carry
+		// their times); a failure to keep them fails nothing else.
+		for _, b := range c.brokers {
+			if data, err := os.ReadFile(b.logPath); err == nil {
+				os.WriteFile(filepath.Join(d, fmt.Sprintf("n%d.log", b.id)), data, 0o644)
+			}
 		}
 	}
 	if c.t.Failed() || os.Getenv("SLUICE_CLUSTER_LOGS") != "" {
