@@ -64,7 +64,7 @@ func (s *Server) adminAnswer(e *core.Effect) {
 		if n := leaderIn(e.Reason); n != 0 && n != p.node && n != s.node && s.cluster.member(n) {
 			p.node = n
 			id, cmd := e.ReqID, p.cmd
-			s.work = append(s.work, func() {
+			s.work.push(func() {
 				s.cluster.fwd.request(n, adminClient, &core.Request{Kind: core.ReqMeta, ID: id, Body: cmd})
 			})
 			return

@@ -75,7 +75,7 @@ type Server struct {
 	obs     *observer
 
 	// Loop-owned.
-	work      []func()
+	work      workFIFO
 	socks     map[front.ConnID]*sock
 	lastConn  atomic.Uint64
 	hostTimer *time.Timer
@@ -431,15 +431,51 @@ func (s *Server) write(k *sock) {
 	}
 }
 
-// runWork empties the loop's FIFO of work.
+// runWork empties the loop's FIFO of work, and what that work queues.
 func (s *Server) runWork() {
-	for len(s.work) > 0 {
-		w := s.work[0]
-		s.work[0] = nil
-		s.work = s.work[1:]
-		w()
+	for s.work.pending() > 0 {
+		s.work.runBatch()
 	}
-	s.work = s.work[:0]
+}
+
+// runWorkBatch runs one batch of the loop's work (workFIFO.runBatch).
+func (s *Server) runWorkBatch() { s.work.runBatch() }
+
+// await takes the loop's next input, waiting for one unless wait is false
+// (then it takes one only if one is ready). It returns the reply channel
+// of a stop request.
+func (s *Server) await(wait bool) chan error {
+	if !wait {
+		select {
+		case ev := <-s.events:
+			s.onEvent(ev)
+		case <-s.hostTimer.C:
+			s.hostTick()
+		case <-s.frontTime.C:
+			s.frontEffects(s.front.Tick(s.now()))
+		case r := <-s.stopReq:
+			return r
+		default:
+		}
+		return nil
+	}
+	select {
+	case ev := <-s.events:
+		s.onEvent(ev)
+	case <-s.hostTimer.C:
+		s.hostTick()
+	case <-s.frontTime.C:
+		s.frontEffects(s.front.Tick(s.now()))
+	case r := <-s.stopReq:
+		return r
+	}
+	return nil
+}
+
+func (s *Server) hostTick() {
+	at := s.hostAt
+	s.lastNow = max(s.lastNow, at)
+	s.host.Tick(s.now(), at)
 }
 
 // loop is the one goroutine that owns the host, the core and the front.
@@ -455,20 +491,17 @@ func (s *Server) loop() {
 		}
 	}()
 	for s.exitErr == nil {
-		s.runWork()
+		// One batch of work, then an input if one is ready, before the
+		// work that batch queued: a chain of work (a seal's reads, each
+		// completion asking the next) would otherwise keep the loop from
+		// its sockets and timers for as long as the chain runs (a
+		// 20,001-record seal held a follower's appends, and an owner-kill
+		// pause, 26 ms).
+		s.runWorkBatch()
 		if s.exitErr != nil {
 			break
 		}
-		select {
-		case ev := <-s.events:
-			s.onEvent(ev)
-		case <-s.hostTimer.C:
-			at := s.hostAt
-			s.lastNow = max(s.lastNow, at)
-			s.host.Tick(s.now(), at)
-		case <-s.frontTime.C:
-			s.frontEffects(s.front.Tick(s.now()))
-		case stopReply = <-s.stopReq:
+		if stopReply = s.await(s.work.pending() == 0); stopReply != nil {
 			s.err = s.drain()
 			s.teardown()
 			close(s.done)
@@ -591,7 +624,7 @@ func (s *Server) frontEffects(effects []front.Effect) {
 				s.log.Warn("client reads nothing; closing", "conn", e.Conn, "writes_queued", writeQueueMax)
 				s.closeNow(k)
 				id := e.Conn
-				s.work = append(s.work, func() { s.frontEffects(s.front.SocketGone(s.now(), id)) })
+				s.work.push(func() { s.frontEffects(s.front.SocketGone(s.now(), id)) })
 			}
 		case front.EfClose:
 			if k := s.socks[e.Conn]; k != nil {
@@ -645,7 +678,7 @@ func (s *Server) drain() error {
 		if s.exitErr != nil {
 			return s.exitErr
 		}
-		if s.front.Publishing() == 0 && s.syncing == 0 && len(s.work) == 0 {
+		if s.front.Publishing() == 0 && s.syncing == 0 && s.work.pending() == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -660,9 +693,7 @@ func (s *Server) drain() error {
 				ev.sock.c.Close()
 			}
 		case <-s.hostTimer.C:
-			at := s.hostAt
-			s.lastNow = max(s.lastNow, at)
-			s.host.Tick(s.now(), at)
+			s.hostTick()
 		case <-s.frontTime.C:
 			s.frontEffects(s.front.Tick(s.now()))
 		case <-tick.C:

@@ -10,7 +10,10 @@
 // goroutines (an accepted socket, bytes read, a socket's end, a finished
 // sync, a timer, a stop) one at a time, and work the machines asked for (a
 // storage operation to run, a core reply to hand to the front) from its
-// own FIFO, which it empties before it takes the next event. The other
+// own FIFO, in batches: a batch is what was queued before it began, and
+// the loop takes a ready event (or timer) between two batches, so that a
+// chain of work (a seal's reads of a large log, each completion asking for
+// the next) never holds the sockets and timers for the whole chain. The other
 // goroutines accept sockets, read and write them, and fdatasync a log the
 // host handed over for its sync: nothing else touches the machines. A
 // socket's reader reads one chunk ahead at most (a credit the loop gives

@@ -31,7 +31,7 @@ func (e *env) Send(to core.NodeID, g core.GroupID, msg []byte) {
 		return
 	}
 	m := slices.Clone(msg)
-	s.work = append(s.work, func() { s.host.Message(s.now(), s.node, g, m) })
+	s.work.push(func() { s.host.Message(s.now(), s.node, g, m) })
 }
 
 // Client hands a reply or delivery to whom it is for: an operator's
@@ -59,7 +59,7 @@ func (s *Server) toClient(ef *core.Effect) {
 	c.Body = slices.Clone(ef.Body)
 	c.Records = nil
 	if len(s.toFront) == 0 {
-		s.work = append(s.work, func() {
+		s.work.push(func() {
 			batch := s.toFront
 			s.toFront = nil
 			s.frontEffects(s.front.CoreBatch(s.now(), batch))
@@ -94,14 +94,14 @@ func (e *env) StartStorage(l int, op *core.Effect) bool {
 			return false
 		}
 	}
-	s.work = append(s.work, func() { s.host.Run(s.now(), l) })
+	s.work.push(func() { s.host.Run(s.now(), l) })
 	return false
 }
 
 func (e *env) RunLater(l int) {
 	s := e.s
 	s.logsSeen = max(s.logsSeen, l+1)
-	s.work = append(s.work, func() { s.host.Run(s.now(), l) })
+	s.work.push(func() { s.host.Run(s.now(), l) })
 }
 
 // Timer arms the host's one timer.

@@ -137,7 +137,7 @@ func (fw *forwarder) queue(node core.NodeID, f fwdFrame, open bool) {
 			// know (a configuration that differs between brokers).
 			// Told after this effect (the front is mid-call).
 			s.log.Warn("a request for a broker that is not a member", "node", node)
-			s.work = append(s.work, func() {
+			s.work.push(func() {
 				fw.lost(node, 0, "broker n"+itoa(uint64(node))+" is not a member of this broker's cluster configuration", true)
 			})
 			return
@@ -146,7 +146,7 @@ func (fw *forwarder) queue(node core.NodeID, f fwdFrame, open bool) {
 			// Told after this effect (the front is mid-call); the dial
 			// failure's instant stays, so the next dial is paced by it.
 			why := fmt.Sprintf("broker n%d unreachable: its last dial failed %d ms ago", node, since.Milliseconds())
-			s.work = append(s.work, func() {
+			s.work.push(func() {
 				s.adminUnreached(node)
 				s.frontEffects(s.front.NodeUnreachable(s.now(), node, why))
 			})
@@ -161,7 +161,7 @@ func (fw *forwarder) queue(node core.NodeID, f fwdFrame, open bool) {
 	if l.queued.Load()+int64(len(f.body)) > fwdQueueBytesMax {
 		l.end()
 		gen := l.gen
-		s.work = append(s.work, func() { fw.lost(node, gen, "forwarding to broker n"+itoa(uint64(node))+" fell behind", false) })
+		s.work.push(func() { fw.lost(node, gen, "forwarding to broker n"+itoa(uint64(node))+" fell behind", false) })
 		return
 	}
 	select {
@@ -173,7 +173,7 @@ func (fw *forwarder) queue(node core.NodeID, f fwdFrame, open bool) {
 		s.log.Warn("forwarding link full; ending it", "node", node, "frames", fwdQueueMax)
 		l.end()
 		gen := l.gen
-		s.work = append(s.work, func() { fw.lost(node, gen, "forwarding to broker n"+itoa(uint64(node))+" fell behind", false) })
+		s.work.push(func() { fw.lost(node, gen, "forwarding to broker n"+itoa(uint64(node))+" fell behind", false) })
 	}
 }
 
