@@ -66,6 +66,10 @@ type Node struct {
 	// attempt was set aside, with their backoff (recover.go)
 	recoveries      []*recoveryWork
 	recoveryRetries []recoveryRetry
+	// gathering: a free worker with a queue due waits, since gatherSinceNs,
+	// for the metadata entries in its log to apply (recoveryGathered)
+	gathering     bool
+	gatherSinceNs int64
 	// reattach: the recovered queues this node owns that have confirmed
 	// no publish yet (placed.go's reattachTick), at most placedMax
 	reattach []QueueID

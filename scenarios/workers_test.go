@@ -121,8 +121,9 @@ func (wr *workersRun) sinceKill(owned bool) []int64 {
 // fenced queues it is the candidate of smallest first, by what its own
 // log of each retains (core/recover.go): whenever n2 takes one up, every
 // other queue already fenced on n2 and taken up later retains at least as
-// much (by n2's seal of each: the records it froze). The queues of the
-// named scenario differ enough in size for the order to be tested.
+// much (by n2's seal of each: the records it froze), and the first one
+// is taken up only once every fence of the kill applied. The queues of
+// the named scenario differ enough in size for the order to be tested.
 func TestRecoveryWorkersTakeTheSmallestFirst(t *testing.T) {
 	s := loadScenario(t, "named/recovery-30-owners-lost.json")
 	var trace bytes.Buffer
@@ -175,6 +176,20 @@ func TestRecoveryWorkersTakeTheSmallestFirst(t *testing.T) {
 				differed++
 			}
 		}
+	}
+	// The first pickup waited for the fences in n2's log: the leader's
+	// placement check fenced the 90 queues one entry each, committed
+	// within milliseconds, and a worker that took up the first one
+	// applied would have chosen among one (core/recover.go's
+	// recoveryGathered).
+	before := 0
+	for _, f := range fencedNs {
+		if f <= detectNs[order[0]] {
+			before++
+		}
+	}
+	if before != len(fencedNs) {
+		t.Fatalf("n2 took up its first recovery, q=%d, at %s with %d of the %d fenced queues applied", atoi(order[0]), sec(detectNs[order[0]]), before, len(fencedNs))
 	}
 	if compared == 0 || differed == 0 {
 		t.Fatalf("%d pairs compared, %d of them of different sizes: the scenario no longer tests the order", compared, differed)

@@ -448,6 +448,22 @@ func (g *Group) Metadata() *metadata.State { return &g.md }
 // AppliedIndex is the index of the last applied entry.
 func (g *Group) AppliedIndex() uint64 { return g.applied }
 
+// LogEnd is the index of the last entry this replica's log holds, stored
+// or being stored (a batch in flight), committed or not: entries between
+// AppliedIndex and LogEnd are metadata on its way, which a caller may
+// choose to wait for before it acts (core's recovery workers, recover.go).
+// Entries raft appended since the batch in flight are not counted until
+// their own batch; an uncommitted suffix a new leader overwrites may be.
+func (g *Group) LogEnd() uint64 {
+	end := g.store.lastIndex()
+	if g.pend != nil {
+		if es := g.pend.rd.Entries; len(es) > 0 {
+			end = es[len(es)-1].GetIndex() // (a conflicting suffix is replaced, not kept)
+		}
+	}
+	return end
+}
+
 // Status is raft's view: the term, the leader known, whether this node leads.
 func (g *Group) Status() (term, lead uint64, leader bool) {
 	st := g.rn.BasicStatus()
