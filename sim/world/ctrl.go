@@ -513,6 +513,11 @@ type placedQueue struct {
 	w           int           // its assignment's W
 	isr         bool          // policy isr: confirms at the high watermark
 	deleted     bool
+	// sinceNs: when each member's broker applied this assignment (index
+	// as members; -1: not yet), or was admitted to it: what it sent
+	// before belonged to an earlier epoch's group, or to a learner's
+	// session (noteHeard)
+	sinceNs []int64
 }
 
 // placedApplied follows a placement as the first broker applies it: the
@@ -581,6 +586,7 @@ func (w *World) activatedApplied(c *metadata.Command) {
 	n := c.Members.N
 	p.epoch, p.owner, p.members, p.w = c.Epoch+1, c.Owner, members, q.Policy.WriteQuorum(n, min(q.MinInsync, n))
 	p.processes, p.storages = memberProcesses(&c.Members), memberStorages(&c.Members)
+	p.sinceNs = p.sinceNs[:0]
 	delete(w.heardNs, p.id)
 	for _, m := range c.Members.Slice() {
 		// A member's copies made while it was away (a learner's, then
@@ -617,7 +623,41 @@ func (w *World) admittedApplied(c *metadata.Command) {
 	if h := w.heardNs[p.id]; i < len(h) {
 		h[i] = -1 // the learner's process was not the member's until now
 	}
+	p.sinceAt(i, true, w.now)
 	w.checker.Admitted(p.id, c.Learner.Node)
+}
+
+// memberApplied follows a broker's application (any, not only the first)
+// of a queue's current assignment, the placement or the activation of the
+// epoch the world follows: when a member applied it is when its messages
+// begin to be the assignment's.
+func (w *World) memberApplied(node core.NodeID, c *metadata.Command) {
+	epoch := c.Epoch
+	switch c.Kind {
+	case metadata.Assign:
+	case metadata.Activate:
+		epoch++
+	default:
+		return
+	}
+	p, ok := w.placed[c.Queue]
+	if !ok || p.incarnation != c.Incarnation || p.epoch != epoch {
+		return
+	}
+	if i := slices.Index(p.members, node); i >= 0 {
+		p.sinceAt(i, false, w.now)
+	}
+}
+
+// sinceAt sets member i's since to atNs: if it has none yet, or always
+// (again: an admission).
+func (p *placedQueue) sinceAt(i int, again bool, atNs int64) {
+	for len(p.sinceNs) < len(p.members) {
+		p.sinceNs = append(p.sinceNs, -1)
+	}
+	if again || p.sinceNs[i] < 0 {
+		p.sinceNs[i] = atNs
+	}
 }
 
 func memberProcesses(ms *metadata.Members) []uint64 {

@@ -88,7 +88,7 @@ func (env *brokerEnv) Send(to core.NodeID, g core.GroupID, msg []byte) {
 			d += r.Range(100e6, LateDuplicateNsMax)
 		}
 		e := w.schedule1(w.now+d, evMsg)
-		e.node, e.from, e.data, e.inc = int32(t), from, data, env.b.inc // (inc: the sender's, for noteHeard)
+		e.node, e.from, e.data, e.inc, e.t0 = int32(t), from, data, env.b.inc, w.now // (inc, t0: the sender's, and when it sent, for noteHeard)
 		if i == 0 && copies == 2 {
 			// Each copy is a frame of its own: each goes back to the pool.
 			data = append(w.frames.get(len(data)), data...)
@@ -395,6 +395,7 @@ func (env *brokerEnv) Applied(e *core.Effect) {
 	if err != nil || strings.Contains(e.Reason, "=> refused") {
 		return
 	}
+	defer w.memberApplied(env.b.id, &c) // (after the first application's following, below)
 	if e.Offset <= w.metaFollowed {
 		// Applied already by another broker (or an earlier process of this
 		// one): the world follows each entry once, at its first

@@ -40,7 +40,7 @@ type event struct {
 	from core.NodeID
 	inc  uint64 // broker incarnation (or connection id) the event belongs to
 	data []byte // a peer message's encoded frame
-	t0   int64  // evReply: when the broker sent it
+	t0   int64  // evReply, evMsg: when the broker sent it
 	eff  core.Effect
 	req  core.Request
 }

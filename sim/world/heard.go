@@ -8,7 +8,12 @@ import (
 // noteHeard records that b, the owner of a placed queue as the world
 // follows it, took in a message of the queue's group from a member's
 // named process (the sender's incarnation as the event carries it, the
-// world's own knowledge, never the message's word).
+// world's own knowledge, never the message's word), sent after that
+// member applied the assignment: a message it sent before, arriving late
+// (a delayed or late duplicate, a clogged link), is an earlier epoch's,
+// which the owner's group refuses, and protects nothing (seed 2867: three
+// epoch-1 replies of an isolated member, delivered after the activation
+// of epoch 2, had it judged as heard).
 func (w *World) noteHeard(b *broker, e *event, g core.GroupID) {
 	if g >= seam.GroupReservedMin {
 		return
@@ -18,7 +23,8 @@ func (w *World) noteHeard(b *broker, e *event, g core.GroupID) {
 		return
 	}
 	for i, n := range q.members {
-		if n != e.from || i >= len(q.processes) || q.processes[i] != e.inc+1 {
+		if n != e.from || i >= len(q.processes) || q.processes[i] != e.inc+1 ||
+			i >= len(q.sinceNs) || q.sinceNs[i] < 0 || e.t0 <= q.sinceNs[i] {
 			continue
 		}
 		h := w.heardNs[q.id]
