@@ -66,8 +66,9 @@
 //     ack. confirmed-lost, converged, source-complete, isr-confirm and
 //     watermark-durable leave out the settled records below a log's start.
 //   - retention-held: when an owner's retention completes, every member
-//     the owner took a message in from (its named process, by the world's
-//     account: SetHeard) within the retention window (less a second)
+//     the owner took a message in from (its named process, sent after it
+//     applied the assignment, by the world's account: SetHeard) within
+//     the retention window (less a second)
 //     before the core issued the retention, when it chose its point,
 //     durably holds the owner's records up to the new start.
 //   - linearizable, liveness, hold-kept, hold-ended: reported by the world
