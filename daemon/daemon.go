@@ -441,23 +441,22 @@ func (s *Server) runWork() {
 // runWorkBatch runs one batch of the loop's work (workFIFO.runBatch).
 func (s *Server) runWorkBatch() { s.work.runBatch() }
 
-// await takes the loop's next input, waiting for one unless wait is false
-// (then it takes one only if one is ready). It returns the reply channel
-// of a stop request.
+// await takes the loop's next input, waiting for one unless wait is false.
+// Not waiting, it takes a ready event (the sockets', the syncs', the
+// peers') if there is one, else perhaps a ready timer: with one ready,
+// Go's select picks it or going on at random, so a chain of work yields
+// to the timers every other batch on average. It returns the reply
+// channel of a stop request.
 func (s *Server) await(wait bool) chan error {
+	var now <-chan struct{} // nil: never ready
 	if !wait {
 		select {
 		case ev := <-s.events:
 			s.onEvent(ev)
-		case <-s.hostTimer.C:
-			s.hostTick()
-		case <-s.frontTime.C:
-			s.frontEffects(s.front.Tick(s.now()))
-		case r := <-s.stopReq:
-			return r
+			return nil
 		default:
 		}
-		return nil
+		now = closedChan
 	}
 	select {
 	case ev := <-s.events:
@@ -468,9 +467,17 @@ func (s *Server) await(wait bool) chan error {
 		s.frontEffects(s.front.Tick(s.now()))
 	case r := <-s.stopReq:
 		return r
+	case <-now:
 	}
 	return nil
 }
+
+// closedChan is always ready: await's case for not waiting.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 func (s *Server) hostTick() {
 	at := s.hostAt
@@ -491,12 +498,12 @@ func (s *Server) loop() {
 		}
 	}()
 	for s.exitErr == nil {
-		// One batch of work, then an input if one is ready, before the
-		// work that batch queued: a chain of work (a seal's reads, each
-		// completion asking the next) would otherwise keep the loop from
-		// its sockets and timers for as long as the chain runs (a
-		// 20,001-record seal held a follower's appends, and an owner-kill
-		// pause, 26 ms).
+		// One batch of work, then an event if one is ready, before the
+		// work that batch queued: a chain of work (a seal's
+		// reads, each completion asking the next) would otherwise keep the
+		// loop from its sockets and timers for as long as the chain runs
+		// (a 20,001-record seal held a follower's appends, and an
+		// owner-kill pause, 26 ms).
 		s.runWorkBatch()
 		if s.exitErr != nil {
 			break

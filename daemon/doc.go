@@ -11,7 +11,8 @@
 // sync, a timer, a stop) one at a time, and work the machines asked for (a
 // storage operation to run, a core reply to hand to the front) from its
 // own FIFO, in batches: a batch is what was queued before it began, and
-// the loop takes a ready event (or timer) between two batches, so that a
+// between two batches the loop takes a ready event (and a ready timer
+// every other batch on average: Go's select picks at random), so that a
 // chain of work (a seal's reads of a large log, each completion asking for
 // the next) never holds the sockets and timers for the whole chain. The other
 // goroutines accept sockets, read and write them, and fdatasync a log the

@@ -4,10 +4,10 @@ package daemon
 // forwarders ask the loop to do after the input at hand (a storage
 // operation's run, a local message, a front effect), in the order asked.
 // It runs in batches: a batch is what was queued before it began, and
-// what a batch queues waits for the next one, so that the loop takes an
-// input between two batches and a chain of work (a seal's reads, each
-// completion asking for the next) never keeps it from its sockets and
-// timers for the whole chain. Its length is bounded by what the inputs of
+// what a batch queues waits for the next one, so that the loop can take
+// an input between two batches (Server.await) and a chain of work (a
+// seal's reads, each completion asking for the next) never keeps it from
+// its sockets and timers for the whole chain. Its length is bounded by what the inputs of
 // one batch ask (each a few items), not by a limit of its own.
 type workFIFO struct {
 	work  []func()
