@@ -30,7 +30,9 @@ import (
 // Collection) until it holds R = E − W + 1 complete witnesses (or, for an
 // isr queue, one member of the last committed in-sync set). It then reads
 // the furthest witness's sealed log and every other complete witness's, a
-// page at a time (core/recovery's Verifier: each must hash to its seal's
+// page at a time, two logs at once (core/recovery's Verifier: each page
+// wanted is asked once, the tick asks again what a second did not bring;
+// each log must hash to its seal's
 // identity, none may contradict the source), and accepts the source; has
 // every proposed member install the source's history (install.go); and
 // asks the controller to activate the new assignment once the owner and W
@@ -85,15 +87,19 @@ type recoveryAsk struct {
 
 // recoveryWork is the worker's current recovery.
 type recoveryWork struct {
-	t        recovery.Transition
-	name     string
-	coll     *recovery.Collection
-	asks     []recoveryAsk
-	src      recovery.Seal      // the source being verified
-	verify   *recovery.Verifier // its sealed reads; nil until the collection completes
-	askedNs  int64              // when the page wanted was asked for
-	selected bool               // the source was verified (and marked)
-	blocked  string             // the blocked reason marked
+	t       recovery.Transition
+	name    string
+	coll    *recovery.Collection
+	asks    []recoveryAsk
+	src     recovery.Seal      // the source being verified
+	verify  *recovery.Verifier // its sealed reads; nil until the collection completes
+	askedNs int64              // when a page wanted was last asked for
+	// asked: the pages wanted when they were last asked for (each is asked
+	// once, until the tick asks them all again)
+	asked    [recovery.ReadsAtOnce]recovery.Want
+	askedN   int
+	selected bool   // the source was verified (and marked)
+	blocked  string // the blocked reason marked
 	// After the selection: the source's epoch history, the installations
 	// asked of the proposed members, and when activation was last asked.
 	srcEpochs  []seam.EpochStart
@@ -266,7 +272,8 @@ func (n *Node) recoveryWorkTick(md *metadata.State, w *recoveryWork) {
 	}
 	if w.verify != nil {
 		if n.x.NowNs-w.askedNs >= recoveryBackoffMinNs {
-			n.recoveryAskPage(w) // the page or its answer was lost: ask again
+			w.askedN = 0
+			n.recoveryAskPage(w) // a page or its answer was lost: ask again
 		}
 		return
 	}
@@ -474,7 +481,7 @@ func (n *Node) sealArrived(s recovery.Seal) {
 			witnesses = append(witnesses, s)
 		}
 	}
-	w.src, w.verify = src, recovery.NewVerifier(src, witnesses)
+	w.src, w.verify, w.askedN = src, recovery.NewVerifier(src, witnesses), 0
 	if w.t.ISR && w.coll.Witnesses() >= w.coll.Threshold() {
 		w.verify = recovery.NewISRVerifier(src, witnesses)
 	}
@@ -485,8 +492,9 @@ func (n *Node) sealArrived(s recovery.Seal) {
 // the verification: the source accepted (the select stage) or blocked.
 func (n *Node) recoveryAskPage(w *recoveryWork) {
 	v := w.verify
-	node, from, ok := v.Want()
-	if !ok {
+	var buf [recovery.ReadsAtOnce]recovery.Want
+	wants := v.Wants(buf[:0])
+	if len(wants) == 0 {
 		if b := v.Blocked(); b != "" {
 			n.recoveryBlocked(w, b)
 			return
@@ -508,14 +516,26 @@ func (n *Node) recoveryAskPage(w *recoveryWork) {
 		n.recoveryInstallTick(w)
 		return
 	}
-	w.askedNs = n.x.NowNs
-	req := recovery.ReadRequest{Queue: w.t.Queue, Incarnation: w.t.Incarnation, Epoch: w.t.Epoch, Transition: w.t.Digest,
-		From: from, Count: recovery.PageRecordsMax}
-	if node == n.x.Node {
-		n.readRequested(node, req)
-		return
+	// Each page wanted is asked once (the one it follows arrived); the
+	// others wanted are in flight. The tick asks them all again if none
+	// came for recoveryBackoffMinNs.
+	asked, askedN := w.asked, w.askedN
+	w.askedN = copy(w.asked[:], wants)
+	for _, want := range wants {
+		if slices.Contains(asked[:askedN], want) {
+			continue
+		}
+		w.askedNs = n.x.NowNs
+		req := recovery.ReadRequest{Queue: w.t.Queue, Incarnation: w.t.Incarnation, Epoch: w.t.Epoch, Transition: w.t.Digest,
+			From: want.From, Count: recovery.PageRecordsMax}
+		if want.Node == n.x.Node {
+			if n.readRequested(want.Node, req); !slices.Contains(n.recoveries, w) || w.verify != v {
+				return // its refusal ended the attempt
+			}
+			continue
+		}
+		n.out.Send(seam.GroupRecovery, want.Node, recovery.AppendReadRequest(n.out.Grow(96), &req))
 	}
-	n.out.Send(seam.GroupRecovery, node, recovery.AppendReadRequest(n.out.Grow(96), &req))
 }
 
 // pageArrived takes a page of a sealed read for an installation or the

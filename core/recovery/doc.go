@@ -26,7 +26,8 @@
 //     recovery reported it) is recorded as damaged from then on; a
 //     replica whose log has detected damage is not a complete witness.
 //   - A Verifier reads the source's sealed log and every other complete
-//     witness's, in bounded pages, and accepts the source only if each
+//     witness's, in bounded pages, two logs at once (a witness of another
+//     identity than the source's after the source), and accepts the source only if each
 //     log hashes to its seal's identity and no witness contradicts the
 //     source (verify.go). It is complete with R = E − W + 1 complete witnesses (E and
 //     W of the previous assignment, fixed for the transition), or, for an

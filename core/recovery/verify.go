@@ -3,6 +3,7 @@ package recovery
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/sluicemq/sluice/core/digest"
 	"github.com/sluicemq/sluice/core/record"
@@ -11,8 +12,9 @@ import (
 
 // Sealed reads (seed 004, "Explicit sealed-source reads" and "Explicit
 // retained-history inspection"; issue 11 point 4). Before a source is
-// accepted, the worker reads the source's whole sealed log and then every
-// other complete witness's, a page at a time, and the Verifier checks:
+// accepted, the worker reads the source's whole sealed log and every other
+// complete witness's, a page at a time, two logs at once (ReadsAtOnce),
+// and the Verifier checks:
 //
 //   - each log read hashes to the identity its seal reported (a log that
 //     changed since its seal, or a seal that lied, blocks the recovery);
@@ -64,20 +66,32 @@ func sumOf(r *record.Record, scratch []byte) ([32]byte, []byte) {
 	return digest.Sum256(b), b
 }
 
+// ReadsAtOnce is how many logs a Verifier reads at once (seed 004: the
+// worker pipelines source inspection for up to two replicas at once).
+const ReadsAtOnce = 2
+
 // Verifier checks a chosen source against the other complete witnesses by
-// their sealed records.
+// their sealed records. It reads up to ReadsAtOnce logs at once: the
+// source and the witnesses of its identity from the start, since each of
+// them is only hashed, and a witness of another identity once the
+// source's records are summed, since each of its records is compared with
+// the source's.
 type Verifier struct {
 	q       seam.QueueID
-	logs    []Seal // the source first, then the witnesses to compare
-	at      int    // the log being read
-	id      *Identity
+	logs    []Seal            // the source first, then the witnesses of its identity, then the others
+	next    int               // the next log to start reading; logs start in order
+	reads   []reading         // the logs being read, at most ReadsAtOnce
+	srcDone bool              // the source was read and verified
 	src     []recordSum       // the source's records, from its start
 	epochs  []seam.EpochStart // the source's epoch history
 	pages   int
 	records int
 	bytes   int64
 	blocked string
-	scratch []byte
+	// blockedOn: the replica whose log was being read when the
+	// verification blocked (0: none)
+	blockedOn seam.NodeID
+	scratch   []byte
 	// compare: some witness's identity differs from the source's, so the
 	// source's records are summed for a record-by-record comparison
 	compare bool
@@ -87,6 +101,19 @@ type Verifier struct {
 	// holds past the source was never confirmed, since a confirm needs
 	// every member of the set)
 	past bool
+}
+
+// reading is a log being read: its index in logs and its identity so far.
+type reading struct {
+	log int
+	id  *Identity
+}
+
+// Want is a page a Verifier wants: node's sealed log from offset From, at
+// most PageRecordsMax records.
+type Want struct {
+	Node seam.NodeID
+	From uint64
 }
 
 // NewVerifier starts the verification of source src against witnesses
@@ -106,39 +133,49 @@ func NewISRVerifier(src Seal, witnesses []Seal) *Verifier {
 
 func newVerifier(src Seal, witnesses []Seal, past bool) *Verifier {
 	v := &Verifier{q: src.Queue, logs: []Seal{src}, past: past}
-	for _, w := range witnesses {
-		if w.Node != src.Node {
-			v.logs = append(v.logs, w)
-			v.compare = v.compare || w.Identity != src.Identity
+	for _, same := range []bool{true, false} {
+		for _, w := range witnesses {
+			if w.Node != src.Node && (w.Identity == src.Identity) == same {
+				v.logs = append(v.logs, w)
+				v.compare = v.compare || !same
+			}
 		}
 	}
 	v.start()
 	return v
 }
 
-// start begins reading the next log; an empty one is verified at once.
+// start begins reading the next logs while fewer than ReadsAtOnce are read
+// and the next may be (the source, one of its identity, or any once the
+// source is done); an empty one is verified at once.
 func (v *Verifier) start() {
-	for ; v.at < len(v.logs); v.at++ {
-		l := &v.logs[v.at]
+	for v.blocked == "" && len(v.reads) < ReadsAtOnce && v.next < len(v.logs) {
+		i := v.next
+		l := &v.logs[i]
+		if i > 0 && !v.srcDone && l.Identity != v.logs[0].Identity {
+			return // compared with the source's records: after them
+		}
+		v.next++
 		id, err := NewIdentity(v.q, l.Start, l.End)
 		if err != nil {
-			v.block("n%d's seal: %v", l.Node, err)
+			v.block(l.Node, "n%d's seal: %v", l.Node, err)
 			return
 		}
-		v.id = id
 		if l.Start < l.End {
-			return
+			v.reads = append(v.reads, reading{log: i, id: id})
+			continue
 		}
 		if got, _ := id.Sum(); got != l.Identity {
-			v.block("n%d's empty sealed log does not match its seal", l.Node)
+			v.block(l.Node, "n%d's empty sealed log does not match its seal", l.Node)
 			return
 		}
+		v.srcDone = v.srcDone || i == 0
 	}
 }
 
-func (v *Verifier) block(format string, a ...any) {
+func (v *Verifier) block(on seam.NodeID, format string, a ...any) {
 	if v.blocked == "" {
-		v.blocked = fmt.Sprintf(format, a...)
+		v.blocked, v.blockedOn = fmt.Sprintf(format, a...), on
 	}
 }
 
@@ -150,22 +187,27 @@ func (v *Verifier) Blocked() string { return v.blocked }
 // may have changed since its seal on purpose (an installation), which a
 // fresh seal of it tells.
 func (v *Verifier) BlockedOn() (node seam.NodeID, ok bool) {
-	if v.blocked == "" || v.at >= len(v.logs) {
+	if v.blocked == "" || v.blockedOn == 0 {
 		return 0, false
 	}
-	return v.logs[v.at].Node, true
+	return v.blockedOn, true
 }
 
 // Done reports whether every log was read and verified.
-func (v *Verifier) Done() bool { return v.blocked == "" && v.at >= len(v.logs) }
+func (v *Verifier) Done() bool {
+	return v.blocked == "" && v.next >= len(v.logs) && len(v.reads) == 0
+}
 
-// Want names the next page to read: node's sealed log from offset from,
-// at most PageRecordsMax records. ok is false when done or blocked.
-func (v *Verifier) Want() (node seam.NodeID, from uint64, ok bool) {
-	if v.blocked != "" || v.at >= len(v.logs) {
-		return 0, 0, false
+// Wants appends to dst the pages the verification wants next, one per log
+// being read, and returns it: none when done or blocked.
+func (v *Verifier) Wants(dst []Want) []Want {
+	if v.blocked != "" {
+		return dst
 	}
-	return v.logs[v.at].Node, v.id.Next(), true
+	for _, r := range v.reads {
+		dst = append(dst, Want{Node: v.logs[r.log].Node, From: r.id.Next()})
+	}
+	return dst
 }
 
 // SourceEpochs returns the source's epoch history, once Done (the caller
@@ -176,16 +218,20 @@ func (v *Verifier) SourceEpochs() []seam.EpochStart { return v.epochs }
 func (v *Verifier) Inspected() (pages, records int, bytes int64) { return v.pages, v.records, v.bytes }
 
 // AddPage takes a page of node's sealed log starting at from. A page that
-// is not the one wanted (a late duplicate) is ignored; an empty page of a
-// log not read to its end blocks (the log shrank since its seal).
+// is not one wanted (a late duplicate) is ignored; an empty page of a log
+// not read to its end blocks (the log shrank since its seal).
 func (v *Verifier) AddPage(node seam.NodeID, from uint64, recs []record.Record) {
-	want, wantFrom, ok := v.Want()
-	if !ok || node != want || from != wantFrom {
+	if v.blocked != "" {
 		return
 	}
-	l := &v.logs[v.at]
+	k := slices.IndexFunc(v.reads, func(r reading) bool { return v.logs[r.log].Node == node && r.id.Next() == from })
+	if k < 0 {
+		return
+	}
+	rd := v.reads[k]
+	l := &v.logs[rd.log]
 	if len(recs) == 0 || len(recs) > PageRecordsMax {
-		v.block("n%d's sealed log gave a page of %d records at o=%d, below its sealed end %d", node, len(recs), from, l.End)
+		v.block(node, "n%d's sealed log gave a page of %d records at o=%d, below its sealed end %d", node, len(recs), from, l.End)
 		return
 	}
 	v.pages++
@@ -194,32 +240,32 @@ func (v *Verifier) AddPage(node seam.NodeID, from uint64, recs []record.Record) 
 		v.bytes += int64(len(recs[i].Body) + recordWireBytes)
 	}
 	if v.pages > InspectPagesMax || v.records > InspectRecordsMax || v.bytes > InspectBytesMax {
-		v.block("inspection budget exhausted (%d pages, %d records, %d bytes; at most %d, %d, %d)",
+		v.block(node, "inspection budget exhausted (%d pages, %d records, %d bytes; at most %d, %d, %d)",
 			v.pages, v.records, v.bytes, InspectPagesMax, InspectRecordsMax, InspectBytesMax)
 		return
 	}
 	src := &v.logs[0]
 	// same: this witness's seal reports the source's identity, and its
 	// log is compared by it (its last check below)
-	same := v.at > 0 && l.Identity == src.Identity
+	same := rd.log > 0 && l.Identity == src.Identity
 	for i := range recs {
 		r := &recs[i]
-		if err := v.id.Add(r); err != nil {
-			v.block("n%d's sealed log: %v", node, err)
+		if err := rd.id.Add(r); err != nil {
+			v.block(node, "n%d's sealed log: %v", node, err)
 			return
 		}
 		if same {
 			continue
 		}
-		if v.at == 0 {
+		if rd.log == 0 {
 			n := len(v.epochs)
 			switch {
 			case n > 0 && r.Epoch < v.epochs[n-1].Epoch:
-				v.block("the source n%d's log goes back from epoch %d to %d at o=%d", node, v.epochs[n-1].Epoch, r.Epoch, r.Offset)
+				v.block(node, "the source n%d's log goes back from epoch %d to %d at o=%d", node, v.epochs[n-1].Epoch, r.Epoch, r.Offset)
 				return
 			case n == 0 || r.Epoch > v.epochs[n-1].Epoch:
 				if n >= EpochsMax {
-					v.block("the source n%d's log holds more than %d epochs", node, EpochsMax)
+					v.block(node, "the source n%d's log holds more than %d epochs", node, EpochsMax)
 					return
 				}
 				v.epochs = append(v.epochs, seam.EpochStart{Epoch: r.Epoch, Offset: r.Offset})
@@ -234,13 +280,13 @@ func (v *Verifier) AddPage(node seam.NodeID, from uint64, recs []record.Record) 
 		switch {
 		case r.Offset >= src.End:
 			if r.Epoch > src.LastEpoch || (r.Epoch == src.LastEpoch && !v.past) {
-				v.block("n%d holds o=%d of epoch %d past the source n%d's end %d (last epoch %d)", node, r.Offset, r.Epoch, src.Node, src.End, src.LastEpoch)
+				v.block(node, "n%d holds o=%d of epoch %d past the source n%d's end %d (last epoch %d)", node, r.Offset, r.Epoch, src.Node, src.End, src.LastEpoch)
 				return
 			}
 		case r.Offset >= src.Start:
 			s := &v.src[r.Offset-src.Start]
 			if r.Epoch > s.epoch {
-				v.block("n%d holds o=%d of epoch %d, above the source n%d's epoch %d there", node, r.Offset, r.Epoch, src.Node, s.epoch)
+				v.block(node, "n%d holds o=%d of epoch %d, above the source n%d's epoch %d there", node, r.Offset, r.Epoch, src.Node, s.epoch)
 				return
 			}
 			if r.Epoch != s.epoch {
@@ -248,19 +294,20 @@ func (v *Verifier) AddPage(node seam.NodeID, from uint64, recs []record.Record) 
 			}
 			var sum [32]byte
 			if sum, v.scratch = sumOf(r, v.scratch); sum != s.sum {
-				v.block("contradictory history: n%d and the source n%d hold different records at o=%d in epoch %d", node, src.Node, r.Offset, r.Epoch)
+				v.block(node, "contradictory history: n%d and the source n%d hold different records at o=%d in epoch %d", node, src.Node, r.Offset, r.Epoch)
 				return
 			}
 		}
 	}
-	if v.id.Next() < l.End {
+	if rd.id.Next() < l.End {
 		return
 	}
-	got, err := v.id.Sum()
+	got, err := rd.id.Sum()
 	if err != nil || got != l.Identity {
-		v.block("n%d's sealed log no longer matches its seal (identity %x, sealed %x)", node, got[:6], l.Identity[:6])
+		v.block(node, "n%d's sealed log no longer matches its seal (identity %x, sealed %x)", node, got[:6], l.Identity[:6])
 		return
 	}
-	v.at++
+	v.reads = slices.Delete(v.reads, k, k+1)
+	v.srcDone = v.srcDone || rd.log == 0
 	v.start()
 }

@@ -32,18 +32,30 @@ func sealOf(t *testing.T, n seam.NodeID, rs []record.Record) Seal {
 	return Seal{Queue: 7, Node: n, End: uint64(len(rs)), LastEpoch: last, Identity: id}
 }
 
-// verify runs a verifier over logs (by node), reading pages of size page.
+// verify runs a verifier over logs (by node), reading pages of size page:
+// each round, a page of every log wanted, the last wanted first (the
+// pages of logs read at once arrive in any order).
 func verify(t *testing.T, src Seal, witnesses []Seal, logs map[seam.NodeID][]record.Record, page int) *Verifier {
 	t.Helper()
-	v := NewVerifier(src, witnesses)
+	return run(t, NewVerifier(src, witnesses), logs, page)
+}
+
+func run(t *testing.T, v *Verifier, logs map[seam.NodeID][]record.Record, page int) *Verifier {
+	t.Helper()
 	for range 100_000 {
-		node, from, ok := v.Want()
-		if !ok {
+		wants := v.Wants(nil)
+		if len(wants) == 0 {
 			return v
 		}
-		l := logs[node]
-		end := min(int(from)+page, len(l))
-		v.AddPage(node, from, l[from:end])
+		if len(wants) > ReadsAtOnce {
+			t.Fatalf("%d logs read at once, at most %d", len(wants), ReadsAtOnce)
+		}
+		for i := len(wants) - 1; i >= 0; i-- {
+			w := wants[i]
+			l := logs[w.Node]
+			end := min(int(w.From)+page, len(l))
+			v.AddPage(w.Node, w.From, l[w.From:end])
+		}
 	}
 	t.Fatal("the verifier never finished")
 	return nil
@@ -118,8 +130,8 @@ func TestVerifierIgnoresStalePages(t *testing.T) {
 	v := NewVerifier(s, nil)
 	v.AddPage(1, 1, src[1:]) // not the page wanted
 	v.AddPage(2, 0, src)     // not the node wanted
-	if _, from, _ := v.Want(); from != 0 || v.Blocked() != "" {
-		t.Fatalf("stale pages moved the verifier to %d (%q)", from, v.Blocked())
+	if w := v.Wants(nil); len(w) != 1 || w[0] != (Want{Node: 1, From: 0}) || v.Blocked() != "" {
+		t.Fatalf("stale pages moved the verifier to %v (%q)", w, v.Blocked())
 	}
 	v.AddPage(1, 0, src)
 	if !v.Done() {
@@ -152,21 +164,10 @@ func TestVerifierISRAcceptsAFurtherWitness(t *testing.T) {
 	logs := map[seam.NodeID][]record.Record{3: src, 1: further}
 	s := sealOf(t, 3, src)
 	ws := []Seal{s, sealOf(t, 1, further)}
-	run := func(v *Verifier) *Verifier {
-		for range 1000 {
-			node, from, ok := v.Want()
-			if !ok {
-				return v
-			}
-			v.AddPage(node, from, logs[node][from:])
-		}
-		t.Fatal("the verifier never finished")
-		return nil
-	}
-	if v := run(NewISRVerifier(s, ws)); !v.Done() {
+	if v := run(t, NewISRVerifier(s, ws), logs, 4096); !v.Done() {
 		t.Fatalf("isr: %s", v.Blocked())
 	}
-	if v := run(NewVerifier(s, ws)); v.Done() || !strings.Contains(v.Blocked(), "past the source") {
+	if v := run(t, NewVerifier(s, ws), logs, 4096); v.Done() || !strings.Contains(v.Blocked(), "past the source") {
 		t.Fatalf("R: done=%v blocked=%q, want blocked past the source", v.Done(), v.Blocked())
 	}
 }
@@ -204,5 +205,51 @@ func TestVerifierComparesBySameIdentity(t *testing.T) {
 	v := verify(t, s, []Seal{same, sealOf(t, 3, other)}, map[seam.NodeID][]record.Record{1: src, 2: src, 3: other}, 3)
 	if v.Done() || !strings.Contains(v.Blocked(), "contradictory history: n3") {
 		t.Fatalf("a copy beside a contradicting witness: done=%v blocked=%q", v.Done(), v.Blocked())
+	}
+}
+
+// The source and the witnesses of its identity are read at once, two logs
+// at a time (seed 004); a witness of another identity, compared record by
+// record with the source, is read only once the source is.
+func TestVerifierReadsTwoLogsAtOnce(t *testing.T) {
+	src := history([]uint64{1, 1, 2, 2, 2, 2}, "")
+	s := sealOf(t, 1, src)
+	same := func(n seam.NodeID) Seal { c := s; c.Node = n; return c }
+	prefix := src[:3]
+	v := NewVerifier(s, []Seal{sealOf(t, 4, prefix), same(2), same(3)})
+	if w := v.Wants(nil); len(w) != 2 || w[0] != (Want{1, 0}) || w[1] != (Want{2, 0}) {
+		t.Fatalf("first wants %v, want the source n1 and its copy n2 from 0", w)
+	}
+	v.AddPage(2, 0, src[:2]) // n2's page first: the logs are independent
+	if w := v.Wants(nil); len(w) != 2 || w[0] != (Want{1, 0}) || w[1] != (Want{2, 2}) {
+		t.Fatalf("after n2's first page: %v", w)
+	}
+	v.AddPage(2, 2, src[2:]) // n2 done: n3 (the source's identity) starts
+	if w := v.Wants(nil); len(w) != 2 || w[0] != (Want{1, 0}) || w[1] != (Want{3, 0}) {
+		t.Fatalf("after n2: %v, want n1 and n3", w)
+	}
+	v.AddPage(3, 0, src) // n3 done; n4 (another identity) waits for the source
+	if w := v.Wants(nil); len(w) != 1 || w[0] != (Want{1, 0}) {
+		t.Fatalf("with the source not read: %v, want n1 alone", w)
+	}
+	v.AddPage(1, 0, src)
+	if w := v.Wants(nil); len(w) != 1 || w[0] != (Want{4, 0}) {
+		t.Fatalf("after the source: %v, want n4", w)
+	}
+	v.AddPage(4, 0, prefix)
+	if !v.Done() {
+		t.Fatalf("not done: %q", v.Blocked())
+	}
+	if pages, recs, _ := v.Inspected(); pages != 5 || recs != 3*len(src)+len(prefix) {
+		t.Fatalf("inspected %d pages, %d records", pages, recs)
+	}
+	// A copy that differs under the source's identity blocks on itself,
+	// whichever of the two logs read at once ends first.
+	bad := history([]uint64{1, 1, 2, 2, 2, 2}, "x")
+	for _, page := range []int{1, 2, 6} {
+		v := verify(t, s, []Seal{same(2)}, map[seam.NodeID][]record.Record{1: src, 2: bad}, page)
+		if on, ok := v.BlockedOn(); v.Done() || !ok || on != 2 {
+			t.Fatalf("page %d: done=%v blocked on n%d (%v): %q", page, v.Done(), on, ok, v.Blocked())
+		}
 	}
 }
