@@ -206,7 +206,10 @@ func (n *Node) recoveryTick() {
 				due = append(due, i)
 			}
 		}
-		if len(due) > 0 && !n.recoveryGathered() {
+		switch {
+		case len(due) == 0:
+			n.gathering = false // a wait begun for queues no longer due is over
+		case !n.recoveryGathered():
 			due = due[:0]
 		}
 		if len(due) > 1 {
