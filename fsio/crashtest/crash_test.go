@@ -40,8 +40,10 @@ const (
 
 // opts makes segments small so that a child crosses segment boundaries
 // (create, preallocate, directory sync) often, some full by size, some by
-// their header-copy slots.
-var opts = seglog.Options{SegmentBytesMax: 256 << 10, PreallocateBytes: 256 << 10, SlotsPerSegment: 128}
+// their header-copy slots, and extends their files with zeros ahead of the
+// frames in steps smaller than a segment (the daemon's logs do), so that
+// kills come between an extension, its writes and a rolled segment's trim.
+var opts = seglog.Options{SegmentBytesMax: 256 << 10, PreallocateBytes: 256 << 10, SlotsPerSegment: 128, ExtendBytes: 32 << 10}
 
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(envChild); dir != "" {

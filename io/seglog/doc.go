@@ -99,6 +99,16 @@
 // replica that reports damage is treated as possibly incomplete and
 // repaired from the others.
 //
+// Files ahead of their frames. With Options.ExtendBytes a segment's file
+// is extended with zeros (Truncate) before a write would pass its end, to
+// cover the write and up to ExtendBytes more: an append then writes inside
+// the file, and its fdatasync commits no change of size (on ext4 a growing
+// file's size is journaled at every fdatasync). The zeros are an empty
+// frame area, the scan's clean end (below), so a crash at any point of an
+// extension reads as a log without it. When the log moves on to a new
+// segment the old one is cut back to its frames (durable at the next
+// Sync; a crash first leaves the zeros, which read the same).
+//
 // TruncateFrom removes the segments after the truncation point (the last
 // first), cuts the segment holding it and then zeroes the copies of the cut
 // frames (one write), and syncs before returning, so that records appended after

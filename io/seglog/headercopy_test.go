@@ -239,6 +239,7 @@ func TestCrashOfUnsyncedAppendsKeepsSyncedRecords(t *testing.T) {
 		for round := 0; round < 60; round++ {
 			fs := memfs.New()
 			opts := Options{SlotsPerSegment: 1 + r.Intn(12), SegmentBytesMax: 2048 + int64(r.Intn(8192)), WriteBufferBytes: 600 + r.Intn(4000)}
+			opts.ExtendBytes = []int64{0, 300, 4096}[r.Intn(3)] // zeros ahead of the frames, or none
 			l, _, err := Open(fs, logDir, opts)
 			must(t, err)
 			var want []record.Record
@@ -548,6 +549,7 @@ func TestMemfsLostSyncedWriteIsDamage(t *testing.T) {
 		r := prng.New(seed)
 		fs := memfs.New()
 		opts := Options{SlotsPerSegment: 1 + r.Intn(10), SegmentBytesMax: 1024 + int64(r.Intn(6000))}
+		opts.ExtendBytes = []int64{0, 300, 4096}[r.Intn(3)] // zeros ahead of the frames, or none
 		l, _, err := Open(fs, logDir, opts)
 		must(t, err)
 		var want []record.Record

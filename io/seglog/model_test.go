@@ -121,6 +121,7 @@ func TestLogModel(t *testing.T) {
 		if rapid.Bool().Draw(t, "preallocate") {
 			m.opts.PreallocateBytes = m.opts.SegmentBytesMax + 1000
 		}
+		m.opts.ExtendBytes = rapid.SampledFrom([]int64{0, 100, 4096, 1 << 16}).Draw(t, "extendBytes")
 		m.open(t)
 
 		t.Repeat(map[string]func(*rapid.T){

@@ -169,6 +169,7 @@ func (l *Log) scan(bases []uint64, names []string) (Recovery, error) {
 		if i > 0 {
 			expect = l.active().end
 		}
+		seg.fileBytes = fileSize
 		d, bytes, err := l.scanSegment(seg, fileSize, i == 0, expect)
 		if err != nil {
 			f.Close()

@@ -582,6 +582,87 @@ func TestPreallocatedSegments(t *testing.T) {
 	sameRecords(t, readAll(t, l), want)
 }
 
+// TestExtendedSegments: with ExtendBytes a segment's file runs ahead of its
+// frames by zeros, so that most appends change no file size; a rolled
+// segment is cut back to its frames; a reopened log reads the zero tail as
+// its clean end and goes on writing inside it.
+func TestExtendedSegments(t *testing.T) {
+	fs := memfs.New()
+	const slots, bodyBytes, step = 16, 500, 8 << 10
+	opts := Options{SegmentBytesMax: 1 << 20, SlotsPerSegment: slots, ExtendBytes: step}
+	sizes := func() map[string]int64 {
+		names, err := fs.List("q/log")
+		must(t, err)
+		m := map[string]int64{}
+		for _, n := range names {
+			if strings.HasSuffix(n, ".seg") {
+				f, err := fs.Open("q/log/" + n)
+				must(t, err)
+				m[n], err = f.Size()
+				must(t, err)
+				must(t, f.Close())
+			}
+		}
+		return m
+	}
+	framesEnd := func(frames int) int64 { return framesStart(slots) + int64(frames*frameBytes(bodyBytes)) }
+	l, _ := open(t, fs, opts)
+	var want []record.Record
+	truncates := fs.Stats().Truncates
+	const appends = 3*slots + 5 // three full segments and part of a fourth
+	for i := 0; i < appends; i++ {
+		want = append(want, appendN(t, l, 1, 1, bodyBytes)...)
+		must(t, l.Sync())
+	}
+	// Extensions: one per step of frames (about 16 appends) and the first
+	// of each segment, not one per append; trims: one per roll.
+	if n := fs.Stats().Truncates - truncates; n > appends/4 {
+		t.Fatalf("%d truncations for %d appends: the file grows with its frames", n, appends)
+	}
+	got := sizes()
+	if len(got) != 4 {
+		t.Fatalf("segments %v, want 4", got)
+	}
+	for _, base := range []uint64{0, slots, 2 * slots} {
+		if got[segName(base)] != framesEnd(slots) {
+			t.Fatalf("rolled segment %s: %d bytes, its frames end at %d", segName(base), got[segName(base)], framesEnd(slots))
+		}
+	}
+	active := segName(3 * slots)
+	if size := got[active]; size <= framesEnd(5) || size > framesEnd(5)+step {
+		t.Fatalf("active segment: %d bytes, frames end at %d: not extended ahead by at most %d", size, framesEnd(5), step)
+	}
+	must(t, l.Close())
+	l, r := open(t, fs, opts)
+	if r.Damage != nil || r.End != appends {
+		t.Fatalf("reopened: end %d, damage %v", r.End, r.Damage)
+	}
+	before := sizes()[active]
+	want = append(want, appendN(t, l, 1, 1, bodyBytes)...)
+	must(t, l.Sync())
+	if after := sizes()[active]; after != before {
+		t.Fatalf("an append inside the zero tail changed the file from %d to %d bytes", before, after)
+	}
+	sameRecords(t, readAll(t, l), want)
+	// A power loss at any moment keeps every synced record.
+	for seed := uint64(1); seed <= 50; seed++ {
+		appendN(t, l, 1, 3, bodyBytes)
+		fs.Crash(prng.New(seed))
+		var r Recovery
+		l, r = open(t, fs, opts)
+		if r.End < uint64(len(want)) {
+			t.Fatalf("seed %d: recovered %d records, %d were synced (damage %v)", seed, r.End, len(want), r.Damage)
+		}
+		if r.Damage != nil {
+			must(t, l.DiscardDamage())
+		}
+		must(t, l.TruncateFrom(uint64(len(want))))
+		want = append(want, appendN(t, l, 1, 1, bodyBytes)...)
+		must(t, l.Sync())
+	}
+	sameRecords(t, readAll(t, l), want)
+}
+
 func TestAppendSyncAllocationFree(t *testing.T) {
 	fs := memfs.New()
 	l, _ := open(t, fs, Options{SegmentBytesMax: 1 << 40})

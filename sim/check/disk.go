@@ -108,6 +108,12 @@ type diskSeg struct {
 	locs  []frameLoc // where each frame seen intact lies, by index
 	pos   int64      // where the next new frame is looked for
 	done  bool       // nothing more can be found in it (full, or lost track)
+	// atTail: a parse stopped at pos with no frame durable there yet (the
+	// end of the file, or the zeros a log's file runs ahead with): from
+	// then on the segment is followed through small windows
+	// (tailWindowBytes), since what is new at each look is a frame or two
+	// and a full window would copy the zeros after them every time.
+	atTail bool
 
 	// For rereads with a ChangeLog (see DiskLog.Reparse): file is the
 	// identity of the file read under the name (fileKnown: one was);
@@ -162,6 +168,7 @@ type DiskLog struct {
 	// during one).
 	winSeg *diskSeg
 	winPos int64
+	small  [dSlotBytes]byte // readExact's bytes
 	// stamp: the disk's change stamp at the last Reparse (stamped: there
 	// was one, on a disk with a ChangeLog): what changed since then is
 	// what the next Reparse must read again. fullRereads turns the
@@ -212,6 +219,11 @@ const locsPresizeMax = 1 << 13
 // windowBytes is how much the parser reads at once: one read of the disk
 // serves the frames of many small records.
 const windowBytes = 64 << 10
+
+// tailWindowBytes: the read window at a segment's end (diskSeg.atTail),
+// where a look finds a frame or two and then zeros: enough for those in
+// one read, little to copy of the zeros.
+const tailWindowBytes = 2 << 10
 
 // Damaged reports whether the last full read found a damaged frame or
 // header copy: a log that holds one is not a whole copy, even when every
@@ -715,6 +727,9 @@ func (l *DiskLog) read(d Disk, seg *diskSeg, pos int64, n int) ([]byte, error) {
 		return l.buf[k : k+int64(n)], nil
 	}
 	want := max(n, windowBytes)
+	if seg.atTail {
+		want = max(n, tailWindowBytes)
+	}
 	if cap(l.buf) < want {
 		l.buf = make([]byte, want)
 	}
@@ -737,6 +752,18 @@ func (l *DiskLog) read(d Disk, seg *diskSeg, pos int64, n int) ([]byte, error) {
 	}
 	l.buf, l.winSeg, l.winPos = p[:k], seg, pos
 	return p[:min(k, n)], nil
+}
+
+// readExact reads bytes [pos, pos+n) of seg's durable contents (n at most
+// dSlotBytes) past the window, which it leaves as it was: a header copy
+// looked up between two frames. The result is valid until the next call.
+func (l *DiskLog) readExact(d Disk, seg *diskSeg, pos int64, n int) ([]byte, error) {
+	p := l.small[:n]
+	k, err := d.ReadDurable(seg.path, p, pos)
+	if err != nil && err != io.EOF && !errors.Is(err, io.EOF) {
+		return p[:k], err
+	}
+	return p[:k], nil
 }
 
 // headerOK reports whether h is the valid header of a segment at base with
@@ -789,6 +816,7 @@ func (l *DiskLog) parseSeg(d Disk, seg *diskSeg) {
 		}
 		seg.slots = int(slots)
 		seg.pos = seg.frameStart()
+		seg.atTail = false
 		// A segment holds at most one frame per slot: room for them now
 		// (bounded: the count comes from the disk) rather than growth
 		// frame by frame.
@@ -806,6 +834,7 @@ func (l *DiskLog) parseSeg(d Disk, seg *diskSeg) {
 		h, err := l.read(d, seg, seg.pos, dFrameHeader)
 		if err != nil || len(h) < dFrameHeader {
 			if err == nil || !l.skip(d, seg) {
+				seg.atTail = seg.atTail || err == nil
 				return // nothing (more) durable here yet, or unreadable
 			}
 			continue
@@ -814,6 +843,7 @@ func (l *DiskLog) parseSeg(d Disk, seg *diskSeg) {
 		if n < dPayloadMin || n > dPayloadMax {
 			// No frame here (zeros), or a damaged one: the slot copy tells.
 			if !l.skip(d, seg) {
+				seg.atTail = seg.atTail || n == 0
 				return
 			}
 			continue
@@ -843,7 +873,7 @@ func (l *DiskLog) parseSeg(d Disk, seg *diskSeg) {
 // absent or unreadable: then the segment cannot be followed further now.
 func (l *DiskLog) skip(d Disk, seg *diskSeg) bool {
 	i := len(seg.locs)
-	s, err := l.read(d, seg, dSegHeaderBytes+dSlotBytes*int64(i), dSlotBytes)
+	s, err := l.readExact(d, seg, dSegHeaderBytes+dSlotBytes*int64(i), dSlotBytes)
 	if err != nil || len(s) < dSlotBytes {
 		return false
 	}

@@ -1,5 +1,7 @@
 package memfs
 
+import "bytes"
+
 // chunkBytes is the unit in which a file's contents are kept: one sector,
 // so that a crash's decision about a sector never spans two chunks.
 const chunkBytes = SectorBytes
@@ -167,6 +169,23 @@ func (c *content) read(p []byte, off int64) int {
 		m, off = m+n, off+int64(n)
 	}
 	return m
+}
+
+// zeroChunk is a chunk of zeros, never written.
+var zeroChunk chunk
+
+// allZero reports whether bytes [lo, hi) (within the size) are all zero.
+func (c *content) allZero(lo, hi int64) bool {
+	c.mustLive()
+	for lo < hi {
+		k := lo % chunkBytes
+		n := min(hi-lo, chunkBytes-k)
+		if ch := c.chunks[lo/chunkBytes]; ch != nil && !bytes.Equal(ch[k:k+n], zeroChunk[:n]) {
+			return false
+		}
+		lo += n
+	}
+	return true
 }
 
 // appendRange appends bytes [lo, hi) (within the size) to dst.

@@ -202,8 +202,7 @@ func (n *node) crash(r Rand, settled map[int64]bool) {
 					s := lo / SectorBytes
 					hi := min(u.oldSize, (s+1)*SectorBytes)
 					if !settled[s] {
-						s := u.saved + lo - u.off
-						n.c.write(n.undoBuf[s:s+hi-lo], lo)
+						n.putOld(savedOld(u, n.undoBuf, lo, hi), lo, hi)
 					}
 					lo = hi
 				}
@@ -255,13 +254,21 @@ func (n *node) crash(r Rand, settled map[int64]bool) {
 	n.undoBuf = n.undoBuf[:0]
 }
 
+// putOld puts old contents back at [lo, hi): old, or zeros when nil.
+func (n *node) putOld(old []byte, lo, hi int64) {
+	if old == nil {
+		n.c.zero(lo, hi)
+		return
+	}
+	n.c.write(old, lo)
+}
+
 // restore puts back the contents [lo, hi) had before the write u.
 func (n *node) restore(u *undoOp, lo, hi int64) {
 	savedEnd := u.off + u.savedN
 	if lo < savedEnd {
 		m := min(hi, savedEnd)
-		s := u.saved + lo - u.off
-		n.c.write(n.undoBuf[s:s+m-lo], lo)
+		n.putOld(savedOld(u, n.undoBuf, lo, m), lo, m)
 		lo = m
 	}
 	if lo < hi {

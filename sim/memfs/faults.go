@@ -1,6 +1,7 @@
 package memfs
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -73,7 +74,11 @@ func (fs *FS) ReadDurable(name string, p []byte, off int64) (int, error) {
 		u := &n.undo[i]
 		lo, hi := max(u.off, off), min(u.off+u.savedN, end)
 		if lo < hi {
-			copy(q[lo-off:hi-off], n.undoBuf[u.saved+lo-u.off:])
+			if old := savedOld(u, n.undoBuf, lo, hi); old != nil {
+				copy(q[lo-off:hi-off], old)
+			} else {
+				clear(q[lo-off : hi-off])
+			}
 		}
 	}
 	if k < len(p) {
@@ -109,6 +114,10 @@ func (fs *FS) DurableList(dir string) ([]string, error) {
 
 // ---- sticky unreadable ranges ----
 
+// ErrPending: SetUnreadable's range holds bytes of an operation not yet
+// synced.
+var ErrPending = errors.New("memfs: bytes of an unsynced operation")
+
 func unreadableErr(op, name string, off int64) error {
 	return fmt.Errorf("memfs: %s %s at %d: unreadable range: %w", op, name, off, vfs.ErrIO)
 }
@@ -120,7 +129,10 @@ func unreadableErr(op, name string, off int64) error {
 // bytes it covers readable again (at once, whether or not it is synced); a
 // Truncate below the range drops what lies past the new size. The range
 // survives crashes: it is the media. A file holds at most 16 ranges
-// (overlapping or touching ranges merge); SetUnreadable refuses more.
+// (overlapping or touching ranges merge); SetUnreadable refuses more. It
+// also refuses a range that an operation not yet synced touches (a write,
+// an extension or a cut of the file, ErrPending): those bytes are on their
+// way to the media, and writing them rewrites (and so cures) the sector.
 func (fs *FS) SetUnreadable(name string, off, n int64) error {
 	nd, err := fs.lookupFault("setunreadable", name)
 	if err != nil {
@@ -128,6 +140,11 @@ func (fs *FS) SetUnreadable(name string, off, n int64) error {
 	}
 	if off < 0 || n <= 0 || off > off+n {
 		return fmt.Errorf("memfs: setunreadable %s: bad range [%d, %d+%d)", name, off, off, n)
+	}
+	for i := range nd.undo {
+		if nd.undo[i].touches(off, off+n) {
+			return fmt.Errorf("memfs: setunreadable %s [%d, %d): %w", name, off, off+n, ErrPending)
+		}
 	}
 	lo, hi := off, off+n
 	// Merge with the ranges it overlaps or touches; keep them sorted.
@@ -253,13 +270,13 @@ func (n *node) syncDone() {
 	n.synced = n.synced[:copy(n.synced, n.synced[k:])]
 	for i := range n.synced {
 		if n.synced[i].trunc {
-			n.synced[i].saved, n.synced[i].savedN = 0, 0 // only its range matters
+			n.synced[i].saved, n.synced[i].savedN, n.synced[i].zeros = 0, 0, false // only its range matters
 		}
 	}
 	if cap(n.syncedBuf) > undoBufRetainMax {
 		buf := make([]byte, 0, saved)
 		for i := range n.synced {
-			if u := &n.synced[i]; u.savedN > 0 {
+			if u := &n.synced[i]; u.savedN > 0 && !u.zeros {
 				b := n.syncedBuf[u.saved : u.saved+u.savedN]
 				u.saved = int64(len(buf))
 				buf = append(buf, b...)
@@ -359,9 +376,9 @@ func (fs *FS) LoseSyncedWrite(name string, r Rand) (off, n int64, ok bool) {
 	end := min(hi, nd.c.size)
 	if lo < end {
 		m := int64(0)
-		if !zeros {
+		if !zeros && !u.zeros {
 			m = min(end-lo, u.savedN)
-			nd.c.write(nd.syncedBuf[u.saved:u.saved+m], lo)
+			nd.c.write(savedOld(&u, nd.syncedBuf, lo, lo+m), lo)
 		}
 		nd.c.zero(lo+m, end)
 	}

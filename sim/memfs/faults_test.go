@@ -362,12 +362,108 @@ func TestSyncFailureDropsPages(t *testing.T) {
 
 // ---- unreadable ranges ----
 
-func TestUnreadableRange(t *testing.T) {
+// TestUnreadableRefusesBytesUnderWay: a range that an unsynced write or
+// truncation touches cannot be made unreadable (that operation, reaching
+// the media, rewrites it); once synced it can.
+func TestUnreadableRefusesBytesUnderWay(t *testing.T) {
 	fs := New()
+	f := syncedFile(t, fs, 8192)
+	must(t, f.Truncate(16384)) // zeros ahead, not yet synced
+	mustWrite(t, f, 8192, fill(100, 'B'))
+	for _, r := range [][2]int64{{8192, 4096}, {12288, 4096}, {8000, 200}} {
+		if err := fs.SetUnreadable("a", r[0], r[1]); !errors.Is(err, ErrPending) {
+			t.Fatalf("SetUnreadable [%d,+%d) with an operation under way: %v", r[0], r[1], err)
+		}
+	}
+	must(t, fs.SetUnreadable("a", 4096, 4096)) // untouched durable bytes
+	must(t, f.Sync())
+	must(t, fs.SetUnreadable("a", 12288, 4096))
+	p := make([]byte, 10)
+	if _, err := f.ReadAt(p, 12300); !errors.Is(err, vfs.ErrIO) {
+		t.Fatalf("synced zeros made unreadable: %v", err)
+	}
+}
+
+// TestWriteOverZeros: a write over zeros (a file extended ahead of its
+// data) keeps no copy of them, yet the durable image, a corruption of it
+// and every crash see them as a write over any bytes would.
+func TestWriteOverZeros(t *testing.T) {
+	for seed := uint64(0); seed <= 40; seed++ {
+		fs := New()
+		f := syncedFile(t, fs, 8192)
+		must(t, f.Truncate(16384))
+		must(t, f.Sync())
+		mustWrite(t, f, 8192, fill(100, 'B')) // over zeros: nothing saved
+		mustWrite(t, f, 100, fill(50, 'C'))   // over data: its bytes saved
+		nd, err := fs.lookupFile("test", "a")
+		must(t, err)
+		if u := nd.undo; len(u) != 2 || !u[0].zeros || u[1].zeros {
+			t.Fatalf("pending operations %+v: want the first over zeros, the second not", u)
+		}
+		want := append(fill(8192, 'A'), make([]byte, 8192)...)
+		if seed%2 == 1 {
+			must(t, fs.Corrupt("a", 8200)) // a durable zero under the pending write
+			want[8200] = 1
+		}
+		if got := durable(t, fs, "a"); !bytes.Equal(got, want) {
+			t.Fatalf("seed %d: durable image differs at %d", seed, firstDiff(got, want))
+		}
+		rd := make([]byte, len(want))
+		if _, err := fs.ReadDurable("a", rd, 0); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(rd, want) {
+			t.Fatalf("seed %d: ReadDurable differs at %d", seed, firstDiff(rd, want))
+		}
+		if seed == 0 {
+			fs.CrashClean()
+		} else {
+			fs.Crash(prng.New(seed))
+		}
+		f, _ = fs.Open("a")
+		got := make([]byte, 16384)
+		if _, err := f.ReadAt(got, 0); err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			old, written := want[i], want[i]
+			switch {
+			case i >= 8192 && i < 8292:
+				written = 'B'
+			case i >= 100 && i < 150:
+				written = 'C'
+			}
+			if got[i] != old && got[i] != written {
+				t.Fatalf("seed %d: byte %d after the crash = %d, want the old %d or the written %d", seed, i, got[i], old, written)
+			}
+			if seed == 0 && got[i] != old {
+				t.Fatalf("clean crash: byte %d = %d, want the durable %d", i, got[i], old)
+			}
+		}
+	}
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+// syncedFile creates file "a" of n bytes 'A', synced, its entry too.
+func syncedFile(t *testing.T, fs *FS, n int) vfs.File {
 	f := mustCreate(t, fs, "a")
 	must(t, fs.SyncDir("."))
-	mustWrite(t, f, 0, fill(1000, 'A'))
+	mustWrite(t, f, 0, fill(n, 'A'))
 	must(t, f.Sync())
+	return f
+}
+
+func TestUnreadableRange(t *testing.T) {
+	fs := New()
+	f := syncedFile(t, fs, 1000)
 	must(t, fs.SetUnreadable("a", 100, 50))
 	p := make([]byte, 10)
 	if _, err := f.ReadAt(p, 95); !errors.Is(err, vfs.ErrIO) {

@@ -26,6 +26,10 @@ type undoOp struct {
 	oldSize int64 // file size before the operation
 	saved   int64 // start of the saved bytes in undoBuf
 	savedN  int64 // saved bytes: the old contents of [off, off+savedN)
+	// zeros: those old contents were all zero, and none are kept in
+	// undoBuf: a log writing into the zeros its file runs ahead with
+	// (seglog's ExtendBytes) saves nothing. savedOld reads them.
+	zeros bool
 }
 
 // File is an open file: a small handle on a file of an FS. It dies (returns
@@ -246,10 +250,32 @@ func (n *node) logWrite(off, ln int64) {
 	if savedN < 0 {
 		savedN = 0
 	}
-	n.undo = append(n.undo, undoOp{off: off, n: ln, oldSize: size, saved: int64(len(n.undoBuf)), savedN: savedN})
-	if savedN > 0 {
-		n.undoBuf = n.c.appendRange(n.undoBuf, off, off+savedN)
+	n.undo = append(n.undo, n.save(undoOp{off: off, n: ln, oldSize: size, savedN: savedN}))
+}
+
+// save keeps the old contents of [u.off, u.off+u.savedN) for u, or notes
+// that they are all zero.
+func (n *node) save(u undoOp) undoOp {
+	u.saved = int64(len(n.undoBuf))
+	if u.savedN > 0 {
+		if n.c.allZero(u.off, u.off+u.savedN) {
+			u.zeros = true
+		} else {
+			n.undoBuf = n.c.appendRange(n.undoBuf, u.off, u.off+u.savedN)
+		}
 	}
+	return u
+}
+
+// savedOld returns the old contents u saved of [lo, hi), within
+// [u.off, u.off+u.savedN), from buf (undoBuf, or syncedBuf for a synced
+// operation): nil when they are zeros.
+func savedOld(u *undoOp, buf []byte, lo, hi int64) []byte {
+	if u.zeros {
+		return nil
+	}
+	s := u.saved + lo - u.off
+	return buf[s : s+hi-lo]
 }
 
 // truncate sets the size as a pending operation.
@@ -260,10 +286,7 @@ func (n *node) truncate(fs *FS, size int64) {
 	}
 	old := n.footprint()
 	savedN := max(cur-size, 0)
-	n.undo = append(n.undo, undoOp{trunc: true, off: size, oldSize: cur, saved: int64(len(n.undoBuf)), savedN: savedN})
-	if savedN > 0 {
-		n.undoBuf = n.c.appendRange(n.undoBuf, size, cur)
-	}
+	n.undo = append(n.undo, n.save(undoOp{trunc: true, off: size, oldSize: cur, savedN: savedN}))
 	n.setSize(size)
 	if size < cur && len(n.unreadable) > 0 {
 		n.rewritten(fs, size, math.MaxInt64) // the bytes past the new size are gone
@@ -286,6 +309,10 @@ func (n *node) durableByte(off int64) *byte {
 	for i := range n.undo {
 		u := &n.undo[i]
 		if off >= u.off && off < u.off+u.savedN {
+			if u.zeros { // the caller may change the byte: keep them now
+				u.saved, u.zeros = int64(len(n.undoBuf)), false
+				n.undoBuf = append(n.undoBuf, make([]byte, u.savedN)...)
+			}
 			return &n.undoBuf[u.saved+off-u.off]
 		}
 	}

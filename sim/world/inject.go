@@ -1,6 +1,7 @@
 package world
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -290,11 +291,21 @@ func (w *World) unreadable(b *broker, f Fault) bool {
 	if !ok || size < memfs.SectorBytes {
 		return false
 	}
-	// A whole sector of durable bytes: the sector the durable end falls in
-	// may hold writes still under way, which rewrite (and so cure) it.
+	// A whole sector of durable bytes that no write still under way will
+	// rewrite (and so cure): the sector the durable end falls in may hold
+	// such writes, and so may any sector of zeros a log's file runs ahead
+	// with (seglog's ExtendBytes). The drawn sector, else the nearest one
+	// below it that memfs accepts.
 	off := w.rFault.Int63n(size/memfs.SectorBytes) * memfs.SectorBytes
-	if err := b.fs.SetUnreadable(name, off, memfs.SectorBytes); err != nil {
-		return false
+	for {
+		err := b.fs.SetUnreadable(name, off, memfs.SectorBytes)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, memfs.ErrPending) || off == 0 {
+			return false
+		}
+		off -= memfs.SectorBytes
 	}
 	w.injected(b, q)
 	w.notef("fault %s: %s bytes [%d,%d) unreadable", f, name, off, off+memfs.SectorBytes)

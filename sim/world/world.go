@@ -765,7 +765,7 @@ func (w *World) startBroker(b *broker) {
 	b.host = driver.NewHost(cfg, b.fs, nil, ms, env, env, w.trace, driver.Options{CheckInvariants: true, LogBuffers: &b.logBuffers,
 		PlacedLog: func(g core.GroupID) driver.LogSpec {
 			return driver.LogSpec{Dir: logDir(queueOf(g)), FS: b.fs,
-				Opts: seglog.Options{SegmentBytesMax: 8 << 20, SlotsPerSegment: segmentSlots, Bugs: w.prof.Bugs}}
+				Opts: seglog.Options{SegmentBytesMax: 8 << 20, SlotsPerSegment: segmentSlots, ExtendBytes: segmentExtendBytes, Bugs: w.prof.Bugs}}
 		}})
 	if err := b.host.Open(); err != nil {
 		panic(fmt.Sprintf("world: n%d: %v", b.id, err))
@@ -1239,6 +1239,12 @@ func (w *World) result() Result {
 // segmentSlots is the simulated logs' records per segment: small, so that
 // runs roll segments often (the real default is larger).
 const segmentSlots = 512
+
+// segmentExtendBytes: the logs extend their segment files with zeros this
+// far ahead of their frames, as the daemon's do (seglog.Options.ExtendBytes),
+// in steps small enough that a run crosses many of them and trims every
+// rolled segment, under every disk fault.
+const segmentExtendBytes = 16 << 10
 
 // queueOf returns the queue whose replica group g is.
 func queueOf(g core.GroupID) core.QueueID {
