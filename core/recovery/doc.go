@@ -29,7 +29,9 @@
 //     witness's, in bounded pages, two logs at once (a witness of another
 //     identity than the source's after the source), and accepts the source only if each
 //     log hashes to its seal's identity and no witness contradicts the
-//     source (verify.go). It is complete with R = E − W + 1 complete witnesses (E and
+//     source (verify.go; a witness of another identity is compared with
+//     the source's records as read, up to SourceHeldBytesMax of bodies
+//     held, by digest past it). It is complete with R = E − W + 1 complete witnesses (E and
 //     W of the previous assignment, fixed for the transition), or, for an
 //     isr queue, with one complete witness from the last committed in-sync
 //     set (Kafka's clean election: every member of that set holds every

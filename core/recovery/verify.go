@@ -1,6 +1,7 @@
 package recovery
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -34,10 +35,13 @@ import (
 // the bounds and every record (identity.go), so once both logs are read
 // and hash to it, they hold the same records, and every record-by-record
 // check above holds of them. Only a witness with another identity is
-// compared record by record, and the source's records are summed only
-// when one is among the witnesses (summing each record apart costs more
-// than all the rest of a read: a record's digest is one chunk, with none
-// of the identity's many-chunk SIMD).
+// compared record by record, and the source's records are kept only
+// when one is among the witnesses. They are kept as they are, bodies and
+// all, up to SourceHeldBytesMax of bodies, and compared byte for byte; past
+// that, as digests (BLAKE3 of the epoch, kind and body, sumOf). Summing
+// each record apart cost more than all the rest of a read (a record's
+// digest is one chunk, with none of the identity's many-chunk SIMD), so it
+// is left to logs too large to hold.
 //
 // Every inspection is bounded (pages, records, bytes); exhausting a bound
 // blocks the recovery with a diagnostic, never weakens a check.
@@ -53,10 +57,18 @@ const (
 	recordWireBytes = 18
 )
 
-// recordSum identifies one record for comparison.
-type recordSum struct {
-	epoch uint64
-	sum   [32]byte
+// SourceHeldBytesMax bounds the source's record bodies a Verifier holds to
+// compare a witness of another identity with, byte for byte; the records
+// past it are held as digests.
+const SourceHeldBytesMax = 32 << 20
+
+// srcRecord is one of the source's records, held for comparison: its body
+// at held[at:at+n], or (summed) its digest at sums[at].
+type srcRecord struct {
+	epoch  uint64
+	at, n  uint32
+	kind   record.Kind
+	summed bool
 }
 
 func sumOf(r *record.Record, scratch []byte) ([32]byte, []byte) {
@@ -64,6 +76,33 @@ func sumOf(r *record.Record, scratch []byte) ([32]byte, []byte) {
 	b = append(b, byte(r.Kind))
 	b = append(b, r.Body...)
 	return digest.Sum256(b), b
+}
+
+// hold keeps the source's record r for comparison: its body while the
+// held bodies stay within heldMax, else its digest.
+func (v *Verifier) hold(r *record.Record) {
+	s := srcRecord{epoch: r.Epoch, kind: r.Kind, n: uint32(len(r.Body))}
+	if len(v.held)+len(r.Body) <= v.heldMax {
+		s.at = uint32(len(v.held))
+		v.held = append(v.held, r.Body...)
+	} else {
+		var sum [32]byte
+		sum, v.scratch = sumOf(r, v.scratch)
+		s.at, s.summed = uint32(len(v.sums)), true
+		v.sums = append(v.sums, sum)
+	}
+	v.src = append(v.src, s)
+}
+
+// sameRecord reports whether a witness's record r, at the offset and in
+// the epoch of the source's s, is the same record.
+func (v *Verifier) sameRecord(s *srcRecord, r *record.Record) bool {
+	if s.summed {
+		var sum [32]byte
+		sum, v.scratch = sumOf(r, v.scratch)
+		return sum == v.sums[s.at]
+	}
+	return r.Kind == s.kind && bytes.Equal(r.Body, v.held[s.at:s.at+s.n])
 }
 
 // ReadsAtOnce is how many logs a Verifier reads at once (seed 004: the
@@ -82,7 +121,10 @@ type Verifier struct {
 	next    int               // the next log to start reading; logs start in order
 	reads   []reading         // the logs being read, at most ReadsAtOnce
 	srcDone bool              // the source was read and verified
-	src     []recordSum       // the source's records, from its start
+	src     []srcRecord       // the source's records, from its start
+	held    []byte            // their bodies, up to heldMax bytes
+	sums    [][32]byte        // the digests of those past heldMax
+	heldMax int               // SourceHeldBytesMax (tests make it smaller)
 	epochs  []seam.EpochStart // the source's epoch history
 	pages   int
 	records int
@@ -132,7 +174,7 @@ func NewISRVerifier(src Seal, witnesses []Seal) *Verifier {
 }
 
 func newVerifier(src Seal, witnesses []Seal, past bool) *Verifier {
-	v := &Verifier{q: src.Queue, logs: []Seal{src}, past: past}
+	v := &Verifier{q: src.Queue, logs: []Seal{src}, past: past, heldMax: SourceHeldBytesMax}
 	for _, same := range []bool{true, false} {
 		for _, w := range witnesses {
 			if w.Node != src.Node && (w.Identity == src.Identity) == same {
@@ -271,9 +313,7 @@ func (v *Verifier) AddPage(node seam.NodeID, from uint64, recs []record.Record) 
 				v.epochs = append(v.epochs, seam.EpochStart{Epoch: r.Epoch, Offset: r.Offset})
 			}
 			if v.compare {
-				var sum [32]byte
-				sum, v.scratch = sumOf(r, v.scratch)
-				v.src = append(v.src, recordSum{epoch: r.Epoch, sum: sum})
+				v.hold(r)
 			}
 			continue
 		}
@@ -292,8 +332,7 @@ func (v *Verifier) AddPage(node seam.NodeID, from uint64, recs []record.Record) 
 			if r.Epoch != s.epoch {
 				break // below the source's epoch there: a superseded suffix, never compared
 			}
-			var sum [32]byte
-			if sum, v.scratch = sumOf(r, v.scratch); sum != s.sum {
+			if !v.sameRecord(s, r) {
 				v.block(node, "contradictory history: n%d and the source n%d hold different records at o=%d in epoch %d", node, src.Node, r.Offset, r.Epoch)
 				return
 			}

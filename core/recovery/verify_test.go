@@ -40,6 +40,23 @@ func verify(t *testing.T, src Seal, witnesses []Seal, logs map[seam.NodeID][]rec
 	return run(t, NewVerifier(src, witnesses), logs, page)
 }
 
+// heldMaxes are the bounds on the source's held bodies the comparisons
+// are run with: all held, the first few held and the rest summed, all
+// summed.
+var heldMaxes = []int{SourceHeldBytesMax, 3, 0}
+
+// verifyHeld is verify with the source's held bodies bounded by heldMax.
+func verifyHeld(t *testing.T, heldMax int, src Seal, witnesses []Seal, logs map[seam.NodeID][]record.Record, page int) *Verifier {
+	t.Helper()
+	v := NewVerifier(src, witnesses)
+	v.heldMax = heldMax
+	v = run(t, v, logs, page)
+	if held := len(v.held); held > heldMax {
+		t.Fatalf("%d bytes of bodies held, at most %d", held, heldMax)
+	}
+	return v
+}
+
 func run(t *testing.T, v *Verifier, logs map[seam.NodeID][]record.Record, page int) *Verifier {
 	t.Helper()
 	for range 100_000 {
@@ -74,6 +91,11 @@ func TestVerifierAcceptsOneHistory(t *testing.T) {
 		if !v.Done() {
 			t.Fatalf("page %d: one history blocked: %s", page, v.Blocked())
 		}
+		for _, held := range heldMaxes {
+			if v := verifyHeld(t, held, s, ws, logs, page); !v.Done() {
+				t.Fatalf("page %d, %d bytes held: one history blocked: %s", page, held, v.Blocked())
+			}
+		}
 		if pages, recs, _ := v.Inspected(); recs != len(src)+len(prefix)+len(superseded) || pages < 3 {
 			t.Fatalf("page %d: inspected %d pages, %d records", page, pages, recs)
 		}
@@ -88,7 +110,11 @@ func TestVerifierBlocks(t *testing.T) {
 		seal func(Seal) Seal
 		want string
 	}{
-		"same epoch, another record":     {history([]uint64{1, 1, 2}, "x"), nil, "contradictory history"},
+		"same epoch, another record": {history([]uint64{1, 1, 2}, "x"), nil, "contradictory history"},
+		// (Bodies "a", "b", "xc" against "a", "b", "c": held, the third is
+		// past 2 bytes held.)
+		"same epoch, a longer record":    {append(history([]uint64{1, 1}, ""), record.Record{Epoch: 2, Offset: 2, Kind: record.KindPublish, Body: []byte("xc")}), nil, "contradictory history"},
+		"same epoch, another kind":       {append(history([]uint64{1, 1}, ""), record.Record{Epoch: 2, Offset: 2, Kind: record.KindAck, Body: []byte("c")}), nil, "contradictory history"},
 		"an epoch above the source's":    {history([]uint64{1, 1, 3}, ""), nil, "above the source"},
 		"the source's last epoch beyond": {history([]uint64{1, 1, 2, 2, 2}, ""), nil, "past the source"},
 		"a log changed since its seal": {history([]uint64{1, 1}, ""), func(w Seal) Seal {
@@ -108,6 +134,11 @@ func TestVerifierBlocks(t *testing.T) {
 		v := verify(t, s, []Seal{w}, map[seam.NodeID][]record.Record{1: src, 2: c.log}, 2)
 		if v.Done() || !strings.Contains(v.Blocked(), c.want) {
 			t.Fatalf("%s: done=%v blocked=%q, want %q", what, v.Done(), v.Blocked(), c.want)
+		}
+		for _, held := range heldMaxes {
+			if v := verifyHeld(t, held, s, []Seal{w}, map[seam.NodeID][]record.Record{1: src, 2: c.log}, 2); v.Done() || !strings.Contains(v.Blocked(), c.want) {
+				t.Fatalf("%s, %d bytes held: done=%v blocked=%q, want %q", what, held, v.Done(), v.Blocked(), c.want)
+			}
 		}
 		if on, ok := v.BlockedOn(); !ok || on != 2 {
 			t.Fatalf("%s: blocked on n%d (%v), want the witness n2 whose log was read", what, on, ok)
