@@ -55,6 +55,22 @@ func (h *Hasher) Write(p []byte) {
 	}
 }
 
+// pushChunks adds the subtree of the 2^height whole chunks in p, the next
+// in counter order.
+func (t *subtrees) pushChunks(p []byte, height int) {
+	var n guts.Node
+	if height == 0 {
+		n = guts.CompressChunk(p, &guts.IV, t.counter, 0)
+	} else {
+		// CompressBuffer wants a whole block's array: the chunks are
+		// copied into one (a few KiB, against their compression).
+		var buf [blockChunks * guts.ChunkSize]byte
+		copy(buf[:], p)
+		n = guts.CompressBuffer(&buf, len(p), &guts.IV, t.counter, 0)
+	}
+	t.push(guts.ChainingValue(n), height)
+}
+
 // push adds the root of a subtree of 2^height chunks, merging equal
 // heights as blake3.Hasher's pushSubtree does.
 func (t *subtrees) push(cv [8]uint32, height int) {
@@ -71,14 +87,23 @@ func (t *subtrees) push(cv [8]uint32, height int) {
 // the state.
 func (h *Hasher) Sum() [32]byte {
 	t := h.tree
-	// The block's chunks but the last go into the stack one by one; the
-	// last (possibly short, or empty for no input at all) is the one the
-	// root is computed from, as blake3.Hasher keeps it buffered.
+	// The block's chunks but the last go into the stack; the last
+	// (possibly short, or empty for no input at all) is the one the root
+	// is computed from, as blake3.Hasher keeps it buffered. The others go
+	// in as whole subtrees of 8, 4, 2 and 1 chunks (the block starts at a
+	// multiple of 16 chunks, so each is aligned as the tree cuts it), the
+	// wider ones compressed in one SIMD call each: chunk by chunk, an
+	// identity's Sum cost as much as hashing 100 KiB.
 	last := h.block[:h.n]
-	for len(last) > guts.ChunkSize {
-		n := guts.CompressChunk(last[:guts.ChunkSize], &guts.IV, t.counter, 0)
-		t.push(guts.ChainingValue(n), 0)
-		last = last[guts.ChunkSize:]
+	full := (len(last) - 1) / guts.ChunkSize // the chunks before the last
+	if len(last) == 0 {
+		full = 0
+	}
+	for height := blockHeight - 1; height >= 0; height-- {
+		if k := 1 << height; full >= k {
+			t.pushChunks(last[:k*guts.ChunkSize], height)
+			last, full = last[k*guts.ChunkSize:], full-k
+		}
 	}
 	root := guts.CompressChunk(last, &guts.IV, t.counter, 0)
 	for i := 0; i < 64; i++ {

@@ -28,6 +28,11 @@ func TestHasherIsBLAKE3(t *testing.T) {
 		}
 	}
 	lengths = append(lengths, 7, 1000, 5000, 100000, 257<<10, 300<<10)
+	// Every count of whole chunks before the last in a block's tail, at
+	// the first block and past a few (Sum compresses them as subtrees).
+	for j := 0; j < 16; j++ {
+		lengths = append(lengths, j<<10+1, 3*16<<10+j<<10+1, 3*16<<10+j<<10+1023)
+	}
 	for _, n := range lengths {
 		want := blake3.Sum256(data[:n])
 		for split := 0; split < 4; split++ {
