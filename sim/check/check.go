@@ -2,6 +2,7 @@ package check
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -192,11 +193,18 @@ func (q *queueTruth) addSeen(o uint64, id Ident, i int) {
 	if !id.Intact() {
 		return
 	}
+	q.addSeenRef(o, q.ids.ref(o, id), i)
+}
+
+// addSeenRef is addSeen of the identity ref names in q's table (0: none).
+func (q *queueTruth) addSeenRef(o uint64, ref identRef, i int) {
+	if ref == 0 {
+		return
+	}
 	for uint64(len(q.seen)) <= o {
 		q.seen = append(q.seen, seenAt{})
 	}
 	s := &q.seen[o]
-	ref := q.ids.ref(o, id)
 	switch {
 	case s.first.ref == ref || s.first.ref == 0:
 		s.first.ref = ref
@@ -677,6 +685,14 @@ func (c *Checker) Damaged(q core.QueueID) []core.NodeID {
 // against the disk: every record it claims must be intact on the disk with
 // the epoch it claims, and a log that recovers below its last acknowledged
 // sync must have lost records to injected damage and say so.
+// sameTable checks that r's disk log interns in r's table, so that the
+// disk's refs are r's (what ids.ref of their identities would give).
+func (r *replicaTruth) sameTable() {
+	if r.disk.ids != r.ids {
+		panic(fmt.Sprintf("check: n%d's disk log interns in a table of its own", r.node))
+	}
+}
+
 func (c *Checker) Recovered(atNs int64, node core.NodeID, q core.QueueID, st core.LogState) {
 	r := c.rep(node, q)
 	if gen, ok := c.followGeneration(c.queue(q), r); !ok || gen != st.Generation {
@@ -688,11 +704,12 @@ func (c *Checker) Recovered(atNs int64, node core.NodeID, q core.QueueID, st cor
 	// past the recovered end is read afresh.
 	r.disk.Cut(st.End)
 	r.disk.Reparse(c.diskOf(q, node))
+	var epochs epochCursor
 	for o := st.Start; o < st.End; o++ {
 		id := r.disk.At(o)
-		if !id.Intact() || id.Epoch != epochAt(st.Epochs, o) {
+		if e := epochs.at(st.Epochs, o); !id.Intact() || id.Epoch != e {
 			c.fail("recovery-truth", atNs, "n%d q=%d: the log recovered o=%d (epoch %d), but its disk durably holds %s there%s",
-				node, q, o, epochAt(st.Epochs, o), id, noteOf(r.disk))
+				node, q, o, e, id, noteOf(r.disk))
 			break
 		}
 	}
@@ -708,15 +725,40 @@ func (c *Checker) Recovered(atNs int64, node core.NodeID, q core.QueueID, st cor
 	}
 	r.issued = r.issued[:0]
 	qt := c.queue(q)
-	for o := uint64(0); o < st.End; o++ {
-		id := r.disk.At(o)
-		r.issued = append(r.issued, r.ids.ref(o, id))
-		if o >= r.verified && !(c.away != nil && c.away(q, node)) {
-			qt.addSeen(o, id, r.idx) // records Open made durable
+	r.sameTable()
+	r.issued = r.disk.appendRefs(r.issued, st.End)
+	if c.away == nil || !c.away(q, node) {
+		for o := r.verified; o < st.End; o++ {
+			qt.addSeenRef(o, r.issued[o], r.idx) // records Open made durable
 		}
 	}
 	r.acked, r.verified = st.End, st.End
 	c.noteRepair(c.queue(q), r)
+}
+
+// epochCursor finds the epochs of increasing offsets in an epoch history
+// in one pass over it, with epochAt's answers. (The history is the code
+// under test's: one out of offset order is read by epochAt itself.)
+type epochCursor struct {
+	i               int
+	checked, sorted bool
+}
+
+func (c *epochCursor) at(h []core.EpochStart, o uint64) uint64 {
+	if !c.checked {
+		c.checked = true
+		c.sorted = slices.IsSortedFunc(h, func(a, b core.EpochStart) int { return cmp.Compare(a.Offset, b.Offset) })
+	}
+	if !c.sorted {
+		return epochAt(h, o)
+	}
+	for c.i < len(h) && h[c.i].Offset <= o {
+		c.i++
+	}
+	if c.i == 0 {
+		return 0
+	}
+	return h[c.i-1].Epoch
 }
 
 func epochAt(h []core.EpochStart, o uint64) uint64 {

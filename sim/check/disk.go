@@ -253,6 +253,19 @@ func (l *DiskLog) refAt(o uint64) identRef {
 	return l.recs[o]
 }
 
+// appendRefs appends to dst the refs of offsets [0, end) (refAt's), and
+// returns it.
+func (l *DiskLog) appendRefs(dst []identRef, end uint64) []identRef {
+	k := len(dst)
+	n := min(end, uint64(len(l.recs)))
+	dst = append(dst, l.recs[:n]...)
+	clear(dst[k : k+int(min(l.start, n))]) // none below the start
+	for uint64(len(dst)-k) < end {
+		dst = append(dst, 0)
+	}
+	return dst
+}
+
 // Len returns one past the highest offset with an intact copy.
 func (l *DiskLog) Len() uint64 {
 	n := len(l.recs)

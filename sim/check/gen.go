@@ -90,20 +90,20 @@ func (c *Checker) Published(atNs int64, node core.NodeID, q core.QueueID, gen, s
 		return
 	}
 	r.disk.Reparse(c.diskOf(q, node))
+	var cur epochCursor
 	for o := start; o < end; o++ {
-		if id := r.disk.At(o); !id.Intact() || id.Epoch != epochAt(epochs, o) {
+		if id, e := r.disk.At(o), cur.at(epochs, o); !id.Intact() || id.Epoch != e {
 			c.fail("publish-durable", atNs, "n%d q=%d: generation %d was published holding [%d,%d), but its disk durably holds %s at o=%d (epoch %d issued)%s",
-				node, q, gen, start, end, id, o, epochAt(epochs, o), noteOf(r.disk))
+				node, q, gen, start, end, id, o, e, noteOf(r.disk))
 			end = o
 			break
 		}
 	}
 	qt.dropSeen(0, r.idx)
-	r.issued = r.issued[:0]
-	for o := uint64(0); o < end; o++ {
-		id := r.disk.At(o)
-		r.issued = append(r.issued, r.ids.ref(o, id))
-		qt.addSeen(o, id, r.idx)
+	r.sameTable()
+	r.issued = r.disk.appendRefs(r.issued[:0], end)
+	for o, ref := range r.issued {
+		qt.addSeenRef(uint64(o), ref, r.idx)
 	}
 	r.acked, r.verified = end, end
 	if r.injected {

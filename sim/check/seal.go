@@ -156,9 +156,10 @@ func (c *Checker) SourceChosen(atNs int64, node core.NodeID, q core.QueueID, epo
 // recovery copying the source loses nothing confirmed. (The source's seal
 // made it durable and froze it; seal-frozen judges that part.)
 func (c *Checker) sourcesFinal(atNs int64) {
-	// Each queue's confirmed offsets, sorted once: a run with faults
-	// chooses tens of sources over the same table.
-	sorted := map[*queueTruth][]uint64{}
+	// Each queue's confirmed records, sorted once with their keys and
+	// epochs: a run with faults chooses tens of sources over the same
+	// table, and reading it as maps for each cost more than all the rest.
+	sorted := map[*queueTruth][]confirmedRecord{}
 	for i, s := range c.sources {
 		if slices.ContainsFunc(c.sources[i+1:], func(l *sourceTruth) bool { return l.q == s.q && l.epoch == s.epoch }) {
 			// A later attempt at the same transition chose again (its
@@ -193,13 +194,15 @@ func (c *Checker) sourcesFinal(atNs int64) {
 			}
 			r.disk.Reparse(c.diskOf(s.q, s.node))
 		}
-		offsets, ok := sorted[qt]
+		recs, ok := sorted[qt]
 		if !ok {
-			offsets = sortedOffsets(qt.confirmed)
-			sorted[qt] = offsets
+			recs = qt.confirmedRecords()
+			sorted[qt] = recs
 		}
-		for _, o := range offsets {
-			if e, ok := qt.confirmedEpoch[o]; ok && e >= seam.EpochBase(s.epoch) {
+		base := seam.EpochBase(s.epoch)
+		for _, cr := range recs {
+			o := cr.offset
+			if cr.epochKnown && cr.epoch >= base {
 				// Confirmed in the recovered assignment's epoch or a later
 				// one: no business of a source of this transition. (By
 				// epoch, not by the source's end: an earlier attempt's
@@ -207,7 +210,7 @@ func (c *Checker) sourcesFinal(atNs int64) {
 				// longer source, seed 18722.)
 				continue
 			}
-			key := qt.confirmed[o]
+			key := cr.key
 			id := at(o)
 			if sealed != nil && sealed.injected && !id.Intact() && o >= s.start && o < s.end {
 				// The source's disk had met injected damage there when it
@@ -229,6 +232,24 @@ func (c *Checker) sourcesFinal(atNs int64) {
 			}
 		}
 	}
+}
+
+// confirmedRecord is a confirmed publish: its offset, key and (epochKnown)
+// the epoch of the record confirmed there.
+type confirmedRecord struct {
+	offset, key, epoch uint64
+	epochKnown         bool
+}
+
+// confirmedRecords returns q's confirmed publishes in offset order.
+func (q *queueTruth) confirmedRecords() []confirmedRecord {
+	offsets := sortedOffsets(q.confirmed) // (integers sort fast; records by a function do not)
+	out := make([]confirmedRecord, len(offsets))
+	for i, o := range offsets {
+		out[i] = confirmedRecord{offset: o, key: q.confirmed[o]}
+		out[i].epoch, out[i].epochKnown = q.confirmedEpoch[o]
+	}
+	return out
 }
 
 func instant(ns int64) string { return string(appendInstant(nil, ns)) }
