@@ -92,8 +92,22 @@ func (a *heapEntry) less(b *heapEntry) bool {
 // changed after).
 func (h *eventHeap) push(i int32) {
 	h.seq++
-	h.slab[i].seq = h.seq
-	x := heapEntry{at: h.slab[i].at, seq: h.seq, i: i}
+	h.pushSeq(i, h.seq)
+}
+
+// reserve sets aside n sequence numbers, the first returned, for events
+// pushed later with pushSeq (which then order as if pushed now).
+func (h *eventHeap) reserve(n int) uint64 {
+	first := h.seq + 1
+	h.seq += uint64(n)
+	return first
+}
+
+// pushSeq schedules slab entry i with sequence number seq: a new one from
+// push, or one reserve set aside.
+func (h *eventHeap) pushSeq(i int32, seq uint64) {
+	h.slab[i].seq = seq
+	x := heapEntry{at: h.slab[i].at, seq: seq, i: i}
 	h.heap = append(h.heap, x)
 	hp := h.heap
 	j := len(hp) - 1

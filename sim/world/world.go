@@ -1,6 +1,7 @@
 package world
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -183,6 +184,11 @@ type World struct {
 	interrupt   func() bool
 	interrupted bool
 	schedule    []Fault
+	// The fault schedule's order and the next of it to push, and the
+	// first of the sequence numbers reserved for it (scheduleFaults).
+	faultOrder []int32
+	faultNext  int
+	faultSeq0  uint64
 
 	// network faults in force: until when
 	isolated []int64   // per broker
@@ -385,6 +391,38 @@ func (w *World) schedule1(at int64, kind evKind) *event {
 	return e
 }
 
+// scheduleFaults schedules the fault schedule: one fault in the heap at a
+// time, the next pushed as one strikes, so that the tens of a run do not
+// sit in the heap all run long and deepen every other event's push and
+// pop. Each keeps the sequence number it would have had pushed at the
+// start with the others (reserved here, in the schedule's order), so the
+// events pop in the same order as if it had been.
+func (w *World) scheduleFaults() {
+	n := len(w.schedule)
+	w.faultOrder = make([]int32, n)
+	for i := range w.faultOrder {
+		w.faultOrder[i] = int32(i)
+	}
+	// The order the heap pops them in: by instant, then index (their
+	// reserved sequence numbers follow the index).
+	slices.SortStableFunc(w.faultOrder, func(a, b int32) int { return cmp.Compare(w.schedule[a].AtNs, w.schedule[b].AtNs) })
+	w.faultSeq0 = w.events.reserve(n)
+	w.faultNext = 0
+	w.nextFault()
+}
+
+// nextFault pushes the next fault of the schedule, if any is left.
+func (w *World) nextFault() {
+	if w.faultNext >= len(w.faultOrder) {
+		return
+	}
+	k := w.faultOrder[w.faultNext]
+	w.faultNext++
+	i, e := w.events.alloc()
+	e.at, e.kind, e.q = w.schedule[k].AtNs, evFault, k
+	w.events.pushSeq(i, w.faultSeq0+uint64(k))
+}
+
 func (w *World) run() {
 	for _, q := range w.prof.Queues {
 		if q.W() >= 2 {
@@ -404,9 +442,7 @@ func (w *World) run() {
 			w.schedule1(w.now+expGap(c.r, w.prof.ConsumerLossPerMin), evConsumerLoss).cli = c.idx
 		}
 	}
-	for i := range w.schedule {
-		w.schedule1(w.schedule[i].AtNs, evFault).q = int32(i)
-	}
+	w.scheduleFaults()
 	endWork := w.prof.DurationMs * 1e6
 	w.schedule1(endWork, evPhase)
 	endAll := endWork + w.prof.DrainMs*1e6
@@ -531,6 +567,7 @@ func (w *World) handle(e *event) {
 			w.schedule1(w.now+expGap(c.r, w.prof.ConsumerLossPerMin), evConsumerLoss).cli = c.idx
 		}
 	case evFault:
+		w.nextFault()
 		if w.working {
 			w.inject(w.schedule[e.q])
 		}
