@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
-	"github.com/sluicemq/sluice/core/digest"
+	"hash/crc32"
 	"io"
 	"strconv"
+
+	"github.com/sluicemq/sluice/core/digest"
 
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/record"
@@ -18,7 +20,11 @@ import (
 // a compact binary encoding of each of them (appendInputBin,
 // appendEffectBin; notes as their text), so two runs agree on the hash
 // exactly when they agree on every input, effect and note, and hashing
-// costs no text rendering. The text lines (one per input, effect and note,
+// costs no text rendering. A message's bytes are hashed whole once, where
+// they enter a core (the receiver's InMessage input: a core's effects
+// follow from its inputs); the send effect hashes their length and
+// CRC-32C. Hashed at both ends, the bytes of every message were most of
+// what a run hashed, and the recovery's pages (whole logs) weighed twice. The text lines (one per input, effect and note,
 // their stable forms, see "Line text" below) are rendered only when they are
 // written out (--trace, --timeline), and neither rendering them nor the
 // filter changes the hash.
@@ -93,7 +99,7 @@ func (t *Trace) Input(nowNs int64, node core.NodeID, in *core.Input) {
 // Effect records an effect of node, made by the input at nowNs.
 func (t *Trace) Effect(nowNs int64, node core.NodeID, e *core.Effect) {
 	t.lines++
-	t.room(64 + len(e.Data) + 24*len(e.Records) + len(e.Reason) + len(e.Body) + batchBinBytes(e.Batch) + 20*len(e.Epochs))
+	t.room(64 + 24*len(e.Records) + len(e.Reason) + len(e.Body) + batchBinBytes(e.Batch) + 20*len(e.Epochs))
 	t.bin = appendEffectBin(t.bin, node, e)
 	if t.writing(nowNs) {
 		t.text = e.AppendText(t.linePrefix(t.text[:0], nowNs, node, '>'), core.MsgTexts)
@@ -155,8 +161,11 @@ func (t *Trace) Hash() string {
 }
 
 // The binary encoding of entries: a tag byte, then the fields that the
-// text form shows, as varints and raw bytes (a peer message as its bytes).
-// It is the hash's input only; nothing decodes it.
+// text form shows, as varints and raw bytes (a peer message as its bytes
+// where it arrives, as its CRC-32C where it is sent). It is the hash's
+// input only; nothing decodes it.
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func appendInputBin(b []byte, nowNs int64, node core.NodeID, in *core.Input) []byte {
 	b = append(b, 'I', byte(in.Kind))
@@ -233,7 +242,7 @@ func appendEffectBin(b []byte, node core.NodeID, e *core.Effect) []byte {
 		b = binary.AppendUvarint(b, uint64(e.To))
 		b = binary.AppendUvarint(b, uint64(e.Group))
 		b = binary.AppendUvarint(b, uint64(len(e.Data)))
-		b = append(b, e.Data...)
+		b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(e.Data, castagnoli))
 	case core.EfStorage:
 		b = append(b, byte(e.Op))
 		b = binary.AppendUvarint(b, uint64(e.Group))

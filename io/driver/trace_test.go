@@ -55,3 +55,27 @@ func TestFilterMatch(t *testing.T) {
 		t.Error("a summary line matched as a trace line")
 	}
 }
+
+// The hash covers a message's bytes at both ends: whole where it arrives,
+// by length and checksum where it is sent. A change of one byte in either
+// changes the hash.
+func TestTraceHashesMessageBytes(t *testing.T) {
+	hashOf := func(sent, received []byte) string {
+		tr := NewTrace(nil, TraceFilter{})
+		tr.Effect(1, 1, &core.Effect{Kind: core.EfSend, To: 2, Group: 3, Data: sent})
+		tr.Input(2, 2, &core.Input{Kind: core.InMessage, From: 1, Group: 3, Data: received})
+		return tr.Hash()
+	}
+	msg := []byte("an append of two records")
+	other := []byte("an append of two recorde")
+	base := hashOf(msg, msg)
+	if hashOf(other, msg) == base {
+		t.Fatal("a sent message's bytes do not reach the hash")
+	}
+	if hashOf(msg, other) == base {
+		t.Fatal("a received message's bytes do not reach the hash")
+	}
+	if hashOf(msg, msg) != base {
+		t.Fatal("the same entries hash differently")
+	}
+}
