@@ -17,15 +17,21 @@ const identityDomain = "sluice retained content v1\x00"
 type Identity struct {
 	h         digest.Hasher
 	next, end uint64 // the next offset wanted; the retained end
-	scratch   []byte
+	// buf gathers the encoding of records not yet written to h, up to
+	// identityBufBytes: two writes a record (its header, its body) cost
+	// more than the hashing of a small record.
+	buf []byte
 }
+
+// identityBufBytes bounds Identity.buf.
+const identityBufBytes = 8 << 10
 
 // NewIdentity starts the identity of queue q's log retaining [start, end).
 func NewIdentity(q seam.QueueID, start, end uint64) (*Identity, error) {
 	if start > end {
 		return nil, fmt.Errorf("recovery: retained bounds [%d, %d)", start, end)
 	}
-	id := &Identity{next: start, end: end}
+	id := &Identity{next: start, end: end, buf: make([]byte, 0, identityBufBytes)}
 	b := []byte(identityDomain)
 	b = binary.AppendUvarint(b, uint64(q))
 	b = binary.AppendUvarint(b, start)
@@ -39,14 +45,24 @@ func (id *Identity) Add(r *record.Record) error {
 	if r.Offset != id.next || r.Offset >= id.end {
 		return fmt.Errorf("recovery: record at %d, want %d (retained up to %d)", r.Offset, id.next, id.end)
 	}
-	b := id.scratch[:0]
+	b := id.buf
+	if len(b)+3*binary.MaxVarintLen64+1+len(r.Body) > identityBufBytes {
+		id.h.Write(b)
+		b = b[:0]
+	}
 	b = binary.AppendUvarint(b, r.Offset)
 	b = binary.AppendUvarint(b, r.Epoch)
 	b = append(b, byte(r.Kind))
 	b = binary.AppendUvarint(b, uint64(len(r.Body)))
-	id.h.Write(b)
-	id.h.Write(r.Body)
-	id.scratch = b
+	if len(b)+len(r.Body) <= identityBufBytes {
+		b = append(b, r.Body...)
+	} else {
+		// A body larger than the buffer goes to the hasher as it is.
+		id.h.Write(b)
+		id.h.Write(r.Body)
+		b = b[:0]
+	}
+	id.buf = b
 	id.next++
 	return nil
 }
@@ -59,6 +75,8 @@ func (id *Identity) Sum() (Digest, error) {
 	if id.next != id.end {
 		return Digest{}, fmt.Errorf("recovery: identity fed up to %d of [.., %d)", id.next, id.end)
 	}
+	id.h.Write(id.buf)
+	id.buf = id.buf[:0]
 	return Digest(id.h.Sum()), nil
 }
 

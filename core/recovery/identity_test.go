@@ -1,10 +1,48 @@
 package recovery
 
 import (
+	"encoding/binary"
 	"testing"
+
+	"lukechampine.com/blake3"
 
 	"github.com/sluicemq/sluice/core/record"
 )
+
+// The identity is BLAKE3 of its encoding, byte for byte, however the
+// records' sizes fall against the buffer that gathers them: the domain,
+// the queue and the bounds as varints, then each record's offset, epoch,
+// kind, body length and body.
+func TestIdentityIsBLAKE3OfItsEncoding(t *testing.T) {
+	var rs []record.Record
+	for i, n := range []int{0, 5, 100, 8 << 10, 3, 8<<10 - 20, 20 << 10, 1, 4000, 4100, 7, 0, 9000} {
+		body := make([]byte, n)
+		for k := range body {
+			body[k] = byte(i*31 + k)
+		}
+		rs = append(rs, record.Record{Epoch: uint64(1 + i/4), Offset: uint64(10 + i), Kind: record.KindPublish, Body: body})
+	}
+	for cut := 0; cut <= len(rs); cut++ {
+		enc := []byte(identityDomain)
+		enc = binary.AppendUvarint(enc, 7)
+		enc = binary.AppendUvarint(enc, 10)
+		enc = binary.AppendUvarint(enc, uint64(10+cut))
+		for _, r := range rs[:cut] {
+			enc = binary.AppendUvarint(enc, r.Offset)
+			enc = binary.AppendUvarint(enc, r.Epoch)
+			enc = append(enc, byte(r.Kind))
+			enc = binary.AppendUvarint(enc, uint64(len(r.Body)))
+			enc = append(enc, r.Body...)
+		}
+		got, err := IdentityOf(7, 10, uint64(10+cut), rs[:cut])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := blake3.Sum256(enc); got != Digest(want) {
+			t.Fatalf("%d records: identity %x, BLAKE3 of the encoding %x", cut, got[:6], want[:6])
+		}
+	}
+}
 
 func sampleRecords() []record.Record {
 	return []record.Record{
