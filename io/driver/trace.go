@@ -8,9 +8,8 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/sluicemq/sluice/core/digest"
-
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/digest"
 	"github.com/sluicemq/sluice/core/record"
 	"github.com/sluicemq/sluice/io/meta"
 )
@@ -19,12 +18,14 @@ import (
 // the world's own notes, in the order they happened. Its hash is BLAKE3 over
 // a compact binary encoding of each of them (appendInputBin,
 // appendEffectBin; notes as their text), so two runs agree on the hash
-// exactly when they agree on every input, effect and note, and hashing
-// costs no text rendering. A message's bytes are hashed whole once, where
-// they enter a core (the receiver's InMessage input: a core's effects
-// follow from its inputs); the send effect hashes their length and
-// CRC-32C. Hashed at both ends, the bytes of every message were most of
-// what a run hashed, and the recovery's pages (whole logs) weighed twice. The text lines (one per input, effect and note,
+// exactly when they agree on every input, effect and note (a sent
+// message's bytes up to their CRC-32C, see below), and hashing costs no
+// text rendering. A message's bytes are hashed whole once, where they
+// enter a core (the receiver's InMessage input: a core's effects follow
+// from its inputs); the send effect hashes their length and CRC-32C.
+// Hashed at both ends, the bytes of every message were most of what a run
+// hashed, and the recovery's pages (whole logs) weighed twice. The text
+// lines (one per input, effect and note,
 // their stable forms, see "Line text" below) are rendered only when they are
 // written out (--trace, --timeline), and neither rendering them nor the
 // filter changes the hash.
