@@ -29,6 +29,10 @@ bench:
     go test -run '^$' -bench . -benchtime 5x ./sim/world
     go test -run '^$' -bench . ./io/seglog ./sim/memfs
 
+# many short amqp091-go connections at once, declarations accepted and refused, consumes, cancels: every call answered
+stress-front conns="200" declares="100000" seed="1":
+    SLUICE_STRESS_CONNS={{conns}} SLUICE_STRESS_DECLARES={{declares}} SLUICE_STRESS_SEED={{seed}} go test -count=1 -v -timeout 30m -run '^TestFrontDoorStress$' ./daemon | grep -E '(stress:|no answer|want|^--- |^ok|^FAIL)'
+
 # real-disk benchmarks (fsio) against raw fdatasync baselines
 bench-disk:
     go test -run '^$' -bench . -benchtime 2s ./fsio/...

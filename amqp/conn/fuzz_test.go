@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicemq/sluice/amqp/replycheck"
 	"github.com/sluicemq/sluice/amqp/wire"
 )
 
@@ -189,12 +190,27 @@ func runFuzz(t *testing.T, data []byte, trace *strings.Builder) {
 	}
 	b := &fuzzBroker{choices: choices, subs: map[SubID]*fuzzSub{}, outstands: map[Handle]SubID{}}
 	var writtenBytes, steps int
+	rc := replycheck.New(transcriptBoundNs)
 	step := func(in Input) {
 		steps++
 		if steps > 100_000 {
 			t.Fatalf("over %d steps for %d input bytes: a loop between the machine and the broker (%s)", steps, len(data), in)
 		}
+		if b, ok := in.(InBytes); ok {
+			rc.ClientBytes(b.NowNs, b.Bytes)
+		}
 		effects := c.Step(in)
+		for _, e := range effects {
+			switch x := e.(type) {
+			case EfWrite:
+				rc.ServerBytes(in.nowNs(), x.Bytes)
+			case EfClose:
+				rc.SocketClosed(in.nowNs())
+			}
+		}
+		if err := rc.Check(in.nowNs()); err != nil {
+			t.Fatalf("after %s: %v", in, err)
+		}
 		if trace != nil {
 			trace.WriteString(in.String() + "\n")
 			for _, e := range effects {
@@ -248,6 +264,10 @@ func runFuzz(t *testing.T, data []byte, trace *strings.Builder) {
 		in := b.pending[0]
 		b.pending = b.pending[1:]
 		step(in)
+	}
+	// The broker answered everything: nothing the client asked may wait.
+	if left := rc.Outstanding(); len(left) > 0 {
+		t.Fatalf("with every request answered by the broker, the client still waits for: %s", strings.Join(left, "; "))
 	}
 	step(InTime{NowNs: now + 30_000_000_000})
 	// Output bound: the handshake, plus per input byte at most one small

@@ -10,8 +10,9 @@ import (
 
 // parse takes complete frames off the input buffer and handles them, until
 // the buffer holds no complete frame, the connection closes, or a limit
-// pauses reading. A frame's size is checked against frame_max from its
-// 7-byte header, so no more than one frame_max is awaited for a frame; the
+// pauses reading. A frame's size (against frame_max), type and heartbeat
+// shape are checked from its 7-byte header, so no more than one frame_max is
+// awaited for a frame and none for a frame its header refuses; the
 // validation of the frame (type, frame-end, heartbeat shape) is amqp/wire's.
 func (c *Conn) parse() {
 	for c.state != stClosed && !c.overLimit() {
@@ -26,8 +27,12 @@ func (c *Conn) parse() {
 		}
 		size := uint64(binary.BigEndian.Uint32(c.in[3:]))
 		total := size + wire.FrameOverheadBytes
-		tooLarge := total > uint64(c.frameMaxBytes)
-		if !tooLarge && uint64(len(c.in)) < total {
+		// A frame its header already refuses (over frame_max, an unknown
+		// type, a heartbeat off channel 0 or with a payload) is refused at
+		// once, not after its payload arrives: a client that sent a bad
+		// header may never send the rest.
+		refused := total > uint64(c.frameMaxBytes) || !frameHeaderValid(c.in[0], binary.BigEndian.Uint16(c.in[1:]), size)
+		if !refused && uint64(len(c.in)) < total {
 			break
 		}
 		c.src.b = c.in
@@ -48,6 +53,18 @@ func (c *Conn) parse() {
 		c.onFrame(f)
 	}
 	c.compactInput()
+}
+
+// frameHeaderValid says whether a frame header's type and shape are ones
+// amqp/wire's reader takes (it refuses the others from the header alone).
+func frameHeaderValid(typ uint8, ch uint16, size uint64) bool {
+	switch typ {
+	case wire.FrameMethod, wire.FrameHeader, wire.FrameBody:
+		return true
+	case wire.FrameHeartbeat:
+		return ch == 0 && size == 0
+	}
+	return false
 }
 
 // compactInput moves an unparsed remainder to the front of a fresh buffer,

@@ -10,7 +10,11 @@ package conn
 //
 // `go test ./amqp/conn -run TestTranscripts -update` writes what the machine
 // does now into every expected block; review the diff before committing.
-// After every Step the test checks CheckInvariants.
+// After every Step the test checks CheckInvariants and amqp/replycheck's
+// view of the two byte streams (no reply that answers nothing or answers
+// out of order); at the end of a machine's transcript the harness answers
+// every broker operation and publish still open, and then every method
+// that expects a reply must have had it, or a close.
 //
 // Commands (t= is absolute, in ms; it defaults to the previous instant):
 //
@@ -41,15 +45,22 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/sluicemq/sluice/amqp/replycheck"
 	"github.com/sluicemq/sluice/amqp/wire"
 )
+
+// transcriptBoundNs bounds nothing the transcripts check: they leave
+// operations open on purpose, and answerAll checks the end instead.
+const transcriptBoundNs = 1 << 62
 
 var update = flag.Bool("update", false, "rewrite the expected blocks of amqp/conn/testdata")
 
@@ -95,6 +106,8 @@ func runTranscript(t *testing.T, path string) {
 		out = append(out, cmd, "----")
 		out = append(out, got...)
 	}
+	h.where = path + ": end"
+	h.answerAll()
 	if *update {
 		if err := os.WriteFile(path, []byte(strings.Join(out, "\n")+"\n"), 0o644); err != nil {
 			t.Fatal(err)
@@ -108,6 +121,7 @@ type harness struct {
 	where string
 	c     *Conn
 	nowNs int64
+	rc    *replycheck.Checker // the two byte streams of c
 }
 
 func (h *harness) fatalf(format string, args ...any) {
@@ -119,13 +133,60 @@ func (h *harness) fatalf(format string, args ...any) {
 func (h *harness) step(in Input) []string {
 	h.t.Helper()
 	var got []string
+	if b, ok := in.(InBytes); ok {
+		h.rc.ClientBytes(b.NowNs, b.Bytes)
+	}
 	for _, e := range h.c.Step(in) {
 		got = append(got, e.String())
+		switch x := e.(type) {
+		case EfWrite:
+			h.rc.ServerBytes(h.nowNs, x.Bytes)
+		case EfClose:
+			h.rc.SocketClosed(h.nowNs)
+		}
 	}
 	if err := h.c.CheckInvariants(); err != nil {
 		h.fatalf("invariant broken after %s: %v", in, err)
 	}
+	if err := h.rc.Check(h.nowNs); err != nil {
+		h.fatalf("after %s: %v", in, err)
+	}
 	return got
+}
+
+// answerAll answers, as a broker would, every operation and publish the
+// machine has open, until none is left, and then requires every method
+// that expects a reply to have had one (or a close): once the broker has
+// answered everything, nothing the client asked may still wait.
+func (h *harness) answerAll() {
+	h.t.Helper()
+	if h.c == nil {
+		return
+	}
+	for round := 0; h.c.state == stOpened && (len(h.c.ops) > 0 || len(h.c.pubs) > 0); round++ {
+		if round > 10_000 {
+			h.fatalf("operations still open after 10,000 rounds of answers")
+		}
+		ops := slices.Sorted(maps.Keys(h.c.ops))
+		pubs := slices.Sorted(maps.Keys(h.c.pubs))
+		for _, op := range ops {
+			if _, open := h.c.ops[op]; open && !h.c.Closed() {
+				h.step(InResult{NowNs: h.nowNs, Op: op})
+			}
+		}
+		var results []PublishResult
+		for _, id := range pubs {
+			if _, open := h.c.pubs[id]; open {
+				results = append(results, PublishResult{ID: id, Outcome: Confirmed})
+			}
+		}
+		if len(results) > 0 && !h.c.Closed() {
+			h.step(InPublished{NowNs: h.nowNs, Results: results})
+		}
+	}
+	if left := h.rc.Outstanding(); len(left) > 0 {
+		h.fatalf("with every broker operation answered, the client still waits for: %s", strings.Join(left, "; "))
+	}
 }
 
 func (h *harness) bytes(b []byte) []string { return h.step(InBytes{NowNs: h.nowNs, Bytes: b}) }
@@ -191,11 +252,13 @@ func (h *harness) run(cmd string) []string {
 			p := strings.Split(u, ":")
 			cfg.Users = append(cfg.Users, User{Name: p[0], Password: p[1], LoopbackOnly: len(p) > 2 && p[2] == "loopback"})
 		}
+		h.answerAll()
 		c, err := New(cfg, Peer{Loopback: a.flags["loopback"]})
 		if err != nil {
 			h.fatalf("new: %v", err)
 		}
 		h.c, h.nowNs = c, 0
+		h.rc = replycheck.New(transcriptBoundNs)
 		return h.step(InAccept{NowNs: 0})
 	case "header":
 		b := wire.ProtocolHeader[:]

@@ -3,10 +3,13 @@ package front
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sluicemq/sluice/amqp/conn"
+	"github.com/sluicemq/sluice/amqp/replycheck"
 	"github.com/sluicemq/sluice/amqp/wire"
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/ctrl"
@@ -35,7 +38,15 @@ type memWorld struct {
 	out     map[ConnID][]byte // bytes written to each client, not yet read
 	closed  map[ConnID]bool
 	exited  string
+	// replies checks each connection's two byte streams: every method
+	// that expects a reply gets one, or a close, within replyBoundNs.
+	replies map[ConnID]*replycheck.Checker
 }
+
+// replyBoundNs is the longest the front may leave a client's method
+// without a reply in these worlds: its declaration timeout (what a
+// declaration can wait for the metadata group), and a second more.
+const replyBoundNs = 10_000_000_000 + 1_000_000_000
 
 type memMetaStore struct {
 	s    *metamem.Store
@@ -51,7 +62,7 @@ func (m *memMetaStore) Write(b *meta.Batch) error {
 func (m *memMetaStore) Sync() error { return m.s.Complete(m.last) }
 
 func newMemWorld(t testing.TB) *memWorld {
-	w := &memWorld{t: t, now: 1, out: map[ConnID][]byte{}, closed: map[ConnID]bool{}}
+	w := &memWorld{t: t, now: 1, out: map[ConnID][]byte{}, closed: map[ConnID]bool{}, replies: map[ConnID]*replycheck.Checker{}}
 	store, err := metamem.NewDisk().Open()
 	if err != nil {
 		t.Fatal(err)
@@ -123,8 +134,12 @@ func (w *memWorld) effects(effects []Effect) {
 		switch e.Kind {
 		case EfWrite:
 			w.out[e.Conn] = append(w.out[e.Conn], e.Bytes...)
+			if err := w.replies[e.Conn].ServerBytes(w.now, e.Bytes); err != nil {
+				w.t.Fatalf("connection %d: %v", e.Conn, err)
+			}
 		case EfClose:
 			w.closed[e.Conn] = true
+			w.replies[e.Conn].SocketClosed(w.now)
 		case EfRequest:
 			w.host.Request(w.now, e.Client, e.Req)
 		case EfClientGone:
@@ -134,6 +149,27 @@ func (w *memWorld) effects(effects []Effect) {
 		}
 		if err := w.f.CheckInvariants(); err != nil {
 			w.t.Fatalf("front invariants: %v", err)
+		}
+	}
+	w.checkReplies()
+}
+
+// checkReplies fails the test if any connection left a method without
+// its reply past the bound.
+func (w *memWorld) checkReplies() {
+	for _, id := range slices.Sorted(maps.Keys(w.replies)) {
+		if err := w.replies[id].Check(w.now); err != nil {
+			w.t.Fatalf("connection %d: %v", id, err)
+		}
+	}
+}
+
+// requireAnswered fails the test if any open connection still waits for
+// a reply: call it after settling for longer than replyBoundNs.
+func (w *memWorld) requireAnswered() {
+	for _, id := range slices.Sorted(maps.Keys(w.replies)) {
+		if left := w.replies[id].Outstanding(); len(left) > 0 {
+			w.t.Fatalf("connection %d still waits for: %s", id, strings.Join(left, "; "))
 		}
 	}
 }
@@ -179,11 +215,17 @@ func (w *memWorld) settle(durNs int64) {
 }
 
 func (w *memWorld) accept(id ConnID) {
+	w.replies[id] = replycheck.New(replyBoundNs)
 	w.effects(w.f.Accept(w.now, id, conn.Peer{Loopback: true}))
 }
 
 func (w *memWorld) send(id ConnID, b []byte) {
 	w.now++
+	if !w.closed[id] {
+		if err := w.replies[id].ClientBytes(w.now, b); err != nil {
+			w.t.Fatalf("connection %d: %v", id, err)
+		}
+	}
 	w.effects(w.f.Bytes(w.now, id, b))
 }
 
@@ -324,8 +366,9 @@ func worldRoundTrip(t *testing.T) string {
 // FuzzFront feeds arbitrary client bytes, in arbitrary chunks, to a
 // logged-in connection with a declared queue and a consumer, through the
 // front and a real core in simulated time: no panic anywhere, the
-// connection machines' invariants after every effect, and the broker
-// never exits.
+// connection machines' invariants after every effect, the broker never
+// exits, and every method that expects a reply gets it, or a close of its
+// channel or connection, within replyBoundNs (amqp/replycheck).
 func FuzzFront(f *testing.F) {
 	seed := newClient(f)
 	seed.method(f, 1, &wire.ConfirmSelect{}).publish(f, 1, "q", "x").publish(f, 1, "nowhere", "y").
@@ -351,7 +394,10 @@ func FuzzFront(f *testing.F) {
 			w.settle(1e7)
 			w.frames(1)
 		}
-		w.settle(1e9)
+		// Every method that expects a reply has had it (or a close) once
+		// the bound has passed.
+		w.settle(replyBoundNs + 1e9)
+		w.requireAnswered()
 	})
 }
 

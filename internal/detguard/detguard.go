@@ -179,10 +179,11 @@ func InScope(rel string) bool {
 		return true
 	case under("sim"):
 		return !under("sim/sweep")
-	case rel == "amqp/wire", rel == "amqp/conn", rel == "amqp/front":
-		// The front door's codec, per-connection state machine and its
-		// bridge to the core: pure,
-		// so that one connection's transcript replays exactly.
+	case rel == "amqp/wire", rel == "amqp/conn", rel == "amqp/front", rel == "amqp/replycheck":
+		// The front door's codec, per-connection state machine, its
+		// bridge to the core and the checker of its replies: pure, so
+		// that one connection's transcript replays exactly and the
+		// simulator can run the checker.
 		return true
 	}
 	return false
