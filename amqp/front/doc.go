@@ -69,7 +69,14 @@
 //     publishes keep their connection's order: they go again in publish
 //     order, and only once no publish to their queue is still in flight;
 //   - a subscription runs at the owner it was routed to, and its acks and
-//     its end (EfClientGone with Node) go there;
+//     its end (EfClientGone with Node) go there. One that finds no
+//     serving owner known (the route dropped with a lost broker, a
+//     recovery under way), or that the broker it went to refuses without
+//     setting it up (not the owner, fenced, unreachable), waits like a
+//     publish: the topology is asked every RouteRetryNs (the same one
+//     question per connection and queue that publishes ask), and it goes
+//     to the owner named; past RouteWaitNs from its first try it is
+//     refused with 405;
 //   - a declaration's command goes to the leader a "not the leader:
 //     leader=N" refusal names; a topology answer of "no such queue" (this
 //     broker has not applied the committed declaration yet), "fenced" or
@@ -83,9 +90,8 @@
 //     instead (they are idempotent). No queue stays routed there;
 //   - NodeUnreachable(node): the driver could not reach that broker at all
 //     for what it sent there (its link never connected), so nothing
-//     arrived: publishes wait for a serving owner again, declarations are
-//     asked again, subscriptions are refused (405); the connection stays
-//     open. This is the common case after an owner dies: the topology
+//     arrived: publishes and subscriptions wait for a serving owner
+//     again, declarations are asked again; the connection stays open. This is the common case after an owner dies: the topology
 //     still names it for a moment, and its refused address costs the
 //     client nothing.
 //

@@ -315,3 +315,100 @@ func TestForwardNodeUnreachable(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// answerRoutes answers every topology question outstanding with o, owner
+// and reason, for queue 7.
+func (h *harness) answerRoutes(o seam.Outcome, owner uint64, reason string) int {
+	n := 0
+	for len(h.req) > 0 && h.req[0].Req.Kind == seam.ReqTopology {
+		h.reply(h.next(seam.ReqTopology), o, 7, owner, reason)
+		n++
+	}
+	return n
+}
+
+// TestSubscribeAfterFailover: the sequence of a consumer refused for good
+// after a failover. The broker the queue was routed to (n2) is lost, which
+// drops its route; the queue is recovered with this broker (n1) its new
+// owner. A consume here waits for the topology instead of a 405, asks it
+// again while the recovery is under way, and runs here once the topology
+// names this broker.
+func TestSubscribeAfterFailover(t *testing.T) {
+	h := forwardHarness(t)
+	h.cl.publish(t, 1, "q", "A")
+	h.send()
+	h.reply(h.next(seam.ReqTopology), seam.Confirmed, 7, 2, "owner=n2")
+	h.reply(h.next(seam.ReqPublish), seam.Confirmed, 7, 0, "")
+	h.methods()
+	h.take(h.f.NodeLost(h.now+1, 2, "broker connection lost (n2)"))
+	if h.f.Conns() != 1 {
+		t.Fatal("a connection with nothing in flight at n2 was closed")
+	}
+	h.cl.method(t, 1, &wire.BasicConsume{Queue: "q", ConsumerTag: "c1"})
+	h.send()
+	if got := h.methods(); len(got) != 0 {
+		t.Fatalf("the consume was answered %v before any owner was known", got)
+	}
+	if h.answerRoutes(seam.Failed, 0, "owner down: n2, its recovery follows") != 1 {
+		t.Fatal("the consume did not ask the topology")
+	}
+	h.tick()
+	h.answerRoutes(seam.Failed, 0, "fenced: pending transition to epoch 2")
+	h.tick()
+	h.answerRoutes(seam.Confirmed, 1, "owner=n1")
+	h.tick()
+	sr := h.next(seam.ReqSubscribe)
+	if sr.Node != 0 || sr.Req.Queue != 7 {
+		t.Fatalf("subscribe %s, want it at this broker (the new owner)", sr.String())
+	}
+	h.reply(sr, seam.Confirmed, 7, 0, "")
+	if got := h.methods(); len(got) != 1 || got[0] != "60.21" {
+		t.Fatalf("client got %v, want basic.consume-ok", got)
+	}
+}
+
+// TestSubscribeRerouted: the owner a subscription went to no longer
+// serves the queue (not the owner): nothing was set up there; the
+// subscription waits and goes to the owner the topology names next. An
+// unreachable owner is the same.
+func TestSubscribeRerouted(t *testing.T) {
+	h, sr := consumingAtN2(t)
+	h.reply(sr, seam.Failed, 7, 0, "not the owner")
+	if got := h.methods(); len(got) != 0 {
+		t.Fatalf("a stale owner's refusal reached the client: %v", got)
+	}
+	h.answerRoutes(seam.Confirmed, 3, "owner=n3")
+	h.tick()
+	sr = h.next(seam.ReqSubscribe)
+	if sr.Node != 3 {
+		t.Fatalf("subscribe %s, want it at n3", sr.String())
+	}
+	h.take(h.f.NodeUnreachable(h.now+1, 3, "broker n3 unreachable"))
+	h.answerRoutes(seam.Confirmed, 2, "owner=n2")
+	h.tick()
+	if sr = h.next(seam.ReqSubscribe); sr.Node != 2 {
+		t.Fatalf("subscribe %s, want it at n2 after n3 was unreachable", sr.String())
+	}
+	h.reply(sr, seam.Confirmed, 7, 0, "")
+	if got := h.methods(); len(got) != 1 || got[0] != "60.21" {
+		t.Fatalf("client got %v, want basic.consume-ok", got)
+	}
+}
+
+// TestSubscribeRouteWait: a subscription whose queue has no serving owner
+// for RouteWaitNs is refused with 405, saying why.
+func TestSubscribeRouteWait(t *testing.T) {
+	h := newHarnessWith(t, func(c *Config) { c.Forward, c.Brokers, c.RouteWaitNs = true, 3, 50e6 })
+	h.cl.method(t, 1, &wire.BasicConsume{Queue: "q", ConsumerTag: "c1"})
+	h.send()
+	h.reply(h.next(seam.ReqTopology), seam.Failed, 7, 0, "fenced: pending transition to epoch 2")
+	var got []string
+	for i := 0; i < 20 && len(got) == 0; i++ {
+		h.answerRoutes(seam.Failed, 0, "fenced: pending transition to epoch 2")
+		h.tick()
+		got = h.methods()
+	}
+	if len(got) != 1 || !strings.HasPrefix(got[0], "20.40 405") || !strings.Contains(got[0], "no serving owner for 50 ms: fenced") {
+		t.Fatalf("client got %v, want channel.close 405 after the route wait", got)
+	}
+}

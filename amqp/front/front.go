@@ -162,6 +162,10 @@ type connState struct {
 	// routing: queue names whose owner is being asked (one question at a
 	// time per connection and name).
 	routing map[string]bool
+	// awaiting: operations other than publishes that need their queue's
+	// owner and wait for the topology to name a serving one (Forward), in
+	// the order they were asked.
+	awaiting []*routeWait
 	// nodes: the other brokers the connection's own client sent requests
 	// to (Forward), each told when the connection ends.
 	nodes []seam.NodeID
@@ -178,6 +182,16 @@ type sub struct {
 	queue  string
 	noAck  bool
 	node   seam.NodeID // the broker that runs it (this one's id, or the owner it was forwarded to)
+}
+
+// routeWait is an operation that needs its queue's owner (a
+// subscription) and waits for the topology to name a serving one: asked
+// again every RouteRetryNs, refused past RouteWaitNs from its first try.
+type routeWait struct {
+	op      conn.EfSubscribe
+	queue   seam.QueueID
+	firstNs int64 // when it first looked for an owner
+	askNs   int64 // when the topology is asked again
 }
 
 // pubItem is a publish on its way to a queue.
@@ -221,6 +235,11 @@ type pending struct {
 	decl *declare // declare
 	op   conn.OpID
 	sub  conn.SubID // subscribe
+	// subscribe: what was asked, on which queue, first tried when (a
+	// broker that turns out not to serve the queue sends it back to wait).
+	subReq  conn.EfSubscribe
+	queue   seam.QueueID
+	firstNs int64
 }
 
 // New returns a front; it fails on a configuration no connection could
@@ -292,6 +311,9 @@ func (f *Front) finish() []Effect {
 		}
 		for _, d := range c.timed {
 			at = min(at, d.atNs)
+		}
+		for _, w := range c.awaiting {
+			at = min(at, w.askNs)
 		}
 	}
 	if at != math.MaxInt64 && at != f.timerAt {
@@ -385,6 +407,7 @@ func (f *Front) Tick(nowNs int64) []Effect {
 		for _, d := range due {
 			f.declareAsk(c, d)
 		}
+		f.awaitDue(c)
 	}
 	return f.finish()
 }
@@ -696,9 +719,71 @@ func (f *Front) deferPublish(c *connState, p pubItem) {
 		return
 	}
 	f.retryLater(c, p, f.cfg.RouteRetryNs)
-	if !c.routing[p.name] {
-		c.routing[p.name] = true
-		f.request(c, c.client, seam.Request{Kind: seam.ReqTopology, Body: []byte(p.name)}, &pending{kind: pRoute, name: p.name}, 0)
+	f.askRoute(c, p.name)
+}
+
+// askRoute asks the topology who serves queue name now, unless c asks
+// already: the one route lookup of every operation that needs an owner
+// (publishes, subscriptions, the route a core's cancel leaves stale).
+func (f *Front) askRoute(c *connState, name string) {
+	if !f.cfg.Forward || c.routing[name] {
+		return
+	}
+	c.routing[name] = true
+	f.request(c, c.client, seam.Request{Kind: seam.ReqTopology, Body: []byte(name)}, &pending{kind: pRoute, name: name}, 0)
+}
+
+// awaitRoute holds w until the topology names a serving owner of its
+// queue, or refuses it past RouteWaitNs from its first try.
+func (f *Front) awaitRoute(c *connState, w *routeWait) {
+	if f.nowNs-w.firstNs > f.cfg.RouteWaitNs {
+		why := f.unrouted[w.queue]
+		if why == "" {
+			why = "no owner known"
+		}
+		f.input(c, conn.InResult{NowNs: f.nowNs, Op: w.op.Op, Code: wire.ResourceLocked,
+			Text: fmt.Sprintf("queue '%s' has had no serving owner for %d ms: %s", w.op.Queue, f.cfg.RouteWaitNs/1e6, why)})
+		return
+	}
+	w.askNs = f.nowNs + f.cfg.RouteRetryNs
+	c.awaiting = append(c.awaiting, w)
+	f.askRoute(c, w.op.Queue)
+}
+
+// runAwaiting starts, in order, the waiting operations whose queue has a
+// serving owner now. It runs on the timer, like a waiting publish's
+// retry, so that a topology that names an owner which then refuses costs
+// one round trip per RouteRetryNs, not a loop of them.
+func (f *Front) runAwaiting(c *connState) {
+	if len(c.awaiting) == 0 {
+		return
+	}
+	waits := c.awaiting
+	c.awaiting = nil
+	for _, w := range waits {
+		if _, ok := f.route(w.queue); ok {
+			f.subscribeAt(c, w.queue, w.op, w.firstNs)
+			continue
+		}
+		c.awaiting = append(c.awaiting, w)
+	}
+}
+
+// awaitDue takes the waits whose time to ask again has come: each starts
+// if its queue has an owner now, is refused if it waited too long, or
+// asks again.
+func (f *Front) awaitDue(c *connState) {
+	f.runAwaiting(c)
+	var due []*routeWait
+	c.awaiting = slices.DeleteFunc(c.awaiting, func(w *routeWait) bool {
+		if w.askNs <= f.nowNs {
+			due = append(due, w)
+			return true
+		}
+		return false
+	})
+	for _, w := range due {
+		f.awaitRoute(c, w)
 	}
 }
 
@@ -814,7 +899,8 @@ func (f *Front) NodeUnreachable(nowNs int64, node seam.NodeID, reason string) []
 					c.dropSubID(s.id)
 					delete(f.clients, s.client)
 				}
-				f.input(c, conn.InResult{NowNs: f.nowNs, Op: p.op, Code: wire.ResourceLocked, Text: "cannot consume: " + reason})
+				f.unrouted[p.queue] = reason
+				f.awaitRoute(c, &routeWait{op: p.subReq, queue: p.queue, firstNs: p.firstNs})
 			}
 		}
 		if c.uses(node) {
@@ -848,13 +934,15 @@ func (c *connState) uses(node seam.NodeID) bool {
 }
 
 func (f *Front) subscribe(c *connState, q seam.QueueID, x conn.EfSubscribe) {
+	f.subscribeAt(c, q, x, f.nowNs)
+}
+
+// subscribeAt runs subscription x at its queue's owner, or waits for one
+// (awaitRoute); firstNs is when it first looked for an owner.
+func (f *Front) subscribeAt(c *connState, q seam.QueueID, x conn.EfSubscribe, firstNs int64) {
 	node, ok := f.route(q)
 	if !ok {
-		why := f.unrouted[q]
-		if why == "" {
-			why = "no owner known"
-		}
-		f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: wire.ResourceLocked, Text: fmt.Sprintf("queue '%s': %s", x.Queue, why)})
+		f.awaitRoute(c, &routeWait{op: x, queue: q, firstNs: firstNs})
 		return
 	}
 	if node == f.cfg.Node {
@@ -867,7 +955,8 @@ func (f *Front) subscribe(c *connState, q seam.QueueID, x conn.EfSubscribe) {
 	if x.NoAck || prefetch == 0 || prefetch > f.cfg.PrefetchMax {
 		prefetch = f.cfg.PrefetchMax
 	}
-	f.request(c, s.client, seam.Request{Kind: seam.ReqSubscribe, Queue: q, Prefetch: prefetch}, &pending{kind: pSubscribe, op: x.Op, sub: x.Sub}, node)
+	f.request(c, s.client, seam.Request{Kind: seam.ReqSubscribe, Queue: q, Prefetch: prefetch},
+		&pending{kind: pSubscribe, op: x.Op, sub: x.Sub, subReq: x, queue: q, firstNs: firstNs}, node)
 }
 
 func (f *Front) cancel(c *connState, x conn.EfCancel) {
@@ -928,10 +1017,7 @@ func (f *Front) cancelled(c *connState, ref clientRef, e *seam.Effect) {
 	delete(f.clients, s.client)
 	f.stats.Cancelled++
 	f.input(c, conn.InCancelled{NowNs: f.nowNs, Sub: s.id})
-	if f.cfg.Forward && !c.routing[s.queue] {
-		c.routing[s.queue] = true
-		f.request(c, c.client, seam.Request{Kind: seam.ReqTopology, Body: []byte(s.queue)}, &pending{kind: pRoute, name: s.queue}, 0)
-	}
+	f.askRoute(c, s.queue)
 }
 
 // deliver hands a core delivery to its subscription.
@@ -1013,6 +1099,17 @@ func (f *Front) reply(c *connState, e *seam.Effect) {
 		if s != nil {
 			c.dropSubID(s.id)
 			delete(f.clients, s.client)
+		}
+		if f.cfg.Forward && staleRoute(e.Reason) {
+			// The broker it went to does not serve the queue (any more,
+			// or yet): nothing was set up there; wait for the owner the
+			// topology names next.
+			if n, ok := f.routes[p.queue]; ok && (n == p.node || (p.node == 0 && n == f.cfg.Node)) {
+				delete(f.routes, p.queue)
+			}
+			f.unrouted[p.queue] = e.Reason
+			f.awaitRoute(c, &routeWait{op: p.subReq, queue: p.queue, firstNs: p.firstNs})
+			return
 		}
 		f.input(c, conn.InResult{NowNs: f.nowNs, Op: p.op, Code: wire.ResourceLocked, Text: "cannot consume: " + e.Reason})
 	}
