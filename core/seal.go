@@ -166,7 +166,10 @@ func (n *Node) readRequested(from NodeID, req recovery.ReadRequest) {
 		refuse(false, fmt.Sprintf("from=%d count=%d outside the sealed [%d,%d)", req.From, req.Count, s.done[i].Start, s.done[i].End))
 	default:
 		s.serving = &serving{to: from, req: req}
-		count := min(uint64(req.Count), s.done[i].End-req.From, uint64(n.x.Lim.BatchRecordsMax))
+		// A page of up to PageRecordsMax records (the read's bytes are the
+		// driver's bound, within PageBytesMax): a 1,000,000-record log is
+		// some 250 pages, well within an inspection's 1,024.
+		count := min(uint64(req.Count), s.done[i].End-req.From, recovery.PageRecordsMax)
 		n.out.Storage(seam.Effect{Op: seam.OpRead, Group: seam.QueueGroup(req.Queue), Offset: req.From, Count: int(count), Tag: sealTag | sealServe})
 	}
 }
@@ -346,6 +349,16 @@ func (n *Node) sealRetained(st *seam.LogState) {
 		return
 	}
 	j.seal.Start, j.seal.End = st.Start, st.End
+	if old, err := recovery.DecodeSeal(st.Seal); len(st.Seal) > 0 && err == nil && st.SealDamage == "" && !old.Damaged &&
+		old.Queue == j.req.Queue && old.Incarnation == j.req.Incarnation && old.Epoch == j.req.Epoch && old.Transition == j.req.Transition &&
+		st.Start < old.Start && old.Start <= st.End && st.End == old.End {
+		// This log sealed for the same transition from a higher start:
+		// retention deletes whole segments only, and a power loss may undo
+		// a deletion the seal's start already left behind, so the log can
+		// reopen below its seal. The records below the sealed start are no
+		// part of its evidence: the seal is checked over its own range.
+		j.seal.Start = old.Start
+	}
 	if st.End > st.Start {
 		j.seal.LastEpoch = seam.EpochAt(st.Epochs, st.End-1)
 	}
@@ -390,7 +403,7 @@ func (n *Node) sealReadNext() {
 	j.phase = sealRead
 	if next := j.id.Next(); next < j.seal.End {
 		n.out.Storage(seam.Effect{Op: seam.OpRead, Group: seam.QueueGroup(j.req.Queue), Offset: next,
-			Count: int(min(j.seal.End-next, uint64(n.x.Lim.BatchRecordsMax))), Tag: sealTag})
+			Count: int(min(j.seal.End-next, recovery.PageRecordsMax)), Tag: sealTag})
 		return
 	}
 	sum, err := j.id.Sum()
