@@ -484,9 +484,12 @@ func (n *Node) sealArrived(s recovery.Seal) {
 			witnesses = append(witnesses, s)
 		}
 	}
-	w.src, w.verify, w.askedN = src, recovery.NewVerifier(src, witnesses), 0
+	md := n.ctrl.Metadata()
+	budget := recovery.Budget{PagesMax: int(md.Setting(metadata.RecoveryInspectPagesMax)),
+		RecordsMax: int(md.Setting(metadata.RecoveryInspectRecordsMax)), BytesMax: md.Setting(metadata.RecoveryInspectBytesMax)}
+	w.src, w.verify, w.askedN = src, recovery.NewVerifier(src, witnesses, budget), 0
 	if w.t.ISR && w.coll.Witnesses() >= w.coll.Threshold() {
-		w.verify = recovery.NewISRVerifier(src, witnesses)
+		w.verify = recovery.NewISRVerifier(src, witnesses, budget)
 	}
 	n.recoveryAskPage(w)
 }
@@ -506,8 +509,8 @@ func (n *Node) recoveryAskPage(w *recoveryWork) {
 		src := &w.src
 		pages, records, bytes := v.Inspected()
 		n.out.Recovery(w.t.Queue, seam.StageSelect, w.t.Epoch, recovery.AppendSeal(n.out.Grow(128), src),
-			fmt.Sprintf("source n%d [%d,%d) last-epoch=%d: %d of R=%d witnesses; sealed reads: %d pages, %d records, %d bytes",
-				src.Node, src.Start, src.End, src.LastEpoch, w.coll.Witnesses(), w.coll.Threshold(), pages, records, bytes))
+			fmt.Sprintf("source n%d [%d,%d) last-epoch=%d: %d of R=%d witnesses (%d by the source's identity); sealed reads: %d pages, %d records, %d bytes",
+				src.Node, src.Start, src.End, src.LastEpoch, w.coll.Witnesses(), w.coll.Threshold(), v.ByIdentity(), pages, records, bytes))
 		w.srcEpochs = slices.Clone(v.SourceEpochs())
 		if q, ok := n.ctrl.Metadata().Queue(w.name); ok && q.Incarnation == w.t.Incarnation && recovery.Digest(q.Assignment.Pending.Digest) == w.t.Digest {
 			// (The members this transition proposed: a newer transition,

@@ -123,8 +123,13 @@ func TestFollowerLossHold(t *testing.T) {
 			t.Errorf("%s lost only a follower: with the hold it must keep its epoch (fenced %d), leave no outcome unknown (%d) and confirm at least every 50 ms (longest gap %s)",
 				name, h.fenced, h.unknown, sec(h.maxGapNs))
 		}
-		if b.fenced == 0 || b.maxGapNs <= 50e6 {
-			t.Errorf("%s with the hold at 0: fenced %d, longest gap %s: the comparison shows no pause", name, b.fenced, sec(b.maxGapNs))
+		// Without the hold the queue is fenced and recovered: its longest
+		// gap between confirms is the recovery's pause, longer than the
+		// held queue's (how much longer depends on the recovery's speed:
+		// some 40 to 70 ms since witnesses of the source's identity are not
+		// read again, over 50 ms before).
+		if b.fenced == 0 || b.maxGapNs <= h.maxGapNs {
+			t.Errorf("%s with the hold at 0: fenced %d, longest gap %s against %s held: the comparison shows no pause", name, b.fenced, sec(b.maxGapNs), sec(h.maxGapNs))
 		}
 	}
 	if followerOnly != 2 {

@@ -21,6 +21,9 @@ const (
 	ReplicaLagTimeMaxMs
 	FollowerLossHoldMs
 	RecoveryWorkersPerBroker
+	RecoveryInspectPagesMax
+	RecoveryInspectRecordsMax
+	RecoveryInspectBytesMax
 	settingsCount
 )
 
@@ -33,6 +36,12 @@ var Settings = [settingsCount]SettingSpec{
 	ReplicaLagTimeMaxMs:      {"replica.lag_time_max_ms", 30_000, 100, 3_600_000, "a follower that has not reached its owner's log end for this long leaves the in-sync set"},
 	FollowerLossHoldMs:       {"replication.follower_loss_hold_ms", 300_000, 0, 86_400_000, "how long a queue that lost only followers keeps its assignment before recovery (0: recover at once)"},
 	RecoveryWorkersPerBroker: {"recovery.workers_per_broker", 1, 1, 16, "how many queue recoveries a broker drives at once"},
+	// A recovery's sealed reads of the logs it verifies, over all of them
+	// (seed 004's defaults); a queue whose history exceeds one stays
+	// fenced, saying which, until an operator raises it.
+	RecoveryInspectPagesMax:   {"recovery.inspect_pages_max", 1024, 1, 1_000_000, "pages of sealed reads one recovery's inspection may take"},
+	RecoveryInspectRecordsMax: {"recovery.inspect_records_max", 1_000_000, 1, 1_000_000_000, "records one recovery's inspection may read"},
+	RecoveryInspectBytesMax:   {"recovery.inspect_bytes_max", 256 << 20, 1 << 20, 1 << 40, "bytes (bodies and 18 a record) one recovery's inspection may read"},
 }
 
 // settingIndex returns the index of key, or -1.

@@ -30,23 +30,27 @@ import (
 //     source's epoch at that offset, or past its end) are unconfirmed
 //     suffixes: accepted and dropped.
 //
-// A witness whose seal reports the source's very identity is compared by
-// that identity: the identity is BLAKE3 over an unambiguous encoding of
-// the bounds and every record (identity.go), so once both logs are read
-// and hash to it, they hold the same records, and every record-by-record
-// check above holds of them. Only a witness with another identity is
-// compared record by record, and the source's records are kept only
-// when one is among the witnesses. They are kept as they are, bodies and
+// A witness whose seal reports the source's very identity is not read:
+// the identity is BLAKE3 over an unambiguous encoding of the bounds and
+// every record (identity.go), and its own sealer hashed its frozen log to
+// it, so once the source's log is read and hashes to it, the two hold the
+// same records, and every record-by-record check above holds of them
+// (nothing of such a witness is installed; it is evidence by its seal,
+// like every witness's bounds). Reading it again cost a recovery as much
+// as the source's read, per witness, for no check. Only a witness with
+// another identity is read and compared record by record, and the
+// source's records are kept only when one is among the witnesses. They are kept as they are, bodies and
 // all, up to SourceHeldBytesMax of bodies, and compared byte for byte; past
 // that, as digests (BLAKE3 of the epoch, kind and body, sumOf). Summing
 // each record apart cost more than all the rest of a read (a record's
 // digest is one chunk, with none of the identity's many-chunk SIMD), so it
 // is left to logs too large to hold.
 //
-// Every inspection is bounded (pages, records, bytes); exhausting a bound
-// blocks the recovery with a diagnostic, never weakens a check.
+// Every inspection is bounded (pages, records, bytes: a Budget, runtime
+// settings of the metadata); exhausting a bound blocks the recovery with a
+// diagnostic, never weakens a check.
 
-// Page and inspection bounds (seed 004).
+// Page bounds and the default inspection budget (seed 004).
 const (
 	PageRecordsMax    = 4096
 	PageBytesMax      = 16 << 20
@@ -56,6 +60,16 @@ const (
 	// recordWireBytes is what a record costs a budget beyond its body.
 	recordWireBytes = 18
 )
+
+// Budget bounds one inspection, over every log it reads: pages, records,
+// and bytes (each record's body and recordWireBytes).
+type Budget struct {
+	PagesMax, RecordsMax int
+	BytesMax             int64
+}
+
+// DefaultBudget is seed 004's: 1,024 pages, 1,000,000 records, 256 MiB.
+var DefaultBudget = Budget{PagesMax: InspectPagesMax, RecordsMax: InspectRecordsMax, BytesMax: InspectBytesMax}
 
 // SourceHeldBytesMax bounds the source's record bodies a Verifier holds to
 // compare a witness of another identity with, byte for byte; the records
@@ -126,10 +140,14 @@ type Verifier struct {
 	sums    [][32]byte        // the digests of those past heldMax
 	heldMax int               // SourceHeldBytesMax (tests make it smaller)
 	epochs  []seam.EpochStart // the source's epoch history
+	budget  Budget
 	pages   int
 	records int
 	bytes   int64
-	blocked string
+	// byIdentity counts the witnesses taken by their seal's identity,
+	// the source's, without a read
+	byIdentity int
+	blocked    string
 	// blockedOn: the replica whose log was being read when the
 	// verification blocked (0: none)
 	blockedOn seam.NodeID
@@ -160,32 +178,38 @@ type Want struct {
 
 // NewVerifier starts the verification of source src against witnesses
 // (complete witnesses of the same transition; src itself among them is
-// skipped).
-func NewVerifier(src Seal, witnesses []Seal) *Verifier {
-	return newVerifier(src, witnesses, false)
+// skipped) within budget b.
+func NewVerifier(src Seal, witnesses []Seal, b Budget) *Verifier {
+	return newVerifier(src, witnesses, false, b)
 }
 
 // NewISRVerifier is NewVerifier for an isr queue's clean election: the
 // source is the furthest member of the last committed in-sync set, and a
 // witness outside the set may hold more of the source's last epoch past
 // its end (unconfirmed: dropped, not contradictory).
-func NewISRVerifier(src Seal, witnesses []Seal) *Verifier {
-	return newVerifier(src, witnesses, true)
+func NewISRVerifier(src Seal, witnesses []Seal, b Budget) *Verifier {
+	return newVerifier(src, witnesses, true, b)
 }
 
-func newVerifier(src Seal, witnesses []Seal, past bool) *Verifier {
-	v := &Verifier{q: src.Queue, logs: []Seal{src}, past: past, heldMax: SourceHeldBytesMax}
-	for _, same := range []bool{true, false} {
-		for _, w := range witnesses {
-			if w.Node != src.Node && (w.Identity == src.Identity) == same {
-				v.logs = append(v.logs, w)
-				v.compare = v.compare || !same
-			}
+func newVerifier(src Seal, witnesses []Seal, past bool, b Budget) *Verifier {
+	v := &Verifier{q: src.Queue, logs: []Seal{src}, past: past, heldMax: SourceHeldBytesMax, budget: b}
+	for _, w := range witnesses {
+		switch {
+		case w.Node == src.Node:
+		case w.Identity == src.Identity && w.Start == src.Start && w.End == src.End:
+			v.byIdentity++
+		default:
+			v.logs = append(v.logs, w)
+			v.compare = true
 		}
 	}
 	v.start()
 	return v
 }
+
+// ByIdentity returns how many witnesses were taken by their identity,
+// the source's, without being read.
+func (v *Verifier) ByIdentity() int { return v.byIdentity }
 
 // start begins reading the next logs while fewer than ReadsAtOnce are read
 // and the next may be (the source, one of its identity, or any once the
@@ -194,7 +218,7 @@ func (v *Verifier) start() {
 	for v.blocked == "" && len(v.reads) < ReadsAtOnce && v.next < len(v.logs) {
 		i := v.next
 		l := &v.logs[i]
-		if i > 0 && !v.srcDone && l.Identity != v.logs[0].Identity {
+		if i > 0 && !v.srcDone {
 			return // compared with the source's records: after them
 		}
 		v.next++
@@ -281,23 +305,17 @@ func (v *Verifier) AddPage(node seam.NodeID, from uint64, recs []record.Record) 
 	for i := range recs {
 		v.bytes += int64(len(recs[i].Body) + recordWireBytes)
 	}
-	if v.pages > InspectPagesMax || v.records > InspectRecordsMax || v.bytes > InspectBytesMax {
-		v.block(node, "inspection budget exhausted (%d pages, %d records, %d bytes; at most %d, %d, %d)",
-			v.pages, v.records, v.bytes, InspectPagesMax, InspectRecordsMax, InspectBytesMax)
+	if b := &v.budget; v.pages > b.PagesMax || v.records > b.RecordsMax || v.bytes > b.BytesMax {
+		v.block(node, "inspection budget exhausted (%d pages, %d records, %d bytes; at most %d, %d, %d: the settings recovery.inspect_pages_max, _records_max, _bytes_max)",
+			v.pages, v.records, v.bytes, b.PagesMax, b.RecordsMax, b.BytesMax)
 		return
 	}
 	src := &v.logs[0]
-	// same: this witness's seal reports the source's identity, and its
-	// log is compared by it (its last check below)
-	same := rd.log > 0 && l.Identity == src.Identity
 	for i := range recs {
 		r := &recs[i]
 		if err := rd.id.Add(r); err != nil {
 			v.block(node, "n%d's sealed log: %v", node, err)
 			return
-		}
-		if same {
-			continue
 		}
 		if rd.log == 0 {
 			n := len(v.epochs)

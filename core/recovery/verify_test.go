@@ -37,7 +37,7 @@ func sealOf(t *testing.T, n seam.NodeID, rs []record.Record) Seal {
 // pages of logs read at once arrive in any order).
 func verify(t *testing.T, src Seal, witnesses []Seal, logs map[seam.NodeID][]record.Record, page int) *Verifier {
 	t.Helper()
-	return run(t, NewVerifier(src, witnesses), logs, page)
+	return run(t, NewVerifier(src, witnesses, DefaultBudget), logs, page)
 }
 
 // heldMaxes are the bounds on the source's held bodies the comparisons
@@ -48,7 +48,7 @@ var heldMaxes = []int{SourceHeldBytesMax, 3, 0}
 // verifyHeld is verify with the source's held bodies bounded by heldMax.
 func verifyHeld(t *testing.T, heldMax int, src Seal, witnesses []Seal, logs map[seam.NodeID][]record.Record, page int) *Verifier {
 	t.Helper()
-	v := NewVerifier(src, witnesses)
+	v := NewVerifier(src, witnesses, DefaultBudget)
 	v.heldMax = heldMax
 	v = run(t, v, logs, page)
 	if held := len(v.held); held > heldMax {
@@ -158,7 +158,7 @@ func TestVerifierBlocks(t *testing.T) {
 func TestVerifierIgnoresStalePages(t *testing.T) {
 	src := history([]uint64{1, 1, 2}, "")
 	s := sealOf(t, 1, src)
-	v := NewVerifier(s, nil)
+	v := NewVerifier(s, nil, DefaultBudget)
 	v.AddPage(1, 1, src[1:]) // not the page wanted
 	v.AddPage(2, 0, src)     // not the node wanted
 	if w := v.Wants(nil); len(w) != 1 || w[0] != (Want{Node: 1, From: 0}) || v.Blocked() != "" {
@@ -195,92 +195,82 @@ func TestVerifierISRAcceptsAFurtherWitness(t *testing.T) {
 	logs := map[seam.NodeID][]record.Record{3: src, 1: further}
 	s := sealOf(t, 3, src)
 	ws := []Seal{s, sealOf(t, 1, further)}
-	if v := run(t, NewISRVerifier(s, ws), logs, 4096); !v.Done() {
+	if v := run(t, NewISRVerifier(s, ws, DefaultBudget), logs, 4096); !v.Done() {
 		t.Fatalf("isr: %s", v.Blocked())
 	}
-	if v := run(t, NewVerifier(s, ws), logs, 4096); v.Done() || !strings.Contains(v.Blocked(), "past the source") {
+	if v := run(t, NewVerifier(s, ws, DefaultBudget), logs, 4096); v.Done() || !strings.Contains(v.Blocked(), "past the source") {
 		t.Fatalf("R: done=%v blocked=%q, want blocked past the source", v.Done(), v.Blocked())
 	}
 }
 
-// A witness sealed with the source's identity is compared by it: its
-// copy of the source passes without a record-by-record comparison, and a
-// log that differs from the source at all (a record changed, a record's
-// epoch, the log cut short) no longer matches that identity and blocks,
-// on that witness; beside a witness of another identity, the source's
-// records are still compared one by one.
-func TestVerifierComparesBySameIdentity(t *testing.T) {
+// A witness sealed with the source's identity is taken by that identity:
+// its log is never read (whatever it holds now), and the verification is
+// done once the source's log hashes to it; beside a witness of another
+// identity, the source's records are still compared one by one.
+func TestVerifierTakesSameIdentityBySeal(t *testing.T) {
 	src := history([]uint64{1, 1, 2, 2}, "")
 	s := sealOf(t, 1, src)
 	same := s
 	same.Node = 2
 	changed := history([]uint64{1, 1, 2, 2}, "")
 	changed[2].Body = []byte("x")
-	reEpoched := history([]uint64{1, 1, 2, 3}, "")
-	for what, log := range map[string][]record.Record{"a changed record": changed, "another epoch": reEpoched} {
-		v := verify(t, s, []Seal{same}, map[seam.NodeID][]record.Record{1: src, 2: log}, 3)
-		if v.Done() || !strings.Contains(v.Blocked(), "n2's sealed log no longer matches") {
-			t.Fatalf("%s under the source's identity: done=%v blocked=%q", what, v.Done(), v.Blocked())
-		}
-		if on, ok := v.BlockedOn(); !ok || on != 2 {
-			t.Fatalf("%s: blocked on n%d (%v), want n2", what, on, ok)
-		}
+	v := verify(t, s, []Seal{same}, map[seam.NodeID][]record.Record{1: src, 2: changed}, 3)
+	if !v.Done() || v.ByIdentity() != 1 {
+		t.Fatalf("a witness of the source's identity: done=%v by identity %d, blocked %q", v.Done(), v.ByIdentity(), v.Blocked())
 	}
-	if v := verify(t, s, []Seal{same}, map[seam.NodeID][]record.Record{1: src, 2: src[:3]}, 3); v.Done() {
-		t.Fatal("a log cut short under the source's identity passed")
-	}
-	if v := verify(t, s, []Seal{same}, map[seam.NodeID][]record.Record{1: src, 2: src}, 3); !v.Done() {
-		t.Fatalf("a copy of the source: %s", v.Blocked())
+	if pages, recs, _ := v.Inspected(); pages != 2 || recs != len(src) {
+		t.Fatalf("inspected %d pages, %d records: want the source's alone", pages, recs)
 	}
 	other := history([]uint64{1, 1, 2}, "x")
-	v := verify(t, s, []Seal{same, sealOf(t, 3, other)}, map[seam.NodeID][]record.Record{1: src, 2: src, 3: other}, 3)
+	v = verify(t, s, []Seal{same, sealOf(t, 3, other)}, map[seam.NodeID][]record.Record{1: src, 2: src, 3: other}, 3)
 	if v.Done() || !strings.Contains(v.Blocked(), "contradictory history: n3") {
 		t.Fatalf("a copy beside a contradicting witness: done=%v blocked=%q", v.Done(), v.Blocked())
 	}
+	// A source whose log no longer hashes to its seal blocks, whatever the
+	// witnesses of its identity.
+	if v := verify(t, s, []Seal{same}, map[seam.NodeID][]record.Record{1: changed}, 3); v.Done() || !strings.Contains(v.Blocked(), "n1's sealed log no longer matches") {
+		t.Fatalf("a changed source: done=%v blocked=%q", v.Done(), v.Blocked())
+	}
 }
 
-// The source and the witnesses of its identity are read at once, two logs
-// at a time (seed 004); a witness of another identity, compared record by
-// record with the source, is read only once the source is.
+// The source is read first, alone; then the witnesses of other
+// identities, compared record by record with it, two logs at a time
+// (seed 004); the witnesses of its identity are not read.
 func TestVerifierReadsTwoLogsAtOnce(t *testing.T) {
 	src := history([]uint64{1, 1, 2, 2, 2, 2}, "")
 	s := sealOf(t, 1, src)
 	same := func(n seam.NodeID) Seal { c := s; c.Node = n; return c }
-	prefix := src[:3]
-	v := NewVerifier(s, []Seal{sealOf(t, 4, prefix), same(2), same(3)})
-	if w := v.Wants(nil); len(w) != 2 || w[0] != (Want{1, 0}) || w[1] != (Want{2, 0}) {
-		t.Fatalf("first wants %v, want the source n1 and its copy n2 from 0", w)
-	}
-	v.AddPage(2, 0, src[:2]) // n2's page first: the logs are independent
-	if w := v.Wants(nil); len(w) != 2 || w[0] != (Want{1, 0}) || w[1] != (Want{2, 2}) {
-		t.Fatalf("after n2's first page: %v", w)
-	}
-	v.AddPage(2, 2, src[2:]) // n2 done: n3 (the source's identity) starts
-	if w := v.Wants(nil); len(w) != 2 || w[0] != (Want{1, 0}) || w[1] != (Want{3, 0}) {
-		t.Fatalf("after n2: %v, want n1 and n3", w)
-	}
-	v.AddPage(3, 0, src) // n3 done; n4 (another identity) waits for the source
+	prefix, shorter := src[:3], src[:2]
+	v := NewVerifier(s, []Seal{sealOf(t, 4, prefix), same(2), sealOf(t, 5, shorter), same(3)}, DefaultBudget)
 	if w := v.Wants(nil); len(w) != 1 || w[0] != (Want{1, 0}) {
-		t.Fatalf("with the source not read: %v, want n1 alone", w)
+		t.Fatalf("first wants %v, want the source n1 alone", w)
 	}
-	v.AddPage(1, 0, src)
-	if w := v.Wants(nil); len(w) != 1 || w[0] != (Want{4, 0}) {
-		t.Fatalf("after the source: %v, want n4", w)
+	v.AddPage(1, 0, src[:2])
+	v.AddPage(1, 2, src[2:])
+	if w := v.Wants(nil); len(w) != 2 || w[0] != (Want{4, 0}) || w[1] != (Want{5, 0}) {
+		t.Fatalf("after the source: %v, want n4 and n5 at once", w)
 	}
+	v.AddPage(5, 0, shorter) // n5's page first: the logs are independent
 	v.AddPage(4, 0, prefix)
 	if !v.Done() {
 		t.Fatalf("not done: %q", v.Blocked())
 	}
-	if pages, recs, _ := v.Inspected(); pages != 5 || recs != 3*len(src)+len(prefix) {
-		t.Fatalf("inspected %d pages, %d records", pages, recs)
+	if pages, recs, _ := v.Inspected(); pages != 4 || recs != len(src)+len(prefix)+len(shorter) || v.ByIdentity() != 2 {
+		t.Fatalf("inspected %d pages, %d records, %d by identity", pages, recs, v.ByIdentity())
 	}
-	// A copy that differs under the source's identity blocks on itself,
-	// whichever of the two logs read at once ends first.
-	bad := history([]uint64{1, 1, 2, 2, 2, 2}, "x")
-	for _, page := range []int{1, 2, 6} {
-		v := verify(t, s, []Seal{same(2)}, map[seam.NodeID][]record.Record{1: src, 2: bad}, page)
-		if on, ok := v.BlockedOn(); v.Done() || !ok || on != 2 {
-			t.Fatalf("page %d: done=%v blocked on n%d (%v): %q", page, v.Done(), on, ok, v.Blocked())
+}
+
+// A budget is a runtime value: a smaller one blocks sooner, naming the
+// settings that raise it.
+func TestVerifierSmallBudget(t *testing.T) {
+	src := history([]uint64{1, 1, 1, 1, 1}, "")
+	for _, b := range []Budget{{PagesMax: 2, RecordsMax: 100, BytesMax: 1 << 20}, {PagesMax: 100, RecordsMax: 4, BytesMax: 1 << 20}, {PagesMax: 100, RecordsMax: 100, BytesMax: 40}} {
+		v := run(t, NewVerifier(sealOf(t, 1, src), nil, b), map[seam.NodeID][]record.Record{1: src}, 1)
+		if v.Done() || !strings.Contains(v.Blocked(), "inspection budget exhausted") || !strings.Contains(v.Blocked(), "recovery.inspect_pages_max") {
+			t.Fatalf("budget %+v: done=%v blocked=%q", b, v.Done(), v.Blocked())
 		}
+	}
+	if v := run(t, NewVerifier(sealOf(t, 1, src), nil, Budget{PagesMax: 5, RecordsMax: 5, BytesMax: 1 << 20}), map[seam.NodeID][]record.Record{1: src}, 1); !v.Done() {
+		t.Fatalf("a budget that fits: %q", v.Blocked())
 	}
 }

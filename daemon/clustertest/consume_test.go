@@ -93,7 +93,7 @@ func TestConsumeAfterFailover(t *testing.T) {
 // publishThroughRetrying publishes n messages through broker i, trying
 // again (a new connection) while the queue does not serve, for at most
 // within.
-func publishThroughRetrying(t *testing.T, c *cluster, i int, queue string, n int, within time.Duration) []string {
+func publishThroughRetrying(t testing.TB, c *cluster, i int, queue string, n int, within time.Duration) []string {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
