@@ -397,7 +397,7 @@ func (n *Node) recoveryRetryLater(w *recoveryWork, why string) {
 	}
 	r := &n.recoveryRetries[i]
 	r.notNs = n.x.NowNs + r.backoffNs
-	n.recoveryNote(w.t.Queue, "recovery q=%d epoch=%d set aside, %s; tried again in %d ms", w.t.Queue, w.t.Epoch, why, r.backoffNs/1e6)
+	n.out.Recovery(w.t.Queue, seam.StageSetAside, w.t.Epoch, nil, fmt.Sprintf("%s; tried again in %d ms", why, r.backoffNs/1e6))
 	r.backoffNs = min(2*r.backoffNs, recoveryBackoffMaxNs)
 }
 

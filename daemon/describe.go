@@ -15,7 +15,7 @@ import (
 // Filters of GET /describe (sluice describe): which queues to list.
 const (
 	describeAll             = ""
-	describeUnderReplicated = "under-replicated" // in-sync set smaller than the members
+	describeUnderReplicated = "under-replicated" // in-sync set smaller than the declared replica count
 	describeUnderMinInSync  = "under-min-insync" // in-sync set below the queue's min in-sync
 	describeUnavailable     = "unavailable"      // not placed, or fenced
 )
@@ -31,11 +31,11 @@ func (s *Server) describe(filter string) string {
 		a := &q.Assignment
 		switch filter {
 		case describeUnderReplicated:
-			if !q.Assigned || a.InSync.N >= a.Members.N {
+			if !q.UnderReplicated() {
 				continue
 			}
 		case describeUnderMinInSync:
-			if !q.Assigned || a.InSync.N >= q.MinInsync {
+			if !q.UnderMinInSync() {
 				continue
 			}
 		case describeUnavailable:
@@ -59,6 +59,9 @@ func (s *Server) describe(filter string) string {
 		b.WriteString(nodeList(a.InSync.Slice()))
 		if a.Fenced {
 			fmt.Fprintf(&b, " fenced pending-epoch=%d proposed=%s", a.Pending.Epoch, nodeList(a.Pending.Proposed.Slice()))
+			if sa, ok := s.obs.setAside[q.ID]; ok && sa.epoch == a.Pending.Epoch {
+				fmt.Fprintf(&b, " set-aside=%q", sa.reason)
+			}
 		}
 		b.WriteByte('\n')
 	}

@@ -86,10 +86,10 @@ func (s *Server) snapshot() snapshot {
 			if !q.Assigned || a.Fenced {
 				sn.unavailable++
 			}
-			if q.Assigned && a.InSync.N < a.Members.N {
+			if q.UnderReplicated() {
 				sn.underReplicated++
 			}
-			if q.Assigned && a.InSync.N < q.MinInsync {
+			if q.UnderMinInSync() {
 				sn.underMinInSync++
 			}
 		}
@@ -181,7 +181,7 @@ var (
 	descHolds    = prometheus.NewDesc("sluice_holds_total", "Follower-loss holds this broker's placement began (entered) and ended in a recovery because they outlasted replication.follower_loss_hold_ms (expired), while it led the metadata group.", []string{"event"}, nil)
 	descLearners = prometheus.NewDesc("sluice_learners", "Queue assignments with a learner catching up (a follower's broker back with a new process on its storage), by the metadata this broker applied.", nil, nil)
 	descAdmitted = prometheus.NewDesc("sluice_learners_admitted_total", "Learners this broker saw admitted as their queue's member (AdmitLearner applied).", nil, nil)
-	descQueue    = prometheus.NewDesc("sluice_queues", "Queues of the catalogue this broker applied, by state: all; under_replicated (in-sync set smaller than the members); under_min_insync (in-sync set below the queue's min in-sync); unavailable (not placed, or fenced until recovery).", []string{"state"}, nil)
+	descQueue    = prometheus.NewDesc("sluice_queues", "Queues of the catalogue this broker applied, by state: all; under_replicated (in-sync set smaller than the declared replica count: a copy lost, or not yet put back); under_min_insync (in-sync set below the queue's min in-sync); unavailable (not placed, or fenced until recovery).", []string{"state"}, nil)
 )
 
 // Describe sends the static descriptions (registering must not ask the

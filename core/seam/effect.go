@@ -79,8 +79,13 @@ const (
 	// StageReattach: the new owner confirmed its first publish after the
 	// activation (clients that followed topology are served again).
 	StageReattach RecoveryStage = 7
+	// StageSetAside: the worker set its attempt aside, blocked (Reason:
+	// contradictory evidence, an inspection budget spent, a seal
+	// withheld) or past its deadline; the queue stays fenced and the
+	// attempt starts afresh after a backoff.
+	StageSetAside RecoveryStage = 8
 	// StageMax is the highest stage.
-	StageMax = StageReattach
+	StageMax = StageSetAside
 )
 
 func (s RecoveryStage) String() string {
@@ -99,6 +104,8 @@ func (s RecoveryStage) String() string {
 		return "propose"
 	case StageReattach:
 		return "reattach"
+	case StageSetAside:
+		return "set-aside"
 	}
 	return "stage?"
 }

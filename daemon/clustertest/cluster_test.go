@@ -182,9 +182,15 @@ func TestOwnerKill(t *testing.T) {
 	}
 	other := c.runningOther(victim)
 	after := c.settle(other, owned, 30*time.Second)
+	under := parseDescribe(c.describe(other, "--under-replicated"))
 	for _, q := range owned {
 		if owner(t, after, q) == victim || slices.Contains(members(after, q), victim) {
 			t.Errorf("%s after the kill: %+v still names n%d", q, after[q], victim)
+		}
+		// Two copies of the three declared: under-replicated, whatever
+		// its in-sync set says of the members it has.
+		if _, listed := under[q]; len(members(after, q)) < 3 && !listed {
+			t.Errorf("%s runs on %v of 3 replicas, and describe --under-replicated does not list it", q, members(after, q))
 		}
 	}
 	// The queues it only followed are held (the follower-loss hold): the

@@ -58,10 +58,16 @@ func BenchmarkDeepQueueOwnerKill(b *testing.B) {
 
 func deepOwnerKill(b *testing.B, n, body int) {
 	c := newCluster(b, 3)
-	budget := int64(n) * int64(body+64)
-	if budget > 256<<20 {
-		if out, err := c.sluice("settings", "set", "recovery.inspect_bytes_max", strconv.FormatInt(budget, 10), "--http", c.b(1).httpAddr); err != nil {
-			b.Fatalf("raise the inspection budget: %v\n%s", err, out)
+	// The log holds the n publishes and a few epoch records.
+	for _, raise := range []struct {
+		key        string
+		need, dflt int64
+	}{{"recovery.inspect_bytes_max", int64(n) * int64(body+64), 256 << 20}, {"recovery.inspect_records_max", int64(n) + 1000, 1_000_000}} {
+		if raise.need <= raise.dflt {
+			continue
+		}
+		if out, err := c.sluice("settings", "set", raise.key, strconv.FormatInt(raise.need, 10), "--http", c.b(1).httpAddr); err != nil {
+			b.Fatalf("raise %s: %v\n%s", raise.key, err, out)
 		}
 	}
 	const q = "deep"
@@ -72,7 +78,7 @@ func deepOwnerKill(b *testing.B, n, body int) {
 	other := c.runningOther(owner)
 	killedAt := time.Now()
 	c.kill(owner)
-	after := publishThroughRetrying(b, c, other, q, 1, 10*time.Minute)
+	after := publishThroughRetrying(b, c, other, q, 1, 3*time.Minute)
 	pause := time.Since(killedAt)
 	b.ReportMetric(float64(pause.Milliseconds()), "serve-again-ms")
 	b.Logf("owner n%d killed with %d records: a publish through n%d confirmed %v later", owner, n, other, pause.Round(time.Millisecond))

@@ -1,0 +1,98 @@
+package daemon
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestServeRecoveryBudget: a single broker whose inspection budget is
+// smaller than its queue's log restarts; the queue's recovery is blocked
+// by the budget and set aside, and the broker says so (describe's
+// set-aside, naming the setting); raised, the budget lets the next
+// attempt through, and the queue serves every message again.
+func TestServeRecoveryBudget(t *testing.T) {
+	dir := t.TempDir()
+	start := func() *Server {
+		s, err := Start(Config{DataDir: dir, AMQPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", Logger: quietLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := start()
+	c := mustDial(t, s)
+	ch, _ := c.Channel()
+	if _, err := ch.QueueDeclare("deep", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	const n = 50
+	publishConfirmed(t, ch, "deep", 0, n)
+	postSetting(t, s, "recovery.inspect_records_max", "10")
+	c.Close()
+	stopServer(t, s)
+
+	s = start()
+	defer stopServer(t, s)
+	var line string
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) && !strings.Contains(line, "set-aside=") {
+		time.Sleep(100 * time.Millisecond)
+		line = getDescribe(t, s)
+	}
+	if !strings.Contains(line, " fenced ") || !strings.Contains(line, "inspection budget exhausted") || !strings.Contains(line, "recovery.inspect_pages_max") {
+		t.Fatalf("describe: %q, want the queue fenced with the budget that blocked it", line)
+	}
+	postSetting(t, s, "recovery.inspect_records_max", "1000000")
+	for time.Now().Before(deadline.Add(30*time.Second)) && strings.Contains(line, " fenced ") {
+		time.Sleep(100 * time.Millisecond)
+		line = getDescribe(t, s)
+	}
+	if strings.Contains(line, " fenced ") {
+		t.Fatalf("with the budget raised: %q, still fenced", line)
+	}
+	c2 := mustDial(t, s)
+	defer c2.Close()
+	ch2, _ := c2.Channel()
+	msgs, err := ch2.Consume("deep", "", true, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		select {
+		case <-msgs:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of %d messages after the recovery", i, n)
+		}
+	}
+}
+
+func postSetting(t *testing.T, s *Server, key, value string) {
+	t.Helper()
+	resp, err := http.PostForm("http://"+s.HTTPAddr()+"/settings", url.Values{"key": {key}, "value": {value}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if b, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusOK {
+		t.Fatalf("set %s=%s: %d %s", key, value, resp.StatusCode, b)
+	}
+}
+
+func getDescribe(t *testing.T, s *Server) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.HTTPAddr()+"/describe", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
