@@ -33,7 +33,7 @@ const (
 // (eager failover).
 var Settings = [settingsCount]SettingSpec{
 	LivenessExpiryMs:         {"liveness.expiry_ms", 9_000, 500, 600_000, "a broker whose heartbeats stop this long leaves the live set"},
-	ReplicaLagTimeMaxMs:      {"replica.lag_time_max_ms", 30_000, 100, 3_600_000, "a follower that has not reached its owner's log end for this long leaves the in-sync set"},
+	ReplicaLagTimeMaxMs:      {"replica.lag_time_max_ms", 30_000, 100, 3_600_000, "a follower that has not held its owner's whole log for this long leaves the in-sync set"},
 	FollowerLossHoldMs:       {"replication.follower_loss_hold_ms", 300_000, 0, 86_400_000, "how long a queue that lost only followers keeps its assignment before recovery (0: recover at once)"},
 	RecoveryWorkersPerBroker: {"recovery.workers_per_broker", 1, 1, 16, "how many queue recoveries a broker drives at once"},
 	// A recovery's sealed reads of the logs it verifies, over all of them

@@ -10,8 +10,12 @@ import (
 )
 
 // In-sync tracking (seed 003), for queues whose assignment the controller
-// keeps: the owner records when each follower last reported its whole log
-// durable (progress.caughtUpNs). Every lag/2 it wants removed the
+// keeps: the owner records the last moment each follower held its whole
+// log durably (progress.caughtUpNs: a report that reached the owner's end,
+// or one that reached the end the owner had at the follower's previous
+// report, which dates the moment to that report; so a follower streaming
+// a few records behind a busy owner stays caught up, and the number of
+// records behind never enters the rule). Every lag/2 it wants removed the
 // followers of the committed in-sync set whose moment is older than the
 // lag time; at any tick it wants back a follower that reached the high
 // watermark. It keeps using the committed set until the controller commits

@@ -176,3 +176,36 @@ func TestAskedBackCountsAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamingFollowerStaysInSync (seed 003: "the number of records
+// behind does not enter the rule"): a busy owner appends every 10 ms, and
+// n2 reports, each time, the end the owner had at its previous report,
+// never the owner's end now: it stays in the in-sync set for 3 s, three
+// times the lag time. n3 stops reporting and leaves once its moment is
+// older than the lag time.
+func TestStreamingFollowerStaysInSync(t *testing.T) {
+	o := newISROwner(t, 0)
+	prev := o.end
+	var n3LeftNs int64
+	for step := 0; step < 300; step++ {
+		o.x.NowNs += 10_000_000
+		o.publish(uint64(step + 1))
+		o.sync()
+		o.report(2, prev) // what the owner held at n2's previous report
+		if step < 5 {
+			o.report(3, o.end)
+		}
+		prev = o.end
+		o.x.Out.Reset()
+		want, _, ok := o.r.InSyncWanted()
+		if ok && !slices.Contains(want, 2) {
+			t.Fatalf("at %d ms n2, streaming one report behind, left the in-sync set: %v", o.x.NowNs/1e6, want)
+		}
+		if ok && !slices.Contains(want, 3) && n3LeftNs == 0 {
+			n3LeftNs = o.x.NowNs
+		}
+	}
+	if n3LeftNs < 1_050_000_000 {
+		t.Fatalf("n3, silent after 50 ms, left at %d ms: want after the lag time of 1 s", n3LeftNs/1e6)
+	}
+}

@@ -42,7 +42,7 @@ func newOwner(r *Replica) *owner {
 	o := &owner{r: r}
 	for i, n := range r.cfg.Replicas {
 		if n != r.x.Node {
-			p := progress{node: n, caughtUpNs: r.x.NowNs, reportNs: r.x.NowNs}
+			p := progress{node: n, caughtUpNs: r.x.NowNs, reportNs: r.x.NowNs, reportEnd: r.log.end, reportEndNs: r.x.NowNs}
 			if r.cfg.Processes != nil {
 				p.process, p.member, p.named = r.cfg.Processes[i], true, r.cfg.Processes[i]
 			}
@@ -322,9 +322,7 @@ func (o *owner) onAppendReply(from seam.NodeID, m *Msg) {
 			return
 		}
 		p.acked(m.End)
-		if m.End >= r.log.end {
-			p.caughtUpNs = r.x.NowNs
-		}
+		p.reported(m.End, r.log.end, r.x.NowNs)
 		if p.learning && p.cut == 0 {
 			p.cut = max(r.log.end, 1) // the fixed cut it catches up to (learner.go)
 		}

@@ -22,9 +22,17 @@ type progress struct {
 	// slow: a resend timed out; send one batch at a time until it answers,
 	// so a lost or stalled follower costs one message per resend interval.
 	slow bool
-	// caughtUpNs: the last instant the follower reported the owner's whole
-	// log durable (seed 003's moment; the owner's start counts as one)
+	// caughtUpNs: seed 003's moment, the last instant at which the
+	// follower held the owner's whole log durably: the instant of a report
+	// that reached the owner's end, or of the report before one that
+	// reached the end the owner had then (a follower streaming a few
+	// records behind a busy owner is caught up as of its previous report).
+	// The owner's start counts as one.
 	caughtUpNs int64
+	// reportEnd and reportEndNs: the owner's log end at the follower's
+	// last Ok report, and when (the previous report of the rule above)
+	reportEnd   uint64
+	reportEndNs int64
 	// learning: the peer is the assignment's learner, process its
 	// instance (learner.go): streamed to, never counted toward W; named:
 	// the process the assignment names for the member; cut: the owner's
@@ -45,6 +53,20 @@ func (p *progress) restarted(process uint64) {
 	p.matched = false
 	p.durable = 0
 	p.batches = p.batches[:0]
+	p.reportEnd, p.reportEndNs = 0, 0
+}
+
+// reported takes an Ok report of end at nowNs, the owner's log end being
+// ownerEnd: the follower is caught up now if it reached that end, and as
+// of its previous report if it reached the end the owner had then.
+func (p *progress) reported(end, ownerEnd uint64, nowNs int64) {
+	switch {
+	case end >= ownerEnd:
+		p.caughtUpNs = nowNs
+	case p.reportEndNs > 0 && end >= p.reportEnd:
+		p.caughtUpNs = max(p.caughtUpNs, p.reportEndNs)
+	}
+	p.reportEnd, p.reportEndNs = ownerEnd, nowNs
 }
 
 // acked takes an Ok reply: the peer's log matches and is durable below end.
