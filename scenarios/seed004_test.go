@@ -257,7 +257,7 @@ func TestAttemptDeadline(t *testing.T) {
 	at := rr.ordered(t)
 	var asideNs []int64
 	for _, line := range strings.Split(trace, "\n") {
-		if strings.Contains(line, "set aside, past the attempt's deadline") {
+		if strings.Contains(line, "stage=set-aside") && strings.Contains(line, "past the attempt's deadline") {
 			asideNs = append(asideNs, instant(line))
 		}
 	}

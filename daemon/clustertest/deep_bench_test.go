@@ -93,7 +93,7 @@ func deepOwnerKill(b *testing.B, n, body int) {
 // deepFill publishes n messages of size bytes, numbered from first in
 // their first 8 bytes, with 1,000 unconfirmed at most; every one must be
 // acked.
-func deepFill(b *testing.B, url, q string, first, n, size int) {
+func deepFill(b testing.TB, url, q string, first, n, size int) {
 	conn, err := amqp.Dial(url)
 	if err != nil {
 		b.Fatal(err)

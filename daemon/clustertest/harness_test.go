@@ -356,6 +356,7 @@ type publisher struct {
 	urls   []string
 	next   int // index of the broker url it connects to next
 	period time.Duration
+	args   amqp.Table // the declaration's arguments (queueArgs unless set)
 	stop   chan struct{}
 	done   chan struct{}
 
@@ -439,7 +440,11 @@ func (p *publisher) session(url string) string {
 	if err != nil {
 		return "channel: " + err.Error()
 	}
-	if _, err := ch.QueueDeclare(p.queue, true, false, false, false, queueArgs); err != nil {
+	args := queueArgs
+	if p.args != nil {
+		args = p.args
+	}
+	if _, err := ch.QueueDeclare(p.queue, true, false, false, false, args); err != nil {
 		return "declare: " + err.Error()
 	}
 	if err := ch.Confirm(false); err != nil {
@@ -485,6 +490,10 @@ func (p *publisher) session(url string) string {
 	tick := time.NewTicker(p.period)
 	defer tick.Stop()
 	why := ""
+	// Each tick sends what the rate is owed since the session began, so
+	// that a ticker slower than the period (a busy host) does not lower
+	// the rate.
+	began, sent := time.Now(), 0
 publish:
 	for {
 		select {
@@ -507,24 +516,10 @@ publish:
 			break publish
 		case <-tick.C:
 		}
-		pmu.Lock()
-		if len(pending) >= outstandingMax {
-			pmu.Unlock()
-			continue
-		}
-		p.mu.Lock()
-		p.seq++
-		seq := p.seq
-		p.mu.Unlock()
-		tag++
-		pending[tag] = seq
-		pmu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := ch.PublishWithContext(ctx, "", p.queue, false, false, amqp.Publishing{Body: []byte(p.body(seq))})
-		cancel()
-		if err != nil {
-			why = "publish: " + err.Error()
-			break publish
+		for owed := int(time.Since(began)/p.period) + 1; sent < owed; sent++ {
+			if why = p.publishOne(ch, &pmu, pending, &tag); why != "" {
+				break publish
+			}
 		}
 	}
 	conn.Close()
@@ -533,6 +528,30 @@ publish:
 		return ""
 	}
 	return why
+}
+
+// publishOne sends the publisher's next message on ch, unless outstandingMax
+// are unconfirmed; it returns why the session must end, or "".
+func (p *publisher) publishOne(ch *amqp.Channel, pmu *sync.Mutex, pending map[uint64]int, tag *uint64) string {
+	pmu.Lock()
+	if len(pending) >= outstandingMax {
+		pmu.Unlock()
+		return ""
+	}
+	p.mu.Lock()
+	p.seq++
+	seq := p.seq
+	p.mu.Unlock()
+	*tag++
+	pending[*tag] = seq
+	pmu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	err := ch.PublishWithContext(ctx, "", p.queue, false, false, amqp.Publishing{Body: []byte(p.body(seq))})
+	cancel()
+	if err != nil {
+		return "publish: " + err.Error()
+	}
+	return ""
 }
 
 // finish stops the publisher and waits for it.
