@@ -62,13 +62,22 @@ type sealJob struct {
 	// fromReceipt: the log matched the receipt of an earlier process's
 	// seal for this transition, which answers
 	fromReceipt bool
+	// epochs: the epoch history of the records hashed, as a verifier's
+	// read of them would find it; epochsBad: they went back in epoch or
+	// held more than recovery.EpochsMax epochs (only a read may judge)
+	epochs    []seam.EpochStart
+	epochsBad bool
 }
 
 type sealer struct {
-	job       *sealJob
-	done      []recovery.Seal // made by this process, oldest first
-	lastToken uint64
-	serving   *serving // the sealed read in flight
+	job  *sealJob
+	done []recovery.Seal // made by this process, oldest first
+	// doneEpochs[i] is done[i]'s epoch history (nil: see epochsBad), so
+	// that this node's recovery worker can take its own log as the source
+	// by the seal it just hashed (recoveryTakeOwnSource)
+	doneEpochs [][]seam.EpochStart
+	lastToken  uint64
+	serving    *serving // the sealed read in flight
 }
 
 // onRecoveryMsg handles a message of the recovery group from peer from
@@ -473,8 +482,14 @@ func (n *Node) sealMade() {
 	j := s.job
 	if len(s.done) >= sealsKeptMax {
 		s.done = slices.Delete(s.done, 0, 1)
+		s.doneEpochs = slices.Delete(s.doneEpochs, 0, 1)
 	}
 	s.done = append(s.done, j.seal)
+	if j.epochsBad {
+		s.doneEpochs = append(s.doneEpochs, nil)
+	} else {
+		s.doneEpochs = append(s.doneEpochs, j.epochs)
+	}
 	n.out.Recovery(j.req.Queue, seam.StageSeal, j.req.Epoch, recovery.AppendSeal(n.out.Grow(128), &j.seal),
 		fmt.Sprintf("n%d sealed [%d,%d) last-epoch=%d damaged=%v id=%x%s", n.x.Node, j.seal.Start, j.seal.End, j.seal.LastEpoch, j.seal.Damaged, j.seal.Identity[:6], receiptNote(j.fromReceipt)))
 	for _, w := range j.waiters {
@@ -514,9 +529,17 @@ func (n *Node) sealStorage(d *StorageDone) {
 			return
 		}
 		for i := range d.Records {
-			if err := j.id.Add(&d.Records[i]); err != nil {
+			r := &d.Records[i]
+			if err := j.id.Add(r); err != nil {
 				n.sealEnd(err.Error())
 				return
+			}
+			switch k := len(j.epochs); {
+			case j.epochsBad:
+			case k > 0 && r.Epoch < j.epochs[k-1].Epoch, k >= recovery.EpochsMax && r.Epoch != j.epochs[k-1].Epoch:
+				j.epochsBad, j.epochs = true, nil
+			case k == 0 || r.Epoch != j.epochs[k-1].Epoch:
+				j.epochs = append(j.epochs, seam.EpochStart{Epoch: r.Epoch, Offset: r.Offset})
 			}
 		}
 		n.sealReadNext()

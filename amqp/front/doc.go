@@ -81,6 +81,11 @@
 //     leader=N" refusal names; a topology answer of "no such queue" (this
 //     broker has not applied the committed declaration yet), "fenced" or
 //     "owner down" (a recovery) is asked again until DeclareTimeoutNs;
+//   - a declaration still unanswered at DeclareTimeoutNs, and a
+//     subscription RouteWaitNs after its first try, are refused with 405
+//     by the front itself (a broker that stopped without closing its
+//     connections never answers); a subscription refused so is ended at
+//     its broker, and a late answer finds nothing waiting;
 //   - NodeLost(node): the driver lost its way to that broker (its process
 //     died, the link failed). Every connection with a request in flight
 //     there or a subscription there is closed with 320

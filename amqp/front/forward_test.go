@@ -412,3 +412,43 @@ func TestSubscribeRouteWait(t *testing.T) {
 		t.Fatalf("client got %v, want channel.close 405 after the route wait", got)
 	}
 }
+
+// TestForwardedRequestsBounded: a broker that stops answering without
+// closing its connections (a paused process) leaves no method without a
+// reply: a declaration whose command went to it is refused at
+// DeclareTimeoutNs, a subscription forwarded to it after RouteWaitNs
+// (and ended there), each with 405; answers that come later find nothing.
+func TestForwardedRequestsBounded(t *testing.T) {
+	h := newHarnessWith(t, func(c *Config) {
+		c.Forward, c.Brokers, c.DeclareTimeoutNs, c.RouteWaitNs = true, 3, 100e6, 200e6
+	})
+	h.cl.method(t, 1, &wire.QueueDeclare{Queue: "orders", Durable: true})
+	h.send()
+	m := h.next(seam.ReqMeta)
+	h.reply(m, seam.Failed, 0, 0, "not the leader: leader=2")
+	m = h.next(seam.ReqMeta)
+	if m.Node != 2 {
+		t.Fatalf("the command went to n%d, want the leader n2", m.Node)
+	}
+	for i := 0; i < 50 && len(h.srv) == 0; i++ {
+		h.tick()
+	}
+	if got := h.methods(); len(got) != 1 || !strings.HasPrefix(got[0], "20.40 405") || !strings.Contains(got[0], "no answer from n2") {
+		t.Fatalf("a declaration at a silent leader: the client got %v", got)
+	}
+	h.reply(m, seam.Confirmed, 7, 0, "") // late: nothing waits for it
+	if got := h.methods(); len(got) != 0 {
+		t.Fatalf("a late answer reached the client: %v", got)
+	}
+
+	h2, sr := consumingAtN2(t)
+	for i := 0; i < 100 && len(h2.srv) == 0; i++ {
+		h2.tick()
+	}
+	if got := h2.methods(); len(got) != 1 || !strings.HasPrefix(got[0], "20.40 405") || !strings.Contains(got[0], "no answer from n2") {
+		t.Fatalf("a subscription at a silent owner: the client got %v", got)
+	}
+	if len(h2.gone) != 1 || h2.gone[0].Node != 2 || h2.gone[0].Client != sr.Client {
+		t.Fatalf("client-gone %v, want the subscription ended at n2", h2.gone)
+	}
+}

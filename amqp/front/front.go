@@ -315,6 +315,12 @@ func (f *Front) finish() []Effect {
 		for _, w := range c.awaiting {
 			at = min(at, w.askNs)
 		}
+		//detguard:order-independent computes a minimum; nothing is emitted inside
+		for _, p := range c.reqs {
+			if d := f.overdueNs(p); d > 0 {
+				at = min(at, d)
+			}
+		}
 	}
 	if at != math.MaxInt64 && at != f.timerAt {
 		f.timerAt = at
@@ -408,6 +414,7 @@ func (f *Front) Tick(nowNs int64) []Effect {
 			f.declareAsk(c, d)
 		}
 		f.awaitDue(c)
+		f.answerOverdue(c)
 	}
 	return f.finish()
 }
@@ -720,6 +727,59 @@ func (f *Front) deferPublish(c *connState, p pubItem) {
 	}
 	f.retryLater(c, p, f.cfg.RouteRetryNs)
 	f.askRoute(c, p.name)
+}
+
+// overdueNs is when a request in flight must have its answer, or the
+// front answers its client itself (0: no bound): a declaration at its
+// DeclareTimeoutNs, a subscription RouteWaitNs after its first try. A
+// broker that stopped without closing its connections (a paused process,
+// a link that went silent) would otherwise leave the client's method
+// without a reply for good.
+func (f *Front) overdueNs(p *pending) int64 {
+	switch p.kind {
+	case pDeclare:
+		return p.decl.untilNs
+	case pSubscribe:
+		return p.firstNs + f.cfg.RouteWaitNs
+	}
+	return 0
+}
+
+// answerOverdue answers the requests of c whose answer did not come in
+// time (overdueNs); an answer that comes after finds no request waiting.
+func (f *Front) answerOverdue(c *connState) {
+	var ids []uint64
+	//detguard:order-independent collects request ids, sorted below before anything is emitted
+	for id, p := range c.reqs {
+		if d := f.overdueNs(p); d > 0 && d <= f.nowNs {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		p := c.reqs[id]
+		delete(c.reqs, id)
+		switch p.kind {
+		case pDeclare:
+			f.input(c, conn.InResult{NowNs: f.nowNs, Op: p.decl.op, Code: wire.ResourceLocked,
+				Text: fmt.Sprintf("queue '%s' not ready in time: no answer from n%d within %d ms", p.decl.spec.Name, f.nodeOf(p), f.cfg.DeclareTimeoutNs/1e6)})
+		case pSubscribe:
+			if s := c.sub(p.sub); s != nil {
+				// Its broker may yet set it up: end it there.
+				f.dropSub(c, s)
+			}
+			f.input(c, conn.InResult{NowNs: f.nowNs, Op: p.op, Code: wire.ResourceLocked,
+				Text: fmt.Sprintf("cannot consume from queue '%s': no answer from n%d within %d ms", p.subReq.Queue, f.nodeOf(p), f.cfg.RouteWaitNs/1e6)})
+		}
+	}
+}
+
+// nodeOf names the broker a request went to.
+func (f *Front) nodeOf(p *pending) seam.NodeID {
+	if p.node == 0 {
+		return f.cfg.Node
+	}
+	return p.node
 }
 
 // askRoute asks the topology who serves queue name now, unless c asks

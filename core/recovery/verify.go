@@ -147,6 +147,7 @@ type Verifier struct {
 	// byIdentity counts the witnesses taken by their seal's identity,
 	// the source's, without a read
 	byIdentity int
+	tookSource bool // the source taken by its seal (TakeSource)
 	blocked    string
 	// blockedOn: the replica whose log was being read when the
 	// verification blocked (0: none)
@@ -206,6 +207,26 @@ func newVerifier(src Seal, witnesses []Seal, past bool, b Budget) *Verifier {
 	v.start()
 	return v
 }
+
+// TakeSource takes the source by its seal, unread, with epochs its epoch
+// history: for a caller that hashed the source's log to that seal itself
+// (its own log, sealed by its own process, unchanged since), whose read
+// would only hash it again. It does nothing (false) once a page was read,
+// or when a witness of another identity needs the source's records for
+// its comparison.
+func (v *Verifier) TakeSource(epochs []seam.EpochStart) bool {
+	if v.compare || v.pages > 0 || v.srcDone || v.blocked != "" || len(epochs) > EpochsMax {
+		return false
+	}
+	v.reads = slices.DeleteFunc(v.reads, func(r reading) bool { return r.log == 0 })
+	v.srcDone, v.tookSource = true, true
+	v.epochs = slices.Clone(epochs)
+	v.start()
+	return true
+}
+
+// TookSource says whether the source was taken by its seal (TakeSource).
+func (v *Verifier) TookSource() bool { return v.tookSource }
 
 // ByIdentity returns how many witnesses were taken by their identity,
 // the source's, without being read.
@@ -306,8 +327,15 @@ func (v *Verifier) AddPage(node seam.NodeID, from uint64, recs []record.Record) 
 		v.bytes += int64(len(recs[i].Body) + recordWireBytes)
 	}
 	if b := &v.budget; v.pages > b.PagesMax || v.records > b.RecordsMax || v.bytes > b.BytesMax {
-		v.block(node, "inspection budget exhausted (%d pages, %d records, %d bytes; at most %d, %d, %d: the settings recovery.inspect_pages_max, _records_max, _bytes_max)",
-			v.pages, v.records, v.bytes, b.PagesMax, b.RecordsMax, b.BytesMax)
+		setting := "recovery.inspect_pages_max"
+		switch {
+		case v.records > b.RecordsMax:
+			setting = "recovery.inspect_records_max"
+		case v.bytes > b.BytesMax:
+			setting = "recovery.inspect_bytes_max"
+		}
+		v.block(node, "inspection budget exhausted (%d pages, %d records, %d bytes; at most %d, %d, %d): raise the setting %s",
+			v.pages, v.records, v.bytes, b.PagesMax, b.RecordsMax, b.BytesMax, setting)
 		return
 	}
 	src := &v.logs[0]

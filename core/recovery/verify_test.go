@@ -264,13 +264,40 @@ func TestVerifierReadsTwoLogsAtOnce(t *testing.T) {
 // settings that raise it.
 func TestVerifierSmallBudget(t *testing.T) {
 	src := history([]uint64{1, 1, 1, 1, 1}, "")
-	for _, b := range []Budget{{PagesMax: 2, RecordsMax: 100, BytesMax: 1 << 20}, {PagesMax: 100, RecordsMax: 4, BytesMax: 1 << 20}, {PagesMax: 100, RecordsMax: 100, BytesMax: 40}} {
+	for setting, b := range map[string]Budget{"recovery.inspect_pages_max": {PagesMax: 2, RecordsMax: 100, BytesMax: 1 << 20},
+		"recovery.inspect_records_max": {PagesMax: 100, RecordsMax: 4, BytesMax: 1 << 20}, "recovery.inspect_bytes_max": {PagesMax: 100, RecordsMax: 100, BytesMax: 40}} {
 		v := run(t, NewVerifier(sealOf(t, 1, src), nil, b), map[seam.NodeID][]record.Record{1: src}, 1)
-		if v.Done() || !strings.Contains(v.Blocked(), "inspection budget exhausted") || !strings.Contains(v.Blocked(), "recovery.inspect_pages_max") {
+		if v.Done() || !strings.Contains(v.Blocked(), "inspection budget exhausted") || !strings.Contains(v.Blocked(), "raise the setting "+setting) {
 			t.Fatalf("budget %+v: done=%v blocked=%q", b, v.Done(), v.Blocked())
 		}
 	}
 	if v := run(t, NewVerifier(sealOf(t, 1, src), nil, Budget{PagesMax: 5, RecordsMax: 5, BytesMax: 1 << 20}), map[seam.NodeID][]record.Record{1: src}, 1); !v.Done() {
 		t.Fatalf("a budget that fits: %q", v.Blocked())
+	}
+}
+
+// TakeSource takes the source by its seal, unread, with the epochs given;
+// not once a witness of another identity needs the source's records.
+func TestVerifierTakeSource(t *testing.T) {
+	src := history([]uint64{1, 1, 2, 2}, "")
+	s := sealOf(t, 1, src)
+	same := s
+	same.Node = 2
+	epochs := []seam.EpochStart{{Epoch: src[0].Epoch, Offset: 0}, {Epoch: src[2].Epoch, Offset: 2}}
+	v := NewVerifier(s, []Seal{same}, DefaultBudget)
+	if !v.TakeSource(epochs) || !v.Done() || !v.TookSource() {
+		t.Fatalf("take the source: done=%v blocked=%q", v.Done(), v.Blocked())
+	}
+	if pages, _, _ := v.Inspected(); pages != 0 || len(v.SourceEpochs()) != 2 {
+		t.Fatalf("inspected %d pages, epochs %v", pages, v.SourceEpochs())
+	}
+	other := history([]uint64{1, 1, 2}, "x")
+	v = NewVerifier(s, []Seal{sealOf(t, 3, other)}, DefaultBudget)
+	if v.TakeSource(epochs) {
+		t.Fatal("took the source beside a witness of another identity")
+	}
+	v = run(t, v, map[seam.NodeID][]record.Record{1: src, 3: other}, 4)
+	if v.Done() || !strings.Contains(v.Blocked(), "contradictory history: n3") {
+		t.Fatalf("read instead: done=%v blocked=%q", v.Done(), v.Blocked())
 	}
 }
