@@ -471,6 +471,8 @@ func (n *Node) topology(c ClientID, req *Request) {
 	}
 	q, ok := n.ctrl.Metadata().Queue(string(req.Body))
 	switch {
+	case !ok && !n.ctrl.CaughtUp():
+		n.out.Reply(c, req.ID, Failed, 0, 0, seam.ReasonCatchingUp)
 	case !ok:
 		n.out.Reply(c, req.ID, Failed, 0, 0, "no such queue")
 	case !q.Assigned:

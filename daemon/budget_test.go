@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
 )
 
 // TestServeRecoveryOwnLog: a single broker whose inspection budget is far
@@ -86,4 +88,41 @@ func getDescribe(t *testing.T, s *Server) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// TestServeRestartKnowsItsQueues: right after a restart, before the broker
+// re-applied its metadata, a queue it holds is not taken for missing: a
+// passive declaration waits and succeeds (it answered 404 for the first
+// few milliseconds), and a mandatory publish is never returned as
+// unroutable (it was acked and dropped).
+func TestServeRestartKnowsItsQueues(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, dir)
+	c := mustDial(t, s)
+	ch, _ := c.Channel()
+	if _, err := ch.QueueDeclare("kept", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	publishConfirmed(t, ch, "kept", 0, 5)
+	c.Close()
+	stopServer(t, s)
+
+	s = startServer(t, dir)
+	defer stopServer(t, s)
+	c2 := mustDial(t, s)
+	defer c2.Close()
+	ch2, _ := c2.Channel()
+	returns := ch2.NotifyReturn(make(chan amqp.Return, 1))
+	if err := ch2.Publish("", "kept", true, false, amqp.Publishing{Body: []byte("early")}); err != nil {
+		t.Fatal(err)
+	}
+	ch3, _ := c2.Channel()
+	if _, err := ch3.QueueDeclarePassive("kept", true, false, false, false, nil); err != nil {
+		t.Fatalf("a passive declaration right after the restart: %v", err)
+	}
+	select {
+	case r := <-returns:
+		t.Fatalf("a publish right after the restart was returned: %d %s", r.ReplyCode, r.ReplyText)
+	case <-time.After(200 * time.Millisecond):
+	}
 }

@@ -35,7 +35,11 @@
 //
 // Names. The core's catalogue (core/metadata) names queues; the front
 // learns a name's queue id by a ReqTopology, answered from the metadata the
-// node applied, and keeps it. Only the default exchange exists: a publish
+// node applied, and keeps it. Until the node applied the metadata it held
+// committed at its start, the answer says so (seam.ReasonCatchingUp) and
+// the operations naming the queue wait, asked again every RetryNs (up to
+// RouteWaitNs): a queue missing then may exist, and a publish acked as
+// unroutable would be lost. Only the default exchange exists: a publish
 // routes to the queue named by its routing key; a name the catalogue does
 // not hold is unroutable (acked, and returned when mandatory, as
 // RabbitMQ). Publishes and subscriptions naming a queue not yet resolved
@@ -46,8 +50,10 @@
 // defaults 1 (with Forward: 3, or as many brokers as there are below
 // that), majority_durable and 1), then asks the topology until the
 // controller has placed the queue (declare-ok) or says why it cannot serve
-// it. Not the leader yet, an unknown outcome (a declaration is idempotent)
-// and "not placed yet" are retried every RetryNs until DeclareTimeoutNs.
+// it. Not the leader yet, an unknown outcome (a declaration is idempotent),
+// "not placed yet", metadata still catching up and a recovery under way
+// ("fenced", "owner down") are retried every RetryNs until
+// DeclareTimeoutNs.
 // Without Forward a queue placed elsewhere cannot be served here.
 //
 // # Forwarding (Config.Forward: a broker of a cluster)

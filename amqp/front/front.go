@@ -162,6 +162,10 @@ type connState struct {
 	// routing: queue names whose owner is being asked (one question at a
 	// time per connection and name).
 	routing map[string]bool
+	// reasks: queue names whose topology answer was that this broker's
+	// metadata is still catching up after its start: asked again at atNs,
+	// until untilNs; their operations wait in resolving meanwhile
+	reasks []reask
 	// awaiting: operations other than publishes that need their queue's
 	// owner and wait for the topology to name a serving one (Forward), in
 	// the order they were asked.
@@ -182,6 +186,12 @@ type sub struct {
 	queue  string
 	noAck  bool
 	node   seam.NodeID // the broker that runs it (this one's id, or the owner it was forwarded to)
+}
+
+// reask is a name whose topology is asked again (connState.reasks).
+type reask struct {
+	name          string
+	atNs, untilNs int64
 }
 
 // routeWait is an operation that needs its queue's owner (a
@@ -240,6 +250,8 @@ type pending struct {
 	subReq  conn.EfSubscribe
 	queue   seam.QueueID
 	firstNs int64
+	// topology asked again (reask): when its waiting operations give up
+	untilNs int64
 }
 
 // New returns a front; it fails on a configuration no connection could
@@ -314,6 +326,9 @@ func (f *Front) finish() []Effect {
 		}
 		for _, w := range c.awaiting {
 			at = min(at, w.askNs)
+		}
+		for _, r := range c.reasks {
+			at = min(at, r.atNs)
 		}
 		//detguard:order-independent computes a minimum; nothing is emitted inside
 		for _, p := range c.reqs {
@@ -415,6 +430,7 @@ func (f *Front) Tick(nowNs int64) []Effect {
 		}
 		f.awaitDue(c)
 		f.answerOverdue(c)
+		f.reaskDue(c)
 	}
 	return f.finish()
 }
@@ -1144,7 +1160,7 @@ func (f *Front) reply(c *connState, e *seam.Effect) {
 		}
 		f.input(c, conn.InPublished{NowNs: f.nowNs, Results: []conn.PublishResult{r}})
 	case pTopology:
-		f.topologyAnswer(c, p.name, e)
+		f.topologyAnswer(c, p.name, e, p.untilNs)
 	case pRoute:
 		delete(c.routing, p.name)
 		f.learnRoute(e)
@@ -1209,8 +1225,35 @@ func (f *Front) learnRoute(e *seam.Effect) {
 	f.unrouted[e.Queue] = why
 }
 
+// reaskDue asks the topology again for the names whose time came.
+func (f *Front) reaskDue(c *connState) {
+	var due []reask
+	c.reasks = slices.DeleteFunc(c.reasks, func(r reask) bool {
+		if r.atNs <= f.nowNs {
+			due = append(due, r)
+			return true
+		}
+		return false
+	})
+	for _, r := range due {
+		f.request(c, c.client, seam.Request{Kind: seam.ReqTopology, Body: []byte(r.name)}, &pending{kind: pTopology, name: r.name, untilNs: r.untilNs}, 0)
+	}
+}
+
 // topologyAnswer resolves the operations waiting for name.
-func (f *Front) topologyAnswer(c *connState, name string, e *seam.Effect) {
+func (f *Front) topologyAnswer(c *connState, name string, e *seam.Effect, untilNs int64) {
+	if e.Outcome == seam.Failed && e.Reason == seam.ReasonCatchingUp {
+		// This broker has not applied yet what it held committed before
+		// its start: the queue may exist. Its operations wait (a publish
+		// acked as unroutable would be lost), asked again every RetryNs.
+		if untilNs == 0 {
+			untilNs = f.nowNs + f.cfg.RouteWaitNs
+		}
+		if f.nowNs+f.cfg.RetryNs <= untilNs {
+			c.reasks = append(c.reasks, reask{name: name, atNs: f.nowNs + f.cfg.RetryNs, untilNs: untilNs})
+			return
+		}
+	}
 	ops := c.resolving[name]
 	delete(c.resolving, name)
 	if f.cfg.Forward && e.Queue != 0 {
@@ -1342,11 +1385,12 @@ func (f *Front) declareAnswer(c *connState, d *declare, e *seam.Effect) {
 		return
 	}
 	switch {
-	case e.Reason == "not placed yet", e.Outcome == seam.Confirmed && why == reasonNotServed:
+	case e.Reason == "not placed yet", e.Reason == seam.ReasonCatchingUp, e.Outcome == seam.Confirmed && why == reasonNotServed:
 		f.declareLater(c, d, why)
-	case f.cfg.Forward && (recovering(e.Reason) || (e.Reason == "no such queue" && !d.spec.Passive)):
-		// A recovery under way, or a declaration the leader committed
-		// that this broker has not applied yet: ask again.
+	case recovering(e.Reason) || (f.cfg.Forward && e.Reason == "no such queue" && !d.spec.Passive):
+		// A recovery under way (a restart's, on a single broker too), or
+		// a declaration the leader committed that this broker has not
+		// applied yet: ask again.
 		f.declareLater(c, d, e.Reason)
 	case e.Reason == "no such queue" && d.spec.Passive:
 		f.input(c, conn.InResult{NowNs: f.nowNs, Op: d.op, Code: wire.NotFound, Text: fmt.Sprintf("no queue '%s' in vhost '/'", d.spec.Name)})

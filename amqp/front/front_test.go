@@ -376,13 +376,27 @@ func TestDeclareRefusals(t *testing.T) {
 	if got := h.methods(); len(got) != 1 || !strings.HasPrefix(got[0], "20.40 406") {
 		t.Fatalf("conflict: client got %v, want channel.close 406", got)
 	}
-	h = newHarness(t)
+	// Fenced (a recovery under way, a restart's on a single broker): the
+	// declaration waits, asking again, and is refused with 405 only past
+	// its timeout.
+	h = newHarnessWith(t, func(c *Config) { c.DeclareTimeoutNs = 20e6 })
 	h.cl.method(t, 1, &wire.QueueDeclare{Queue: "q", Durable: true})
 	h.send()
 	h.reply(h.next(seam.ReqMeta), seam.Confirmed, 0, 9, "exists")
 	h.reply(h.next(seam.ReqTopology), seam.Failed, 1, 0, "fenced: pending transition to epoch 2")
-	if got := h.methods(); len(got) != 1 || !strings.HasPrefix(got[0], "20.40 405") {
-		t.Fatalf("fenced: client got %v, want channel.close 405", got)
+	if got := h.methods(); len(got) != 0 {
+		t.Fatalf("fenced: client got %v at once, want the declaration to wait", got)
+	}
+	var got []string
+	for i := 0; i < 50 && len(got) == 0; i++ {
+		h.tick()
+		for len(h.req) > 0 {
+			h.reply(h.next(seam.ReqTopology), seam.Failed, 1, 0, "fenced: pending transition to epoch 2")
+		}
+		got = h.methods()
+	}
+	if len(got) != 1 || !strings.HasPrefix(got[0], "20.40 405") || !strings.Contains(got[0], "not ready in time") {
+		t.Fatalf("fenced past the timeout: client got %v, want channel.close 405", got)
 	}
 }
 
@@ -424,5 +438,29 @@ func TestCoreBatchOneAck(t *testing.T) {
 	h.take(h.f.CoreBatch(h.now, batch))
 	if got := h.methods(); strings.Join(got, ",") != "60.80 tag=3 multiple=true" {
 		t.Fatalf("client got %v, want one basic.ack tag=3 multiple", got)
+	}
+}
+
+// TestTopologyCatchingUp: right after a broker's start its metadata may
+// not yet hold a queue it declared before (the log is re-applied): the
+// topology says so, and a publish to the queue waits, asked again every
+// RetryNs, instead of being acked as unroutable (and lost).
+func TestTopologyCatchingUp(t *testing.T) {
+	h := newHarness(t)
+	h.cl.publish(t, 1, "q", "A")
+	h.send()
+	h.reply(h.next(seam.ReqTopology), seam.Failed, 0, 0, seam.ReasonCatchingUp)
+	if got := h.methods(); len(got) != 0 {
+		t.Fatalf("the client got %v while the metadata catches up", got)
+	}
+	h.tick()
+	h.reply(h.next(seam.ReqTopology), seam.Confirmed, 7, 1, "owner=n1")
+	p := h.next(seam.ReqPublish)
+	h.reply(p, seam.Confirmed, 7, 0, "")
+	if got := h.methods(); len(got) != 1 || got[0] != "60.80 tag=1 multiple=false" {
+		t.Fatalf("client got %v, want basic.ack 1 of a stored publish", got)
+	}
+	if st := h.f.Stats(); st.Unroutable != 0 || st.Confirmed != 1 {
+		t.Fatalf("stats %+v", st)
 	}
 }

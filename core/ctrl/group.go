@@ -164,10 +164,14 @@ type Group struct {
 	pend    *pending
 	failed  string
 
-	applied   uint64
-	md        metadata.State
-	proposals []proposal // in proposal order, all of the current term
-	fresh     freshReads // fresh reads asked and not yet answered
+	applied uint64
+	// startCommit: the commit index the store held at the start; until the
+	// group applied it, the applied metadata lacks what this node knew
+	// committed before (a restart re-applies its log from the image)
+	startCommit uint64
+	md          metadata.State
+	proposals   []proposal // in proposal order, all of the current term
+	fresh       freshReads // fresh reads asked and not yet answered
 
 	// liveness (liveness.go)
 	nextHeartbeatNs int64
@@ -237,7 +241,7 @@ func New(cfg Config, st meta.State) (*Group, error) {
 		applied = st.HardState.Commit // planted: the image taken as of the commit index
 	}
 	g := &Group{cfg: cfg, voters: vs, learners: ls, members: members, isVoter: isVoter, store: store, log: &traceLogger{max: LogLinesMax},
-		bugSendBeforePersist: cfg.Bugs.Has(bugs.CtrlSendBeforePersist), md: md, applied: applied}
+		bugSendBeforePersist: cfg.Bugs.Has(bugs.CtrlSendBeforePersist), md: md, applied: applied, startCommit: st.HardState.Commit}
 	g.rn, err = raft.NewRawNode(&raft.Config{
 		ID:              cfg.ID,
 		Applied:         applied,
@@ -447,6 +451,11 @@ func (g *Group) Metadata() *metadata.State { return &g.md }
 
 // AppliedIndex is the index of the last applied entry.
 func (g *Group) AppliedIndex() uint64 { return g.applied }
+
+// CaughtUp reports whether the group applied every entry its store held
+// committed at the start: before, the applied metadata may lack a queue
+// this node declared, so its absence proves nothing.
+func (g *Group) CaughtUp() bool { return g.applied >= g.startCommit }
 
 // LogEnd is the index of the last entry this replica's log holds, stored
 // or being stored (a batch in flight), committed or not: entries between

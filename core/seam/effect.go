@@ -110,6 +110,12 @@ func (s RecoveryStage) String() string {
 	return "stage?"
 }
 
+// ReasonCatchingUp is a topology refusal's reason while the node has not
+// yet applied the metadata it held committed at its start (a restart
+// re-applies its log): a queue it does not find may exist, so the asker
+// asks again rather than take it for missing.
+const ReasonCatchingUp = "metadata catching up after the start"
+
 // Outcome is how a request ended.
 type Outcome uint8
 
