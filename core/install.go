@@ -236,7 +236,7 @@ func (n *Node) installBegin(st *seam.LogState) {
 		n.installEnd(false, sourceChangedNote+": its own log parts from its history")
 		return
 	}
-	if p.publishing != nil {
+	if p.publishing != nil || p.fresh != 0 {
 		n.installEnd(true, "publishing its stage")
 		return
 	}

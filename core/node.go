@@ -215,6 +215,9 @@ func (n *Node) Step(in *Input) []Effect {
 		}
 	case InStorage:
 		if in.Done.Op == seam.OpOpen && in.Done.Log == seam.LogStage {
+			if n.freshOpened(&in.Done) {
+				break
+			}
 			n.stageOpened(&in.Done)
 			break
 		}

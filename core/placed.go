@@ -52,6 +52,9 @@ type placedGroup struct {
 	generation           uint64
 	publishing           *seam.LogState
 	activateAfterPublish bool
+	// fresh: the generation a new copy's learner opens for its copy, its
+	// log holding an older history of the queue (keepApart); 0: none
+	fresh uint64
 }
 
 // placedMax bounds the placed queues a node tracks: the catalogue's limit.
@@ -170,11 +173,12 @@ func (n *Node) learnerTick() {
 			continue
 		}
 		a := &q.Assignment
-		var processes []uint64
-		for _, m := range a.Members.Slice() {
-			processes = append(processes, m.Process)
+		var nodes [seam.ReplicasMax]NodeID
+		var processes [seam.ReplicasMax]uint64
+		for i, m := range a.Members.Slice() {
+			nodes[i], processes[i] = m.Node, m.Process
 		}
-		r.SetMemberProcesses(processes)
+		r.SetMembers(nodes[:a.Members.N], processes[:a.Members.N])
 		r.SetLearner(a.Learner.Node, a.Learner.Process)
 		node, process, ok := r.LearnerCaughtUp()
 		if !ok || node != a.Learner.Node || process != a.Learner.Process {
@@ -406,6 +410,9 @@ func (n *Node) replaced(d *StorageDone) {
 
 // startGroup runs queue q's replica group on its open log, which holds st.
 func (n *Node) startGroup(p *placedGroup, q *metadata.Queue, st *seam.LogState) {
+	if n.keepApart(p, q, st) {
+		return // the group starts on the fresh generation, once published
+	}
 	md := n.ctrl.Metadata()
 	p.epoch, p.forSeal, p.byInstall = q.Assignment.Epoch, false, false
 	qc := QueueConfig{Queue: p.queue, Owner: q.Assignment.Owner, Policy: q.Policy, EpochBase: seam.EpochBase(q.Assignment.Epoch), Leased: true}
@@ -487,4 +494,62 @@ func (n *Node) topology(c ClientID, req *Request) {
 	default:
 		n.out.Reply(c, req.ID, Confirmed, q.ID, uint64(q.Assignment.Owner), fmt.Sprintf("owner=n%d", q.Assignment.Owner))
 	}
+}
+
+// keepApart begins, for a new copy's learner (no member of q is this
+// broker) whose log holds an older history of the queue (of an assignment
+// it left: a returning broker's), a fresh generation for the copy, and
+// reports whether it did (or one is under way). The older history is never
+// truncated to fit the owner's: it stays untouched in the generation it
+// was, readable for inspection, and the copy catches up from empty
+// (seed 004: a returning replica's older history is kept apart). A log of
+// this assignment's generation or later (an installation of its recovery,
+// or a learner's copy resumed after a restart) is the copy already.
+func (n *Node) keepApart(p *placedGroup, q *metadata.Queue, st *seam.LogState) bool {
+	a := &q.Assignment
+	if slices.ContainsFunc(a.Members.Slice(), func(m metadata.Member) bool { return m.Node == n.x.Node }) {
+		return false // a member, or its successor: the copy is the member's
+	}
+	if p.fresh != 0 || p.publishing != nil {
+		return true
+	}
+	if (st.End == st.Start && len(st.Epochs) == 0 && st.Damage == "") || st.Generation >= a.Epoch {
+		return false
+	}
+	p.fresh = a.Epoch
+	n.recoveryNote(p.queue, "queue %d: n%d's log [%d,%d) generation %d is an older history: its copy for epoch %d starts in generation %d",
+		p.queue, n.x.Node, st.Start, st.End, st.Generation, a.Epoch, p.fresh)
+	n.out.Storage(seam.Effect{Op: seam.OpOpen, Group: seam.QueueGroup(p.queue), Log: seam.LogStage, Offset: p.fresh})
+	return true
+}
+
+// freshOpened takes the open of a new copy's fresh generation (keepApart),
+// and reports whether it was one: what an earlier stage of that generation
+// left goes, and the empty stage is published as the log, on which the
+// learner's group starts (stagePublished).
+func (n *Node) freshOpened(d *StorageDone) bool {
+	i := n.placedIndex(QueueID(d.Group))
+	if i < 0 || n.placed[i].fresh == 0 || d.Offset != n.placed[i].fresh {
+		return false
+	}
+	p := &n.placed[i]
+	p.fresh = 0
+	if d.Err != "" {
+		return true // the failure policy: the process exits
+	}
+	issue := func(e seam.Effect) {
+		e.Group, e.Log, e.Tag = d.Group, seam.LogStage, sealTag|installTag
+		n.out.Storage(e)
+	}
+	st := d.State
+	if st.Damage != "" {
+		issue(seam.Effect{Op: seam.OpDiscard, Offset: st.End})
+	}
+	if st.End != 0 || len(st.Epochs) > 0 {
+		issue(seam.Effect{Op: seam.OpReseed, Offset: 0})
+	}
+	p.publishing = &seam.LogState{Group: d.Group, Generation: st.Generation, Unrepaired: st.Unrepaired || st.Damage != ""}
+	p.activateAfterPublish = true
+	issue(seam.Effect{Op: seam.OpPublish})
+	return true
 }

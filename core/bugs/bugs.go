@@ -130,6 +130,9 @@ const (
 	// LearnerRepairsAtOnce: a learner clears its log's unrepaired mark as
 	// it starts, as a member follower does, before it caught up.
 	LearnerRepairsAtOnce
+	// NoNewCopy: placement never names a new copy's learner, so a queue a
+	// recovery left short of its replicas stays so.
+	NoNewCopy
 	end
 )
 
@@ -174,6 +177,7 @@ var Registry = []Bug{
 	{RetainPastFollowers, "retain-past-followers", "retention", "an owner's retention deletes records a follower that reports still lacks"},
 	{LearnerCountsTowardW, "learner-counted-toward-w", "learners", "an owner counts a learner's durable reports toward W before its admission"},
 	{LearnerRepairsAtOnce, "learner-repairs-at-once", "learners", "a learner clears its log's unrepaired mark as it starts, before it caught up"},
+	{NoNewCopy, "no-new-copy", "learners", "placement never adds a new copy to a queue a recovery left short of its replicas"},
 }
 
 // Has reports whether every bug of b is in s.

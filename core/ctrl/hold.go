@@ -22,9 +22,8 @@ import (
 //     its broker registered) less than replication.follower_loss_hold_ms
 //     ago (read at every check; 0: never held), none is on a draining
 //     broker (a copy that is leaving is replaced, not waited for), and
-//     none is back with another process (until learners exist, a
-//     restarted follower rejoins through recovery, so the hold ends when
-//     its broker registers again).
+//     none is back with another process on other storage (its copy is
+//     gone: it is replaced through recovery).
 //
 // The owner keeps confirming with the followers left: a lost one never
 // reports, so it is never waited for. A follower back with the same
@@ -44,13 +43,12 @@ import (
 
 // A follower back with a new process on the same storage does not end
 // the hold: it rejoins as the queue's learner (learner.go) while the hold
-// goes on, and is admitted once it caught up.
+// goes on, and is admitted once it caught up. A queue a transition left on
+// fewer members than its replicas gets its lost copies back as new
+// copies' learners (learner.go), one at a time, once it serves again.
 //
-// TODO(issue 12), what the hold's pieces left:
+// TODO, what the hold's pieces left:
 //
-//   - A learner succeeds its own broker's member only (same node, same
-//     storage), so E never changes; seed 004's learner on another broker,
-//     which adds a member and grows E (and R), is not built.
 //   - A stage reseeded at its source's start gets no epoch history below
 //     it (the source's seal carries none): after a recovery that
 //     retained, the followers' first match at the owner's start is

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 
+	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/core/metadata"
 	"github.com/sluicemq/sluice/core/seam"
 )
@@ -21,6 +22,48 @@ import (
 // transition, the same learner: the metadata guards it again at apply).
 // Admission makes the learner the member (E and W unchanged) and the
 // hold ends, its member live again.
+
+// A queue left on fewer members than its replicas (a recovery that found
+// no live broker to replace a lost one) grows back the same way: placement
+// names a live, undrained broker outside its members the learner (the
+// returning broker or another, by fewest replicas), whose node runs the
+// follower group on a fresh copy (core/placed.go keeps an older history
+// of the queue it finds apart, in the generation it was), and admission
+// adds it as one member more. E grows by one and W stays (the metadata
+// refuses a copy that would change it), so every record confirmed before
+// the admission, on W of the old members, still meets every R = E - W + 1
+// seals of the new ones; later recoveries seal the enlarged set.
+
+// proposeNewCopy proposes, for queue q on fewer members than its
+// replicas, a learner on the live, undrained broker outside its members
+// holding the fewest replicas, unless its learner is such a broker's
+// live process already.
+func (g *Group) proposeNewCopy(q *metadata.Queue, load loads) {
+	a := &q.Assignment
+	if l := a.Learner; l != (metadata.Member{}) {
+		if b, ok := g.md.Broker(l.Node); ok && b.Live && !b.Draining && b.Process == l.Process && b.Storage == l.Storage {
+			return // catching up
+		}
+	}
+	if g.cfg.Bugs.Has(bugs.NoNewCopy) {
+		return // planted: the queue stays short of its replicas
+	}
+	if !q.GrowthKeepsW() {
+		return // a member more would change W: the queue waits for a recovery's replacement
+	}
+	var members [seam.ReplicasMax]seam.NodeID
+	for i, m := range a.Members.Slice() {
+		members[i] = m.Node
+	}
+	ms, _, ok := g.choose(load, 1, members[:a.Members.N])
+	if !ok {
+		return // no broker outside its members: it waits
+	}
+	l := ms.M[0]
+	if g.proposePlacement(metadata.Command{Kind: metadata.AddLearner, Queue: q.Name, Incarnation: q.Incarnation, Epoch: a.Epoch, Learner: l}) {
+		load.add(&ms, 0)
+	}
+}
 
 // proposeLearner proposes, for held queue q, the learner of a follower
 // whose broker is back with a new process on the follower's storage

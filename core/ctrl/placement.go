@@ -24,7 +24,12 @@ import (
 //     assignment. A queue is never proposed so few members that their W
 //     falls below the W of its configured replica count (a majority queue
 //     of 3 is not moved to one broker, an isr queue not below min_insync):
-//     it waits for live brokers instead.
+//     it waits for live brokers instead;
+//   - a placed queue left on fewer members than its replicas (a recovery
+//     that found no replacement) gets a learner on a live, undrained
+//     broker outside them, which catches up and is admitted as one member
+//     more (learner.go), one copy at a time, until the queue is back to
+//     its declared count.
 //
 // The same proposal about one queue is not repeated within proposeRetryNs.
 
@@ -97,6 +102,8 @@ func (g *Group) placementCheck() {
 			c := metadata.Command{Kind: metadata.Transition, Queue: q.Name, Incarnation: q.Incarnation, Epoch: q.Assignment.Epoch,
 				Proposed: proposed, Digest: metadata.TransitionDigest(q, &proposed)}
 			g.proposePlacement(c)
+		case !q.Assignment.Fenced && q.Assignment.Members.N < q.Replicas:
+			g.proposeNewCopy(q, load) // learner.go
 		}
 	}
 }

@@ -58,14 +58,18 @@ const (
 	Activate Kind = 10
 	// AddLearner names Learner (a broker's exact process and storage
 	// instances) the learner of queue Name's assignment of epoch Epoch
-	// (issue 12, seed 004's background admission): a member's broker back
-	// with a new process on the same storage, whose copy catches up as a
-	// learner, never counted toward W, instead of going through recovery.
-	// The member it will replace is the one on Learner's node.
+	// (seed 004's background admission), whose copy catches up, never
+	// counted toward W, instead of going through recovery: a member's
+	// broker back with a new process on the same storage (a successor of
+	// the member on Learner's node), or, while the assignment has fewer
+	// members than the queue's replicas, a broker outside them (a new
+	// copy).
 	AddLearner Kind = 11
 	// AdmitLearner admits queue Name's learner Learner into its assignment
-	// of epoch Epoch: the member on its node becomes that exact instance
-	// (E and W unchanged). Refused while a transition is pending.
+	// of epoch Epoch: a successor becomes the member on its node (E and W
+	// unchanged); a new copy becomes one member more (E grows, W stays:
+	// AddLearner refused a copy that would change it). Refused while a
+	// transition is pending.
 	AdmitLearner Kind = 12
 	// kindEnd is one past the last kind. (Written out: a bare name here
 	// would repeat the line above's value, and did, naming Activate

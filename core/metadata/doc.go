@@ -27,9 +27,12 @@
 //     cannot remove a queue recreated since; a recreation gets a new id.
 //   - A queue's assignment holds at most one learner (AddLearner): a
 //     follower's broker back with a newer process on the follower's
-//     storage, live; AdmitLearner makes it the member (E and W unchanged)
-//     and is refused while a transition is pending; a transition clears
-//     the learner (image version 3 holds it).
+//     storage, live, which AdmitLearner makes the member (E and W
+//     unchanged); or, while the assignment has fewer members than the
+//     queue's replicas, a live, undrained broker outside them, which
+//     AdmitLearner adds as a member (E grows by one; refused unless W
+//     stays what it was). Admission is refused while a transition is
+//     pending; a transition clears the learner (image version 3 holds it).
 //   - Limits: BrokersMax brokers, QueuesMax queues, QueueNameBytesMax,
 //     and every setting's range (Settings).
 //   - The image (AppendImage, DecodeImage) is the whole State as one

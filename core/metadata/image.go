@@ -174,8 +174,8 @@ func (q *Queue) check() error {
 	case !a.Fenced && a.Pending != (PendingTransition{}):
 		return fmt.Errorf("queue %q: a pending transition, not fenced", q.Name)
 	case a.Learner != (Member{}) && (a.Fenced || a.Learner.Node == a.Owner || a.Learner.Process == 0 || a.Learner.Storage == 0 ||
-		!slices.ContainsFunc(a.Members.Slice(), func(m Member) bool { return m.Node == a.Learner.Node })):
-		return fmt.Errorf("queue %q: learner n%d/%d/%d is no follower's successor", q.Name, a.Learner.Node, a.Learner.Process, a.Learner.Storage)
+		(!slices.ContainsFunc(a.Members.Slice(), func(m Member) bool { return m.Node == a.Learner.Node }) && a.Members.N >= q.Replicas)):
+		return fmt.Errorf("queue %q: learner n%d/%d/%d is no follower's successor, nor a new copy", q.Name, a.Learner.Node, a.Learner.Process, a.Learner.Storage)
 	}
 	return nil
 }

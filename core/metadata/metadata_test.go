@@ -383,6 +383,90 @@ func TestLearnerAddAndAdmit(t *testing.T) {
 	}
 }
 
+// A new copy's learner: a queue running on fewer members than its
+// replicas (a recovery left it two of three) names a broker outside them
+// its learner, and admission adds it (E grows, members ascending, W
+// unchanged); a full assignment, a draining broker or a policy whose W
+// would change refuses one.
+func TestLearnerNewCopy(t *testing.T) {
+	for _, policy := range []seam.Policy{seam.MajorityDurable, seam.AllDurable} {
+		var s State
+		for i, n := range []seam.NodeID{1, 2, 3, 4} {
+			if _, err := apply(t, &s, uint64(1+i), Command{Kind: RegisterBroker, Node: n, Process: 10 + uint64(n), Storage: 20 + uint64(n)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		steps := []Command{
+			{Kind: DeclareQueue, Queue: "q", Replicas: 3, Policy: policy, MinInsync: 1},
+			{Kind: Assign, Queue: "q", Incarnation: 5, Epoch: 1, Owner: 1, Members: members(m(1, 11, 21), m(2, 12, 22), m(3, 13, 23))},
+		}
+		for i, c := range steps {
+			if _, err := apply(t, &s, uint64(5+i), c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		q, _ := s.Queue("q")
+		proposed := nodes(1, 3)
+		tr := Command{Kind: Transition, Queue: "q", Incarnation: 5, Epoch: 1, Proposed: proposed, Digest: TransitionDigest(&q, &proposed)}
+		act := Command{Kind: Activate, Queue: "q", Incarnation: 5, Epoch: 1, Digest: tr.Digest, Owner: 1,
+			Members: members(m(1, 11, 21), m(3, 13, 23)), InSync: nodes(1, 3)}
+		for i, c := range []Command{tr, act} {
+			if _, err := apply(t, &s, uint64(10+i), c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		add := Command{Kind: AddLearner, Queue: "q", Incarnation: 5, Epoch: 2, Learner: m(2, 12, 22)}
+		if policy == seam.AllDurable {
+			if _, err := apply(t, &s, 20, add); err == nil {
+				t.Fatal("all_durable: a copy that changes W accepted")
+			}
+			continue
+		}
+		drain := Command{Kind: Drain, Node: 4, Draining: true}
+		if _, err := apply(t, &s, 19, drain); err != nil {
+			t.Fatal(err)
+		}
+		toDraining := add
+		toDraining.Learner = m(4, 14, 24)
+		if _, err := apply(t, &s, 20, toDraining); err == nil {
+			t.Fatal("a new copy on a draining broker accepted")
+		}
+		if r, err := apply(t, &s, 21, add); err != nil || r != `learner of "q" n2/12/22` {
+			t.Fatalf("%q %v", r, err)
+		}
+		admit := Command{Kind: AdmitLearner, Queue: "q", Incarnation: 5, Epoch: 2, Learner: m(2, 12, 22)}
+		if r, err := apply(t, &s, 22, admit); err != nil || r != `admitted n2/12/22 to "q": 3 members under-replicated` {
+			t.Fatalf("%q %v", r, err)
+		}
+		q, _ = s.Queue("q")
+		if a := q.Assignment; a.Members != members(m(1, 11, 21), m(2, 12, 22), m(3, 13, 23)) || a.Learner != (Member{}) || a.Epoch != 2 || a.Owner != 1 || a.InSync != nodes(1, 3) {
+			t.Fatalf("after admission: %+v", a)
+		}
+		// Under-replicated until its owner has it join the in-sync set.
+		join := Command{Kind: SetInSync, Queue: "q", Incarnation: 5, Epoch: 2, InSync: nodes(1, 2, 3), InSyncVersion: q.Assignment.InSyncVersion}
+		if _, err := apply(t, &s, 23, join); err != nil || !q.UnderReplicated() {
+			t.Fatalf("join: %v, under-replicated before: %t", err, q.UnderReplicated())
+		}
+		if q, _ = s.Queue("q"); q.UnderReplicated() {
+			t.Fatal("three members of three in sync under-replicated")
+		}
+		undrain := drain
+		undrain.Draining = false
+		if _, err := apply(t, &s, 24, undrain); err != nil {
+			t.Fatal(err)
+		}
+		full := add
+		full.Learner = m(4, 14, 24)
+		if _, err := apply(t, &s, 25, full); err == nil {
+			t.Fatal("a fourth copy of a three-replica queue accepted")
+		}
+		img := s.AppendImage(nil)
+		if back, err := DecodeImage(img); err != nil || !bytes.Equal(back.AppendImage(nil), img) {
+			t.Fatalf("image after a new copy: %v", err)
+		}
+	}
+}
+
 // Every kind has its name (a bare kindEnd once repeated the last kind's
 // value, and the last kind printed as "kind10").
 func TestKindNames(t *testing.T) {

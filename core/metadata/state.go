@@ -430,10 +430,18 @@ func (s *State) unfencedAt(c *Command) (*Assignment, error) {
 	return a, nil
 }
 
-// addLearner names a learner (seed 004's background admission): the
-// broker of a member runs Learner's process now, live, on the member's
-// storage; there is no learner, or the one named runs no more.
+// addLearner names a learner (seed 004's background admission): either
+// the broker of a follower runs Learner's process now, live, on the
+// member's storage (a successor, which will replace that member), or the
+// queue runs on fewer members than its declared replicas and Learner is a
+// live, undrained broker outside them (a new copy, which admission adds:
+// E grows, W stays). There is no learner, or the one named runs no more
+// (or drains).
 func (s *State) addLearner(c *Command) (string, error) {
+	q, err := s.placed(c)
+	if err != nil {
+		return "", err
+	}
 	a, err := s.unfencedAt(c)
 	if err != nil {
 		return "", err
@@ -441,24 +449,39 @@ func (s *State) addLearner(c *Command) (string, error) {
 	l := c.Learner
 	i := slices.IndexFunc(a.Members.Slice(), func(m Member) bool { return m.Node == l.Node })
 	switch {
-	case i < 0:
-		return "", refuse("n%d is not a member of queue %q", l.Node, c.Queue)
+	case i < 0 && a.Members.N >= q.Replicas:
+		return "", refuse("n%d is not a member of queue %q, which has its %d replicas", l.Node, c.Queue, q.Replicas)
+	case i < 0 && !q.GrowthKeepsW():
+		return "", refuse("queue %q: a member more would change its W", c.Queue)
 	case l.Node == a.Owner:
 		return "", refuse("n%d owns queue %q: an owner is replaced through recovery", l.Node, c.Queue)
-	case a.Members.M[i].Storage != l.Storage || l.Process <= a.Members.M[i].Process:
+	case i >= 0 && (a.Members.M[i].Storage != l.Storage || l.Process <= a.Members.M[i].Process):
 		return "", refuse("n%d/%d/%d is no newer process on the member's storage (n%d/%d/%d)", l.Node, l.Process, l.Storage,
 			a.Members.M[i].Node, a.Members.M[i].Process, a.Members.M[i].Storage)
 	}
-	if b, ok := s.Broker(l.Node); !ok || !b.Live || b.Process != l.Process || b.Storage != l.Storage {
+	b, ok := s.Broker(l.Node)
+	if !ok || !b.Live || b.Process != l.Process || b.Storage != l.Storage {
 		return "", refuse("n%d/%d/%d is not a live broker with those instances", l.Node, l.Process, l.Storage)
 	}
+	if i < 0 && b.Draining {
+		return "", refuse("n%d is draining: no new copy goes there", l.Node)
+	}
 	if old := a.Learner; old != (Member{}) {
-		if b, ok := s.Broker(old.Node); ok && b.Live && b.Process == old.Process {
+		if b, ok := s.Broker(old.Node); ok && b.Live && b.Process == old.Process && !b.Draining {
 			return "", refuse("queue %q has a learner already (n%d/%d/%d)", c.Queue, old.Node, old.Process, old.Storage)
 		}
 	}
 	a.Learner = l
 	return fmt.Sprintf("learner of %q n%d/%d/%d", c.Queue, l.Node, l.Process, l.Storage), nil
+}
+
+// GrowthKeepsW reports whether one member more leaves q's write quorum as
+// it is (seed 004: admission keeps the configured write requirement, so
+// that every confirm set of the smaller assignment still meets every
+// R = E - W + 1 seals of the larger one).
+func (q *Queue) GrowthKeepsW() bool {
+	n := q.Assignment.Members.N
+	return q.Policy.WriteQuorum(n, min(q.MinInsync, n)) == q.Policy.WriteQuorum(n+1, min(q.MinInsync, n+1))
 }
 
 // admitLearner admits the named learner: the member on its node becomes
@@ -476,11 +499,21 @@ func (s *State) admitLearner(c *Command) (string, error) {
 	if b, ok := s.Broker(l.Node); !ok || !b.Live || b.Process != l.Process || b.Storage != l.Storage {
 		return "", refuse("n%d/%d/%d is not a live broker with those instances", l.Node, l.Process, l.Storage)
 	}
-	for i := range a.Members.N {
-		if a.Members.M[i].Node == l.Node {
-			a.Members.M[i] = l
-		}
+	i := slices.IndexFunc(a.Members.Slice(), func(m Member) bool { return m.Node == l.Node })
+	if i >= 0 {
+		a.Members.M[i] = l // a successor: E unchanged
+		a.Learner = Member{}
+		return fmt.Sprintf("admitted n%d/%d/%d to %q", l.Node, l.Process, l.Storage, c.Queue), nil
 	}
+	q, _ := s.placed(c)
+	if a.Members.N >= q.Replicas || !q.GrowthKeepsW() {
+		panic("metadata: a new copy's learner named beyond the queue's replicas or its W")
+	}
+	// A new copy: E grows by one, members stay ascending, W is unchanged.
+	at, _ := slices.BinarySearchFunc(a.Members.Slice(), l.Node, func(m Member, n seam.NodeID) int { return int(m.Node) - int(n) })
+	copy(a.Members.M[at+1:a.Members.N+1], a.Members.M[at:a.Members.N])
+	a.Members.M[at] = l
+	a.Members.N++
 	a.Learner = Member{}
-	return fmt.Sprintf("admitted n%d/%d/%d to %q", l.Node, l.Process, l.Storage, c.Queue), nil
+	return fmt.Sprintf("admitted n%d/%d/%d to %q: %d members%s", l.Node, l.Process, l.Storage, c.Queue, a.Members.N, q.Health()), nil
 }

@@ -1,6 +1,11 @@
 package queue
 
-import "github.com/sluicemq/sluice/core/seam"
+import (
+	"fmt"
+	"slices"
+
+	"github.com/sluicemq/sluice/core/seam"
+)
 
 // Learners (issue 12, seed 004's background admission). A follower's
 // broker back with a new process on the same storage is named its queue's
@@ -12,16 +17,28 @@ import "github.com/sluicemq/sluice/core/seam"
 // (quorumConfirmable) nor asks it back into the in-sync set. When it first
 // matches, the owner fixes a cut (its log end then); once the learner holds
 // the cut durably, LearnerCaughtUp says so and the node asks the leader
-// to admit it. Admission makes it the member (SetMemberProcesses): the
-// progress, with the learner's durable report, counts from then on.
+// to admit it. Admission makes it the member (SetMembers): the progress,
+// with the learner's durable report, counts from then on.
 
 // SetLearner tells the owner its assignment's learner: the process on
-// node (0, 0: none).
+// node (0, 0: none). A learner on a node outside the replicas (a new copy,
+// which admission adds as one member more) gets a progress of its own,
+// which goes again if it leaves unadmitted.
 func (r *Replica) SetLearner(node seam.NodeID, process uint64) {
 	o := r.owner
 	if o == nil {
 		return
 	}
+	if node != 0 && process != 0 && node != r.x.Node && o.peer(node) == nil {
+		now := r.x.NowNs
+		o.peers = append(o.peers, progress{node: node, member: true, caughtUpNs: now, reportNs: now,
+			reportEnd: r.log.end, reportEndNs: now, next: r.log.end, lastSendNs: now})
+	}
+	o.peers = slices.DeleteFunc(o.peers, func(p progress) bool {
+		// A new copy's learner that went without admission (a newer
+		// learner on another node replaced it, or none is named).
+		return p.learning && p.named == 0 && (p.node != node || process == 0)
+	})
 	for i := range o.peers {
 		p := &o.peers[i]
 		switch {
@@ -41,12 +58,35 @@ func (r *Replica) SetLearner(node seam.NodeID, process uint64) {
 	}
 }
 
-// SetMemberProcesses tells the owner the processes its assignment names
-// now, in the order of its replicas: an admission changed one, and the
-// learner that was that process counts from now on.
-func (r *Replica) SetMemberProcesses(processes []uint64) {
+// SetMembers tells the owner the members its assignment names now, nodes
+// and their processes in the same order: an admission changed one (a
+// successor) or added one (a new copy), and the learner that was that
+// process counts from now on. W stays what it was (the metadata admits no
+// copy that would change it).
+func (r *Replica) SetMembers(nodes []seam.NodeID, processes []uint64) {
 	o := r.owner
-	if o == nil || len(processes) != len(r.cfg.Replicas) {
+	if o == nil || len(processes) != len(nodes) || !r.cfg.Leased {
+		return
+	}
+	if len(nodes) == len(r.cfg.Replicas)+1 {
+		for _, n := range r.cfg.Replicas {
+			if !slices.Contains(nodes, n) {
+				return // not this assignment's growth
+			}
+		}
+		if w := r.cfg.Policy.WriteQuorum(len(nodes), r.cfg.MinInSync); w != r.w {
+			panic(fmt.Sprintf("queue: a member more changed W from %d to %d", r.w, w))
+		}
+		i := slices.IndexFunc(nodes, func(n seam.NodeID) bool { return !slices.Contains(r.cfg.Replicas, n) })
+		p := o.peer(nodes[i])
+		if p == nil || !p.learning || p.process != processes[i] {
+			return // the member added is not this owner's learner (yet)
+		}
+		r.cfg.Replicas, r.cfg.Processes = slices.Clone(nodes), slices.Clone(processes)
+		p.named, p.learning = processes[i], false // admitted: its durable report counts now
+		o.advanceCommit()
+	}
+	if len(nodes) != len(r.cfg.Replicas) {
 		return
 	}
 	for i, n := range r.cfg.Replicas {

@@ -3,6 +3,7 @@ package queue
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/core/quorum"
@@ -474,8 +475,14 @@ func (o *owner) invariants() {
 	if len(o.pending) > 0 && o.pending[0].offset < o.commit {
 		panic(fmt.Sprintf("queue %d: a publish at %d below the confirmed end %d still pending", r.cfg.Queue, o.pending[0].offset, o.commit))
 	}
+	if len(o.peers) > len(r.cfg.Replicas) || len(o.peers) >= seam.ReplicasMax {
+		panic(fmt.Sprintf("queue %d: %d peers for %d replicas", r.cfg.Queue, len(o.peers), len(r.cfg.Replicas)))
+	}
 	for i := range o.peers {
 		p := &o.peers[i]
+		if p.named == 0 && p.member && !p.learning && !slices.Contains(r.cfg.Replicas, p.node) {
+			panic(fmt.Sprintf("queue %d: n%d is a peer outside the replicas and no learner", r.cfg.Queue, p.node))
+		}
 		if len(p.batches) > r.x.Lim.WindowBatchesMax {
 			panic(fmt.Sprintf("queue %d: %d batches in flight to n%d", r.cfg.Queue, len(p.batches), p.node))
 		}

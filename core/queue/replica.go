@@ -163,14 +163,16 @@ func (r *Replica) OnMessage(from seam.NodeID, data []byte) {
 	}
 }
 
-// isReplica reports whether node holds a replica of the queue.
+// isReplica reports whether node holds a replica of the queue
+// (an owner's peers include a new copy's learner, which no replica list
+// names before its admission).
 func (r *Replica) isReplica(node seam.NodeID) bool {
 	for _, n := range r.cfg.Replicas {
 		if n == node {
 			return true
 		}
 	}
-	return false
+	return r.owner != nil && r.owner.peer(node) != nil
 }
 
 // OnStorage handles the completion of one of this replica's storage

@@ -137,22 +137,11 @@ func fixedPublisher(queue, tag string, bodies []string) *publisher {
 // the two others and serve again (the next confirm comes after the
 // recovery; the pause is reported), the queues it only followed are held
 // (same epoch and owner), nothing confirmed is lost, unknown outcomes are
-// counted and reported. Then restart it: it rejoins every queue and
-// serves again (publishes through it are confirmed).
+// counted and reported. Then restart it: it serves again (publishes
+// through it are confirmed), and every queue is back on 3 members in sync
+// within 60 s.
 func TestOwnerKill(t *testing.T) {
-	c := newCluster(t, 3)
-	pubs := startPublishers(c, "w")
-	for _, p := range pubs {
-		p.waitConfirmsAfter(t, time.Time{}, 300, 30*time.Second)
-	}
-	qs := c.settle(1, queues, 30*time.Second)
-	victim := owner(t, qs, "q0")
-	var owned []string
-	for _, q := range queues {
-		if owner(t, qs, q) == victim {
-			owned = append(owned, q)
-		}
-	}
+	c, pubs, qs, victim, owned := loadedCluster(t, 3)
 	leader := c.leader(c.runningOther(victim))
 	t.Logf("killing n%d, the owner of %v (the metadata leader is n%d)", victim, owned, leader)
 	var seqs []int
@@ -213,12 +202,45 @@ func TestOwnerKill(t *testing.T) {
 	for _, p := range pubs {
 		p.waitConfirmsAfter(t, time.Now(), 100, 30*time.Second)
 	}
-	// Back with a new process, it rejoins the queues it was held in
-	// (through recovery, until learners exist).
-	c.settle(victim, queues, 30*time.Second)
+	// Back with a new process, it rejoins the queues it was held in (a
+	// successor's learner, admitted once caught up), and those it owned
+	// get their third copy back on it (a new copy's learner: its older
+	// history kept apart, a fresh copy caught up while publishing goes
+	// on, admitted as one member more): every queue on 3 members in sync
+	// within 60 s.
+	full := c.settleFull(victim, queues, 3, 60*time.Second)
+	t.Logf("every queue back on 3 members in sync %v after the restart", time.Since(restartedAt).Round(time.Millisecond))
+	for _, q := range owned {
+		if !slices.Contains(members(full, q), victim) || full[q].epoch != after[q].epoch {
+			t.Errorf("%s after the restart: %+v, want n%d added as a member at epoch %s, without a recovery", q, full[q], victim, after[q].epoch)
+		}
+	}
+	if under := parseDescribe(c.describe(victim, "--under-replicated")); len(under) != 0 {
+		t.Errorf("describe --under-replicated lists %v with every queue on 3 members in sync", under)
+	}
 	stopPublishers(pubs)
 	confirmed, nacked, unknown, missing := verify(t, c, append(pubs, extra...))
 	t.Logf("in all: %d confirmed, %d of them not delivered; %d nacked; %d unknown outcomes", confirmed, missing, nacked, unknown)
+}
+
+// loadedCluster starts n brokers and a publisher per queue, waits for 300
+// confirms of each and for the queues to settle, and returns them with
+// the owner of q0 (victim) and the queues it owns.
+func loadedCluster(t *testing.T, n int) (c *cluster, pubs []*publisher, qs map[string]queueLine, victim int, owned []string) {
+	t.Helper()
+	c = newCluster(t, n)
+	pubs = startPublishers(c, "w")
+	for _, p := range pubs {
+		p.waitConfirmsAfter(t, time.Time{}, 300, 30*time.Second)
+	}
+	qs = c.settle(1, queues, 30*time.Second)
+	victim = owner(t, qs, "q0")
+	for _, q := range queues {
+		if owner(t, qs, q) == victim {
+			owned = append(owned, q)
+		}
+	}
+	return c, pubs, qs, victim, owned
 }
 
 // TestFollowerKill: SIGKILL a broker that only follows q0 (it owns another

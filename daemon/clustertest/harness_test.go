@@ -310,6 +310,20 @@ func parseDescribe(out string) map[string]queueLine {
 // owner that is running, and returns them.
 func (c *cluster) settle(i int, names []string, within time.Duration) map[string]queueLine {
 	c.t.Helper()
+	return c.settleWhere(i, names, within, func(queueLine) bool { return true })
+}
+
+// settleFull waits until broker i's describe shows every queue of names
+// settled (as settle) on replicas members: back to its declared count
+// with every copy in sync.
+func (c *cluster) settleFull(i int, names []string, replicas int, within time.Duration) map[string]queueLine {
+	c.t.Helper()
+	return c.settleWhere(i, names, within, func(q queueLine) bool { return len(strings.Split(q.members, ",")) == replicas })
+}
+
+// settleWhere is settle with a further condition on each queue.
+func (c *cluster) settleWhere(i int, names []string, within time.Duration, also func(queueLine) bool) map[string]queueLine {
+	c.t.Helper()
 	deadline := time.Now().Add(within)
 	var out string
 	for time.Now().Before(deadline) {
@@ -320,7 +334,7 @@ func (c *cluster) settle(i int, names []string, within time.Duration) map[string
 			q, found := qs[n]
 			var owner int
 			fmt.Sscanf(q.owner, "n%d", &owner)
-			if !found || q.fenced || q.owner == "" || q.inSync != q.members || owner < 1 || owner > len(c.brokers) || !c.b(owner).running() {
+			if !found || q.fenced || q.owner == "" || q.inSync != q.members || owner < 1 || owner > len(c.brokers) || !c.b(owner).running() || !also(q) {
 				ok = false
 			}
 		}

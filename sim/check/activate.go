@@ -60,6 +60,20 @@ func (c *Checker) Reassign(atNs int64, q core.QueueID, epoch uint64, owner core.
 	}
 }
 
+// Grown takes queue q's admission of a new copy: members are its
+// assignment's members now (one more; owner, epoch and W unchanged).
+func (c *Checker) Grown(q core.QueueID, members []core.NodeID) {
+	qt := c.queue(q)
+	if qt == nil {
+		return
+	}
+	c.AddReplicas(q, members)
+	qt.spec.Replicas = slices.Clone(members)
+	for _, r := range qt.reps {
+		r.former = !slices.Contains(members, r.node)
+	}
+}
+
 // Installed takes node's installation of the recovered history of q: its
 // log changed after its seal, on purpose.
 func (c *Checker) Installed(atNs int64, node core.NodeID, q core.QueueID) {

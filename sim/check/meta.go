@@ -86,6 +86,35 @@ func (c *Checker) MetaQueue(name string) (MetaQueueInfo, bool) {
 	return MetaQueueInfo{ID: q.id, Policy: q.policy, MinInsync: q.minInsync, Replicas: q.replicas}, ok
 }
 
+// MetaShort says, by the model, why declared queue name is short of full
+// health, or "": placed, unfenced, on its declared replica count (or on
+// every broker of up that is not draining, when they are fewer), every
+// member in its committed in-sync set. up: the brokers whose process runs,
+// by the world.
+func (c *Checker) MetaShort(name string, up []core.NodeID) string {
+	m := c.metaTruth()
+	q, ok := m.catalog[name]
+	available := 0
+	for _, n := range up {
+		if !m.brokers[n].draining {
+			available++
+		}
+	}
+	switch {
+	case !ok:
+		return "not declared"
+	case q.epoch == 0:
+		return "not placed"
+	case q.fenced:
+		return "fenced"
+	case len(q.members) < min(q.replicas, available):
+		return fmt.Sprintf("on %d members of %d replicas, %d brokers available", len(q.members), q.replicas, available)
+	case q.inSync.N < len(q.members):
+		return fmt.Sprintf("%d of its %d members in sync", q.inSync.N, len(q.members))
+	}
+	return ""
+}
+
 // verdict is the model's outcome of one entry.
 type verdict struct {
 	refused     bool
@@ -105,7 +134,8 @@ type metaConfirm struct {
 // modelBroker is the model's view of one broker.
 type modelBroker struct {
 	process, storage uint64
-	live             bool
+	live, known      bool
+	draining         bool // kept across registrations, as the operator set it
 }
 
 // BrokerTruth is a broker as the world knows it: its running process and
@@ -206,7 +236,13 @@ func (m *metaTruth) fold(index uint64, cmd []byte) verdict {
 		if c.Process < b.process || (b.live && b.process == c.Process && b.storage == c.Storage) {
 			return verdict{refused: true}
 		}
-		m.brokers[c.Node] = modelBroker{process: c.Process, storage: c.Storage, live: true}
+		m.brokers[c.Node] = modelBroker{process: c.Process, storage: c.Storage, live: true, known: true, draining: b.draining}
+	case metadata.Drain:
+		if !b.known {
+			return verdict{refused: true}
+		}
+		b.draining = c.Draining
+		m.brokers[c.Node] = b
 	case metadata.BrokerDown:
 		if !b.live || b.process != c.Process {
 			return verdict{refused: true}
@@ -312,21 +348,42 @@ func (m *metaTruth) fold(index uint64, cmd []byte) verdict {
 		}
 		i := slices.IndexFunc(q.instances, func(mb metadata.Member) bool { return mb.Node == l.Node })
 		if c.Kind == metadata.AdmitLearner {
-			if q.learner != l || i < 0 {
+			if q.learner != l {
 				return verdict{refused: true}
 			}
 			q.instances = slices.Clone(q.instances)
-			q.instances[i], q.learner = l, metadata.Member{}
+			if i >= 0 {
+				q.instances[i] = l // a successor
+			} else {
+				// A new copy: one member more, ascending.
+				at := 0
+				for at < len(q.instances) && q.instances[at].Node < l.Node {
+					at++
+				}
+				q.instances = slices.Insert(q.instances, at, l)
+				q.members = slices.Insert(slices.Clone(q.members), at, l.Node)
+			}
+			q.learner = metadata.Member{}
 			m.catalog[c.Queue] = q
 			return verdict{}
 		}
-		// A follower's successor on its storage; one learner at a time
-		// (a learner whose process left the live set may be replaced).
-		if i < 0 || l.Node == q.owner || q.instances[i].Storage != l.Storage || l.Process <= q.instances[i].Process {
+		// A follower's successor on its storage, or a new copy on an
+		// undrained broker outside the members of an assignment short of
+		// its replicas whose W one more leaves as it is; one learner at a
+		// time (a learner whose process left the live set, or drains, may
+		// be replaced).
+		n := len(q.instances)
+		switch {
+		case l.Node == q.owner:
+			return verdict{refused: true}
+		case i >= 0 && (q.instances[i].Storage != l.Storage || l.Process <= q.instances[i].Process):
+			return verdict{refused: true}
+		case i < 0 && (n >= q.replicas || m.brokers[l.Node].draining ||
+			q.policy.WriteQuorum(n, min(q.minInsync, n)) != q.policy.WriteQuorum(n+1, min(q.minInsync, n+1))):
 			return verdict{refused: true}
 		}
 		if old := q.learner; old != (metadata.Member{}) {
-			if b := m.brokers[old.Node]; b.live && b.process == old.Process {
+			if b := m.brokers[old.Node]; b.live && b.process == old.Process && !b.draining {
 				return verdict{refused: true}
 			}
 		}

@@ -69,6 +69,7 @@ const (
 	MarkReseed                               // a copy the owner's log left behind was reseeded at the owner's start
 	MarkLearnerAdded                         // a held queue's lost follower came back with a new process on its storage, named the learner
 	MarkLearnerAdmitted                      // a learner caught up and was admitted as the member
+	MarkLearnerNewCopy                       // a queue short of its replicas had a new copy's learner admitted as one member more
 	markKinds
 )
 
@@ -125,6 +126,7 @@ var markNames = [...]string{
 	MarkReseed:               "reseed",
 	MarkLearnerAdded:         "learner-added",
 	MarkLearnerAdmitted:      "learner-admitted",
+	MarkLearnerNewCopy:       "learner-new-copy",
 }
 
 func (m Mark) String() string {

@@ -616,7 +616,23 @@ func (w *World) admittedApplied(c *metadata.Command) {
 		return
 	}
 	i := slices.Index(p.members, c.Learner.Node)
-	if i < 0 || i >= len(p.processes) {
+	if i < 0 {
+		// A new copy: one member more, ascending, W unchanged (the
+		// checkers learned its replica when it was named).
+		w.mark(MarkLearnerNewCopy)
+		i, _ = slices.BinarySearch(p.members, c.Learner.Node)
+		p.members = slices.Insert(slices.Clone(p.members), i, c.Learner.Node)
+		p.processes = slices.Insert(p.processes, i, c.Learner.Process)
+		p.storages = slices.Insert(p.storages, i, c.Learner.Storage)
+		if i < len(p.sinceNs) {
+			p.sinceNs = slices.Insert(p.sinceNs, i, -1)
+		}
+		if h := w.heardNs[p.id]; i < len(h) {
+			w.heardNs[p.id] = slices.Insert(h, i, -1)
+		}
+		w.checker.Grown(p.id, p.members)
+	}
+	if i >= len(p.processes) {
 		return
 	}
 	p.processes[i], p.storages[i] = c.Learner.Process, c.Learner.Storage
@@ -625,6 +641,15 @@ func (w *World) admittedApplied(c *metadata.Command) {
 	}
 	p.sinceAt(i, true, w.now)
 	w.checker.Admitted(p.id, c.Learner.Node)
+}
+
+// learnerApplied follows a learner's naming: a new copy's broker (no
+// member's) becomes known to the checkers as a replica of the queue, whose
+// disk they read (it becomes a member only at its admission).
+func (w *World) learnerApplied(c *metadata.Command) {
+	if p, ok := w.placed[c.Queue]; ok && p.incarnation == c.Incarnation && p.epoch == c.Epoch && !slices.Contains(p.members, c.Learner.Node) {
+		w.checker.AddReplicas(p.id, []core.NodeID{c.Learner.Node})
+	}
 }
 
 // memberApplied follows a broker's application (any, not only the first)
@@ -710,8 +735,22 @@ func (w *World) placedSettled() bool {
 		if w.placedConsumed(p.id) && w.checker.Undelivered(p.id) > 0 {
 			return false
 		}
+		if w.checker.MetaShort(name, w.upBrokers()) != "" {
+			return false // full health: every copy back, in sync
+		}
 	}
 	return true
+}
+
+// upBrokers returns the brokers whose process runs, by the world.
+func (w *World) upBrokers() []core.NodeID {
+	var up []core.NodeID
+	for _, b := range w.brokers {
+		if b.up {
+			up = append(up, b.id)
+		}
+	}
+	return up
 }
 
 // placedConsumed reports whether placed queue q has a consumer: one that

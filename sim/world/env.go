@@ -426,6 +426,7 @@ func (env *brokerEnv) Applied(e *core.Effect) {
 		w.activatedApplied(&c)
 	case metadata.AddLearner:
 		w.mark(MarkLearnerAdded)
+		w.learnerApplied(&c)
 	case metadata.AdmitLearner:
 		w.mark(MarkLearnerAdmitted)
 		w.admittedApplied(&c)

@@ -1201,10 +1201,15 @@ func (w *World) finish() {
 	w.ctrlFinal()
 }
 
+// shortListedMax bounds the queues short of full health outstanding names
+// one by one (a world of many queues would print a line per queue).
+const shortListedMax = 8
+
 // outstanding describes the drain's unfinished work: what drainCheck waits
 // for.
 func (w *World) outstanding() string {
 	var parts []string
+	short := 0
 	for _, c := range w.clients {
 		if c.kind != publisher {
 			continue
@@ -1233,11 +1238,20 @@ func (w *World) outstanding() string {
 		if ok, why := w.checker.Converged(p.id); !ok {
 			parts = append(parts, fmt.Sprintf("placed %s (q=%d) not converged (%s)", name, p.id, why))
 		}
+		if why := w.checker.MetaShort(name, w.upBrokers()); why != "" {
+			short++
+			if short <= shortListedMax {
+				parts = append(parts, fmt.Sprintf("placed %s (q=%d) short of full health: %s", name, p.id, why))
+			}
+		}
 		if w.placedConsumed(p.id) {
 			if n, first := w.checker.UndeliveredFirst(p.id); n > 0 {
 				parts = append(parts, fmt.Sprintf("placed %s (q=%d) has %d confirmed publishes no live consumer holds (%s)", name, p.id, n, first))
 			}
 		}
+	}
+	if short > shortListedMax {
+		parts = append(parts, fmt.Sprintf("%d more placed queues short of full health", short-shortListedMax))
 	}
 	for _, b := range w.brokers {
 		if !b.up {
