@@ -63,6 +63,7 @@ const (
 	OpPublish  = seam.OpPublish
 	OpRetain   = seam.OpRetain
 	OpReseed   = seam.OpReseed
+	OpBind     = seam.OpBind
 
 	EfSend      = seam.EfSend
 	EfStorage   = seam.EfStorage

@@ -58,8 +58,8 @@
 //     where the log starts now) as an InStorage input, in that same
 //     order. Appends,
 //     truncations, discards, OpRepaired (which durably clears the log's
-//     unrepaired mark) and OpReseed (the log emptied at a new start)
-//     complete silently; only their failure comes back, as
+//     unrepaired mark), OpReseed (the log emptied at a new start) and
+//     OpBind (the log's storage binding stored durably) complete silently; only their failure comes back, as
 //     an InStorage input carrying the error text, and nothing queued behind a
 //     failure runs. Never retry a failed operation.
 //  4. The failure policy: after handing the core a failed storage completion

@@ -514,6 +514,16 @@ func (n *Node) installVerified() {
 		issue(seam.Effect{Op: seam.OpRepaired})
 		j.st.Unrepaired = false
 	}
+	// Bound: it holds the source's whole history (a stage gets a binding
+	// of its own, in its generation; the live log verified in place keeps
+	// its own, or gets one now).
+	p := &n.placed[n.placedIndex(j.req.Queue)]
+	if j.inPlace {
+		n.bindWhole(p, issue)
+	} else {
+		j.st.Binding = recovery.AppendBinding(nil, j.req.Queue, j.req.Incarnation, n.storage)
+		issue(seam.Effect{Op: seam.OpBind, Body: j.st.Binding})
+	}
 	j.st.Seal = nil
 	if len(j.liveSeal) > 0 {
 		if s, err := recovery.DecodeSeal(j.liveSeal); err == nil && s.Queue == j.req.Queue && s.Incarnation == j.req.Incarnation &&
@@ -535,7 +545,6 @@ func (n *Node) installVerified() {
 	switch {
 	case !j.inPlace:
 		j.phase = installPublish
-		p := &n.placed[n.placedIndex(j.req.Queue)]
 		st := j.st
 		st.Log = 0
 		p.publishing = &st
@@ -554,6 +563,7 @@ func (n *Node) stagePublished(p *placedGroup) {
 		panic(fmt.Sprintf("core: queue %d's stage published unasked", p.queue))
 	}
 	p.state, p.byInstall, p.generation = p.publishing, true, p.publishing.Generation
+	p.binding = bindBound // an installation's stage, or a new copy's fresh one, was bound before its publish
 	p.publishing = nil
 	if j := n.installer.job; j != nil && j.req.Queue == p.queue && j.phase == installPublish {
 		n.installDone()

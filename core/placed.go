@@ -2,12 +2,13 @@ package core
 
 import (
 	"fmt"
-	"github.com/sluicemq/sluice/core/bugs"
 	"slices"
 
+	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/core/ctrl"
 	"github.com/sluicemq/sluice/core/metadata"
 	"github.com/sluicemq/sluice/core/queue"
+	"github.com/sluicemq/sluice/core/recovery"
 	"github.com/sluicemq/sluice/core/seam"
 )
 
@@ -55,7 +56,30 @@ type placedGroup struct {
 	// fresh: the generation a new copy's learner opens for its copy, its
 	// log holding an older history of the queue (keepApart); 0: none
 	fresh uint64
+	// binding: what the live log's storage binding says of it
+	// (bindingChecked)
+	binding bindState
 }
+
+// bindState is what a placed log's storage binding says of it.
+type bindState uint8
+
+const (
+	// bindNew: this storage never bound the log (no marker): it
+	// acknowledged nothing a binding could have lost; bound once it is
+	// writable (its damaged tail discarded)
+	bindNew bindState = iota
+	// bindBound: it holds its binding, or its OpBind is issued
+	bindBound
+	// bindLost: bound here before and holding no binding of its own now
+	// (its directory lost or emptied): what it acknowledged may be gone
+	bindLost
+)
+
+// bindTag marks, with sealTag, a binding's OpBind (it completes silently,
+// though a host may report it; a failure comes back, and the process
+// exits).
+const bindTag uint64 = 4
 
 // placedMax bounds the placed queues a node tracks: the catalogue's limit.
 // TODO(issue 10): a deleted queue's group and entry stay (fenced) for the
@@ -157,11 +181,12 @@ func (n *Node) inSyncTick() {
 // fenced groups are not asked.
 func (n *Node) learnerTick() {
 	md := n.ctrl.Metadata()
-	for _, p := range n.placed {
+	for k, p := range n.placed {
 		r := n.queue(seam.QueueGroup(p.queue))
 		if r != nil && r.Learning() {
 			if q, ok := placedQueue(md, p.queue); ok && q.Incarnation == p.incarnation && q.Assignment.Epoch == p.epoch && n.member(&q.Assignment) {
 				r.Admitted() // its assignment names this process now
+				n.bindWhole(&n.placed[k], n.onLiveLog(p.queue))
 			}
 			continue
 		}
@@ -271,6 +296,9 @@ func (n *Node) opened(d *StorageDone) {
 	}
 	p := &n.placed[i]
 	p.opening = false
+	if d.Err == "" && d.State != nil {
+		d.State = n.bindingChecked(p, d.State)
+	}
 	if p.forSeal {
 		n.sealOpened(p, d)
 		// An activation that names this process may have come while the
@@ -436,6 +464,9 @@ func (n *Node) startGroup(p *placedGroup, q *metadata.Queue, st *seam.LogState) 
 	})
 	n.queues = slices.Insert(n.queues, at, r)
 	r.Restore(st)
+	if p.binding == bindNew {
+		n.bindWhole(p, n.onLiveLog(p.queue)) // behind the discard of its torn tail
+	}
 	r.SetLease(n.lease.untilNs)
 	r.Begin()
 	n.leaseTick(true)
@@ -548,8 +579,73 @@ func (n *Node) freshOpened(d *StorageDone) bool {
 	if st.End != 0 || len(st.Epochs) > 0 {
 		issue(seam.Effect{Op: seam.OpReseed, Offset: 0})
 	}
-	p.publishing = &seam.LogState{Group: d.Group, Generation: st.Generation, Unrepaired: st.Unrepaired || st.Damage != ""}
+	p.publishing = &seam.LogState{Group: d.Group, Generation: st.Generation, Unrepaired: st.Unrepaired || st.Damage != "",
+		Binding: recovery.AppendBinding(nil, p.queue, p.incarnation, n.storage)}
 	p.activateAfterPublish = true
+	issue(seam.Effect{Op: seam.OpBind, Body: p.publishing.Binding}) // empty and new: nothing it acknowledged can be missing
 	issue(seam.Effect{Op: seam.OpPublish})
 	return true
+}
+
+// bindingChecked checks the storage binding of placed queue p's log as it
+// opened (st), and returns the state the node goes on from. A bound log is
+// as it opened. A log this storage never bound (no marker: new, or made
+// before bindings) is bound now, before anything else runs on it: it
+// acknowledged nothing that a binding could have lost. A log bound before
+// that holds no binding of its own (its queue or generation directory lost
+// or emptied), or a binding that does not check or is another queue's or
+// storage's, may lack what it acknowledged: it is taken as a log that lost
+// records (unrepaired, and its seal says lost: no witness of a recovery,
+// no owner started on it) until a learner's admission or an installation
+// makes it whole and binds it again.
+func (n *Node) bindingChecked(p *placedGroup, st *seam.LogState) *seam.LogState {
+	if st.Log != 0 {
+		return st
+	}
+	if recovery.Binds(st.Binding, p.queue, p.incarnation, n.storage) || n.x.Bugs.Has(bugs.UnboundWitness) {
+		p.binding = bindBound // (planted: any log is taken as whole)
+		return st
+	}
+	if !st.BoundBefore && len(st.Binding) == 0 && st.BindingDamage == "" {
+		p.binding = bindNew
+		if st.Damage == "" {
+			n.bindWhole(p, n.onLiveLog(p.queue)) // (else once its group discarded the torn tail: startGroup)
+		}
+		return st
+	}
+	c := *st
+	p.binding = bindLost
+	c.Unrepaired = true
+	why := "none"
+	switch {
+	case c.BindingDamage != "":
+		why = c.BindingDamage
+	case len(c.Binding) > 0:
+		why = "another queue's or storage's"
+	}
+	n.recoveryNote(p.queue, "queue %d: n%d's log [%d,%d) generation %d was bound here and holds no storage binding of its own (%s): its directory was lost or emptied, and what it acknowledged with it; it is no witness, and comes back as a learner's or an installation's copy",
+		p.queue, n.x.Node, c.Start, c.End, c.Generation, why)
+	return &c
+}
+
+// onLiveLog returns a function that issues a storage effect on queue q's
+// live log, tagged as a binding's.
+func (n *Node) onLiveLog(q QueueID) func(seam.Effect) {
+	return func(e seam.Effect) {
+		e.Group, e.Tag = seam.QueueGroup(q), sealTag|bindTag
+		n.out.Storage(e)
+	}
+}
+
+// bindWhole binds queue p's live log, made whole (a learner admitted, an
+// installation verified), unless it is bound: issue runs the effect on the
+// log it is for.
+func (n *Node) bindWhole(p *placedGroup, issue func(seam.Effect)) {
+	if p.binding == bindBound {
+		return
+	}
+	p.binding = bindBound
+	// (Its own bytes, not the step's arena: the host may run it after
+	// the next step, queued behind the log's operations.)
+	issue(seam.Effect{Op: seam.OpBind, Body: recovery.AppendBinding(nil, p.queue, p.incarnation, n.storage)})
 }

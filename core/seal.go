@@ -425,6 +425,11 @@ func (n *Node) sealReadNext() {
 	// process) must still match what it reported, and then answers as it
 	// did; otherwise the seal is stored durably before it is answered.
 	p := &n.placed[n.placedIndex(j.req.Queue)]
+	if p.binding == bindLost {
+		// Opened without its storage binding (bindingChecked): what it
+		// acknowledged may be gone, certainly so if it held any.
+		j.seal.Damaged, j.seal.Lost = true, true
+	}
 	if st := p.state; st != nil && st.SealDamage != "" {
 		// The receipt itself met damage on the disk: what this replica
 		// answered before can no longer be checked, so it answers as a
@@ -491,7 +496,8 @@ func (n *Node) sealMade() {
 		s.doneEpochs = append(s.doneEpochs, j.epochs)
 	}
 	n.out.Recovery(j.req.Queue, seam.StageSeal, j.req.Epoch, recovery.AppendSeal(n.out.Grow(128), &j.seal),
-		fmt.Sprintf("n%d sealed [%d,%d) last-epoch=%d damaged=%v id=%x%s", n.x.Node, j.seal.Start, j.seal.End, j.seal.LastEpoch, j.seal.Damaged, j.seal.Identity[:6], receiptNote(j.fromReceipt)))
+		fmt.Sprintf("n%d sealed [%d,%d) last-epoch=%d damaged=%v%s id=%x%s", n.x.Node, j.seal.Start, j.seal.End, j.seal.LastEpoch, j.seal.Damaged,
+			lostNote(j.seal.Lost), j.seal.Identity[:6], receiptNote(j.fromReceipt)))
 	for _, w := range j.waiters {
 		n.sealAnswer(w, &j.seal)
 	}
@@ -510,6 +516,9 @@ func (n *Node) sealStorage(d *StorageDone) {
 	if d.Tag == sealTag|installTag {
 		n.installStorage(d)
 		return
+	}
+	if d.Tag == sealTag|bindTag {
+		return // a binding stored (a host may report what completes silently)
 	}
 	if d.Tag == sealTag|replaceTag {
 		n.replaced(d)
@@ -585,6 +594,14 @@ const ReceiptNote = " (the original seal, from its receipt)"
 func receiptNote(from bool) string {
 	if from {
 		return ReceiptNote
+	}
+	return ""
+}
+
+// lostNote says, in a seal's line, that its log lost what it acknowledged.
+func lostNote(lost bool) string {
+	if lost {
+		return " lost (no storage binding)"
 	}
 	return ""
 }

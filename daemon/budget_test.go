@@ -19,13 +19,7 @@ import (
 // budget binds; every message is there.
 func TestServeRecoveryOwnLog(t *testing.T) {
 	dir := t.TempDir()
-	start := func() *Server {
-		s, err := Start(Config{DataDir: dir, AMQPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", Logger: quietLogger()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	start := func() *Server { return startWithHTTP(t, dir) }
 	s := start()
 	c := mustDial(t, s)
 	ch, _ := c.Channel()
@@ -125,4 +119,14 @@ func TestServeRestartKnowsItsQueues(t *testing.T) {
 		t.Fatalf("a publish right after the restart was returned: %d %s", r.ReplyCode, r.ReplyText)
 	case <-time.After(200 * time.Millisecond):
 	}
+}
+
+// startWithHTTP starts a broker on dir with its HTTP listener too.
+func startWithHTTP(t *testing.T, dir string) *Server {
+	t.Helper()
+	s, err := Start(Config{DataDir: dir, AMQPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

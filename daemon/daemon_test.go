@@ -400,7 +400,7 @@ func TestServeRestart(t *testing.T) {
 // under dir, with io/seglog's reader on fsio.
 func readQueueLog(t *testing.T, dir string) (publishes, acks int) {
 	t.Helper()
-	ents, err := os.ReadDir(filepath.Join(dir, "queues"))
+	ents, err := queueLogDirs(filepath.Join(dir, "queues"))
 	if err != nil || len(ents) != 1 {
 		t.Fatalf("queue logs: %v %v", ents, err)
 	}
@@ -735,4 +735,11 @@ func TestServeISRQueue(t *testing.T) {
 	if !errors.As(err, &e) || e.Code != 406 {
 		t.Fatalf("declare with min in-sync 2 of 1 replica: %v, want 406", err)
 	}
+}
+
+// queueLogDirs lists the queue logs' directories in qdir (beside each, its
+// storage binding's marker, qN.bound, is a file).
+func queueLogDirs(qdir string) ([]os.DirEntry, error) {
+	ents, err := os.ReadDir(qdir)
+	return slices.DeleteFunc(ents, func(e os.DirEntry) bool { return !e.IsDir() }), err
 }

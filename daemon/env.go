@@ -79,8 +79,8 @@ func (e *env) StartStorage(l int, op *core.Effect) bool {
 	s := e.s
 	s.logsSeen = max(s.logsSeen, l+1)
 	switch op.Op {
-	case core.OpAppend, core.OpTruncate, core.OpDiscard, core.OpRepaired, core.OpReseed:
-		return true // (a reseed's syncs are rare: a copy left behind)
+	case core.OpAppend, core.OpTruncate, core.OpDiscard, core.OpRepaired, core.OpReseed, core.OpBind:
+		return true // (a reseed's syncs are rare: a copy left behind; a binding's, one per copy made)
 	case core.OpSync:
 		if lg := s.host.Log(l); lg != nil {
 			s.syncing++

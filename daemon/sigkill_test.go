@@ -145,7 +145,7 @@ func TestSIGKILL(t *testing.T) {
 
 	seen := map[string]int{}
 	qdir := filepath.Join(dir, "queues")
-	ents, err := os.ReadDir(qdir)
+	ents, err := queueLogDirs(qdir)
 	if err != nil || len(ents) != len(rounds) {
 		t.Fatalf("queue logs %v: %v", ents, err)
 	}

@@ -14,7 +14,7 @@ replicas, policy, min in-sync, epoch, owner, members, in-sync set, and a
 pending transition if the queue is fenced. With a filter it lists only the
 queues in trouble, and prints nothing when there are none (like Kafka's):
 
-  --under-replicated   the in-sync set is smaller than the members
+  --under-replicated   the in-sync set is smaller than the declared replicas
   --under-min-insync   the in-sync set is below the queue's min in-sync
   --unavailable        not placed, or fenced (no writes until recovery)
 

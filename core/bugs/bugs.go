@@ -133,6 +133,10 @@ const (
 	// NoNewCopy: placement never names a new copy's learner, so a queue a
 	// recovery left short of its replicas stays so.
 	NoNewCopy
+	// UnboundWitness: a log opened without its storage binding (its
+	// directory lost or emptied) is taken as whole: its seal counts as a
+	// complete witness.
+	UnboundWitness
 	end
 )
 
@@ -178,6 +182,7 @@ var Registry = []Bug{
 	{LearnerCountsTowardW, "learner-counted-toward-w", "learners", "an owner counts a learner's durable reports toward W before its admission"},
 	{LearnerRepairsAtOnce, "learner-repairs-at-once", "learners", "a learner clears its log's unrepaired mark as it starts, before it caught up"},
 	{NoNewCopy, "no-new-copy", "learners", "placement never adds a new copy to a queue a recovery left short of its replicas"},
+	{UnboundWitness, "unbound-witness", "storage binding", "a log opened without its storage binding (its directory lost) is taken as whole, a complete witness"},
 }
 
 // Has reports whether every bug of b is in s.

@@ -109,6 +109,7 @@ func (c *Collection) Add(s Seal) error {
 				s.Node, c.seals[i].Start, c.seals[i].End, c.seals[i].LastEpoch, c.seals[i].Identity[:6], s.Start, s.End, s.LastEpoch, s.Identity[:6])
 		}
 	}
+	c.blockIfLost()
 	return nil
 }
 
@@ -135,9 +136,34 @@ func (c *Collection) Witnesses() int {
 
 // Complete reports whether the collection holds enough evidence: not
 // blocked, and at least Threshold complete witnesses, or a seal from every
-// previous replica (AllSealed).
+// previous replica (AllSealed) while fewer than W of them lost what they
+// acknowledged (Lost). With W or more lost, a confirmed record may have
+// been on lost copies only: the collection blocks (Blocked says so), and
+// the queue stays fenced with the loss reported rather than served cut.
 func (c *Collection) Complete() bool {
-	return c.blocked == "" && (c.Witnesses() >= c.Threshold() || c.AllSealed())
+	return c.blocked == "" && (c.Witnesses() >= c.Threshold() || (c.AllSealed() && c.lost() < c.t.W))
+}
+
+// blockIfLost blocks the collection when every previous replica sealed,
+// too few are complete witnesses, and W or more of them lost what they
+// acknowledged.
+func (c *Collection) blockIfLost() {
+	if lost := c.lost(); c.blocked == "" && c.AllSealed() && c.Witnesses() < c.Threshold() && lost >= c.t.W {
+		c.blocked = fmt.Sprintf("%d of the %d previous replicas lost what they acknowledged (no storage binding: their directories lost or emptied), W is %d: a confirmed record may be on none of the others",
+			lost, len(c.t.Previous), c.t.W)
+	}
+}
+
+// lost counts the seals of logs that certainly lost what they
+// acknowledged.
+func (c *Collection) lost() int {
+	n := 0
+	for i := range c.seals {
+		if c.seals[i].Lost {
+			n++
+		}
+	}
+	return n
 }
 
 // AllSealed reports whether every replica of the previous assignment

@@ -228,3 +228,63 @@ func TestCollectionAllSealed(t *testing.T) {
 		t.Fatalf("isr source n%d (%v), want the damaged n1's longer prefix", s.Node, ok)
 	}
 }
+
+// Lost copies (opened without their storage binding): no witnesses, and
+// when every previous replica sealed but W or more of them lost what they
+// acknowledged, the collection blocks instead of taking the furthest of
+// what is left; with fewer lost it completes on every seal as before. A
+// lost seal round-trips its codec.
+func TestCollectionLostCopies(t *testing.T) {
+	tr := transition3()
+	lost := func(n seam.NodeID) Seal {
+		s := seal(tr, n, 0, 0)
+		s.Damaged, s.Lost = true, true
+		return s
+	}
+	back, err := DecodeSeal(AppendSeal(nil, &Seal{Queue: 7, Incarnation: 1, Epoch: 2, Node: 3, Process: 4, Storage: 5, Damaged: true, Lost: true}))
+	if err != nil || !back.Lost || !back.Damaged {
+		t.Fatalf("a lost seal decoded as %+v (%v)", back, err)
+	}
+	bad := AppendSeal(nil, &Seal{Queue: 7, Incarnation: 1, Epoch: 2, Node: 3, Process: 4, Storage: 5})
+	bad[len(bad)-1] = 3
+	if _, err := DecodeSeal(bad); err == nil {
+		t.Fatal("a seal's damage byte of 3 decoded")
+	}
+
+	one := mustCollection(t, tr)
+	for _, s := range []Seal{lost(1), seal(tr, 2, 8, 50), func() Seal { s := seal(tr, 3, 8, 40); s.Damaged = true; return s }()} {
+		if err := one.Add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if src, ok := one.Source(); !ok || src.Node != 2 || one.Blocked() != "" {
+		t.Fatalf("one lost of three (W = 2): source %+v ok=%v blocked %q, want n2 from every seal", src, ok, one.Blocked())
+	}
+
+	two := mustCollection(t, tr)
+	for _, s := range []Seal{lost(1), lost(3)} {
+		if err := two.Add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if two.Blocked() != "" || two.Complete() {
+		t.Fatalf("two lost, n2 not sealed: blocked %q complete %v", two.Blocked(), two.Complete())
+	}
+	if err := two.Add(seal(tr, 2, 8, 50)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := two.Source(); ok || !strings.Contains(two.Blocked(), "2 of the 3 previous replicas lost") {
+		t.Fatalf("two lost of three (W = 2): ok=%v blocked %q, want blocked", ok, two.Blocked())
+	}
+
+	single := Transition{Queue: 7, Incarnation: 40, Epoch: 9, Digest: Digest{0xd1}, Previous: []Replica{{1, 11}}, W: 1}
+	c := mustCollection(t, single)
+	s := lost(1)
+	s.Transition = single.Digest
+	if err := c.Add(s); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Source(); ok || c.Blocked() == "" {
+		t.Fatal("a single copy that lost its directory was taken as the source")
+	}
+}

@@ -65,7 +65,12 @@ type Seal struct {
 	Start, End  uint64
 	LastEpoch   uint64
 	Identity    Digest
-	Damaged     bool
+	// Damaged: the log met damage (it may lack records: a torn tail past
+	// its synced end looks the same as a lost write); Lost, with it: the
+	// log certainly lost what it acknowledged (it opened without its
+	// storage binding: its directory was lost or emptied). Encoded as one
+	// byte: 0, 1 (damaged), 2 (lost).
+	Damaged, Lost bool
 }
 
 // SealRefused says why a replica did not seal (or, Read, did not serve a
@@ -154,7 +159,13 @@ func AppendSeal(dst []byte, s *Seal) []byte {
 	dst = binary.AppendUvarint(dst, s.End)
 	dst = binary.AppendUvarint(dst, s.LastEpoch)
 	dst = append(dst, s.Identity[:]...)
-	return append(dst, boolByte(s.Damaged))
+	switch {
+	case s.Lost:
+		return append(dst, 2)
+	case s.Damaged:
+		return append(dst, 1)
+	}
+	return append(dst, 0)
 }
 
 // AppendInstallRequest appends r's encoding.
@@ -308,7 +319,15 @@ func DecodeSeal(b []byte) (Seal, error) {
 	s.Process, s.Storage = d.uvarint(), d.uvarint()
 	s.Start, s.End, s.LastEpoch = d.uvarint(), d.uvarint(), d.uvarint()
 	d.digest(&s.Identity)
-	s.Damaged = d.bool()
+	switch k := d.byte(); k {
+	case 0:
+	case 1:
+		s.Damaged = true
+	case 2:
+		s.Damaged, s.Lost = true, true
+	default:
+		d.fail("a seal's damage is 0, 1 or 2, not %d", k)
+	}
 	if d.err == nil && s.Start > s.End {
 		d.fail("bounds [%d, %d)", s.Start, s.End)
 	}
@@ -541,8 +560,12 @@ func AppendText(dst []byte, b []byte) []byte {
 		case KindSeal:
 			var s Seal
 			if s, err = DecodeSeal(b); err == nil {
-				return fmt.Appendf(dst, "seal q=%d epoch=%d n%d/%d/%d [%d,%d) last-epoch=%d damaged=%v id=%x",
+				dst = fmt.Appendf(dst, "seal q=%d epoch=%d n%d/%d/%d [%d,%d) last-epoch=%d damaged=%v id=%x",
 					s.Queue, s.Epoch, s.Node, s.Process, s.Storage, s.Start, s.End, s.LastEpoch, s.Damaged, s.Identity[:6])
+				if s.Lost {
+					dst = append(dst, " lost"...)
+				}
+				return dst
 			}
 		case KindSealRefused:
 			var r SealRefused

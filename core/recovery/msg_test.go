@@ -129,3 +129,26 @@ func TestReadPageBounds(t *testing.T) {
 		t.Fatal("a read of more than PageRecordsMax records decoded")
 	}
 }
+
+// A binding decodes to what it binds, and nothing else decodes: a cut,
+// a byte more, a zero field, another marker.
+func TestBindingCodec(t *testing.T) {
+	b := AppendBinding(nil, 7, 12, 99)
+	if !Binds(b, 7, 12, 99) || Binds(b, 7, 13, 99) || Binds(b, 8, 12, 99) || Binds(b, 7, 12, 98) {
+		t.Fatal("Binds does not tell the queue, incarnation and storage")
+	}
+	for i := range len(b) {
+		if _, _, _, err := DecodeBinding(b[:i]); err == nil {
+			t.Fatalf("a binding cut to %d bytes decoded", i)
+		}
+	}
+	if _, _, _, err := DecodeBinding(append(b, 0)); err == nil {
+		t.Fatal("a trailing byte decoded")
+	}
+	if _, _, _, err := DecodeBinding(AppendBinding(nil, 7, 0, 99)); err == nil {
+		t.Fatal("a zero incarnation decoded")
+	}
+	if Binds([]byte("SB2\x07\x0c\x63"), 7, 12, 99) {
+		t.Fatal("another marker decoded")
+	}
+}

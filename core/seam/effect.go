@@ -200,7 +200,7 @@ func (e *Effect) AppendText(dst []byte, msgs MsgText) []byte {
 		case OpPersist:
 			dst = AppendKV(dst, "seq", e.Tag)
 			dst = AppendBatch(dst, e.Batch)
-		case OpSeal:
+		case OpSeal, OpBind:
 			dst = AppendKV(dst, "bytes", uint64(len(e.Body)))
 		case OpReseed:
 			dst = AppendKV(dst, "o", e.Offset)

@@ -44,6 +44,14 @@ type LogState struct {
 	// SealDamage says why a receipt present does not check.
 	Seal       []byte
 	SealDamage string
+	// Binding is the log's storage binding (what OpBind stored), nil
+	// without one; BindingDamage says why one present does not check;
+	// BoundBefore: the log was bound on this storage before (a marker
+	// beside its directory says so), so a log without its binding lost
+	// its directory or live generation, and one never bound is new.
+	Binding       []byte
+	BindingDamage string
+	BoundBefore   bool
 	// Generation is the generation the log is: 0 for the first, else
 	// the epoch of the installation that published it (OpPublish); of a
 	// stage, the generation it is staged as.
@@ -125,6 +133,12 @@ const (
 	// has left behind (its end below the owner's start) starts again
 	// from the owner's start, and a stage starts at its source's.
 	OpReseed StorageOp = 13
+	// OpBind durably stores Body as the log's storage binding (io/seglog's
+	// BIND: what the log is a copy of, on which storage instance),
+	// replacing any earlier one; the records do not change. A log opened
+	// without one (State.Binding nil) lost its directory or generation:
+	// what it acknowledged is gone.
+	OpBind StorageOp = 14
 )
 
 func (o StorageOp) String() string {
@@ -155,6 +169,8 @@ func (o StorageOp) String() string {
 		return "retain"
 	case OpReseed:
 		return "reseed"
+	case OpBind:
+		return "bind"
 	}
 	return "op?"
 }

@@ -35,7 +35,7 @@ func OpenStage(fs vfs.FS, dir string, g core.GroupID, gen uint64, opts seglog.Op
 // logState is what a log recovered, in the core's terms.
 func logState(g core.GroupID, rec *seglog.Recovery) core.LogState {
 	st := core.LogState{Group: g, Start: rec.Start, End: rec.End, Epochs: rec.Epochs, Seal: rec.Seal, SealDamage: rec.SealDamage,
-		Generation: rec.Generation}
+		Binding: rec.Binding, BindingDamage: rec.BindingDamage, BoundBefore: rec.BoundBefore, Generation: rec.Generation}
 	st.Unrepaired = rec.Unrepaired || rec.Damage != nil
 	if d := rec.Damage; d != nil {
 		st.Damage = d.Reason + " in " + d.Segment + " at byte " + strconv.FormatInt(d.Pos, 10)
@@ -74,6 +74,8 @@ func Exec(l *seglog.Log, e *core.Effect) core.StorageDone {
 		err = l.MarkRepaired()
 	case core.OpSeal:
 		err = l.WriteSeal(e.Body)
+	case core.OpBind:
+		err = l.WriteBinding(e.Body)
 	case core.OpPublish:
 		err = l.Publish()
 	case core.OpRetain:

@@ -189,6 +189,12 @@ func appendInputBin(b []byte, nowNs int64, node core.NodeID, in *core.Input) []b
 				b = appendStrBin(b, string(l.Seal))
 				b = appendStrBin(b, l.SealDamage)
 			}
+			if len(l.Binding) > 0 || l.BindingDamage != "" || l.BoundBefore {
+				b = append(b, 'B')
+				b = appendStrBin(b, string(l.Binding))
+				b = appendStrBin(b, l.BindingDamage)
+				b = appendBoolBin(b, l.BoundBefore)
+			}
 		}
 		if m := in.Meta; m != nil {
 			b = append(b, 'M')
@@ -255,7 +261,7 @@ func appendEffectBin(b []byte, node core.NodeID, e *core.Effect) []byte {
 		if e.Batch != nil {
 			b = appendBatchBin(b, e.Batch)
 		}
-		if e.Op == core.OpSeal {
+		if e.Op == core.OpSeal || e.Op == core.OpBind {
 			b = appendStrBin(b, string(e.Body))
 		}
 		if e.Op == core.OpReseed {

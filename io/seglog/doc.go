@@ -6,11 +6,15 @@
 // # On-disk format (version 2)
 //
 // A log is a directory of segment files named by the offset of their first
-// record, "%020d.seg" (so names sort like offsets). Beside them, two files
-// may be: START (the log's start, below), UNREPAIRED (empty: the log lost records to damage, not yet
-// repaired) and SEAL (a recovery's seal receipt, seal.go: "SLUICSEAL1",
-// length u32, payload, CRC32C u32; written to SEAL.tmp, synced, renamed,
-// directory synced). Other names are ignored.
+// record, "%020d.seg" (so names sort like offsets). Beside them may be:
+// START (the log's start, below), UNREPAIRED (empty: the log lost records
+// to damage, not yet repaired), SEAL (a recovery's seal receipt, seal.go:
+// "SLUICSEAL1", length u32, payload, CRC32C u32; written to SEAL.tmp,
+// synced, renamed, directory synced) and BIND (the storage binding,
+// bind.go, written the same way with "SLUICBIND1"); and beside the log's
+// directory DIR, in its parent, the marker DIR.bound (the first binding's
+// copy), which tells a log whose directory was lost or emptied from a new
+// one. Other names are ignored.
 //
 // Generations (gen.go): a recovery's installation builds a stage, a log of
 // its own in the subdirectory gen-G of the log's directory (OpenStage),

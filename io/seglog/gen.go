@@ -100,6 +100,10 @@ func OpenStage(fs vfs.FS, dir string, gen uint64, opts Options) (*Log, Recovery,
 	}
 	l.base, l.gen = dir, gen
 	rec.Generation = gen
+	if err := l.readMarker(&rec); err != nil {
+		l.closeFiles()
+		return nil, Recovery{}, err
+	}
 	return l, rec, nil
 }
 

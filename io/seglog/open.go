@@ -40,6 +40,10 @@ func Open(fs vfs.FS, dir string, opts Options) (*Log, Recovery, error) {
 		l.base, l.gen = dir, gen
 		rec.Generation = gen
 	}
+	if err := l.readMarker(&rec); err != nil {
+		l.closeFiles()
+		return nil, Recovery{}, err
+	}
 	return l, rec, nil
 }
 
@@ -77,6 +81,10 @@ func openDir(fs vfs.FS, dir string, opts Options) (*Log, Recovery, error) {
 	if err != nil {
 		return nil, Recovery{}, err
 	}
+	binding, bindingDamage, err := l.readBinding()
+	if err != nil {
+		return nil, Recovery{}, err
+	}
 	start, below, retained, err := readStart(fs, dir)
 	if err != nil {
 		return nil, Recovery{}, err
@@ -109,7 +117,8 @@ func openDir(fs vfs.FS, dir string, opts Options) (*Log, Recovery, error) {
 			l.closeFiles()
 			return nil, Recovery{}, err
 		}
-		return l, Recovery{Start: start, End: start, Epochs: l.Epochs(), Seal: seal, SealDamage: sealDamage}, nil
+		return l, Recovery{Start: start, End: start, Epochs: l.Epochs(), Seal: seal, SealDamage: sealDamage,
+			Binding: binding, BindingDamage: bindingDamage}, nil
 	}
 	rec, err := l.scan(bases, segNames)
 	l.win, l.winSeg, l.winChunk, l.noAhead = nil, nil, readChunkBytes, false
@@ -119,6 +128,7 @@ func openDir(fs vfs.FS, dir string, opts Options) (*Log, Recovery, error) {
 		return nil, Recovery{}, err
 	}
 	rec.Seal, rec.SealDamage = seal, sealDamage
+	rec.Binding, rec.BindingDamage = binding, bindingDamage
 	return l, rec, nil
 }
 

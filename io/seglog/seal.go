@@ -22,11 +22,10 @@ import (
 // endian), the payload, and the CRC32C of everything before it (u32).
 
 const (
-	sealName       = "SEAL"
-	sealTempName   = "SEAL.tmp"
-	sealMagic      = "SLUICSEAL1"
-	sealBytesMax   = 64 << 10 // a seal is a control message's size
-	sealFixedBytes = len(sealMagic) + 4 + 4
+	sealName     = "SEAL"
+	sealTempName = "SEAL.tmp"
+	sealMagic    = "SLUICSEAL1"
+	sealBytesMax = 64 << 10 // a seal is a control message's size (and a binding's limit)
 )
 
 // ErrSealTooLarge: a receipt over its limit.
@@ -41,12 +40,7 @@ func (l *Log) WriteSeal(receipt []byte) error {
 	if len(receipt) > sealBytesMax {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrSealTooLarge, len(receipt), sealBytesMax)
 	}
-	b := make([]byte, 0, sealFixedBytes+len(receipt))
-	b = append(b, sealMagic...)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(receipt)))
-	b = append(b, receipt...)
-	b = binary.LittleEndian.AppendUint32(b, crcUpdate(0, b))
-	if err := writeDurably(l.fs, l.dir, sealTempName, sealName, b); err != nil {
+	if err := l.writeReceipt(sealName, sealTempName, sealMagic, receipt); err != nil {
 		return l.fail(err)
 	}
 	return nil
@@ -55,7 +49,15 @@ func (l *Log) WriteSeal(receipt []byte) error {
 // readSeal reads the seal receipt, if any: its payload, or why it does not
 // check.
 func (l *Log) readSeal() (payload []byte, damage string, err error) {
-	f, err := l.fs.Open(l.segPath(sealName))
+	return l.readReceipt(sealName, sealMagic, "seal receipt", true)
+}
+
+// readReceipt reads the receipt file name (magic, payload length u32,
+// payload, CRC32C u32), if any: its payload, or why it does not check
+// (what names it). A read that fails (vfs.ErrIO) is damage when
+// unreadableIsDamage, else the error.
+func (l *Log) readReceipt(name, magic, what string, unreadableIsDamage bool) (payload []byte, damage string, err error) {
+	f, err := l.fs.Open(l.segPath(name))
 	if errors.Is(err, vfs.ErrNotExist) {
 		return nil, "", nil
 	}
@@ -67,24 +69,41 @@ func (l *Log) readSeal() (payload []byte, damage string, err error) {
 	if err != nil {
 		return nil, "", err
 	}
-	if size < int64(sealFixedBytes) || size > int64(sealFixedBytes+sealBytesMax) {
-		return nil, fmt.Sprintf("seal receipt of %d bytes", size), nil
+	fixed := len(magic) + 4 + 4
+	if size < int64(fixed) || size > int64(fixed+sealBytesMax) {
+		return nil, fmt.Sprintf("%s of %d bytes", what, size), nil
 	}
 	b := make([]byte, size)
 	if _, err := f.ReadAt(b, 0); err != nil {
-		if errors.Is(err, vfs.ErrIO) {
-			return nil, "seal receipt unreadable", nil
+		if errors.Is(err, vfs.ErrIO) && unreadableIsDamage {
+			return nil, what + " unreadable", nil
 		}
 		return nil, "", err
 	}
-	n := int(binary.LittleEndian.Uint32(b[len(sealMagic):]))
+	n := int(binary.LittleEndian.Uint32(b[len(magic):]))
 	switch {
-	case string(b[:len(sealMagic)]) != sealMagic:
-		return nil, "seal receipt magic", nil
-	case n != len(b)-sealFixedBytes:
-		return nil, fmt.Sprintf("seal receipt says %d bytes, holds %d", n, len(b)-sealFixedBytes), nil
+	case string(b[:len(magic)]) != magic:
+		return nil, what + " magic", nil
+	case n != len(b)-fixed:
+		return nil, fmt.Sprintf("%s says %d bytes, holds %d", what, n, len(b)-fixed), nil
 	case crcUpdate(0, b[:len(b)-4]) != binary.LittleEndian.Uint32(b[len(b)-4:]):
-		return nil, "seal receipt checksum", nil
+		return nil, what + " checksum", nil
 	}
-	return b[len(sealMagic)+4 : len(b)-4], "", nil
+	return b[len(magic)+4 : len(b)-4], "", nil
+}
+
+// writeReceipt durably stores payload as the receipt file name (as
+// readReceipt reads it): a temporary file synced, renamed over it, the
+// directory synced.
+func (l *Log) writeReceipt(name, temp, magic string, payload []byte) error {
+	return writeDurably(l.fs, l.dir, temp, name, receiptBytes(magic, payload))
+}
+
+// receiptBytes is a receipt file's contents.
+func receiptBytes(magic string, payload []byte) []byte {
+	b := make([]byte, 0, len(magic)+8+len(payload))
+	b = append(b, magic...)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(payload)))
+	b = append(b, payload...)
+	return binary.LittleEndian.AppendUint32(b, crcUpdate(0, b))
 }

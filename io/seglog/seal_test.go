@@ -44,19 +44,7 @@ func TestSealReceiptDamageReported(t *testing.T) {
 		l, _ := open(t, fs, Options{})
 		must(t, l.WriteSeal([]byte("the seal's bytes")))
 		must(t, l.Close())
-		f, err := fs.Open("q/log/" + sealName)
-		must(t, err)
-		size, _ := f.Size()
-		b := make([]byte, size)
-		_, err = f.ReadAt(b, 0)
-		must(t, err)
-		f.Close()
-		g, err := fs.Create("q/log/" + sealName)
-		must(t, err)
-		_, err = g.WriteAt(change(bytes.Clone(b)), 0)
-		must(t, err)
-		must(t, g.Sync())
-		g.Close()
+		rewriteFile(t, fs, "q/log/"+sealName, change)
 		_, r := open(t, fs, Options{})
 		if r.Seal != nil || !strings.Contains(r.SealDamage, "seal receipt") {
 			t.Fatalf("%s: seal %q damage %q", what, r.Seal, r.SealDamage)
@@ -139,4 +127,22 @@ func TestPointerDamageFailsOpen(t *testing.T) {
 			t.Fatalf("a pointer flipped at byte %d: Open says %v", off, err)
 		}
 	}
+}
+
+// rewriteFile replaces file name on fs by change of its contents, durably.
+func rewriteFile(t *testing.T, fs *memfs.FS, name string, change func([]byte) []byte) {
+	t.Helper()
+	f, err := fs.Open(name)
+	must(t, err)
+	size, _ := f.Size()
+	b := make([]byte, size)
+	_, err = f.ReadAt(b, 0)
+	must(t, err)
+	f.Close()
+	g, err := fs.Create(name)
+	must(t, err)
+	_, err = g.WriteAt(change(bytes.Clone(b)), 0)
+	must(t, err)
+	must(t, g.Sync())
+	g.Close()
 }

@@ -160,6 +160,15 @@ type Recovery struct {
 	// one; SealDamage says why a receipt present does not check.
 	Seal       []byte
 	SealDamage string
+	// Binding is the payload of the log's storage binding (WriteBinding,
+	// bind.go), nil without one; BindingDamage says why one present does
+	// not check.
+	Binding       []byte
+	BindingDamage string
+	// BoundBefore: the marker beside the log's directory says the log was
+	// bound on this storage (bind.go); with no Binding, its directory or
+	// live generation was lost.
+	BoundBefore bool
 	// Generation is the log's generation (gen.go): 0 for the first.
 	Generation uint64
 }
@@ -219,7 +228,8 @@ type Log struct {
 	syncs  uint64 // Sync calls (the planted bug bugs.SyncSkip skips every other)
 	rolled bool   // a segment was started since the last directory sync
 
-	unrepaired bool // the UNREPAIRED mark is on disk
+	unrepaired  bool // the UNREPAIRED mark is on disk
+	boundBefore bool // the marker beside the log's directory is there (bind.go)
 
 	segs   []*segment // ascending; the last one is active
 	epochs []EpochStart

@@ -718,8 +718,11 @@ func (c *Checker) Recovered(atNs int64, node core.NodeID, q core.QueueID, st cor
 		case !r.injected:
 			c.fail("lost-synced", atNs, "n%d q=%d: the log recovered [%d,%d) with no damage injected, below its last acknowledged sync end %d",
 				node, q, st.Start, st.End, r.acked)
-		case st.Damage == "" && !st.Unrepaired:
-			c.fail("loss-unreported", atNs, "n%d q=%d: the log recovered a clean [%d,%d) below its last acknowledged sync end %d: the lost records went unreported",
+		case st.Damage == "" && !st.Unrepaired && (len(st.Binding) > 0 || !st.BoundBefore) && st.BindingDamage == "":
+			// (A log bound before that holds no storage binding says it
+			// lost what it acknowledged: its directory was lost or
+			// emptied.)
+			c.fail("loss-unreported", atNs, "n%d q=%d: the log recovered a clean, bound [%d,%d) below its last acknowledged sync end %d: the lost records went unreported",
 				node, q, st.Start, st.End, r.acked)
 		}
 	}

@@ -16,7 +16,9 @@
 //   - lost-synced: a log whose disk suffered no injected damage never
 //     recovers below the end of its last acknowledged sync.
 //   - loss-unreported: a log that lost acknowledged records to injected
-//     damage reports damage at recovery, never a clean shorter log.
+//     damage reports damage at recovery, never a clean shorter log (a log
+//     bound before that opens without its storage binding reports it: its
+//     directory was lost).
 //   - recovery-truth: every record a recovered log claims is intact on its
 //     disk with the epoch it claims.
 //   - confirm-durable: a publish is confirmed only while W replicas, the

@@ -70,6 +70,7 @@ const (
 	MarkLearnerAdded                         // a held queue's lost follower came back with a new process on its storage, named the learner
 	MarkLearnerAdmitted                      // a learner caught up and was admitted as the member
 	MarkLearnerNewCopy                       // a queue short of its replicas had a new copy's learner admitted as one member more
+	MarkLostDir                              // a broker's queue directory was emptied while it was down (its binding lost with it)
 	markKinds
 )
 
@@ -127,6 +128,7 @@ var markNames = [...]string{
 	MarkLearnerAdded:         "learner-added",
 	MarkLearnerAdmitted:      "learner-admitted",
 	MarkLearnerNewCopy:       "learner-new-copy",
+	MarkLostDir:              "lost-dir",
 }
 
 func (m Mark) String() string {

@@ -77,6 +77,12 @@ const (
 	// and seed 003's restarted follower. Its first swarm run found a false
 	// at-least-once failure (regression stale-delivery-after-ack).
 	FaultKill
+	// FaultLostDir: a broker loses power and, before it restarts after
+	// Dur, the live directory of one of its queues' logs is emptied (an
+	// operator's slip, a lost mount), durably: every file of that
+	// generation gone, its storage binding with them. Within the fault
+	// budget.
+	FaultLostDir
 	// Per-message network faults, counted when they strike.
 	FaultDrop
 	FaultDuplicate
@@ -91,7 +97,7 @@ var faultNames = [...]string{
 	FaultLostWrite: "lost-write", FaultUnreadable: "unreadable", FaultTornSector: "torn-sector",
 	FaultCorruptLive: "corrupt-live", FaultPowerCycle: "power-cycle",
 	FaultLeaderCrash: "leader-crash", FaultLeaderIsolate: "leader-isolate", FaultLeaderPause: "leader-pause",
-	FaultKill: "kill", FaultDrop: "drop", FaultDuplicate: "duplicate", FaultCorruptMsg: "corrupt-msg",
+	FaultKill: "kill", FaultLostDir: "lost-dir", FaultDrop: "drop", FaultDuplicate: "duplicate", FaultCorruptMsg: "corrupt-msg",
 }
 
 func (k FaultKind) String() string {
@@ -263,7 +269,7 @@ func drawSchedule(r *prng.Rand, rates FaultRates, brokers int, durationNs int64)
 				f.DurNs = r.Range(100e6, 5e9)
 			case FaultSlowSync, FaultDiskFull:
 				f.DurNs = r.Range(100e6, 3e9)
-			case FaultCorrupt, FaultTornSector:
+			case FaultCorrupt, FaultTornSector, FaultLostDir:
 				f.DurNs = r.Range(1e6, 2e9) // until the restart
 			case FaultPowerCycle:
 				f.DurNs = r.Range(1e6, 3e9)

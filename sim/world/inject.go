@@ -146,6 +146,11 @@ func (w *World) strike(b *broker, f Fault) {
 			return
 		}
 		w.mark(MarkLostWrite)
+	case FaultLostDir:
+		if !b.up || !w.loseDir(b, f) {
+			return
+		}
+		w.mark(MarkLostDir)
 	case FaultUnreadable:
 		if !b.up || !w.unreadable(b, f) {
 			return
@@ -374,6 +379,46 @@ func (w *World) corrupt(b *broker, f Fault) bool {
 		}
 		w.injected(b, q)
 		w.notef("fault %s: %s byte %d flipped", f, name, off)
+		return true
+	}
+	return false
+}
+
+// loseDir empties the live directory of one of b's queue logs that the
+// fault budget lets it damage, after a power loss of b (which restarts
+// after f.DurNs): every file of that generation, its storage binding
+// among them, removed durably. The generation pointer and the other
+// generations stay (a lost generation directory is its emptied live one).
+func (w *World) loseDir(b *broker, f Fault) bool {
+	for _, q := range w.memberOf(b) {
+		if !w.damageAllowed(b, q) {
+			continue
+		}
+		dir := liveDir(b, q.id)
+		if names, err := b.fs.DurableList(dir); err != nil || len(names) == 0 {
+			continue
+		}
+		w.injected(b, q)
+		w.crash(b, f.DurNs)
+		names, err := b.fs.List(dir)
+		if err != nil {
+			panic(fmt.Sprintf("world: n%d's %s after its power loss: %v", b.id, dir, err))
+		}
+		removed := 0
+		for _, n := range names {
+			if n == "GEN" || n == "GEN.tmp" || strings.HasPrefix(n, "gen-") {
+				continue
+			}
+			if err := b.fs.Remove(dir + "/" + n); err != nil {
+				panic(fmt.Sprintf("world: removing n%d's %s/%s: %v", b.id, dir, n, err))
+			}
+			removed++
+		}
+		if err := b.fs.SyncDir(dir); err != nil {
+			panic(fmt.Sprintf("world: syncing n%d's %s: %v", b.id, dir, err))
+		}
+		w.checker.DiskChanged(b.id)
+		w.notef("fault %s: %s emptied (%d files)", f, dir, removed)
 		return true
 	}
 	return false

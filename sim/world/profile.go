@@ -207,6 +207,12 @@ func Draw(seed uint64) Profile {
 	// seeds a follower silent for 0.5 to 5 s stops protecting its owner's
 	// log (seed 000's 60 s would outlast every run), and retentions come
 	// in smaller steps.
+	// A lost or emptied directory, from a stream of its own: on in a
+	// quarter of the seeds.
+	rd := prng.New(prng.Derive(seed, "profile-lostdir"))
+	if rd.Chance(1, 4) {
+		p.Faults.PerMin[FaultLostDir] = []Rate{PerMin(2), PerMin(6)}[rd.Intn(2)]
+	}
 	rr := prng.New(prng.Derive(seed, "profile-retain"))
 	if rr.Chance(1, 2) {
 		p.RetainSilentMs = []int64{500, 2000, 5000}[rr.Intn(3)]
