@@ -425,9 +425,10 @@ func (n *Node) sealReadNext() {
 	// process) must still match what it reported, and then answers as it
 	// did; otherwise the seal is stored durably before it is answered.
 	p := &n.placed[n.placedIndex(j.req.Queue)]
-	if p.binding == bindLost {
-		// Opened without its storage binding (bindingChecked): what it
-		// acknowledged may be gone, certainly so if it held any.
+	if p.binding == bindLost || (j.seal.Damaged && p.state != nil && p.state.DamageDurable) {
+		// Opened without its storage binding (bindingChecked), or with
+		// damage to records a later sync's frames lie beyond, and not
+		// repaired since: what it acknowledged is gone.
 		j.seal.Damaged, j.seal.Lost = true, true
 	}
 	if st := p.state; st != nil && st.SealDamage != "" {
@@ -601,7 +602,7 @@ func receiptNote(from bool) string {
 // lostNote says, in a seal's line, that its log lost what it acknowledged.
 func lostNote(lost bool) string {
 	if lost {
-		return " lost (no storage binding)"
+		return " lost"
 	}
 	return ""
 }

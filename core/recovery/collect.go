@@ -149,7 +149,7 @@ func (c *Collection) Complete() bool {
 // acknowledged.
 func (c *Collection) blockIfLost() {
 	if lost := c.lost(); c.blocked == "" && c.AllSealed() && c.Witnesses() < c.Threshold() && lost >= c.t.W {
-		c.blocked = fmt.Sprintf("%d of the %d previous replicas lost what they acknowledged (no storage binding: their directories lost or emptied), W is %d: a confirmed record may be on none of the others",
+		c.blocked = fmt.Sprintf("%d of the %d previous replicas lost what they acknowledged (a lost directory, or damage to synced records), W is %d: a confirmed record may be on none of the others",
 			lost, len(c.t.Previous), c.t.W)
 	}
 }

@@ -68,8 +68,9 @@ type Seal struct {
 	// Damaged: the log met damage (it may lack records: a torn tail past
 	// its synced end looks the same as a lost write); Lost, with it: the
 	// log certainly lost what it acknowledged (it opened without its
-	// storage binding: its directory was lost or emptied). Encoded as one
-	// byte: 0, 1 (damaged), 2 (lost).
+	// storage binding, its directory lost or emptied, or with damage to
+	// records a later sync's frames lie beyond). Encoded as one byte: 0,
+	// 1 (damaged), 2 (lost).
 	Damaged, Lost bool
 }
 

@@ -37,6 +37,10 @@ type LogState struct {
 	Start, End uint64
 	Epochs     []EpochStart
 	Damage     string // non-empty: a torn or corrupt tail starts at End
+	// DamageDurable: the damaged records had been synced (a later sync's
+	// frames lie beyond them): acknowledged records are certainly lost,
+	// not an unsynced tail a crash tore.
+	DamageDurable bool
 	// Unrepaired: the log lost records to damage (now, or at an earlier
 	// start) and the loss was not yet repaired from other replicas.
 	Unrepaired bool

@@ -39,6 +39,7 @@ func logState(g core.GroupID, rec *seglog.Recovery) core.LogState {
 	st.Unrepaired = rec.Unrepaired || rec.Damage != nil
 	if d := rec.Damage; d != nil {
 		st.Damage = d.Reason + " in " + d.Segment + " at byte " + strconv.FormatInt(d.Pos, 10)
+		st.DamageDurable = d.Durable
 	}
 	return st
 }

@@ -189,6 +189,9 @@ func appendInputBin(b []byte, nowNs int64, node core.NodeID, in *core.Input) []b
 				b = appendStrBin(b, string(l.Seal))
 				b = appendStrBin(b, l.SealDamage)
 			}
+			if l.DamageDurable {
+				b = append(b, 'L')
+			}
 			if len(l.Binding) > 0 || l.BindingDamage != "" || l.BoundBefore {
 				b = append(b, 'B')
 				b = appendStrBin(b, string(l.Binding))

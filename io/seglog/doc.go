@@ -42,7 +42,7 @@
 //	        base offset u64 | CRC32C of the 24 bytes before u32 | zero u32
 //	slot i [32+32i, 32+32(i+1)), for i in [0, slots):
 //	        offset u64 | epoch u64 | frame CRC u32 | frame length u32 |
-//	        kind u8 | 3 zero bytes | CRC32C of the 28 bytes before u32
+//	        kind u8 | flags u8 | 2 zero bytes | CRC32C of the 28 bytes before u32
 //	frames from byte 32+32*slots:
 //	        length u32 | CRC32C u32 | epoch u64 | offset u64 | kind u8 | body
 //
@@ -68,6 +68,15 @@
 // header keeps its own). Version 1 segments (no copies; flags u32 = 0 where
 // slots now is) are not readable: the scan reports them as damage,
 // "unsupported segment version 1 (this build reads version 2 only)".
+//
+// A copy's flags byte has one flag, sync-first (1): its frame is the first
+// the log appended after a completed sync (or its open), so every frame
+// before it had been synced when it was written. A damaged frame with a
+// valid sync-first copy of a later frame beyond it (in its segment or a
+// later one) is Damage.Durable: acknowledged records are certainly lost.
+// Damage in the last synced batch or past it is not: a crash can tear
+// those, and the format cannot tell them from a lost write. (Segments
+// written before the flag read as version 2 all the same, without it.)
 //
 // # Durability
 //

@@ -98,16 +98,22 @@ func framesStart(slots int) int64 { return segHeaderBytes + int64(slots)*slotByt
 // slotPos is the position of slot i.
 func slotPos(i int) int64 { return segHeaderBytes + int64(i)*slotBytes }
 
-// putSlot encodes the header copy of the frame fr (a whole, encoded frame)
-// into dst[:slotBytes].
-func putSlot(dst []byte, fr []byte) {
+// slotSyncFirst, in a header copy's flags byte: its frame is the first the
+// log appended after a completed sync (or its open), so every frame before
+// it was durable when it was written; a valid copy with it beyond a damaged
+// frame proves that frame was synced (Damage.Durable).
+const slotSyncFirst byte = 1
+
+// putSlot encodes the header copy of the frame fr (a whole, encoded frame),
+// with flags, into dst[:slotBytes].
+func putSlot(dst []byte, fr []byte, flags byte) {
 	_ = dst[slotBytes-1]
 	binary.LittleEndian.PutUint64(dst[0:8], binary.LittleEndian.Uint64(fr[16:24])) // offset
 	binary.LittleEndian.PutUint64(dst[8:16], binary.LittleEndian.Uint64(fr[8:16])) // epoch
 	copy(dst[16:20], fr[4:8])                                                      // frame CRC
 	copy(dst[20:24], fr[0:4])                                                      // frame length
 	dst[24] = fr[24]                                                               // kind
-	dst[25], dst[26], dst[27] = 0, 0, 0
+	dst[25], dst[26], dst[27] = flags, 0, 0
 	binary.LittleEndian.PutUint32(dst[28:32], crc32.Checksum(dst[0:28], castagnoli))
 }
 
@@ -117,9 +123,10 @@ func slotZero(s []byte) bool {
 		binary.LittleEndian.Uint64(s[16:24])|binary.LittleEndian.Uint64(s[24:32]) == 0
 }
 
-// slotCRCOK checks a slot's own CRC (and that its padding is zero).
+// slotCRCOK checks a slot's own CRC (and that its padding is zero and its
+// flags known).
 func slotCRCOK(s []byte) bool {
-	return s[25]|s[26]|s[27] == 0 &&
+	return s[25]&^slotSyncFirst == 0 && s[26]|s[27] == 0 &&
 		binary.LittleEndian.Uint32(s[28:32]) == crc32.Checksum(s[0:28], castagnoli)
 }
 

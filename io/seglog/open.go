@@ -3,6 +3,7 @@ package seglog
 import (
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"strconv"
 
@@ -129,6 +130,7 @@ func openDir(fs vfs.FS, dir string, opts Options) (*Log, Recovery, error) {
 	}
 	rec.Seal, rec.SealDamage = seal, sealDamage
 	rec.Binding, rec.BindingDamage = binding, bindingDamage
+	l.afterSync = true // the scan synced what it kept
 	return l, rec, nil
 }
 
@@ -186,6 +188,12 @@ func (l *Log) scan(bases []uint64, names []string) (Recovery, error) {
 			return rec, err
 		}
 		rec.Bytes += bytes
+		if d != nil {
+			if d.Durable, err = l.syncedBeyond(seg, fileSize, d, names[i+1:]); err != nil {
+				f.Close()
+				return rec, err
+			}
+		}
 		// What the scan read may not be durable yet (an earlier instance
 		// closed without syncing): make it so before reporting it.
 		if err := f.Sync(); err != nil {
@@ -471,4 +479,77 @@ func (l *Log) slotsInUse(seg *segment, fileSize int64) int {
 		}
 	}
 	return hi
+}
+
+// syncedBeyond reports whether a valid header copy flagged slotSyncFirst
+// names a frame past damage d: in seg's slots after d's, or in a later
+// segment file of names (their copy regions only: one read each, bounded
+// by the slots a segment may hold). Such a copy was written after a sync
+// that covered the damaged frame completed. A copy that does not read or
+// check is no evidence either way.
+func (l *Log) syncedBeyond(seg *segment, fileSize int64, d *Damage, later []string) (bool, error) {
+	if d.Pos != 0 && d.Offset >= seg.base { // (at 0 the segment header is bad: its slots are unknown)
+		for i := int(d.Offset-seg.base) + 1; i < seg.slots; i++ {
+			s, err := l.slotAt(seg, i, fileSize)
+			if err != nil {
+				if errors.Is(err, vfs.ErrIO) {
+					break
+				}
+				return false, err
+			}
+			if slotCRCOK(s) && !slotZero(s) && s[25]&slotSyncFirst != 0 && slotOffset(s) > d.Offset {
+				return true, nil
+			}
+		}
+	}
+	for _, name := range later {
+		found, err := l.flaggedCopyIn(name, d.Offset)
+		if err != nil || found {
+			return found, err
+		}
+	}
+	return false, nil
+}
+
+// flaggedCopyIn reports whether segment file name holds a valid header copy
+// flagged slotSyncFirst of a frame past offset.
+func (l *Log) flaggedCopyIn(name string, offset uint64) (bool, error) {
+	base, ok, err := parseSegName(name)
+	if err != nil || !ok {
+		return false, err
+	}
+	f, err := l.fs.Open(l.segPath(name))
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	h := make([]byte, segHeaderBytes)
+	if _, err := f.ReadAt(h, 0); err != nil {
+		return false, ignoreIO(err)
+	}
+	slots, reason := checkSegHeader(h, base)
+	if reason != "" {
+		return false, nil
+	}
+	region := make([]byte, slots*slotBytes)
+	n, err := f.ReadAt(region, segHeaderBytes)
+	if err != nil && n == 0 {
+		return false, ignoreIO(err)
+	}
+	for i := 0; (i+1)*slotBytes <= n; i++ {
+		s := region[i*slotBytes : (i+1)*slotBytes]
+		if slotCRCOK(s) && !slotZero(s) && s[25]&slotSyncFirst != 0 && slotOffset(s) > offset {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// ignoreIO drops an unreadable range (no evidence) and a short file,
+// keeping any other error.
+func ignoreIO(err error) error {
+	if errors.Is(err, vfs.ErrIO) || errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
 }

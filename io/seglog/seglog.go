@@ -141,10 +141,19 @@ type Damage struct {
 	// the valid records.
 	Offset uint64
 	Reason string // e.g. "crc mismatch", "frame lost: header copy names offset 7"
+	// Durable: a valid header copy of a frame appended after a later
+	// completed sync lies beyond the damage (slotSyncFirst), so the frames
+	// from Offset on had been synced: acknowledged records are certainly
+	// lost, not an unsynced tail torn by a crash.
+	Durable bool
 }
 
 func (d *Damage) String() string {
-	return fmt.Sprintf("damage in %s at byte %d (offset %d): %s", d.Segment, d.Pos, d.Offset, d.Reason)
+	s := fmt.Sprintf("damage in %s at byte %d (offset %d): %s", d.Segment, d.Pos, d.Offset, d.Reason)
+	if d.Durable {
+		s += " (synced records: a later sync's frames lie beyond)"
+	}
+	return s
 }
 
 // Recovery reports what Open found.
@@ -229,6 +238,7 @@ type Log struct {
 	rolled bool   // a segment was started since the last directory sync
 
 	unrepaired  bool // the UNREPAIRED mark is on disk
+	afterSync   bool // nothing was appended since the last completed sync (or the open): the next frame's copy says so
 	boundBefore bool // the marker beside the log's directory is there (bind.go)
 
 	segs   []*segment // ascending; the last one is active
@@ -410,7 +420,11 @@ func (l *Log) appendOne(r *record.Record) error {
 	assert(l.slotBufPos+int64(len(l.slotBuf)) == slotPos(seg.frames()), "slot buffer out of step with the frames")
 	k := len(l.slotBuf)
 	l.slotBuf = l.slotBuf[:k+slotBytes]
-	putSlot(l.slotBuf[k:], fr)
+	var flags byte
+	if l.afterSync {
+		flags, l.afterSync = slotSyncFirst, false
+	}
+	putSlot(l.slotBuf[k:], fr, flags)
 	l.noteFrame(seg, r.Offset, r.Epoch, pos, int64(n))
 	return nil
 }
@@ -701,6 +715,7 @@ func (l *Log) syncAll() error {
 		}
 		l.dirDirty, l.rolled = false, false
 	}
+	l.afterSync = !skip
 	return nil
 }
 

@@ -361,9 +361,12 @@ func (w *World) corrupt(b *broker, f Fault) bool {
 		// not this generation's files (a pointer is written once, by
 		// rename, and never rewritten in place: the fault model leaves it
 		// alone; a damaged one fails the log's open, seglog's tests show).
-		// Nor is the log's START (retention), written the same way.
+		// Nor is the log's START (retention), or its storage binding
+		// (BIND), written the same way (a damaged one is reported as the
+		// copy's loss, seglog's and core's tests show).
 		names = slices.DeleteFunc(names, func(n string) bool {
-			return n == "GEN" || n == "GEN.tmp" || strings.HasPrefix(n, "gen-") || n == "START" || n == "START.tmp"
+			return n == "GEN" || n == "GEN.tmp" || strings.HasPrefix(n, "gen-") || n == "START" || n == "START.tmp" ||
+				n == "BIND" || n == "BIND.tmp"
 		})
 		if err != nil || len(names) == 0 {
 			continue
