@@ -826,7 +826,10 @@ func (n *Node) installedArrived(r recovery.Installed) {
 }
 
 // recoveryActivate asks the leader to commit the activation once the
-// owner and the new W installed, every proposed member live.
+// owner and the new W installed: its members are the proposed members
+// live now (one gone meanwhile, a replacement that died mid-recovery say,
+// is left out as long as W stays what the queue's replicas ask; the queue
+// gets that copy back as a new copy's learner).
 func (n *Node) recoveryActivate(w *recoveryWork) {
 	if w.activateNs != 0 && n.x.NowNs-w.activateNs < recoveryBackoffMinNs {
 		return
@@ -847,7 +850,7 @@ func (n *Node) recoveryActivate(w *recoveryWork) {
 	for _, p := range q.Assignment.Pending.Proposed.Slice() {
 		b, ok := md.Broker(p)
 		if !ok || !b.Live {
-			return // a proposed member is gone: wait
+			continue // gone: left out
 		}
 		c.Members.M[c.Members.N] = metadata.Member{Node: p, Process: b.Process, Storage: b.Storage}
 		c.Members.N++
@@ -858,8 +861,9 @@ func (n *Node) recoveryActivate(w *recoveryWork) {
 		}
 	}
 	members := c.Members.N
-	if c.InSync.N == 0 || c.InSync.N < q.Policy.WriteQuorum(members, min(q.MinInsync, members)) {
-		return
+	if c.InSync.N == 0 || c.InSync.N < q.Policy.WriteQuorum(members, min(q.MinInsync, members)) ||
+		q.Policy.WriteQuorum(members, min(q.MinInsync, members)) < q.Policy.WriteQuorum(q.Replicas, min(q.MinInsync, q.Replicas)) {
+		return // too few installed, or too few live for the queue's W: wait
 	}
 	if !n.oldOwnerStopped(w, &q) && n.x.NowNs < w.detectNs+ownerLeaseNs+leaseMarginNs {
 		return // the old owner may still serve on its lease: wait it out

@@ -265,12 +265,13 @@ func TestPlacementAndTransitions(t *testing.T) {
 	// owner. (q has 2 replicas, majority_durable: W = 2.)
 	act := Command{Kind: Activate, Queue: "q", Incarnation: 4, Epoch: 1, Digest: tr.Digest, Owner: 1,
 		Members: members(m(1, 11, 21), m(3, 13, 23)), InSync: nodes(1, 3)}
-	badAct := []Command{act, act, act, act, act}
-	badAct[0].Digest[0]++                                   // another transition
-	badAct[1].Members = members(m(1, 11, 21), m(2, 12, 22)) // not the proposed members
-	badAct[2].Members = members(m(1, 11, 21), m(3, 99, 23)) // another process
-	badAct[3].InSync = nodes(1)                             // one installed of W = 2
-	badAct[4].Epoch = 2                                     // not the fenced epoch
+	badAct := []Command{act, act, act, act, act, act}
+	badAct[0].Digest[0]++                                                 // another transition
+	badAct[1].Members = members(m(1, 11, 21), m(2, 12, 22))               // not the proposed members
+	badAct[2].Members = members(m(1, 11, 21), m(3, 99, 23))               // another process
+	badAct[3].InSync = nodes(1)                                           // one installed of W = 2
+	badAct[4].Epoch = 2                                                   // not the fenced epoch
+	badAct[5].Members, badAct[5].InSync = members(m(1, 11, 21)), nodes(1) // one live member left: W 1 below the replicas' 2
 	for i, c := range badAct {
 		if _, err := apply(t, &s, uint64(41+i), c); err == nil {
 			t.Fatalf("bad activation %d accepted: %s", i, c.String())
@@ -386,8 +387,8 @@ func TestLearnerAddAndAdmit(t *testing.T) {
 // A new copy's learner: a queue running on fewer members than its
 // replicas (a recovery left it two of three) names a broker outside them
 // its learner, and admission adds it (E grows, members ascending, W
-// unchanged); a full assignment, a draining broker or a policy whose W
-// would change refuses one.
+// unchanged); a full assignment or a draining broker refuses one, and an
+// all_durable queue is never activated short (its W would change).
 func TestLearnerNewCopy(t *testing.T) {
 	for _, policy := range []seam.Policy{seam.MajorityDurable, seam.AllDurable} {
 		var s State
@@ -410,18 +411,21 @@ func TestLearnerNewCopy(t *testing.T) {
 		tr := Command{Kind: Transition, Queue: "q", Incarnation: 5, Epoch: 1, Proposed: proposed, Digest: TransitionDigest(&q, &proposed)}
 		act := Command{Kind: Activate, Queue: "q", Incarnation: 5, Epoch: 1, Digest: tr.Digest, Owner: 1,
 			Members: members(m(1, 11, 21), m(3, 13, 23)), InSync: nodes(1, 3)}
-		for i, c := range []Command{tr, act} {
-			if _, err := apply(t, &s, uint64(10+i), c); err != nil {
-				t.Fatal(err)
-			}
+		if _, err := apply(t, &s, 10, tr); err != nil {
+			t.Fatal(err)
 		}
-		add := Command{Kind: AddLearner, Queue: "q", Incarnation: 5, Epoch: 2, Learner: m(2, 12, 22)}
 		if policy == seam.AllDurable {
-			if _, err := apply(t, &s, 20, add); err == nil {
-				t.Fatal("all_durable: a copy that changes W accepted")
+			// Two members would confirm on two copies, not the three its
+			// replicas ask: no activation (nor placement) leaves it so.
+			if _, err := apply(t, &s, 11, act); err == nil {
+				t.Fatal("all_durable: an activation on 2 of 3 members accepted")
 			}
 			continue
 		}
+		if _, err := apply(t, &s, 11, act); err != nil {
+			t.Fatal(err)
+		}
+		add := Command{Kind: AddLearner, Queue: "q", Incarnation: 5, Epoch: 2, Learner: m(2, 12, 22)}
 		drain := Command{Kind: Drain, Node: 4, Draining: true}
 		if _, err := apply(t, &s, 19, drain); err != nil {
 			t.Fatal(err)

@@ -391,12 +391,18 @@ func (s *State) activate(c *Command) (string, error) {
 		return "", refuse("queue %q has no pending transition", c.Queue)
 	case a.Epoch != c.Epoch || a.Pending.Digest != c.Digest:
 		return "", refuse("queue %q's pending transition is from epoch %d, digest %x, not %d, %x", c.Queue, a.Epoch, a.Pending.Digest[:6], c.Epoch, c.Digest[:6])
-	case c.Members.N != a.Pending.Proposed.N:
+	case c.Members.N > a.Pending.Proposed.N:
 		return "", refuse("queue %q: %d members, the transition proposed %v", c.Queue, c.Members.N, a.Pending.Proposed.Slice())
+	case q.Policy.WriteQuorum(c.Members.N, min(q.MinInsync, c.Members.N)) < q.Policy.WriteQuorum(q.Replicas, min(q.MinInsync, q.Replicas)):
+		return "", refuse("queue %q: %d members would confirm on fewer copies than its %d replicas' W", c.Queue, c.Members.N, q.Replicas)
 	}
-	for i, m := range c.Members.Slice() {
-		if m.Node != a.Pending.Proposed.ID[i] {
-			return "", refuse("queue %q: members %v are not the proposed %v", c.Queue, c.Members.Slice(), a.Pending.Proposed.Slice())
+	for _, m := range c.Members.Slice() {
+		// The proposed members that are live (seed 004: activation needs
+		// the owner and W installed; a proposed member gone meanwhile is
+		// left out, and the queue gets its copy back as a new copy's
+		// learner).
+		if !slices.Contains(a.Pending.Proposed.Slice(), m.Node) {
+			return "", refuse("queue %q: members %v are not among the proposed %v", c.Queue, c.Members.Slice(), a.Pending.Proposed.Slice())
 		}
 		b, ok := s.Broker(m.Node)
 		if !ok || !b.Live || b.Process != m.Process || b.Storage != m.Storage {

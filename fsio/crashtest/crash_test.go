@@ -513,13 +513,13 @@ func independentScan(t crashT, dir string) (valid uint64, garbage bool) {
 			if c != le.Uint32(fr[4:8]) || le.Uint64(fr[16:24]) != valid {
 				return valid, true
 			}
-			// Its copy: offset, epoch, frame CRC, length, kind, 3 zero
-			// bytes, CRC of the 28 bytes before.
+			// Its copy: offset, epoch, frame CRC, length, kind, flags (0
+			// or sync-first, 1), 2 zero bytes, CRC of the 28 bytes before.
 			s := slot(j)
 			if le.Uint32(s[28:32]) != crc32.Checksum(s[:28], castagnoli) ||
 				!bytes.Equal(s[0:8], fr[16:24]) || !bytes.Equal(s[8:16], fr[8:16]) ||
 				!bytes.Equal(s[16:20], fr[4:8]) || !bytes.Equal(s[20:24], fr[0:4]) ||
-				s[24] != fr[24] || nonZero(s[25:28]) {
+				s[24] != fr[24] || s[25] > 1 || nonZero(s[26:28]) {
 				return valid, true
 			}
 			valid++

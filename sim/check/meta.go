@@ -317,11 +317,12 @@ func (m *metaTruth) fold(index uint64, cmd []byte) verdict {
 		q.learner = metadata.Member{}
 		m.catalog[c.Queue] = q
 	case metadata.Activate:
-		if !exists || q.incarnation != c.Incarnation || !q.fenced || q.epoch != c.Epoch || c.Members.N != q.proposed.N {
+		if !exists || q.incarnation != c.Incarnation || !q.fenced || q.epoch != c.Epoch || c.Members.N > q.proposed.N ||
+			q.policy.WriteQuorum(c.Members.N, min(q.minInsync, c.Members.N)) < q.policy.WriteQuorum(q.replicas, min(q.minInsync, q.replicas)) {
 			return verdict{refused: true}
 		}
-		for i, mb := range c.Members.Slice() {
-			if mb.Node != q.proposed.ID[i] {
+		for _, mb := range c.Members.Slice() {
+			if !slices.Contains(q.proposed.Slice(), mb.Node) {
 				return verdict{refused: true}
 			}
 			if b := m.brokers[mb.Node]; !b.live || b.process != mb.Process || b.storage != mb.Storage {

@@ -71,6 +71,7 @@ const (
 	MarkLearnerAdmitted                      // a learner caught up and was admitted as the member
 	MarkLearnerNewCopy                       // a queue short of its replicas had a new copy's learner admitted as one member more
 	MarkLostDir                              // a broker's queue directory was emptied while it was down (its binding lost with it)
+	MarkActivateShort                        // a recovery activated without a proposed member that was gone (it comes back as a new copy)
 	markKinds
 )
 
@@ -129,6 +130,7 @@ var markNames = [...]string{
 	MarkLearnerAdmitted:      "learner-admitted",
 	MarkLearnerNewCopy:       "learner-new-copy",
 	MarkLostDir:              "lost-dir",
+	MarkActivateShort:        "activate-short",
 }
 
 func (m Mark) String() string {

@@ -513,6 +513,7 @@ type placedQueue struct {
 	w           int           // its assignment's W
 	isr         bool          // policy isr: confirms at the high watermark
 	deleted     bool
+	proposedN   int // members its pending transition proposed (while fenced)
 	// sinceNs: when each member's broker applied this assignment (index
 	// as members; -1: not yet), or was admitted to it: what it sent
 	// before belonged to an earlier epoch's group, or to a learner's
@@ -564,6 +565,7 @@ func (w *World) placedApplied(c *metadata.Command) {
 // proposed members (their installations write the queue's log).
 func (w *World) transitionApplied(c *metadata.Command) {
 	if p, ok := w.placed[c.Queue]; ok && p.incarnation == c.Incarnation {
+		p.proposedN = c.Proposed.N
 		w.holdJudge(p, c.Proposed.Slice())
 		w.checker.AddReplicas(p.id, c.Proposed.Slice())
 	}
@@ -582,6 +584,9 @@ func (w *World) activatedApplied(c *metadata.Command) {
 	var members []core.NodeID
 	for _, m := range c.Members.Slice() {
 		members = append(members, m.Node)
+	}
+	if c.Members.N < p.proposedN {
+		w.mark(MarkActivateShort)
 	}
 	n := c.Members.N
 	p.epoch, p.owner, p.members, p.w = c.Epoch+1, c.Owner, members, q.Policy.WriteQuorum(n, min(q.MinInsync, n))
