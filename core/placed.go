@@ -96,6 +96,7 @@ func (n *Node) reconcile() {
 	}
 	n.reconciled = md.Applied()
 	n.recoveryDue = true
+	n.recoveryBudgetChanged(md)
 	qs := md.Queues()
 	for i := range qs {
 		q := &qs[i]

@@ -412,6 +412,21 @@ func (n *Node) recoveryWaits(q *metadata.Queue) bool {
 	return i >= 0 && n.x.NowNs < n.recoveryRetries[i].notNs
 }
 
+// recoveryBudgetChanged retries at once every attempt set aside when the
+// inspection budget's settings changed since the node last looked: the
+// operator raised the budget an attempt ran out of, and needs no other
+// command than the setting to have it tried again.
+func (n *Node) recoveryBudgetChanged(md *metadata.State) {
+	b := [3]int64{md.Setting(metadata.RecoveryInspectPagesMax), md.Setting(metadata.RecoveryInspectRecordsMax), md.Setting(metadata.RecoveryInspectBytesMax)}
+	if b == n.recoveryBudget {
+		return
+	}
+	n.recoveryBudget = b
+	for i := range n.recoveryRetries {
+		n.recoveryRetries[i].notNs = n.x.NowNs
+	}
+}
+
 // recoveryRetriesPrune forgets the queues set aside whose transition is no
 // longer pending.
 func (n *Node) recoveryRetriesPrune(md *metadata.State) {

@@ -46,7 +46,9 @@ func TestRecoveryBudgetSetAside(t *testing.T) {
 	if out, err := c.sluice("settings", "set", "recovery.inspect_records_max", "1000000", "--http", c.b(hi).httpAddr); err != nil {
 		t.Fatalf("settings: %v\n%s", err, out)
 	}
+	raisedAt := time.Now()
 	c.settle(lo, []string{"q0"}, 60*time.Second)
+	t.Logf("q0 recovered %v after the budget was raised (a change of the budget retries at once)", time.Since(raisedAt).Round(time.Millisecond))
 	want := map[string]bool{}
 	for _, b := range bodies {
 		want[b] = true
