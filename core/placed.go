@@ -145,6 +145,12 @@ func retireReason(md *metadata.State, p *placedGroup, n *Node) string {
 		return "the queue was deleted"
 	case q.Assigned && !q.Assignment.Fenced && q.Assignment.Epoch != p.epoch && !n.mine(&q.Assignment):
 		return fmt.Sprintf("the assignment of epoch %d does not name this process", q.Assignment.Epoch)
+	case q.Assigned && q.Assignment.Fenced && !n.mine(&q.Assignment):
+		// A learner's group, its learner cleared by the transition: no
+		// member of the assignment the recovery seals, it must not take
+		// the next owner's appends on a log an installation may publish
+		// over meanwhile.
+		return fmt.Sprintf("the transition to epoch %d cleared this process's learner", q.Assignment.Pending.Epoch)
 	}
 	return ""
 }

@@ -452,7 +452,13 @@ func (n *Node) sealReadNext() {
 				old.LastEpoch == j.seal.LastEpoch && old.Identity == j.seal.Identity && (old.Damaged == j.seal.Damaged || old.Damaged)
 			switch {
 			case same:
-				j.seal = old // a retry keeps the original seal
+				// A retry keeps the original seal; but a log whole and
+				// bound again (an installation of this transition rewrote
+				// it) has lost nothing any more: a later attempt must not
+				// count it among the lost copies that block.
+				lostNow := j.seal.Lost
+				j.seal = old
+				j.seal.Lost = old.Lost && lostNow
 				j.fromReceipt = true
 				n.sealMade()
 				return

@@ -188,9 +188,10 @@ func (o *owner) belowMinInSync() string {
 // InSyncWanted returns the in-sync set the owner wants committed and the
 // version of the committed set it asks from, when it differs from the
 // committed one (or withdraws a follower asked back that no longer
-// qualifies) and was not asked for within the last lag/2 (a request may
-// be lost; the controller ignores a stale one). want is valid until the
-// next call: it is the replica's buffer, not the caller's.
+// qualifies) and was not asked for within inSyncAskAgainNs (a request may
+// be lost, or refused by a leader that changed; the controller ignores a
+// stale one). want is valid until the next call: it is the replica's
+// buffer, not the caller's.
 func (r *Replica) InSyncWanted() (want []seam.NodeID, version uint64, ok bool) {
 	o, s := r.owner, &r.inSync
 	if o == nil || !o.ready || !s.tracking || r.fenced != "" || r.failed {
@@ -223,7 +224,7 @@ func (r *Replica) InSyncWanted() (want []seam.NodeID, version uint64, ok bool) {
 			return nil, 0, false
 		}
 	}
-	if slices.Equal(want, s.wanted) && now-s.askedNs < max(s.lagNs/2, 1) {
+	if slices.Equal(want, s.wanted) && now-s.askedNs < inSyncAskAgainNs(s.lagNs) {
 		return nil, 0, false
 	}
 	for _, n := range want {
@@ -235,6 +236,13 @@ func (r *Replica) InSyncWanted() (want []seam.NodeID, version uint64, ok bool) {
 	s.wanted, s.askedNs = append(s.wanted[:0], want...), now
 	return want, s.version, true
 }
+
+// inSyncAskAgainNs is how long the owner waits before asking for the same
+// in-sync set again: lag/2, the check's own period, but at most 1 s. A
+// follower back in time would otherwise wait half the lag time (15 s by
+// default) for a lost request's repeat, its queue under-replicated all
+// along.
+func inSyncAskAgainNs(lagNs int64) int64 { return min(max(lagNs/2, 1), 1e9) }
 
 func (s *inSync) invariants(r *Replica) {
 	if !s.tracking || r.owner == nil {

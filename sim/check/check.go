@@ -658,13 +658,15 @@ func (c *Checker) Injected(node core.NodeID, q core.QueueID) {
 }
 
 // noteRepair clears a replica's injected mark once its disk again holds an
-// unbroken log at least as long as the one that was damaged, and a seal
-// receipt that checks: a receipt damaged on the disk makes the replica a
-// damaged witness (it can no longer prove what it answered) until an
-// installation writes a new one, as much as a damaged record does.
+// unbroken log at least as long as the one that was damaged, a seal
+// receipt that checks (a receipt damaged on the disk makes the replica a
+// damaged witness: it can no longer prove what it answered, until an
+// installation writes a new one, as much as a damaged record does), and
+// its storage binding (a copy whose directory was lost is a lost one until
+// an admission or an installation binds it again).
 func (c *Checker) noteRepair(qt *queueTruth, r *replicaTruth) {
 	if r.injected && !r.disk.Damaged() && r.disk.Prefix() >= r.damageEnd && r.disk.Prefix() == r.disk.Len() &&
-		r.disk.SealIntact(c.diskOf(qt.spec.Queue, r.node)) {
+		r.disk.SealIntact(c.diskOf(qt.spec.Queue, r.node)) && r.disk.BindIntact(c.diskOf(qt.spec.Queue, r.node)) {
 		r.injected = false
 	}
 }

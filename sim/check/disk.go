@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -585,6 +586,8 @@ const (
 	dSealMagic    = "SLUICSEAL1"
 	dSealFixed    = len(dSealMagic) + 4 + 4
 	dSealBytesMax = 64<<10 + dSealFixed
+	dBindName     = "BIND"
+	dBindMagic    = "SLUICBIND1"
 )
 
 // SealIntact reports whether the log's durable seal receipt, if it has
@@ -595,12 +598,36 @@ func (l *DiskLog) SealIntact(d Disk) bool {
 	if err != nil || !slices.Contains(names, dSealName) {
 		return true
 	}
-	name := l.dir + "/" + dSealName
-	var head [len(dSealMagic) + 4]byte
-	if n, _ := d.ReadDurable(name, head[:], 0); n < len(head) || string(head[:len(dSealMagic)]) != dSealMagic {
+	return receiptIntact(d, l.dir+"/"+dSealName, dSealMagic)
+}
+
+// BindIntact reports whether the log's live generation durably holds a
+// storage binding that checks (its magic, length and CRC32C; io/seglog's
+// bind.go): a copy whose binding is gone (its directory lost or emptied)
+// is no whole copy to the system, however many records it holds again,
+// until it is bound again.
+// A log never bound (no marker beside its directory) is new: intact.
+func (l *DiskLog) BindIntact(d Disk) bool {
+	base := l.dir
+	if strings.HasPrefix(path.Base(base), "gen-") {
+		base = path.Dir(base)
+	}
+	parent, err := d.DurableList(path.Dir(base))
+	if err != nil || !slices.Contains(parent, path.Base(base)+".bound") {
+		return true
+	}
+	names, err := d.DurableList(l.dir)
+	return err == nil && slices.Contains(names, dBindName) && receiptIntact(d, l.dir+"/"+dBindName, dBindMagic)
+}
+
+// receiptIntact reports whether the receipt file name (magic, payload
+// length u32, payload, CRC32C u32) durably checks.
+func receiptIntact(d Disk, name, magic string) bool {
+	head := make([]byte, len(magic)+4)
+	if n, _ := d.ReadDurable(name, head, 0); n < len(head) || string(head[:len(magic)]) != magic {
 		return false
 	}
-	size := dSealFixed + int(binary.LittleEndian.Uint32(head[len(dSealMagic):]))
+	size := len(magic) + 8 + int(binary.LittleEndian.Uint32(head[len(magic):]))
 	if size > dSealBytesMax {
 		return false
 	}
