@@ -160,7 +160,7 @@ func (o *owner) onTick() {
 	}
 	o.retain()
 	resendNs := r.x.Lim.ResendMs * 1e6
-	heartbeatNs := r.x.Lim.HeartbeatMs * 1e6
+	heartbeatNs := o.heartbeatNs()
 	for i := range o.peers {
 		p := &o.peers[i]
 		if !o.waiting(p) && r.x.NowNs-p.lastSendNs >= heartbeatNs && !r.x.Bugs.Has(bugs.NoHeartbeat) {
@@ -185,6 +185,20 @@ func (o *owner) onTick() {
 	}
 }
 
+// heartbeatNs is how often the owner probes a follower it has heard all
+// it needs from: Limits.HeartbeatMs, or a third of the in-sync lag time
+// when that is shorter, so that an idle follower's last caught-up instant
+// is never older than the lag at the owner's checks (with a lag below
+// the heartbeat, an idle queue's followers left and rejoined the in-sync
+// set at every probe).
+func (o *owner) heartbeatNs() int64 {
+	hb := o.r.x.Lim.HeartbeatMs * 1e6
+	if s := &o.r.inSync; s.tracking && s.lagNs > 0 {
+		hb = min(hb, max(s.lagNs/3, 1))
+	}
+	return hb
+}
+
 // waiting reports whether the owner expects a reply from p.
 func (o *owner) waiting(p *progress) bool {
 	return !p.matched || p.durable < o.r.log.end
@@ -196,7 +210,7 @@ func (o *owner) deadlineNs() int64 {
 	}
 	at := int64(math.MaxInt64)
 	resendNs := o.r.x.Lim.ResendMs * 1e6
-	heartbeatNs := o.r.x.Lim.HeartbeatMs * 1e6
+	heartbeatNs := o.heartbeatNs()
 	for i := range o.peers {
 		p := &o.peers[i]
 		if o.waiting(p) {
