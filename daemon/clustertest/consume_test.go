@@ -204,22 +204,11 @@ func (k *failoverConsumer) run() {
 }
 
 func (k *failoverConsumer) session() {
-	conn, err := amqp.DialConfig(k.url, amqp.Config{Dial: amqp.DefaultDial(2 * time.Second)})
+	conn, ds, err := consumeSession(k.url, "cq", 20)
 	if err != nil {
 		return
 	}
 	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		return
-	}
-	if err := ch.Qos(20, 0, false); err != nil {
-		return
-	}
-	ds, err := ch.Consume("cq", "", false, false, false, false, nil)
-	if err != nil {
-		return
-	}
 	k.mu.Lock()
 	k.consumed = append(k.consumed, time.Now())
 	k.mu.Unlock()
@@ -273,4 +262,26 @@ func (k *failoverConsumer) waitConsuming(t *testing.T, since time.Time, within t
 	}
 	t.Fatalf("consumer through n%d: no consume-ok after %v within %v", k.broker, since.Format(time.StampMilli), within)
 	return time.Time{}
+}
+
+// consumeSession dials url and consumes queue q with manual acks and a
+// prefetch; the caller closes the connection (nil on an error).
+func consumeSession(url, q string, prefetch int) (*amqp.Connection, <-chan amqp.Delivery, error) {
+	conn, err := amqp.DialConfig(url, amqp.Config{Dial: amqp.DefaultDial(2 * time.Second)})
+	if err != nil {
+		return nil, nil, err
+	}
+	ch, err := conn.Channel()
+	if err == nil {
+		err = ch.Qos(prefetch, 0, false)
+	}
+	var ds <-chan amqp.Delivery
+	if err == nil {
+		ds, err = ch.Consume(q, "", false, false, false, false, nil)
+	}
+	if err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	return conn, ds, nil
 }

@@ -143,23 +143,12 @@ func deepConsume(b *testing.B, url, q string, n int, extra string, within time.D
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) && (got < n || !extraSeen) {
 		func() {
-			conn, err := amqp.DialConfig(url, amqp.Config{Dial: amqp.DefaultDial(2 * time.Second)})
-			if err != nil {
-				return
-			}
-			defer conn.Close()
-			ch, err := conn.Channel()
-			if err != nil {
-				return
-			}
-			if err := ch.Qos(2000, 0, false); err != nil {
-				return
-			}
-			ds, err := ch.Consume(q, "", false, false, false, false, nil)
+			conn, ds, err := consumeSession(url, q, 2000)
 			if err != nil {
 				b.Logf("consume: %v", err)
 				return
 			}
+			defer conn.Close()
 			for got < n || !extraSeen {
 				select {
 				case d, ok := <-ds:

@@ -729,6 +729,7 @@ func (w *World) fencedApplied(name string, incarnation uint64, deleted bool) {
 // placedSettled reports whether every placed queue not fenced has
 // converged: the drain waits for it.
 func (w *World) placedSettled() bool {
+	up := w.upBrokers()
 	for _, name := range slices.Sorted(maps.Keys(w.placed)) {
 		p := w.placed[name]
 		if w.checker.Fenced(p.id) {
@@ -740,7 +741,7 @@ func (w *World) placedSettled() bool {
 		if w.placedConsumed(p.id) && w.checker.Undelivered(p.id) > 0 {
 			return false
 		}
-		if w.checker.MetaShort(name, w.upBrokers()) != "" {
+		if w.checker.MetaShort(name, up) != "" {
 			return false // full health: every copy back, in sync
 		}
 	}

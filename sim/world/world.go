@@ -1209,7 +1209,7 @@ const shortListedMax = 8
 // for.
 func (w *World) outstanding() string {
 	var parts []string
-	short := 0
+	short, up := 0, w.upBrokers()
 	for _, c := range w.clients {
 		if c.kind != publisher {
 			continue
@@ -1238,7 +1238,7 @@ func (w *World) outstanding() string {
 		if ok, why := w.checker.Converged(p.id); !ok {
 			parts = append(parts, fmt.Sprintf("placed %s (q=%d) not converged (%s)", name, p.id, why))
 		}
-		if why := w.checker.MetaShort(name, w.upBrokers()); why != "" {
+		if why := w.checker.MetaShort(name, up); why != "" {
 			short++
 			if short <= shortListedMax {
 				parts = append(parts, fmt.Sprintf("placed %s (q=%d) short of full health: %s", name, p.id, why))
