@@ -77,6 +77,12 @@ type installJob struct {
 	// askedNs: when the page wanted from the source was asked for
 	askedNs int64
 	id      *recovery.Identity
+	// stageRecordsMax, stageBytesMax: the staging budget as the fresh
+	// view gave it; stagedBytes: what this installation wrote to its
+	// stage so far (a resumed stage's earlier records are not counted
+	// again).
+	stageRecordsMax, stageBytesMax int64
+	stagedBytes                    int64
 }
 
 type installer struct {
@@ -100,7 +106,7 @@ func (n *Node) installRequested(from NodeID, req recovery.InstallRequest) {
 	}
 	switch {
 	case n.ctrl == nil:
-		n.installRefuse(from, &req, false, "no metadata here")
+		n.installRefuse(from, &req, recovery.RefusedFor, "no metadata here")
 		return
 	case in.job != nil && sameInstall(&in.job.req, &req):
 		return // running; the answer comes
@@ -111,12 +117,12 @@ func (n *Node) installRequested(from NodeID, req recovery.InstallRequest) {
 		// (its log stays a prefix of the old source's history past the
 		// parting point, which the new installation cuts where it parts)
 		// and the new request starts.
-		n.installEnd(false, fmt.Sprintf("superseded by an installation from n%d", req.Source))
+		n.installEnd(recovery.RefusedFor, fmt.Sprintf("superseded by an installation from n%d", req.Source))
 	case in.job != nil:
-		n.installRefuse(from, &req, true, fmt.Sprintf("installing queue %d", in.job.req.Queue))
+		n.installRefuse(from, &req, recovery.RefusedBusy, fmt.Sprintf("installing queue %d", in.job.req.Queue))
 		return
 	case n.sealer.job != nil && n.sealer.job.req.Queue == req.Queue:
-		n.installRefuse(from, &req, true, "sealing it")
+		n.installRefuse(from, &req, recovery.RefusedBusy, "sealing it")
 		return
 	}
 	n.sealer.lastToken++
@@ -132,22 +138,24 @@ func (n *Node) installFreshDone(e *ctrl.Effect) bool {
 		return false
 	}
 	if e.Result != ctrl.Committed {
-		n.installEnd(false, "no fresh committed view: "+e.Note)
+		n.installEnd(recovery.RefusedFor, "no fresh committed view: "+e.Note)
 		return true
 	}
 	req := &j.req
 	q, ok := placedQueue(n.ctrl.Metadata(), req.Queue)
 	switch {
 	case !ok || q.Incarnation != req.Incarnation || !q.Assigned || !q.Assignment.Fenced:
-		n.installEnd(false, fmt.Sprintf("queue %d incarnation %d has no pending transition", req.Queue, req.Incarnation))
+		n.installEnd(recovery.RefusedFor, fmt.Sprintf("queue %d incarnation %d has no pending transition", req.Queue, req.Incarnation))
 		return true
 	case q.Assignment.Pending.Epoch != req.Epoch || recovery.Digest(q.Assignment.Pending.Digest) != req.Transition:
-		n.installEnd(false, fmt.Sprintf("queue %d's pending transition is to epoch %d", req.Queue, q.Assignment.Pending.Epoch))
+		n.installEnd(recovery.RefusedFor, fmt.Sprintf("queue %d's pending transition is to epoch %d", req.Queue, q.Assignment.Pending.Epoch))
 		return true
 	case !slices.Contains(q.Assignment.Pending.Proposed.Slice(), n.x.Node):
-		n.installEnd(false, fmt.Sprintf("n%d is not proposed", n.x.Node))
+		n.installEnd(recovery.RefusedFor, fmt.Sprintf("n%d is not proposed", n.x.Node))
 		return true
 	}
+	md := n.ctrl.Metadata()
+	j.stageRecordsMax, j.stageBytesMax = md.Setting(metadata.RecoveryStageRecordsMax), md.Setting(metadata.RecoveryStageBytesMax)
 	previous := slices.ContainsFunc(q.Assignment.Members.Slice(), func(m metadata.Member) bool { return m.Node == n.x.Node })
 	sealed := slices.ContainsFunc(n.sealer.done, func(s recovery.Seal) bool {
 		return s.Queue == req.Queue && s.Epoch == req.Epoch && s.Transition == req.Transition
@@ -157,13 +165,13 @@ func (n *Node) installFreshDone(e *ctrl.Effect) bool {
 		// this process runs on it: frozen by a seal first. (A restarted
 		// process runs no group of a fenced queue, its assignment names
 		// the old process: its log lies still, as its predecessor left it.)
-		n.installEnd(false, "not sealed by this process: seal first")
+		n.installEnd(recovery.RefusedFor, "not sealed by this process: seal first")
 		return true
 	}
 	i := n.placedIndex(req.Queue)
 	switch {
 	case i >= 0 && n.placed[i].opening:
-		n.installEnd(true, "its log is opening")
+		n.installEnd(recovery.RefusedBusy, "its log is opening")
 	case i >= 0:
 		st := n.placed[i].state
 		if r := n.queue(seam.QueueGroup(req.Queue)); r != nil && !n.placed[i].byInstall {
@@ -173,7 +181,7 @@ func (n *Node) installFreshDone(e *ctrl.Effect) bool {
 			st = &s
 		}
 		if st == nil {
-			n.installEnd(false, "its log did not open")
+			n.installEnd(recovery.RefusedFor, "its log did not open")
 			return true
 		}
 		n.installBegin(st)
@@ -233,11 +241,15 @@ func (n *Node) installBegin(st *seam.LogState) {
 		// Its own log is the source, yet parts from the history its seal
 		// gave: it changed since (met damage). (A source whose log has a
 		// damaged tail past its history stages that history locally.)
-		n.installEnd(false, sourceChangedNote+": its own log parts from its history")
+		n.installEnd(recovery.RefusedSourceChanged, "its own log parts from its history")
 		return
 	}
 	if p.publishing != nil || p.fresh != 0 {
-		n.installEnd(true, "publishing its stage")
+		n.installEnd(recovery.RefusedBusy, "publishing its stage")
+		return
+	}
+	if records := int64(req.End - req.Start); records > j.stageRecordsMax {
+		n.installEnd(recovery.RefusedStageBudget, fmt.Sprintf("a stage of %d records is over recovery.stage_records_max (%d)", records, j.stageRecordsMax))
 		return
 	}
 	j.localEnd = d
@@ -377,14 +389,23 @@ func (n *Node) stageAppend(page []record.Record) {
 	for i := range recs {
 		r := &recs[i]
 		if r.Offset != j.st.End+uint64(i) {
-			n.installEnd(false, fmt.Sprintf("a page's record at o=%d where o=%d was due", r.Offset, j.st.End+uint64(i)))
+			n.installEnd(recovery.RefusedFor, fmt.Sprintf("a page's record at o=%d where o=%d was due", r.Offset, j.st.End+uint64(i)))
 			return
 		}
 		if r.Epoch != seam.EpochAt(j.req.Epochs, r.Offset) {
-			n.installEnd(false, fmt.Sprintf("the record at o=%d is of epoch %d, the source's history says %d", r.Offset, r.Epoch, seam.EpochAt(j.req.Epochs, r.Offset)))
+			n.installEnd(recovery.RefusedFor, fmt.Sprintf("the record at o=%d is of epoch %d, the source's history says %d", r.Offset, r.Epoch, seam.EpochAt(j.req.Epochs, r.Offset)))
 			return
 		}
 	}
+	var pageBytes int64
+	for i := range recs {
+		pageBytes += recovery.BudgetBytes(&recs[i])
+	}
+	if j.stagedBytes+pageBytes > j.stageBytesMax {
+		n.installEnd(recovery.RefusedStageBudget, fmt.Sprintf("a stage of %d bytes or more is over recovery.stage_bytes_max (%d)", j.stagedBytes+pageBytes, j.stageBytesMax))
+		return
+	}
+	j.stagedBytes += pageBytes
 	for i := range recs {
 		if k := len(j.st.Epochs); k == 0 || j.st.Epochs[k-1].Epoch != recs[i].Epoch {
 			j.st.Epochs = append(j.st.Epochs, seam.EpochStart{Epoch: recs[i].Epoch, Offset: recs[i].Offset})
@@ -409,7 +430,7 @@ func (n *Node) installTick() {
 		q, ok := placedQueue(n.ctrl.Metadata(), j.req.Queue)
 		if !ok || q.Incarnation != j.req.Incarnation || !q.Assignment.Fenced || q.Assignment.Pending.Epoch != j.req.Epoch ||
 			recovery.Digest(q.Assignment.Pending.Digest) != j.req.Transition {
-			n.installEnd(false, "the transition is no longer pending")
+			n.installEnd(recovery.RefusedFor, "the transition is no longer pending")
 			return
 		}
 	}
@@ -438,7 +459,7 @@ func (n *Node) installStorage(d *StorageDone) {
 	switch {
 	case d.Op == seam.OpRead && d.Log == 0 && j.phase == installCopy && !j.inPlace:
 		if d.Offset != j.st.End || len(d.Records) == 0 {
-			n.installEnd(false, fmt.Sprintf("its live log has no record at %d", j.st.End))
+			n.installEnd(recovery.RefusedFor, fmt.Sprintf("its live log has no record at %d", j.st.End))
 			return
 		}
 		n.stageAppend(d.Records)
@@ -446,12 +467,12 @@ func (n *Node) installStorage(d *StorageDone) {
 		n.installSynced()
 	case d.Op == seam.OpRead && d.Log == onLog && j.phase == installVerify:
 		if len(d.Records) == 0 {
-			n.installEnd(false, fmt.Sprintf("the installed log has no record at %d", j.id.Next()))
+			n.installEnd(recovery.RefusedFor, fmt.Sprintf("the installed log has no record at %d", j.id.Next()))
 			return
 		}
 		for i := range d.Records {
 			if err := j.id.Add(&d.Records[i]); err != nil {
-				n.installEnd(false, "the installed log: "+err.Error())
+				n.installEnd(recovery.RefusedFor, "the installed log: "+err.Error())
 				return
 			}
 		}
@@ -467,7 +488,7 @@ func (n *Node) installSynced() {
 	j.phase = installVerify
 	id, err := recovery.NewIdentity(j.req.Queue, j.req.Start, j.req.End)
 	if err != nil {
-		n.installEnd(false, err.Error())
+		n.installEnd(recovery.RefusedFor, err.Error())
 		return
 	}
 	j.id = id
@@ -487,7 +508,7 @@ func (n *Node) installReadNext() {
 		return
 	}
 	if sum, err := j.id.Sum(); err != nil || sum != j.req.Identity {
-		n.installEnd(false, fmt.Sprintf("the installed log does not hash to the source's identity %x", j.req.Identity[:6]))
+		n.installEnd(recovery.RefusedFor, fmt.Sprintf("the installed log does not hash to the source's identity %x", j.req.Identity[:6]))
 		return
 	}
 	n.installVerified()
@@ -604,14 +625,14 @@ func (n *Node) installDone() {
 // installEnd ends the running installation unmade, telling the worker.
 // The live log is as it was; the stage keeps what was issued to it, for a
 // later installation to resume.
-func (n *Node) installEnd(busy bool, why string) {
+func (n *Node) installEnd(code recovery.Refusal, why string) {
 	j := n.installer.job
 	if j.phase == installPublish {
 		panic("core: an installation ended while its publish is under way")
 	}
 	n.installer.job = nil
 	n.recoveryNote(j.req.Queue, "recovery q=%d epoch=%d n%d did not install: %s", j.req.Queue, j.req.Epoch, n.x.Node, why)
-	n.installRefuse(j.from, &j.req, busy, why)
+	n.installRefuse(j.from, &j.req, code, why)
 }
 
 // installAbort drops the installation of queue q (its assignment moved
@@ -630,8 +651,8 @@ func (n *Node) installAnswer(to NodeID, r *recovery.Installed) {
 	n.out.Send(seam.GroupRecovery, to, recovery.AppendInstalled(n.out.Grow(96), r))
 }
 
-func (n *Node) installRefuse(to NodeID, req *recovery.InstallRequest, busy bool, why string) {
-	r := recovery.SealRefused{Queue: req.Queue, Transition: req.Transition, Busy: busy, Reason: why, Install: true}
+func (n *Node) installRefuse(to NodeID, req *recovery.InstallRequest, code recovery.Refusal, why string) {
+	r := recovery.SealRefused{Queue: req.Queue, Transition: req.Transition, Code: code, Reason: why, Install: true}
 	if to == n.x.Node {
 		n.sealRefusedBy(to, r)
 		return

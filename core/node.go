@@ -66,9 +66,9 @@ type Node struct {
 	// attempt was set aside, with their backoff (recover.go)
 	recoveries      []*recoveryWork
 	recoveryRetries []recoveryRetry
-	// recoveryBudget: the inspection budget's settings as last seen (a
+	// recoveryBudget: the inspection and staging budgets as last seen (a
 	// change retries the attempts set aside at once)
-	recoveryBudget [3]int64
+	recoveryBudget [5]int64
 	// gathering: a free worker with a queue due waits, since gatherSinceNs,
 	// for the metadata entries in its log to apply (recoveryGathered)
 	gathering     bool

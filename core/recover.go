@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/core/ctrl"
@@ -413,17 +412,25 @@ func (n *Node) recoveryWaits(q *metadata.Queue) bool {
 }
 
 // recoveryBudgetChanged retries at once every attempt set aside when the
-// inspection budget's settings changed since the node last looked: the
+// inspection or staging budget's settings changed since the node last looked: the
 // operator raised the budget an attempt ran out of, and needs no other
 // command than the setting to have it tried again.
 func (n *Node) recoveryBudgetChanged(md *metadata.State) {
-	b := [3]int64{md.Setting(metadata.RecoveryInspectPagesMax), md.Setting(metadata.RecoveryInspectRecordsMax), md.Setting(metadata.RecoveryInspectBytesMax)}
+	b := [5]int64{md.Setting(metadata.RecoveryInspectPagesMax), md.Setting(metadata.RecoveryInspectRecordsMax), md.Setting(metadata.RecoveryInspectBytesMax),
+		md.Setting(metadata.RecoveryStageRecordsMax), md.Setting(metadata.RecoveryStageBytesMax)}
 	if b == n.recoveryBudget {
 		return
 	}
 	n.recoveryBudget = b
 	for i := range n.recoveryRetries {
 		n.recoveryRetries[i].notNs = n.x.NowNs
+	}
+	for _, w := range slices.Clone(n.recoveries) { // (starting over replaces it)
+		if w.blocked != "" {
+			// Blocked, not yet set aside: it may have run out of the
+			// budget just raised, so it asks everyone afresh now.
+			n.recoveryStartOver(w, "the recovery budgets changed")
+		}
 	}
 }
 
@@ -645,12 +652,12 @@ func (n *Node) recoveryAskBlockedOn(w *recoveryWork) {
 // sealRefusedBy takes a refusal for the worker: it asks again after its
 // backoff.
 func (n *Node) sealRefusedBy(from NodeID, r recovery.SealRefused) {
-	if j := n.installer.job; j != nil && r.Read && !r.Busy && from != n.x.Node && j.phase == installCopy &&
+	if j := n.installer.job; j != nil && r.Read && r.Code != recovery.RefusedBusy && from != n.x.Node && j.phase == installCopy &&
 		r.Queue == j.req.Queue && r.Transition == j.req.Transition && from == j.req.Source {
-		if r.Reason != notSealedHere {
+		if r.Code != recovery.RefusedNotSealedHere {
 			// The source's seal no longer covers what it reported when it
 			// was chosen: the worker must choose again.
-			n.installEnd(false, sourceChangedNote+": "+r.Reason)
+			n.installEnd(recovery.RefusedSourceChanged, r.Reason)
 			return
 		}
 		// The installation's source restarted and lost its seal (a read
@@ -665,14 +672,22 @@ func (n *Node) sealRefusedBy(from NodeID, r recovery.SealRefused) {
 	if w == nil || r.Transition != w.t.Digest {
 		return
 	}
+	busy := r.Code == recovery.RefusedBusy
 	what := "seal"
 	switch {
 	case r.Read:
 		what = "serve a sealed read"
-	case r.Install && !r.Busy && strings.HasPrefix(r.Reason, sourceChangedNote):
-		n.recoveryStartOver(w, "n%d: %s", from, r.Reason)
+	case r.Install && r.Code == recovery.RefusedSourceChanged:
+		n.recoveryStartOver(w, "n%d: the source's sealed log changed: %s", from, r.Reason)
 		return
-	case r.Busy && !r.Install:
+	case r.Install && r.Code == recovery.RefusedStageBudget:
+		what = "install"
+		// The stage the member would build exceeds the staging budget:
+		// asking again changes nothing until an operator raises it (the
+		// setting's change retries the attempt at once). The worker
+		// neither discards records nor installs elsewhere to fit.
+		n.recoveryBlocked(w, fmt.Sprintf("n%d: %s", from, r.Reason))
+	case busy && !r.Install:
 		// Busy sealing another queue (one seal at a time per broker):
 		// that ends soon, so it is asked again soon, not at the end of a
 		// backoff grown while it was unreachable.
@@ -682,7 +697,7 @@ func (n *Node) sealRefusedBy(from NodeID, r recovery.SealRefused) {
 		}
 	case r.Install:
 		what = "install"
-		if i := slices.IndexFunc(w.installs, func(a installAsk) bool { return a.node == from }); i >= 0 && r.Busy {
+		if i := slices.IndexFunc(w.installs, func(a installAsk) bool { return a.node == from }); i >= 0 && busy {
 			// Busy with another queue's installation or with its own seal
 			// of this one: neither lasts long, so it is asked again soon,
 			// not at the end of a backoff grown while it was away.
@@ -690,8 +705,8 @@ func (n *Node) sealRefusedBy(from NodeID, r recovery.SealRefused) {
 			a.nextNs, a.backoffNs = min(a.nextNs, n.x.NowNs+recoveryBusyRetryNs), recoveryBackoffMinNs
 		}
 	}
-	n.recoveryNote(w.t.Queue, "recovery q=%d n%d did not %s (busy=%v): %s", w.t.Queue, from, what, r.Busy, r.Reason)
-	if r.Read && !r.Busy && from != n.x.Node {
+	n.recoveryNote(w.t.Queue, "recovery q=%d n%d did not %s (%s): %s", w.t.Queue, from, what, r.Code, r.Reason)
+	if r.Read && !busy && from != n.x.Node {
 		// Its seal is gone (a restart): it seals again, its log frozen,
 		// and the page is asked again on a later tick.
 		req := recovery.SealRequest{Queue: w.t.Queue, Incarnation: w.t.Incarnation, Epoch: w.t.Epoch, Transition: w.t.Digest}
@@ -727,11 +742,6 @@ func (n *Node) recoveryHeard(from NodeID) {
 		}
 	}
 }
-
-// sourceChangedNote begins an installation's refusal when the source's
-// sealed log no longer is what its seal said (met damage, or changed
-// under a later seal): the worker must start over, not ask again.
-const sourceChangedNote = "the source's sealed log changed"
 
 // recoveryStartOver ends the worker's attempt and begins it again at once:
 // every previous member is asked for its seal again (answered from its

@@ -147,10 +147,6 @@ type serving struct {
 	req recovery.ReadRequest
 }
 
-// notSealedHere is a sealed read's refusal by a process that did not seal
-// the log for the read's transition (a restart): sealing again answers it.
-const notSealedHere = "not sealed by this process"
-
 // readRequested serves a page of a log this process sealed for the
 // request's transition, or refuses.
 func (n *Node) readRequested(from NodeID, req recovery.ReadRequest) {
@@ -158,8 +154,8 @@ func (n *Node) readRequested(from NodeID, req recovery.ReadRequest) {
 	i := slices.IndexFunc(s.done, func(d recovery.Seal) bool {
 		return d.Queue == req.Queue && d.Incarnation == req.Incarnation && d.Epoch == req.Epoch && d.Transition == req.Transition
 	})
-	refuse := func(busy bool, why string) {
-		r := recovery.SealRefused{Queue: req.Queue, Transition: req.Transition, Busy: busy, Reason: why, Read: true}
+	refuse := func(code recovery.Refusal, why string) {
+		r := recovery.SealRefused{Queue: req.Queue, Transition: req.Transition, Code: code, Reason: why, Read: true}
 		if from == n.x.Node {
 			n.sealRefusedBy(from, r)
 			return
@@ -168,11 +164,11 @@ func (n *Node) readRequested(from NodeID, req recovery.ReadRequest) {
 	}
 	switch {
 	case i < 0:
-		refuse(false, notSealedHere)
+		refuse(recovery.RefusedNotSealedHere, "not sealed by this process")
 	case s.serving != nil:
-		refuse(true, "serving another sealed read")
+		refuse(recovery.RefusedBusy, "serving another sealed read")
 	case req.From < s.done[i].Start || req.From >= s.done[i].End || req.Count < 1:
-		refuse(false, fmt.Sprintf("from=%d count=%d outside the sealed [%d,%d)", req.From, req.Count, s.done[i].Start, s.done[i].End))
+		refuse(recovery.RefusedFor, fmt.Sprintf("from=%d count=%d outside the sealed [%d,%d)", req.From, req.Count, s.done[i].Start, s.done[i].End))
 	default:
 		s.serving = &serving{to: from, req: req}
 		// A page of up to PageRecordsMax records (the read's bytes are the
@@ -211,11 +207,11 @@ func (n *Node) served(d *StorageDone) {
 func (n *Node) sealRequested(from NodeID, req recovery.SealRequest) {
 	s := &n.sealer
 	if n.ctrl == nil {
-		n.sealRefuse(from, req, false, "no metadata here")
+		n.sealRefuse(from, req, recovery.RefusedFor, "no metadata here")
 		return
 	}
 	if _, ok := n.ctrl.Metadata().Broker(from); !ok && from != n.x.Node {
-		n.sealRefuse(from, req, false, fmt.Sprintf("n%d is not a broker of this cluster", from))
+		n.sealRefuse(from, req, recovery.RefusedFor, fmt.Sprintf("n%d is not a broker of this cluster", from))
 		return
 	}
 	for i := range s.done {
@@ -227,7 +223,7 @@ func (n *Node) sealRequested(from NodeID, req recovery.SealRequest) {
 	}
 	if i := n.placedIndex(req.Queue); i >= 0 && n.placed[i].publishing != nil {
 		// The log changes as the publish completes: a seal waits for it.
-		n.sealRefuse(from, req, true, fmt.Sprintf("publishing queue %d's new generation", req.Queue))
+		n.sealRefuse(from, req, recovery.RefusedBusy, fmt.Sprintf("publishing queue %d's new generation", req.Queue))
 		return
 	}
 	if in := n.installer.job; in != nil && in.req.Queue == req.Queue {
@@ -238,19 +234,19 @@ func (n *Node) sealRequested(from NodeID, req recovery.SealRequest) {
 			// once: were the seal refused here, the installation would
 			// end for want of it, and the next pair meet the same way
 			// (seed 7000001363).
-			n.installEnd(true, "a seal of its log asked first")
+			n.installEnd(recovery.RefusedBusy, "a seal of its log asked first")
 		} else {
 			// An installation is rewriting the log: a seal now would
 			// read it half written (and the installation must not write
 			// under a seal being read). The installer refuses a seal's
 			// queue the same way.
-			n.sealRefuse(from, req, true, fmt.Sprintf("installing queue %d", req.Queue))
+			n.sealRefuse(from, req, recovery.RefusedBusy, fmt.Sprintf("installing queue %d", req.Queue))
 			return
 		}
 	}
 	if j := s.job; j != nil {
 		if j.req != req {
-			n.sealRefuse(from, req, true, fmt.Sprintf("sealing queue %d for epoch %d", j.req.Queue, j.req.Epoch))
+			n.sealRefuse(from, req, recovery.RefusedBusy, fmt.Sprintf("sealing queue %d for epoch %d", j.req.Queue, j.req.Epoch))
 			return
 		}
 		if !slices.Contains(j.waiters, from) && len(j.waiters) < sealWaitersMax {
@@ -571,7 +567,7 @@ func (n *Node) sealEnd(why string) {
 	n.out.Effects = append(n.out.Effects, seam.Effect{Kind: seam.EfNote, Group: seam.QueueGroup(j.req.Queue),
 		Reason: fmt.Sprintf("recovery seal q=%d epoch=%d refused: %s", j.req.Queue, j.req.Epoch, why)})
 	for _, w := range j.waiters {
-		n.sealRefuse(w, j.req, false, why)
+		n.sealRefuse(w, j.req, recovery.RefusedFor, why)
 	}
 }
 
@@ -584,8 +580,8 @@ func (n *Node) sealAnswer(to NodeID, s *recovery.Seal) {
 	n.out.Send(seam.GroupRecovery, to, buf)
 }
 
-func (n *Node) sealRefuse(to NodeID, req recovery.SealRequest, busy bool, why string) {
-	r := recovery.SealRefused{Queue: req.Queue, Transition: req.Transition, Busy: busy, Reason: why}
+func (n *Node) sealRefuse(to NodeID, req recovery.SealRequest, code recovery.Refusal, why string) {
+	r := recovery.SealRefused{Queue: req.Queue, Transition: req.Transition, Code: code, Reason: why}
 	if to == n.x.Node {
 		n.sealRefusedBy(to, r)
 		return

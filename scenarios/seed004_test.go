@@ -277,3 +277,56 @@ func TestAttemptDeadline(t *testing.T) {
 	}
 	t.Logf("attempt at %s set aside at %s, again at %s; activated at %s", sec(detects[0]), sec(asideNs[0]), sec(detects[1]), sec(at[5]))
 }
+
+// TestStageBudget: a proposed member whose log lacks the source's last
+// records must stage the whole history, and each staging budget refuses it
+// in turn: the queue stays fenced, set aside with the budget named, tried
+// again after each backoff without activating. Each raise (records at 25
+// s, bytes at 35 s) starts the blocked attempt over at once: after the
+// first, the bytes budget refuses it; after the second, it activates.
+func TestStageBudget(t *testing.T) {
+	trace := replayTrace(t, "named/recovery-stage-budget.json")
+	const recordsRaiseNs, bytesRaiseNs = 25e9, 35e9
+	var recordsAsideNs, bytesAsideNs []int64
+	var raisedNs, activatedNs int64
+	queue := ""
+	reAside := regexp.MustCompile(` recovery q=([0-9]+) stage=set-aside .*recovery\.stage_(records|bytes)_max \((100|1048576)\)`)
+	for _, line := range strings.Split(trace, "\n") {
+		at := instant(line)
+		switch m := reAside.FindStringSubmatch(line); {
+		case m != nil:
+			if queue != "" && m[1] != queue {
+				t.Fatalf("set aside for q=%s and q=%s: want one queue, the one whose member must stage", queue, m[1])
+			}
+			queue = m[1]
+			if m[2] == "records" {
+				recordsAsideNs = append(recordsAsideNs, at)
+			} else {
+				bytesAsideNs = append(bytesAsideNs, at)
+			}
+		case raisedNs == 0 && at >= bytesRaiseNs && strings.Contains(line, "> applied ") && strings.Contains(line, "recovery.stage_bytes_max=1073741824"):
+			raisedNs = at
+		case queue != "" && activatedNs == 0 && strings.Contains(line, " recovery q="+queue+" stage=activate "):
+			activatedNs = at
+		}
+	}
+	inside := func(ts []int64, from, until int64) bool {
+		for _, at := range ts {
+			if at < from || at >= until {
+				return false
+			}
+		}
+		return len(ts) > 0
+	}
+	if len(recordsAsideNs) < 2 || !inside(recordsAsideNs, 10e9, recordsRaiseNs) {
+		t.Fatalf("set aside for the records budget at %v: want twice or more between the kill and its raise at %s", recordsAsideNs, sec(recordsRaiseNs))
+	}
+	if !inside(bytesAsideNs, recordsRaiseNs, bytesRaiseNs) {
+		t.Fatalf("set aside for the bytes budget at %v: want it between the two raises", bytesAsideNs)
+	}
+	if raisedNs == 0 || activatedNs < raisedNs || activatedNs-raisedNs > 1e9 {
+		t.Fatalf("the bytes budget raised (applied) at %s, q=%s activated at %s: want it within 1 s after", sec(raisedNs), queue, sec(activatedNs))
+	}
+	t.Logf("q=%s set aside at %v for the records budget, at %v for the bytes budget; the last raise applied at %s, activated %s later",
+		queue, recordsAsideNs, bytesAsideNs, sec(raisedNs), sec(activatedNs-raisedNs))
+}

@@ -20,8 +20,8 @@ import (
 // imageVersion is the image format's version: 2 holds every setting of
 // Settings in order, with recovery.workers_per_broker (1 held three).
 // 3 adds each assignment's learner; 4 the recovery inspection budgets
-// (recovery.inspect_*).
-const imageVersion = 4
+// (recovery.inspect_*); 5 the staging budgets (recovery.stage_*).
+const imageVersion = 5
 
 // ImageBytesMax bounds an image. The largest metadata the limits allow
 // (BrokersMax brokers, QueuesMax queues with the longest names and widest

@@ -24,6 +24,8 @@ const (
 	RecoveryInspectPagesMax
 	RecoveryInspectRecordsMax
 	RecoveryInspectBytesMax
+	RecoveryStageRecordsMax
+	RecoveryStageBytesMax
 	settingsCount
 )
 
@@ -42,6 +44,12 @@ var Settings = [settingsCount]SettingSpec{
 	RecoveryInspectPagesMax:   {"recovery.inspect_pages_max", 1024, 1, 1_000_000, "pages of sealed reads one recovery's inspection may take"},
 	RecoveryInspectRecordsMax: {"recovery.inspect_records_max", 1_000_000, 1, 1_000_000_000, "records one recovery's inspection may read"},
 	RecoveryInspectBytesMax:   {"recovery.inspect_bytes_max", 256 << 20, 1 << 20, 1 << 40, "bytes (bodies and 18 a record) one recovery's inspection may read"},
+	// One installation's stage, the copy of the source's history a
+	// proposed member builds apart from its live log (seed 004's
+	// defaults; separate from the inspection's): a history over one
+	// keeps the queue fenced, saying which, until an operator raises it.
+	RecoveryStageRecordsMax: {"recovery.stage_records_max", 1_000_000, 1, 1_000_000_000, "records one installation's stage may hold"},
+	RecoveryStageBytesMax:   {"recovery.stage_bytes_max", 1 << 30, 1 << 20, 1 << 42, "bytes (bodies and 18 a record) one installation's stage may hold"},
 }
 
 // settingIndex returns the index of key, or -1.

@@ -75,16 +75,54 @@ type Seal struct {
 }
 
 // SealRefused says why a replica did not seal (or, Read, did not serve a
-// sealed read): Busy (another seal or read runs; retry), or a reason that
-// retrying the same request will not change at once (a stale or unknown
-// transition, a log not sealed by this process).
+// sealed read, or, Install, did not install): Code is what the asker
+// decides by, Reason the detail for people.
 type SealRefused struct {
 	Queue      seam.QueueID
 	Transition Digest
-	Busy       bool
+	Code       Refusal
 	Reason     string
 	Read       bool // a refused read ("RRN1"), not a refused seal
 	Install    bool // a refused installation ("RIN1")
+}
+
+// Refusal is a refused seal's, read's or installation's typed cause. It is
+// encoded as one byte (0 and 1 are the values a busy flag had).
+type Refusal uint8
+
+const (
+	// RefusedFor: a reason that asking the same again will not change at
+	// once (a stale or unknown transition, a log that did not open).
+	RefusedFor Refusal = 0
+	// RefusedBusy: another seal, read or installation runs; ask again soon.
+	RefusedBusy Refusal = 1
+	// RefusedSourceChanged: the source's sealed log no longer holds what
+	// it reported when it was chosen; the worker chooses again.
+	RefusedSourceChanged Refusal = 2
+	// RefusedNotSealedHere: a sealed read asked of a process that did not
+	// seal the log (it restarted); sealing again answers it.
+	RefusedNotSealedHere Refusal = 3
+	// RefusedStageBudget: the installation's stage would exceed the
+	// staging budget (recovery.stage_records_max or stage_bytes_max); the
+	// queue stays fenced until an operator raises it.
+	RefusedStageBudget Refusal = 4
+	refusalMax                 = RefusedStageBudget
+)
+
+func (r Refusal) String() string {
+	switch r {
+	case RefusedFor:
+		return "refused"
+	case RefusedBusy:
+		return "busy"
+	case RefusedSourceChanged:
+		return "source-changed"
+	case RefusedNotSealedHere:
+		return "not-sealed-here"
+	case RefusedStageBudget:
+		return "stage-budget"
+	}
+	return "refusal?"
 }
 
 // EpochsMax bounds the source's epoch history an installation carries.
@@ -251,17 +289,10 @@ func AppendSealRefused(dst []byte, r *SealRefused) []byte {
 	}
 	dst = binary.AppendUvarint(dst, uint64(r.Queue))
 	dst = append(dst, r.Transition[:]...)
-	dst = append(dst, boolByte(r.Busy))
+	dst = append(dst, byte(r.Code))
 	reason := r.Reason[:min(len(r.Reason), ReasonBytesMax)]
 	dst = append(dst, byte(len(reason)))
 	return append(dst, reason...)
-}
-
-func boolByte(b bool) byte {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // Kind says which message an encoding holds.
@@ -431,7 +462,10 @@ func DecodeSealRefused(b []byte) (SealRefused, error) {
 	}
 	r.Queue = d.queue()
 	d.digest(&r.Transition)
-	r.Busy = d.bool()
+	r.Code = Refusal(d.byte())
+	if r.Code > refusalMax {
+		d.fail("refusal code %d", r.Code)
+	}
 	n := int(d.byte())
 	r.Reason = string(d.bytes(n))
 	return r, d.finish()
@@ -578,7 +612,7 @@ func AppendText(dst []byte, b []byte) []byte {
 				if r.Install {
 					what = "install-refused"
 				}
-				return fmt.Appendf(dst, "%s q=%d busy=%v %q", what, r.Queue, r.Busy, r.Reason)
+				return fmt.Appendf(dst, "%s q=%d code=%s %q", what, r.Queue, r.Code, r.Reason)
 			}
 		case KindInstall:
 			var r InstallRequest

@@ -20,7 +20,7 @@ func encodings() [][]byte {
 	return [][]byte{
 		AppendSealRequest(nil, &SealRequest{Queue: 7, Incarnation: 1 << 40, Epoch: 9, Transition: Digest{1, 2, 3}}),
 		AppendSeal(nil, &s),
-		AppendSealRefused(nil, &SealRefused{Queue: 7, Transition: Digest{1}, Busy: true, Reason: "another seal runs"}),
+		AppendSealRefused(nil, &SealRefused{Queue: 7, Transition: Digest{1}, Code: RefusedBusy, Reason: "another seal runs"}),
 		AppendSealRefused(nil, &SealRefused{Queue: 7, Transition: Digest{1}, Reason: "not sealed", Read: true}),
 		AppendReadRequest(nil, &ReadRequest{Queue: 7, Incarnation: 40, Epoch: 9, Transition: Digest{5}, From: 300, Count: 4096}),
 		AppendReadPage(nil, &ReadPage{Queue: 7, Transition: Digest{5}, Node: 3, From: 300, Records: []record.Record{
@@ -32,6 +32,26 @@ func encodings() [][]byte {
 			Identity: Digest{6}, Epochs: []seam.EpochStart{{Epoch: 1 << 32, Offset: 0}, {Epoch: 1<<32 + 1, Offset: 400}}}),
 		AppendInstalled(nil, &Installed{Queue: 7, Transition: Digest{5}, Node: 3, Process: 8, Storage: 9, End: 900, Identity: Digest{6}}),
 		AppendSealRefused(nil, &SealRefused{Queue: 7, Transition: Digest{1}, Reason: "not proposed", Install: true}),
+		AppendSealRefused(nil, &SealRefused{Queue: 7, Transition: Digest{1}, Code: RefusedStageBudget, Reason: "over budget", Install: true}),
+	}
+}
+
+// A refusal's code round-trips, and one past the last known is refused
+// from its byte.
+func TestRefusalCodes(t *testing.T) {
+	for c := RefusedFor; c <= refusalMax; c++ {
+		b := AppendSealRefused(nil, &SealRefused{Queue: 3, Code: c, Reason: "why", Install: true})
+		r, err := DecodeSealRefused(b)
+		if err != nil || r.Code != c || !r.Install {
+			t.Fatalf("code %s: decoded %+v, %v", c, r, err)
+		}
+		if c.String() == "refusal?" {
+			t.Fatalf("code %d has no name", c)
+		}
+	}
+	b := AppendSealRefused(nil, &SealRefused{Queue: 3, Code: refusalMax + 1, Reason: "why"})
+	if _, err := DecodeSealRefused(b); !errors.Is(err, ErrDecode) {
+		t.Fatalf("code %d decoded: %v", refusalMax+1, err)
 	}
 }
 

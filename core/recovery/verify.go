@@ -68,6 +68,12 @@ type Budget struct {
 	BytesMax             int64
 }
 
+// BudgetBytes is what record r costs a byte budget: its body and
+// recordWireBytes (the inspection's and the staging's alike).
+func BudgetBytes(r *record.Record) int64 {
+	return int64(len(r.Body) + recordWireBytes)
+}
+
 // DefaultBudget is seed 004's: 1,024 pages, 1,000,000 records, 256 MiB.
 var DefaultBudget = Budget{PagesMax: InspectPagesMax, RecordsMax: InspectRecordsMax, BytesMax: InspectBytesMax}
 
@@ -324,7 +330,7 @@ func (v *Verifier) AddPage(node seam.NodeID, from uint64, recs []record.Record) 
 	v.pages++
 	v.records += len(recs)
 	for i := range recs {
-		v.bytes += int64(len(recs[i].Body) + recordWireBytes)
+		v.bytes += BudgetBytes(&recs[i])
 	}
 	if b := &v.budget; v.pages > b.PagesMax || v.records > b.RecordsMax || v.bytes > b.BytesMax {
 		setting := "recovery.inspect_pages_max"
