@@ -151,13 +151,7 @@ type installAsk struct {
 // candidate returns the node that runs the recovery of q's pending
 // transition.
 func candidate(q *metadata.Queue) NodeID {
-	a := &q.Assignment
-	for _, p := range a.Pending.Proposed.Slice() {
-		if slices.ContainsFunc(a.Members.Slice(), func(m metadata.Member) bool { return m.Node == p }) {
-			return p
-		}
-	}
-	return a.Pending.Proposed.ID[0]
+	return q.Assignment.Candidate()
 }
 
 // recoveryTick runs the workers: it ends the attempts whose transition
@@ -176,6 +170,11 @@ func (n *Node) recoveryTick() {
 			n.recoveryEnd(w)
 		case !ok || q.Incarnation != w.t.Incarnation || !q.Assignment.Fenced || recovery.Digest(q.Assignment.Pending.Digest) != w.t.Digest:
 			n.recoveryNote(w.t.Queue, "recovery q=%d epoch=%d ended: the transition is no longer pending", w.t.Queue, w.t.Epoch)
+			n.recoveryEnd(w)
+		case candidate(&q) != n.x.Node:
+			// Handed to another proposed member (this one drains): one
+			// worker drives a transition.
+			n.recoveryNote(w.t.Queue, "recovery q=%d epoch=%d ended: handed to n%d", w.t.Queue, w.t.Epoch, candidate(&q))
 			n.recoveryEnd(w)
 		case w.blocked != "" && n.x.NowNs >= w.blockedNs+recoveryBlockedSetAsideNs:
 			// Blocked (contradictory evidence, a budget spent): the queue

@@ -330,3 +330,39 @@ func TestStageBudget(t *testing.T) {
 	t.Logf("q=%s set aside at %v for the records budget, at %v for the bytes budget; the last raise applied at %s, activated %s later",
 		queue, recordsAsideNs, bytesAsideNs, sec(raisedNs), sec(activatedNs-raisedNs))
 }
+
+// TestRecoveryHandoff: the candidate of a fenced queue killed for good
+// right after the owner: the controller hands the recovery to n3, whose
+// worker activates once R witnesses answer (the owner's new process at 15
+// s), long before the drain brings the candidate back; and the queue is
+// back on three members before the drain.
+func TestRecoveryHandoff(t *testing.T) {
+	trace := replayTrace(t, "named/recovery-handoff.json")
+	const candidateKillNs, ownerBackNs, drainNs = 10.01e9, 15e9, 40e9
+	var handedNs, detectNs, activateNs, admitNs int64
+	for _, line := range strings.Split(trace, "\n") {
+		at := instant(line)
+		switch {
+		case handedNs == 0 && strings.Contains(line, `=> handed "q0"'s recovery from n2 to n3`):
+			handedNs = at
+		case detectNs == 0 && handedNs != 0 && strings.Contains(line, " n3 > recovery ") && strings.Contains(line, " stage=detect "):
+			detectNs = at
+		case activateNs == 0 && strings.Contains(line, " n3 > recovery ") && strings.Contains(line, " stage=activate "):
+			activateNs = at
+		case admitNs == 0 && activateNs != 0 && strings.Contains(line, ` n3 > applied `) && strings.Contains(line, `=> admitted `) && strings.Contains(line, `"q0": 3 members`):
+			admitNs = at
+		}
+	}
+	switch {
+	case handedNs < candidateKillNs || handedNs > candidateKillNs+1e9:
+		t.Fatalf("handed to n3 at %s: want within 1 s of the candidate's kill at %s", sec(handedNs), sec(candidateKillNs))
+	case detectNs < handedNs:
+		t.Fatalf("n3's worker took the queue up at %s, the handoff applied at %s", sec(detectNs), sec(handedNs))
+	case activateNs < ownerBackNs || activateNs > ownerBackNs+1e9:
+		t.Fatalf("activated by n3 at %s: want within 1 s of the owner's return at %s (its R = 2 witnesses)", sec(activateNs), sec(ownerBackNs))
+	case admitNs == 0 || admitNs > drainNs:
+		t.Fatalf("back on three members at %s: want before the drain at %s", sec(admitNs), sec(drainNs))
+	}
+	t.Logf("handed to n3 %s after the candidate's kill; activated %s after the owner's return; three members again at %s",
+		sec(handedNs-candidateKillNs), sec(activateNs-ownerBackNs), sec(admitNs))
+}

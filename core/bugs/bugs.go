@@ -137,6 +137,9 @@ const (
 	// directory lost or emptied) is taken as whole: its seal counts as a
 	// complete witness.
 	UnboundWitness
+	// NoHandoff: placement never hands a fenced queue's recovery to
+	// another proposed member when its candidate is gone or draining.
+	NoHandoff
 	end
 )
 
@@ -183,6 +186,7 @@ var Registry = []Bug{
 	{LearnerRepairsAtOnce, "learner-repairs-at-once", "learners", "a learner clears its log's unrepaired mark as it starts, before it caught up"},
 	{NoNewCopy, "no-new-copy", "learners", "placement never adds a new copy to a queue a recovery left short of its replicas"},
 	{UnboundWitness, "unbound-witness", "storage binding", "a log opened without its storage binding (its directory lost) is taken as whole, a complete witness"},
+	{NoHandoff, "no-handoff", "recovery", "a fenced queue whose recovery candidate is gone or draining is never handed to another proposed member"},
 }
 
 // Has reports whether every bug of b is in s.

@@ -3,6 +3,7 @@ package ctrl
 import (
 	"slices"
 
+	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/core/metadata"
 	"github.com/sluicemq/sluice/core/seam"
 )
@@ -29,7 +30,9 @@ import (
 //     that found no replacement) gets a learner on a live, undrained
 //     broker outside them, which catches up and is admitted as one member
 //     more (learner.go), one copy at a time, until the queue is back to
-//     its declared count.
+//     its declared count;
+//   - a fenced queue whose recovery candidate left the live set or drains
+//     is handed to another live, undrained proposed member (Handoff).
 //
 // The same proposal about one queue is not repeated within proposeRetryNs.
 
@@ -104,8 +107,43 @@ func (g *Group) placementCheck() {
 			g.proposePlacement(c)
 		case !q.Assignment.Fenced && q.Assignment.Members.N < q.Replicas:
 			g.proposeNewCopy(q, load) // learner.go
+		case q.Assignment.Fenced:
+			g.proposeHandoff(q)
 		}
 	}
+}
+
+// proposeHandoff hands a fenced queue's recovery to another proposed
+// member when its candidate left the live set or drains (seed 004): a
+// live, undrained one, a previous member first (its log is a witness
+// already), in the proposed order. The transition stays as it was; with
+// no such member the queue waits for its candidate.
+func (g *Group) proposeHandoff(q *metadata.Queue) {
+	a := &q.Assignment
+	from := a.Candidate()
+	if g.available(from) || g.cfg.Bugs.Has(bugs.NoHandoff) {
+		return
+	}
+	to := seam.NodeID(0)
+	for _, previous := range []bool{true, false} {
+		for _, p := range a.Pending.Proposed.Slice() {
+			was := slices.ContainsFunc(a.Members.Slice(), func(m metadata.Member) bool { return m.Node == p })
+			if to == 0 && p != from && was == previous && g.available(p) {
+				to = p
+			}
+		}
+	}
+	if to == 0 {
+		return
+	}
+	g.proposePlacement(metadata.Command{Kind: metadata.Handoff, Queue: q.Name, Incarnation: q.Incarnation, Epoch: a.Epoch,
+		Digest: a.Pending.Digest, Node: from, Candidate: to})
+}
+
+// available reports whether broker n is live and not draining.
+func (g *Group) available(n seam.NodeID) bool {
+	b, ok := g.md.Broker(n)
+	return ok && b.Live && !b.Draining
 }
 
 // dropLostFromInSync proposes queue q's in-sync set without its followers

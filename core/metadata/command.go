@@ -71,15 +71,23 @@ const (
 	// AddLearner refused a copy that would change it). Refused while a
 	// transition is pending.
 	AdmitLearner Kind = 12
+	// Handoff hands queue Name's pending transition from epoch Epoch
+	// (bound by Digest) from its recovery candidate Node to Candidate,
+	// another proposed member: applied only while Node is the candidate
+	// and is no longer live or is draining, and Candidate is live and not
+	// draining. The transition, its proposed set, its witness threshold
+	// and its new W stay as they were; only who drives the recovery
+	// changes, and a candidate handed to stays one when the first returns.
+	Handoff Kind = 13
 	// kindEnd is one past the last kind. (Written out: a bare name here
 	// would repeat the line above's value, and did, naming Activate
 	// "kind10" in every trace.)
-	kindEnd Kind = 13
+	kindEnd Kind = 14
 )
 
 var kindNames = [...]string{SetSetting: "set", RegisterBroker: "register", BrokerDown: "down",
 	Drain: "drain", DeclareQueue: "declare", DeleteQueue: "delete", Assign: "assign", Transition: "transition", SetInSync: "in-sync", Activate: "activate",
-	AddLearner: "add-learner", AdmitLearner: "admit"}
+	AddLearner: "add-learner", AdmitLearner: "admit", Handoff: "handoff"}
 
 func (k Kind) String() string {
 	if k > 0 && k < kindEnd {
@@ -135,6 +143,9 @@ type Command struct {
 	InSyncVersion uint64
 	// AddLearner, AdmitLearner (Queue, Incarnation, Epoch, Learner)
 	Learner Member
+	// Handoff (Queue, Incarnation, Epoch, Digest, Node: the candidate
+	// handed from, Candidate: the one handed to)
+	Candidate seam.NodeID
 }
 
 // Member is one replica of an assignment: a broker and the exact process
@@ -216,12 +227,18 @@ func (c *Command) Validate() error {
 			return fmt.Errorf("declare %s: min in-sync %d, want 1 to the replica count %d", c.Queue, c.MinInsync, c.Replicas)
 		}
 		return nil
-	case Assign, Transition, SetInSync, Activate, AddLearner, AdmitLearner:
+	case Assign, Transition, SetInSync, Activate, AddLearner, AdmitLearner, Handoff:
 		if err := checkQueueName(c.Queue); err != nil {
 			return err
 		}
 		if c.Incarnation == 0 || c.Epoch == 0 {
 			return fmt.Errorf("%s %s: incarnation %d, epoch %d: want both non-zero", c.Kind, c.Queue, c.Incarnation, c.Epoch)
+		}
+		if c.Kind == Handoff {
+			if c.Node == 0 || c.Candidate == 0 || c.Node == c.Candidate {
+				return fmt.Errorf("handoff %s: from n%d to n%d: want two distinct non-zero brokers", c.Queue, c.Node, c.Candidate)
+			}
+			return nil
 		}
 		if c.Kind == AddLearner || c.Kind == AdmitLearner {
 			if l := c.Learner; l.Node == 0 || l.Process == 0 || l.Storage == 0 {
@@ -358,6 +375,13 @@ func (c *Command) Encode(dst []byte) []byte {
 		dst = binary.AppendUvarint(dst, uint64(c.Learner.Node))
 		dst = binary.AppendUvarint(dst, c.Learner.Process)
 		dst = binary.AppendUvarint(dst, c.Learner.Storage)
+	case Handoff:
+		dst = appendStr(dst, c.Queue)
+		dst = binary.AppendUvarint(dst, c.Incarnation)
+		dst = binary.AppendUvarint(dst, c.Epoch)
+		dst = append(dst, c.Digest[:]...)
+		dst = binary.AppendUvarint(dst, uint64(c.Node))
+		dst = binary.AppendUvarint(dst, uint64(c.Candidate))
 	default:
 		panic(fmt.Sprintf("metadata: encode of command kind %d", c.Kind))
 	}
@@ -463,6 +487,13 @@ func Decode(b []byte) (Command, error) {
 		c.Incarnation = r.uvarint()
 		c.Epoch = r.uvarint()
 		c.Learner = Member{Node: r.node(), Process: r.uvarint(), Storage: r.uvarint()}
+	case Handoff:
+		c.Queue = r.str(QueueNameBytesMax)
+		c.Incarnation = r.uvarint()
+		c.Epoch = r.uvarint()
+		copy(c.Digest[:], r.bytes(len(c.Digest)))
+		c.Node = r.node()
+		c.Candidate = r.node()
 	default:
 		if r.err == nil {
 			r.err = fmt.Errorf("unknown kind %d", c.Kind)
@@ -642,6 +673,8 @@ func (c *Command) String() string {
 	case AddLearner, AdmitLearner:
 		return fmt.Sprintf("%s %q incarnation=%d epoch=%d learner=n%d/%d/%d", c.Kind, c.Queue, c.Incarnation, c.Epoch,
 			c.Learner.Node, c.Learner.Process, c.Learner.Storage)
+	case Handoff:
+		return fmt.Sprintf("handoff %q incarnation=%d epoch=%d digest=%x from=n%d to=n%d", c.Queue, c.Incarnation, c.Epoch, c.Digest[:6], c.Node, c.Candidate)
 	}
 	return fmt.Sprintf("command kind=%d", c.Kind)
 }

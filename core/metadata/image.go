@@ -20,8 +20,9 @@ import (
 // imageVersion is the image format's version: 2 holds every setting of
 // Settings in order, with recovery.workers_per_broker (1 held three).
 // 3 adds each assignment's learner; 4 the recovery inspection budgets
-// (recovery.inspect_*); 5 the staging budgets (recovery.stage_*).
-const imageVersion = 5
+// (recovery.inspect_*); 5 the staging budgets (recovery.stage_*); 6 a
+// pending transition's handed-to candidate.
+const imageVersion = 6
 
 // ImageBytesMax bounds an image. The largest metadata the limits allow
 // (BrokersMax brokers, QueuesMax queues with the longest names and widest
@@ -68,6 +69,7 @@ func (s *State) AppendImage(dst []byte) []byte {
 		dst = binary.AppendUvarint(dst, a.Pending.Epoch)
 		dst = appendNodes(dst, &a.Pending.Proposed)
 		dst = append(dst, a.Pending.Digest[:]...)
+		dst = binary.AppendUvarint(dst, uint64(a.Pending.Candidate))
 		dst = binary.AppendUvarint(dst, uint64(a.Learner.Node))
 		dst = binary.AppendUvarint(dst, a.Learner.Process)
 		dst = binary.AppendUvarint(dst, a.Learner.Storage)
@@ -124,6 +126,7 @@ func DecodeImage(b []byte) (State, error) {
 		a.Pending.Epoch = r.uvarint()
 		r.nodes(&a.Pending.Proposed)
 		copy(a.Pending.Digest[:], r.bytes(len(a.Pending.Digest)))
+		a.Pending.Candidate = r.node()
 		a.Learner = Member{Node: r.node(), Process: r.uvarint(), Storage: r.uvarint()}
 		if r.err == nil {
 			if err := q.check(); err != nil {
@@ -173,6 +176,8 @@ func (q *Queue) check() error {
 		return fmt.Errorf("queue %q: placed with epoch %d, %d members, %d in sync", q.Name, a.Epoch, a.Members.N, a.InSync.N)
 	case !a.Fenced && a.Pending != (PendingTransition{}):
 		return fmt.Errorf("queue %q: a pending transition, not fenced", q.Name)
+	case a.Pending.Candidate != 0 && !slices.Contains(a.Pending.Proposed.Slice(), a.Pending.Candidate):
+		return fmt.Errorf("queue %q: candidate n%d is not proposed", q.Name, a.Pending.Candidate)
 	case a.Learner != (Member{}) && (a.Fenced || a.Learner.Node == a.Owner || a.Learner.Process == 0 || a.Learner.Storage == 0 ||
 		(!slices.ContainsFunc(a.Members.Slice(), func(m Member) bool { return m.Node == a.Learner.Node }) && a.Members.N >= q.Replicas)):
 		return fmt.Errorf("queue %q: learner n%d/%d/%d is no follower's successor, nor a new copy", q.Name, a.Learner.Node, a.Learner.Process, a.Learner.Storage)

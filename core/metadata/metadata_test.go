@@ -22,6 +22,7 @@ var examples = []Command{
 	{Kind: Activate, Queue: "orders", Incarnation: 12, Epoch: 1, Digest: Digest{4, 5}, Owner: 3, Members: members(m(1, 3, 4), m(3, 8, 9)), InSync: nodes(3)},
 	{Kind: AddLearner, Queue: "orders", Incarnation: 12, Epoch: 1, Learner: m(1, 9, 4)},
 	{Kind: AdmitLearner, Queue: "orders", Incarnation: 12, Epoch: 1, Learner: m(1, 9, 4)},
+	{Kind: Handoff, Queue: "orders", Incarnation: 12, Epoch: 1, Digest: Digest{7}, Node: 2, Candidate: 3},
 }
 
 func m(n seam.NodeID, p, s uint64) Member { return Member{Node: n, Process: p, Storage: s} }
@@ -481,5 +482,103 @@ func TestKindNames(t *testing.T) {
 	}
 	if int(kindEnd) != len(kindNames) {
 		t.Errorf("kindEnd %d, %d names", kindEnd, len(kindNames))
+	}
+}
+
+// A fenced queue's recovery is handed from its candidate only while that
+// one is gone or draining, to a live, undrained proposed member, under the
+// pending transition's epoch and digest; the one handed to stays the
+// candidate when the first returns, and the image keeps it.
+func TestHandoff(t *testing.T) {
+	var s State
+	for i, n := range []seam.NodeID{1, 2, 3, 4} {
+		if _, err := apply(t, &s, uint64(1+i), Command{Kind: RegisterBroker, Node: n, Process: 10 + uint64(n), Storage: 20 + uint64(n)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := apply(t, &s, 5, Command{Kind: DeclareQueue, Queue: "q", Replicas: 3, Policy: seam.MajorityDurable, MinInsync: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply(t, &s, 6, Command{Kind: Assign, Queue: "q", Incarnation: 5, Epoch: 1, Owner: 1,
+		Members: members(m(1, 11, 21), m(2, 12, 22), m(3, 13, 23))}); err != nil {
+		t.Fatal(err)
+	}
+	hand := Command{Kind: Handoff, Queue: "q", Incarnation: 5, Epoch: 1, Node: 2, Candidate: 3}
+	if _, err := apply(t, &s, 7, hand); err == nil {
+		t.Fatal("a handoff of a queue with no pending transition was accepted")
+	}
+	q, _ := s.Queue("q")
+	proposed := nodes(2, 3, 4)
+	digest := TransitionDigest(&q, &proposed)
+	if _, err := apply(t, &s, 8, Command{Kind: BrokerDown, Node: 1, Process: 11}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply(t, &s, 9, Command{Kind: Transition, Queue: "q", Incarnation: 5, Epoch: 1, Proposed: proposed, Digest: digest}); err != nil {
+		t.Fatal(err)
+	}
+	if q, _ := s.Queue("q"); q.Assignment.Candidate() != 2 {
+		t.Fatalf("candidate n%d, want n2: the first proposed previous member", q.Assignment.Candidate())
+	}
+	hand.Digest = digest
+	index := uint64(10)
+	refused := func(why string, c Command) {
+		t.Helper()
+		index++
+		if _, err := apply(t, &s, index, c); err == nil {
+			t.Fatalf("%s: %s accepted", why, c.String())
+		}
+	}
+	refused("the candidate is live", hand)
+	if _, err := apply(t, &s, 20, Command{Kind: BrokerDown, Node: 2, Process: 12}); err != nil {
+		t.Fatal(err)
+	}
+	index = 20
+	other := hand
+	other.Digest = Digest{9}
+	refused("another transition's digest", other)
+	other = hand
+	other.Epoch = 2
+	refused("another epoch", other)
+	other = hand
+	other.Node = 3
+	other.Candidate = 4
+	refused("from a broker that is not the candidate", other)
+	other = hand
+	other.Candidate = 1
+	refused("to a broker not proposed", other)
+	if _, err := apply(t, &s, 30, Command{Kind: Drain, Node: 3, Draining: true}); err != nil {
+		t.Fatal(err)
+	}
+	index = 30
+	refused("to a draining broker", hand)
+	if _, err := apply(t, &s, 40, Command{Kind: Drain, Node: 3, Draining: false}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := apply(t, &s, 41, hand); err != nil || r != `handed "q"'s recovery from n2 to n3` {
+		t.Fatalf("%q %v", r, err)
+	}
+	if _, err := apply(t, &s, 42, Command{Kind: RegisterBroker, Node: 2, Process: 15, Storage: 22}); err != nil {
+		t.Fatal(err)
+	}
+	q, _ = s.Queue("q")
+	if q.Assignment.Candidate() != 3 {
+		t.Fatalf("candidate n%d after n2's return, want n3 still", q.Assignment.Candidate())
+	}
+	index = 42
+	refused("again from the first candidate", hand)
+	img, err := DecodeImage(s.AppendImage(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q, _ := img.Queue("q"); q.Assignment.Candidate() != 3 || q.Assignment.Pending.Candidate != 3 {
+		t.Fatalf("the image's candidate n%d", q.Assignment.Candidate())
+	}
+	// Activation ends the transition, and with it the handed candidate.
+	if _, err := apply(t, &s, 50, Command{Kind: Activate, Queue: "q", Incarnation: 5, Epoch: 1, Digest: digest, Owner: 3,
+		Members: members(m(2, 15, 22), m(3, 13, 23), m(4, 14, 24)), InSync: nodes(2, 3)}); err != nil {
+		t.Fatal(err)
+	}
+	if q, _ := s.Queue("q"); q.Assignment.Pending != (PendingTransition{}) || q.Assignment.Candidate() != 0 {
+		t.Fatalf("after the activation: pending %+v", q.Assignment.Pending)
 	}
 }

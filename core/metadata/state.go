@@ -79,11 +79,34 @@ type Assignment struct {
 }
 
 // PendingTransition is a committed transition: the members proposed for
-// epoch Epoch, and the digest that binds the whole transition.
+// epoch Epoch, and the digest that binds the whole transition. Candidate
+// is the proposed member a Handoff gave the recovery to (0: none, the
+// first candidate, Candidate() says which).
 type PendingTransition struct {
-	Epoch    uint64
-	Proposed Nodes
-	Digest   Digest
+	Epoch     uint64
+	Proposed  Nodes
+	Digest    Digest
+	Candidate seam.NodeID
+}
+
+// Candidate is the broker whose recovery worker drives a fenced
+// assignment's pending transition: the one a Handoff named, else the
+// first proposed member that was a member before (its log is evidence
+// already, and a continuing owner's is the longest), else the first
+// proposed. 0 when no transition is pending.
+func (a *Assignment) Candidate() seam.NodeID {
+	switch {
+	case !a.Fenced || a.Pending.Proposed.N == 0:
+		return 0
+	case a.Pending.Candidate != 0:
+		return a.Pending.Candidate
+	}
+	for _, p := range a.Pending.Proposed.Slice() {
+		if slices.ContainsFunc(a.Members.Slice(), func(m Member) bool { return m.Node == p }) {
+			return p
+		}
+	}
+	return a.Pending.Proposed.ID[0]
 }
 
 // State is the metadata the committed commands fold into. The zero State
@@ -217,6 +240,8 @@ func (s *State) Apply(index uint64, c *Command) (string, error) {
 		return s.addLearner(c)
 	case AdmitLearner:
 		return s.admitLearner(c)
+	case Handoff:
+		return s.handoff(c)
 	case DeleteQueue:
 		i, ok := s.queueIndex(c.Queue)
 		if !ok {
@@ -336,6 +361,34 @@ func (s *State) transition(c *Command) (string, error) {
 	a.Pending = PendingTransition{Epoch: c.Epoch + 1, Proposed: c.Proposed, Digest: c.Digest}
 	a.Learner = Member{} // the transition's recovery decides the members now
 	return fmt.Sprintf("fenced %q epoch=%d, pending epoch=%d", c.Queue, c.Epoch, c.Epoch+1), nil
+}
+
+// handoff gives a pending transition's recovery to another proposed
+// member while its candidate is gone or draining.
+func (s *State) handoff(c *Command) (string, error) {
+	q, err := s.placed(c)
+	if err != nil {
+		return "", err
+	}
+	a := &q.Assignment
+	switch {
+	case !q.Assigned || !a.Fenced:
+		return "", refuse("queue %q has no pending transition", c.Queue)
+	case a.Epoch != c.Epoch || a.Pending.Digest != c.Digest:
+		return "", refuse("queue %q's pending transition is from epoch %d, digest %x, not %d, %x", c.Queue, a.Epoch, a.Pending.Digest[:6], c.Epoch, c.Digest[:6])
+	case a.Candidate() != c.Node:
+		return "", refuse("queue %q's candidate is n%d, not n%d", c.Queue, a.Candidate(), c.Node)
+	case !slices.Contains(a.Pending.Proposed.Slice(), c.Candidate):
+		return "", refuse("n%d is not among queue %q's proposed %v", c.Candidate, c.Queue, a.Pending.Proposed.Slice())
+	}
+	if b, ok := s.Broker(c.Node); ok && b.Live && !b.Draining {
+		return "", refuse("the candidate n%d is live and not draining", c.Node)
+	}
+	if b, ok := s.Broker(c.Candidate); !ok || !b.Live || b.Draining {
+		return "", refuse("n%d is not live, or is draining", c.Candidate)
+	}
+	a.Pending.Candidate = c.Candidate
+	return fmt.Sprintf("handed %q's recovery from n%d to n%d", c.Queue, c.Node, c.Candidate), nil
 }
 
 // setInSync records an owner's in-sync set: for the current, unfenced

@@ -54,6 +54,10 @@ type modelQueue struct {
 	inSync              metadata.Nodes
 	inSyncVersion       uint64
 	proposed            metadata.Nodes // the pending transition's, while fenced
+	// digest: the pending transition's; handedTo: the candidate a handoff
+	// named (0: none)
+	digest   metadata.Digest
+	handedTo core.NodeID
 	// instances: the members' exact instances; learner: the assignment's
 	// learner (zero: none)
 	instances []metadata.Member
@@ -314,7 +318,27 @@ func (m *metaTruth) fold(index uint64, cmd []byte) verdict {
 		}
 		q.fenced = true
 		q.proposed = c.Proposed
+		q.digest, q.handedTo = c.Digest, 0
 		q.learner = metadata.Member{}
+		m.catalog[c.Queue] = q
+	case metadata.Handoff:
+		// The candidate: the one handed to, else the first proposed node
+		// that was a member, else the first proposed.
+		cand := q.handedTo
+		for _, n := range q.proposed.Slice() {
+			if cand == 0 && slices.Contains(q.members, n) {
+				cand = n
+			}
+		}
+		if cand == 0 && q.proposed.N > 0 {
+			cand = q.proposed.ID[0]
+		}
+		from, to := m.brokers[c.Node], m.brokers[c.Candidate]
+		if !exists || q.incarnation != c.Incarnation || !q.fenced || q.epoch != c.Epoch || q.digest != c.Digest || cand != c.Node ||
+			!slices.Contains(q.proposed.Slice(), c.Candidate) || (from.live && !from.draining) || !to.live || to.draining {
+			return verdict{refused: true}
+		}
+		q.handedTo = c.Candidate
 		m.catalog[c.Queue] = q
 	case metadata.Activate:
 		if !exists || q.incarnation != c.Incarnation || !q.fenced || q.epoch != c.Epoch || c.Members.N > q.proposed.N ||
@@ -334,6 +358,7 @@ func (m *metaTruth) fold(index uint64, cmd []byte) verdict {
 		}
 		q.epoch, q.owner, q.members, q.fenced = c.Epoch+1, c.Owner, nil, false
 		q.inSync, q.inSyncVersion, q.proposed = c.InSync, 0, metadata.Nodes{}
+		q.digest, q.handedTo = metadata.Digest{}, 0
 		q.instances, q.learner = slices.Clone(c.Members.Slice()), metadata.Member{}
 		for _, mb := range c.Members.Slice() {
 			q.members = append(q.members, mb.Node)

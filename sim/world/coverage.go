@@ -72,6 +72,7 @@ const (
 	MarkLearnerNewCopy                       // a queue short of its replicas had a new copy's learner admitted as one member more
 	MarkLostDir                              // a broker's queue directory was emptied while it was down (its binding lost with it)
 	MarkActivateShort                        // a recovery activated without a proposed member that was gone (it comes back as a new copy)
+	MarkRecoveryHandoff                      // a fenced queue's recovery was handed from its gone or draining candidate to another proposed member
 	markKinds
 )
 
@@ -131,6 +132,7 @@ var markNames = [...]string{
 	MarkLearnerNewCopy:       "learner-new-copy",
 	MarkLostDir:              "lost-dir",
 	MarkActivateShort:        "activate-short",
+	MarkRecoveryHandoff:      "recovery-handoff",
 }
 
 func (m Mark) String() string {

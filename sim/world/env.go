@@ -430,6 +430,8 @@ func (env *brokerEnv) Applied(e *core.Effect) {
 	case metadata.AdmitLearner:
 		w.mark(MarkLearnerAdmitted)
 		w.admittedApplied(&c)
+	case metadata.Handoff:
+		w.mark(MarkRecoveryHandoff)
 	case metadata.DeleteQueue:
 		w.fencedApplied(c.Queue, c.Incarnation, true)
 		w.deletedNames[c.Queue] = true
