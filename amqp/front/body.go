@@ -90,3 +90,16 @@ func decodeBody(b []byte) (exchange, routingKey string, c conn.Content, err erro
 	c.Properties, c.Body = h.Properties, b
 	return exchange, routingKey, c, nil
 }
+
+// DecodeRecordBody reads a publish record's body as the front wrote it:
+// the exchange, the routing key and the content (its body aliases b). For
+// tools that read a queue's log outside a broker (sluice export).
+func DecodeRecordBody(b []byte) (exchange, routingKey string, c conn.Content, err error) {
+	return decodeBody(b)
+}
+
+// EncodeRecordBody writes a publish as a record body, as the front does
+// (for tools and tests that build a queue's log outside a broker).
+func EncodeRecordBody(dst []byte, exchange, routingKey string, c *conn.Content) ([]byte, error) {
+	return encodeBody(dst, exchange, routingKey, c)
+}

@@ -21,6 +21,7 @@ commands:
   settings set a runtime setting on a running broker (sluice settings --help)
   describe list a running broker's queues, or only those in trouble
   drain    mark a broker draining: no new queue is placed on it
+  export   read a queue's intact records from a data directory (a fenced, damaged queue)
   help     show help: sluice help [command [subcommand]]
 
 Exit status: 0 success, 1 a failure found (a checker, a coverage minimum, a
@@ -74,6 +75,8 @@ func run(args []string, e env) int {
 		return runDescribe(args[1:], e)
 	case "drain":
 		return runDrain(args[1:], e)
+	case "export":
+		return runExport(args[1:], e)
 	case "-h", "--help", "-help":
 		fmt.Fprint(e.stdout, usage)
 		return 0
@@ -95,6 +98,8 @@ func run(args []string, e env) int {
 			return runDescribe([]string{"--help"}, e)
 		case "drain":
 			return runDrain([]string{"--help"}, e)
+		case "export":
+			return runExport([]string{"--help"}, e)
 		}
 		if args[1] == "sim" {
 			// sluice help sim [subcommand] is sluice sim [subcommand] --help.
