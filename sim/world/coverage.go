@@ -17,122 +17,132 @@ type Mark uint8
 
 // The marks.
 const (
-	MarkOwnerCrashInFlight   Mark = iota + 1 // an owner lost power or exited with publishes in flight
-	MarkFollowerTruncate                     // a follower truncated a divergent suffix
-	MarkWDown                                // W or more replicas of a W >= 2 queue were down at once
-	MarkAllDown                              // every replica of a queue was down at once
-	MarkRedeliveryAfterLoss                  // a consumer was lost holding a record; a consumer received it again
-	MarkSegmentRoll                          // a log started a new segment
-	MarkCorruptOwner                         // injected damage struck an owner's copy
-	MarkDamageReported                       // a log reported damage at recovery
-	MarkReadMetDamage                        // a live read of a log met damage (corrupt or unreadable)
-	MarkLostWrite                            // a synced write was lost (struck)
-	MarkSyncFailDrop                         // a sync failed and dropped the dirty pages (struck)
-	MarkUnreadable                           // an unreadable range was met by a read or a scan
-	MarkTornSector                           // a torn write damaged synced bytes of its sector
-	MarkCorruptLive                          // corruption of a running broker's log was met by a live read
-	MarkPowerCycle                           // every broker lost power at once
-	MarkQueueW2                              // the run has a queue with W >= 2
-	MarkProcessDown                          // a broker process stopped (power loss or exit)
-	MarkLeaderFault                          // a fault struck the metadata group's leader
-	MarkLeaderChange                         // the metadata group had a leader, then another in a later term
-	MarkBrokerExpired                        // a broker left the live set by its heartbeats' expiry
-	MarkBrokerEager                          // a broker left the live set at once, after its process exited (eager failover)
-	MarkQueuePlaced                          // the controller placed a declared queue
-	MarkTransitionFenced                     // the controller fenced a placed queue with a pending transition
-	MarkQueueRecreated                       // a queue name was declared again after a deletion: a new incarnation
-	MarkInSyncChange                         // the controller committed a change of a placed queue's in-sync set (its owner's request, or a lost follower dropped)
-	MarkInSyncDropLive                       // a follower whose process still ran left the in-sync set (its owner's lag timer)
-	MarkInSyncBack                           // a follower came back into the in-sync set (it reached the high watermark)
-	MarkISRConfirm                           // an isr queue confirmed a publish at its high watermark
-	MarkUnderMinInSync                       // a committed in-sync change left a queue below its min in-sync
-	MarkISRRefused                           // an isr queue refused a publish: its in-sync set below min in-sync
-	MarkMetaCompact                          // a broker persisted its metadata image and compacted its log
-	MarkMetaSnapshot                         // a follower installed a leader's metadata image sent as a raft snapshot
-	MarkMetaImage                            // a process's applied metadata became an image's (at its start, or a snapshot installed)
-	MarkRecoverySeal                         // a replica of a fenced queue sealed its log for recovery
-	MarkRecoverySelect                       // a recovery worker held enough witnesses and chose its source
-	MarkRecoveryReceipt                      // a restarted process answered a seal retry with its predecessor's seal, from the log's receipt
-	MarkRecoveryInstall                      // a proposed member installed a recovered history
-	MarkRecoveryActivate                     // a recovery's activation committed: the queue serves again
-	MarkConsumerCancelled                    // a consumer got the broker's cancel of its subscription (EfCancel) and asked where its queue lives
-	MarkRecoveryPropose                      // a recovery's propose stage: the metadata leader applied a transition
-	MarkRecoveryDetect                       // a recovery's detect stage: a candidate's worker took a transition up
-	MarkRecoveryReattach                     // a recovery's reattach stage: the new owner confirmed its first publish
-	MarkRecoveryLateEvidence                 // a recovery asked a previous member for its seal again (none came of the first ask), then activated
-	MarkRecoveryPublish                      // an installation published its stage as the log's new generation
-	MarkStageResumed                         // an installation opened a stage an earlier one left holding records (resumed, or cut where it parts)
-	MarkHoldEntered                          // a queue lost only followers and qualified for the follower-loss hold (by the world's follow of the metadata)
-	MarkHoldExpired                          // a transition replaced followers lost longer than the hold, of a queue that otherwise qualified
-	MarkHoldReturned                         // a lost follower came back with the same process while its queue kept the assignment that names it
-	MarkRetainDeleted                        // a retention deleted a segment of a log's head (its durable start moved)
-	MarkReseed                               // a copy the owner's log left behind was reseeded at the owner's start
-	MarkLearnerAdded                         // a held queue's lost follower came back with a new process on its storage, named the learner
-	MarkLearnerAdmitted                      // a learner caught up and was admitted as the member
-	MarkLearnerNewCopy                       // a queue short of its replicas had a new copy's learner admitted as one member more
-	MarkLostDir                              // a broker's queue directory was emptied while it was down (its binding lost with it)
-	MarkActivateShort                        // a recovery activated without a proposed member that was gone (it comes back as a new copy)
-	MarkRecoveryHandoff                      // a fenced queue's recovery was handed from its gone or draining candidate to another proposed member
+	MarkOwnerCrashInFlight       Mark = iota + 1 // an owner lost power or exited with publishes in flight
+	MarkFollowerTruncate                         // a follower truncated a divergent suffix
+	MarkWDown                                    // W or more replicas of a W >= 2 queue were down at once
+	MarkAllDown                                  // every replica of a queue was down at once
+	MarkRedeliveryAfterLoss                      // a consumer was lost holding a record; a consumer received it again
+	MarkSegmentRoll                              // a log started a new segment
+	MarkCorruptOwner                             // injected damage struck an owner's copy
+	MarkDamageReported                           // a log reported damage at recovery
+	MarkReadMetDamage                            // a live read of a log met damage (corrupt or unreadable)
+	MarkLostWrite                                // a synced write was lost (struck)
+	MarkSyncFailDrop                             // a sync failed and dropped the dirty pages (struck)
+	MarkUnreadable                               // an unreadable range was met by a read or a scan
+	MarkTornSector                               // a torn write damaged synced bytes of its sector
+	MarkCorruptLive                              // corruption of a running broker's log was met by a live read
+	MarkPowerCycle                               // every broker lost power at once
+	MarkQueueW2                                  // the run has a queue with W >= 2
+	MarkProcessDown                              // a broker process stopped (power loss or exit)
+	MarkLeaderFault                              // a fault struck the metadata group's leader
+	MarkLeaderChange                             // the metadata group had a leader, then another in a later term
+	MarkBrokerExpired                            // a broker left the live set by its heartbeats' expiry
+	MarkBrokerEager                              // a broker left the live set at once, after its process exited (eager failover)
+	MarkQueuePlaced                              // the controller placed a declared queue
+	MarkTransitionFenced                         // the controller fenced a placed queue with a pending transition
+	MarkQueueRecreated                           // a queue name was declared again after a deletion: a new incarnation
+	MarkInSyncChange                             // the controller committed a change of a placed queue's in-sync set (its owner's request, or a lost follower dropped)
+	MarkInSyncDropLive                           // a follower whose process still ran left the in-sync set (its owner's lag timer)
+	MarkInSyncBack                               // a follower came back into the in-sync set (it reached the high watermark)
+	MarkISRConfirm                               // an isr queue confirmed a publish at its high watermark
+	MarkUnderMinInSync                           // a committed in-sync change left a queue below its min in-sync
+	MarkISRRefused                               // an isr queue refused a publish: its in-sync set below min in-sync
+	MarkMetaCompact                              // a broker persisted its metadata image and compacted its log
+	MarkMetaSnapshot                             // a follower installed a leader's metadata image sent as a raft snapshot
+	MarkMetaImage                                // a process's applied metadata became an image's (at its start, or a snapshot installed)
+	MarkRecoverySeal                             // a replica of a fenced queue sealed its log for recovery
+	MarkRecoverySelect                           // a recovery worker held enough witnesses and chose its source
+	MarkRecoveryReceipt                          // a restarted process answered a seal retry with its predecessor's seal, from the log's receipt
+	MarkRecoveryInstall                          // a proposed member installed a recovered history
+	MarkRecoveryActivate                         // a recovery's activation committed: the queue serves again
+	MarkConsumerCancelled                        // a consumer got the broker's cancel of its subscription (EfCancel) and asked where its queue lives
+	MarkRecoveryPropose                          // a recovery's propose stage: the metadata leader applied a transition
+	MarkRecoveryDetect                           // a recovery's detect stage: a candidate's worker took a transition up
+	MarkRecoveryReattach                         // a recovery's reattach stage: the new owner confirmed its first publish
+	MarkRecoveryLateEvidence                     // a recovery asked a previous member for its seal again (none came of the first ask), then activated
+	MarkRecoveryPublish                          // an installation published its stage as the log's new generation
+	MarkStageResumed                             // an installation opened a stage an earlier one left holding records (resumed, or cut where it parts)
+	MarkHoldEntered                              // a queue lost only followers and qualified for the follower-loss hold (by the world's follow of the metadata)
+	MarkHoldExpired                              // a transition replaced followers lost longer than the hold, of a queue that otherwise qualified
+	MarkHoldReturned                             // a lost follower came back with the same process while its queue kept the assignment that names it
+	MarkRetainDeleted                            // a retention deleted a segment of a log's head (its durable start moved)
+	MarkReseed                                   // a copy the owner's log left behind was reseeded at the owner's start
+	MarkLearnerAdded                             // a held queue's lost follower came back with a new process on its storage, named the learner
+	MarkLearnerAdmitted                          // a learner caught up and was admitted as the member
+	MarkLearnerNewCopy                           // a queue short of its replicas had a new copy's learner admitted as one member more
+	MarkLostDir                                  // a broker's queue directory was emptied while it was down (its binding lost with it)
+	MarkActivateShort                            // a recovery activated without a proposed member that was gone (it comes back as a new copy)
+	MarkRecoveryHandoff                          // a fenced queue's recovery was handed from its gone or draining candidate to another proposed member
+	MarkTailOlderEpoch                           // a recovery chose its source among witnesses whose longest log ends in an older epoch than another's
+	MarkISRLongestOutside                        // an isr queue's recovery had, among its witnesses, a longest log outside the last committed in-sync set
+	MarkOwnerExpiredAlive                        // a queue owner's broker left the live set by expiry while its process ran (paused or cut off, not dead)
+	MarkLearnerAdmittedAppending                 // a learner was admitted while its queue's owner appended publishes (within the last 100 ms)
+	MarkFollowerLostDraining                     // a queue lost only a follower, on a draining broker, that the hold would otherwise cover: fenced, no hold
 	markKinds
 )
 
 var markNames = [...]string{
-	MarkOwnerCrashInFlight:   "owner-crash-inflight",
-	MarkFollowerTruncate:     "follower-truncate",
-	MarkWDown:                "w-down",
-	MarkAllDown:              "all-down",
-	MarkRedeliveryAfterLoss:  "redelivery-after-loss",
-	MarkSegmentRoll:          "segment-roll",
-	MarkCorruptOwner:         "corrupt-owner",
-	MarkDamageReported:       "damage-reported",
-	MarkReadMetDamage:        "read-met-damage",
-	MarkLostWrite:            "lost-write",
-	MarkSyncFailDrop:         "sync-fail-drop",
-	MarkUnreadable:           "unreadable",
-	MarkTornSector:           "torn-sector",
-	MarkCorruptLive:          "corrupt-live",
-	MarkPowerCycle:           "power-cycle",
-	MarkQueueW2:              "queue-w2",
-	MarkProcessDown:          "process-down",
-	MarkLeaderFault:          "leader-fault",
-	MarkLeaderChange:         "leader-change",
-	MarkBrokerExpired:        "broker-expired",
-	MarkBrokerEager:          "broker-eager",
-	MarkQueuePlaced:          "queue-placed",
-	MarkTransitionFenced:     "transition-fenced",
-	MarkQueueRecreated:       "queue-recreated",
-	MarkInSyncChange:         "insync-change",
-	MarkInSyncDropLive:       "insync-drop-live",
-	MarkInSyncBack:           "insync-back",
-	MarkISRConfirm:           "isr-confirm",
-	MarkUnderMinInSync:       "under-min-insync",
-	MarkISRRefused:           "isr-refused",
-	MarkMetaCompact:          "meta-compact",
-	MarkMetaSnapshot:         "meta-snapshot",
-	MarkMetaImage:            "meta-image",
-	MarkRecoverySeal:         "recovery-seal",
-	MarkRecoverySelect:       "recovery-select",
-	MarkRecoveryReceipt:      "recovery-receipt",
-	MarkRecoveryInstall:      "recovery-install",
-	MarkRecoveryActivate:     "recovery-activate",
-	MarkConsumerCancelled:    "consumer-cancelled",
-	MarkRecoveryPropose:      "recovery-propose",
-	MarkRecoveryDetect:       "recovery-detect",
-	MarkRecoveryReattach:     "recovery-reattach",
-	MarkRecoveryLateEvidence: "recovery-late-evidence",
-	MarkRecoveryPublish:      "recovery-publish",
-	MarkStageResumed:         "stage-resumed",
-	MarkHoldEntered:          "hold-entered",
-	MarkHoldExpired:          "hold-expired",
-	MarkHoldReturned:         "hold-returned",
-	MarkRetainDeleted:        "retain-deleted",
-	MarkReseed:               "reseed",
-	MarkLearnerAdded:         "learner-added",
-	MarkLearnerAdmitted:      "learner-admitted",
-	MarkLearnerNewCopy:       "learner-new-copy",
-	MarkLostDir:              "lost-dir",
-	MarkActivateShort:        "activate-short",
-	MarkRecoveryHandoff:      "recovery-handoff",
+	MarkOwnerCrashInFlight:       "owner-crash-inflight",
+	MarkFollowerTruncate:         "follower-truncate",
+	MarkWDown:                    "w-down",
+	MarkAllDown:                  "all-down",
+	MarkRedeliveryAfterLoss:      "redelivery-after-loss",
+	MarkSegmentRoll:              "segment-roll",
+	MarkCorruptOwner:             "corrupt-owner",
+	MarkDamageReported:           "damage-reported",
+	MarkReadMetDamage:            "read-met-damage",
+	MarkLostWrite:                "lost-write",
+	MarkSyncFailDrop:             "sync-fail-drop",
+	MarkUnreadable:               "unreadable",
+	MarkTornSector:               "torn-sector",
+	MarkCorruptLive:              "corrupt-live",
+	MarkPowerCycle:               "power-cycle",
+	MarkQueueW2:                  "queue-w2",
+	MarkProcessDown:              "process-down",
+	MarkLeaderFault:              "leader-fault",
+	MarkLeaderChange:             "leader-change",
+	MarkBrokerExpired:            "broker-expired",
+	MarkBrokerEager:              "broker-eager",
+	MarkQueuePlaced:              "queue-placed",
+	MarkTransitionFenced:         "transition-fenced",
+	MarkQueueRecreated:           "queue-recreated",
+	MarkInSyncChange:             "insync-change",
+	MarkInSyncDropLive:           "insync-drop-live",
+	MarkInSyncBack:               "insync-back",
+	MarkISRConfirm:               "isr-confirm",
+	MarkUnderMinInSync:           "under-min-insync",
+	MarkISRRefused:               "isr-refused",
+	MarkMetaCompact:              "meta-compact",
+	MarkMetaSnapshot:             "meta-snapshot",
+	MarkMetaImage:                "meta-image",
+	MarkRecoverySeal:             "recovery-seal",
+	MarkRecoverySelect:           "recovery-select",
+	MarkRecoveryReceipt:          "recovery-receipt",
+	MarkRecoveryInstall:          "recovery-install",
+	MarkRecoveryActivate:         "recovery-activate",
+	MarkConsumerCancelled:        "consumer-cancelled",
+	MarkRecoveryPropose:          "recovery-propose",
+	MarkRecoveryDetect:           "recovery-detect",
+	MarkRecoveryReattach:         "recovery-reattach",
+	MarkRecoveryLateEvidence:     "recovery-late-evidence",
+	MarkRecoveryPublish:          "recovery-publish",
+	MarkStageResumed:             "stage-resumed",
+	MarkHoldEntered:              "hold-entered",
+	MarkHoldExpired:              "hold-expired",
+	MarkHoldReturned:             "hold-returned",
+	MarkRetainDeleted:            "retain-deleted",
+	MarkReseed:                   "reseed",
+	MarkLearnerAdded:             "learner-added",
+	MarkLearnerAdmitted:          "learner-admitted",
+	MarkLearnerNewCopy:           "learner-new-copy",
+	MarkLostDir:                  "lost-dir",
+	MarkActivateShort:            "activate-short",
+	MarkRecoveryHandoff:          "recovery-handoff",
+	MarkTailOlderEpoch:           "witness-tail-older-epoch",
+	MarkISRLongestOutside:        "isr-longest-outside-insync",
+	MarkOwnerExpiredAlive:        "owner-expired-alive",
+	MarkLearnerAdmittedAppending: "learner-admitted-appending",
+	MarkFollowerLostDraining:     "follower-lost-draining",
 }
 
 func (m Mark) String() string {

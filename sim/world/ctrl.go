@@ -615,10 +615,18 @@ func memberStorages(ms *metadata.Members) []uint64 {
 // admittedApplied follows a learner's admission (issue 12): the member on
 // its node is its process now, its copy counted (the checkers read it
 // again from the disk: what it synced as a learner counts from now on).
+// learnerAppendingNs: a learner admitted within this of its owner's last
+// publish append was admitted while the owner appended (its cut is a
+// moving one).
+const learnerAppendingNs = 100_000_000
+
 func (w *World) admittedApplied(c *metadata.Command) {
 	p, ok := w.placed[c.Queue]
 	if !ok || p.incarnation != c.Incarnation || p.epoch != c.Epoch {
 		return
+	}
+	if at, ok := w.publishAppendedNs[p.id]; ok && w.now-at <= learnerAppendingNs {
+		w.mark(MarkLearnerAdmittedAppending)
 	}
 	i := slices.Index(p.members, c.Learner.Node)
 	if i < 0 {

@@ -313,7 +313,25 @@ func (env *brokerEnv) Executed(l int, op *core.Effect, done *core.StorageDone, l
 			}
 			if r.Kind != record.KindPublish {
 				w.internalAppended(q, r)
+			} else if isOwner(b, q) {
+				w.publishAppendedNs[q] = w.now
 			}
+		}
+	}
+}
+
+// ownerExpiredAliveMark marks a broker whose process, still running
+// (paused or cut off), left the live set by its heartbeats' expiry while
+// it owned a placed, unfenced queue: an old owner that is not dead, which
+// the one-owner checker judges.
+func (w *World) ownerExpiredAliveMark(node core.NodeID, process uint64) {
+	if b := w.brokers[node-1]; !b.up || b.inc+1 != process {
+		return
+	}
+	for _, id := range w.placedIDs {
+		if p := w.placedByID[id]; p.owner == node && !p.deleted && !w.checker.Fenced(id) {
+			w.mark(MarkOwnerExpiredAlive)
+			return
 		}
 	}
 }
@@ -369,6 +387,7 @@ func (env *brokerEnv) Recovery(e *core.Effect) {
 			panic("world: a seal stage that does not decode: " + err.Error())
 		}
 		w.checker.Sealed(w.now, env.b.id, s.Queue, s.Epoch, s.Start, s.End, s.Damaged)
+		w.recoverySealed(&s)
 	case seam.StageInstall:
 		w.mark(MarkRecoveryInstall)
 		w.checker.Installed(w.now, env.b.id, e.Queue)
@@ -379,6 +398,7 @@ func (env *brokerEnv) Recovery(e *core.Effect) {
 			panic("world: a select stage that does not decode: " + err.Error())
 		}
 		w.checker.SourceChosen(w.now, s.Node, s.Queue, s.Epoch, s.Start, s.End)
+		w.recoverySelected(s.Queue, s.Epoch)
 	}
 }
 
@@ -413,6 +433,7 @@ func (env *brokerEnv) Applied(e *core.Effect) {
 			w.mark(MarkBrokerEager)
 		} else {
 			w.mark(MarkBrokerExpired)
+			w.ownerExpiredAliveMark(c.Node, c.Process)
 		}
 	case metadata.Assign:
 		w.mark(MarkQueuePlaced)

@@ -318,6 +318,34 @@ func (w *World) fenceFollow() {
 			h.fenceSinceNs[id] = 0
 		case h.fenceSinceNs[id] == 0:
 			h.fenceSinceNs[id] = w.now
+			if w.lostOnlyDraining(w.placedByID[id]) {
+				w.mark(MarkFollowerLostDraining)
+			}
 		}
 	}
+}
+
+// lostOnlyDraining reports whether placed queue p lost only followers,
+// each on a draining broker, and would otherwise qualify for the hold
+// (the hold set, W >= 2, its owner and W - 1 followers live): no hold may
+// apply, and hold-ended judges that placement fences it.
+func (w *World) lostOnlyDraining(p *placedQueue) bool {
+	h := &w.hold
+	if h.holdMs == 0 || p.w < 2 || len(p.processes) != len(p.members) {
+		return false
+	}
+	liveFollowers, lost := 0, 0
+	for i, n := range p.members {
+		switch {
+		case w.memberLive(p, i):
+			if n != p.owner {
+				liveFollowers++
+			}
+		case n == p.owner || !h.brokers[n-1].draining:
+			return false
+		default:
+			lost++
+		}
+	}
+	return lost > 0 && liveFollowers >= p.w-1
 }

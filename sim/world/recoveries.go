@@ -33,6 +33,62 @@ type recoveryTimed struct {
 	// reasked: one was asked again (no seal came of the first ask)
 	asked   []core.NodeID
 	reasked bool
+	// seals: each previous member's latest seal of the transition (at
+	// most one a node)
+	seals []recovery.Seal
+}
+
+// recoverySealed keeps a seal of the transition to epoch for the marks
+// its selection may earn.
+func (w *World) recoverySealed(s *recovery.Seal) {
+	for i := len(w.recoveries) - 1; i >= 0; i-- {
+		if r := &w.recoveries[i]; r.queue == s.Queue && r.epoch == s.Epoch {
+			if j := slices.IndexFunc(r.seals, func(o recovery.Seal) bool { return o.Node == s.Node }); j >= 0 {
+				r.seals[j] = *s
+			} else if len(r.seals) < seam.ReplicasMax {
+				r.seals = append(r.seals, *s)
+			}
+			return
+		}
+	}
+}
+
+// recoverySelected marks what the witnesses of a selection show: the
+// longest log ending in an older epoch than another's (the source must
+// follow epochs, not length), and for an isr queue, the longest log on a
+// node outside the last committed in-sync set (the clean-election rule
+// must not take it for granted). The checkers judge the source it chose.
+func (w *World) recoverySelected(q core.QueueID, epoch uint64) {
+	for i := len(w.recoveries) - 1; i >= 0; i-- {
+		r := &w.recoveries[i]
+		if r.queue != q || r.epoch != epoch {
+			continue
+		}
+		var longest *recovery.Seal
+		lastEpochMax := uint64(0)
+		for j := range r.seals {
+			s := &r.seals[j]
+			if s.Damaged || s.End == s.Start {
+				continue
+			}
+			lastEpochMax = max(lastEpochMax, s.LastEpoch)
+			if longest == nil || s.End > longest.End {
+				longest = s
+			}
+		}
+		if longest == nil {
+			return
+		}
+		if longest.LastEpoch < lastEpochMax {
+			w.mark(MarkTailOlderEpoch)
+		}
+		if p := w.placedByID[q]; p != nil && p.isr {
+			if t, ok := w.inSyncOf[p.name]; ok && !slices.Contains(t.inSync.Slice(), longest.Node) {
+				w.mark(MarkISRLongestOutside)
+			}
+		}
+		return
+	}
 }
 
 // recoverySealAsked takes a seal request on the network: a second one to

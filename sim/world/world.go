@@ -243,6 +243,9 @@ type World struct {
 	// committed in-sync set, for the in-sync coverage rows
 	inSyncSeen uint64
 	inSyncOf   map[string]inSyncTruth
+	// publishAppendedNs: when each queue's owner last appended a publish
+	// (one entry a placed queue)
+	publishAppendedNs map[core.QueueID]int64
 	// hold: what the world followed of the follower-loss hold's inputs
 	// (hold.go)
 	hold holdTruth
@@ -294,31 +297,32 @@ func (w *World) runGuarded() (panicked string) {
 
 func newWorld(seed uint64, p Profile, opts Options) *World {
 	w := &World{
-		seed:         seed,
-		prof:         p,
-		conns:        map[core.ClientID]int32{},
-		connKind:     map[core.ClientID]clientKind{},
-		trace:        driver.NewTrace(opts.Trace, opts.TraceFilter),
-		interrupt:    opts.Interrupt,
-		rNet:         prng.New(prng.Derive(seed, "net")),
-		rDisk:        prng.New(prng.Derive(seed, "disk")),
-		rCli:         prng.New(prng.Derive(seed, "clients")),
-		rFault:       prng.New(prng.Derive(seed, "faults")),
-		rCtrl:        prng.New(prng.Derive(seed, "ctrl")),
-		working:      true,
-		isolated:     make([]int64, p.Brokers),
-		history:      map[core.QueueID][]linear.Op{},
-		historyFull:  map[core.QueueID]bool{},
-		internalSeen: map[core.QueueID][]uint64{},
-		lostHeld:     map[lostKey]bool{},
-		exited:       map[core.NodeID]uint64{},
-		placed:       map[string]*placedQueue{},
-		placedByID:   map[core.QueueID]*placedQueue{},
-		placedIncs:   map[uint64]bool{},
-		fencedNs:     map[core.QueueID]int64{},
-		deletedNames: map[string]bool{},
-		inSyncOf:     map[string]inSyncTruth{},
-		hold:         newHoldTruth(p.Brokers),
+		seed:              seed,
+		prof:              p,
+		conns:             map[core.ClientID]int32{},
+		connKind:          map[core.ClientID]clientKind{},
+		trace:             driver.NewTrace(opts.Trace, opts.TraceFilter),
+		interrupt:         opts.Interrupt,
+		rNet:              prng.New(prng.Derive(seed, "net")),
+		rDisk:             prng.New(prng.Derive(seed, "disk")),
+		rCli:              prng.New(prng.Derive(seed, "clients")),
+		rFault:            prng.New(prng.Derive(seed, "faults")),
+		rCtrl:             prng.New(prng.Derive(seed, "ctrl")),
+		working:           true,
+		isolated:          make([]int64, p.Brokers),
+		history:           map[core.QueueID][]linear.Op{},
+		historyFull:       map[core.QueueID]bool{},
+		internalSeen:      map[core.QueueID][]uint64{},
+		lostHeld:          map[lostKey]bool{},
+		exited:            map[core.NodeID]uint64{},
+		placed:            map[string]*placedQueue{},
+		placedByID:        map[core.QueueID]*placedQueue{},
+		publishAppendedNs: map[core.QueueID]int64{},
+		placedIncs:        map[uint64]bool{},
+		fencedNs:          map[core.QueueID]int64{},
+		deletedNames:      map[string]bool{},
+		inSyncOf:          map[string]inSyncTruth{},
+		hold:              newHoldTruth(p.Brokers),
 	}
 	w.script, _ = parseOperator(p.Operator) // validated by Run
 	for i := 0; i < p.Brokers; i++ {
