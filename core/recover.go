@@ -95,10 +95,15 @@ type recoveryWork struct {
 	askedNs int64              // when a page wanted was last asked for
 	// asked: the pages wanted when they were last asked for (each is asked
 	// once, until the tick asks them all again)
-	asked    [recovery.ReadsAtOnce]recovery.Want
-	askedN   int
-	selected bool   // the source was verified (and marked)
-	blocked  string // the blocked reason marked
+	asked      [recovery.ReadsAtOnce]recovery.Want
+	askedN     int
+	selected   bool             // the source was verified (and marked)
+	blocked    string           // the block's detail
+	blockedWhy seam.AsideReason // non-zero: blocked, and why
+	// sealRefused, installRefused: a previous member refused (not busy) to
+	// seal or serve a sealed read, a proposed member to install; what a
+	// deadline's set-aside names (deadlineWhy)
+	sealRefused, installRefused bool
 	// After the selection: the source's epoch history, the installations
 	// asked of the proposed members, and when activation was last asked.
 	srcEpochs  []seam.EpochStart
@@ -176,16 +181,16 @@ func (n *Node) recoveryTick() {
 			// worker drives a transition.
 			n.recoveryNote(w.t.Queue, "recovery q=%d epoch=%d ended: handed to n%d", w.t.Queue, w.t.Epoch, candidate(&q))
 			n.recoveryEnd(w)
-		case w.blocked != "" && n.x.NowNs >= w.blockedNs+recoveryBlockedSetAsideNs:
+		case w.blockedWhy != 0 && n.x.NowNs >= w.blockedNs+recoveryBlockedSetAsideNs:
 			// Blocked (contradictory evidence, a budget spent): the queue
 			// stays fenced with its diagnostic, and the attempt is set
 			// aside so that it does not keep a worker from every other
 			// queue; it is tried again, asking everyone afresh, after a
 			// backoff (the evidence may have changed: a replica back, a
 			// restarted one's receipt).
-			n.recoveryRetryLater(w, "blocked: "+w.blocked)
+			n.recoveryRetryLater(w, w.blockedWhy, "blocked: "+w.blocked)
 		case n.x.NowNs >= w.startNs+recoveryAttemptNs:
-			n.recoveryRetryLater(w, fmt.Sprintf("past the attempt's deadline of %d s", recoveryAttemptNs/1_000_000_000))
+			n.recoveryRetryLater(w, w.deadlineWhy(), fmt.Sprintf("past the attempt's deadline of %d s", recoveryAttemptNs/1_000_000_000))
 		}
 	}
 	if workers := n.recoveryWorkers(md); len(n.recoveries) < workers {
@@ -261,7 +266,7 @@ func (n *Node) recoveryGathered() bool {
 
 // recoveryWorkTick steps one attempt: it asks for what is missing.
 func (n *Node) recoveryWorkTick(md *metadata.State, w *recoveryWork) {
-	if w.blocked != "" {
+	if w.blockedWhy != 0 {
 		if w.blockedOn != 0 && n.x.NowNs >= w.blockedAskNs+recoveryBackoffLiveMaxNs {
 			n.recoveryAskBlockedOn(w) // the answer may have been lost
 		}
@@ -383,7 +388,7 @@ type recoveryRetry struct {
 // recoveryRetryLater sets attempt w aside: the queue stays fenced, and is
 // tried again after a backoff from 1 s doubling to 30 s (seed 004: an
 // attempt has a deadline; budget exhaustion schedules a retry).
-func (n *Node) recoveryRetryLater(w *recoveryWork, why string) {
+func (n *Node) recoveryRetryLater(w *recoveryWork, why seam.AsideReason, detail string) {
 	n.recoveryEnd(w)
 	i := n.recoveryRetryIndex(w.t.Queue, w.t.Digest)
 	if i < 0 {
@@ -395,8 +400,26 @@ func (n *Node) recoveryRetryLater(w *recoveryWork, why string) {
 	}
 	r := &n.recoveryRetries[i]
 	r.notNs = n.x.NowNs + r.backoffNs
-	n.out.Recovery(w.t.Queue, seam.StageSetAside, w.t.Epoch, nil, fmt.Sprintf("%s; tried again in %d ms", why, r.backoffNs/1e6))
+	n.out.SetAside(w.t.Queue, w.t.Epoch, why, fmt.Sprintf("%s; tried again in %d ms", detail, r.backoffNs/1e6))
 	r.backoffNs = min(2*r.backoffNs, recoveryBackoffMaxNs)
+}
+
+// deadlineWhy names what attempt w still waited for at its deadline.
+func (w *recoveryWork) deadlineWhy() seam.AsideReason {
+	switch {
+	case w.selected && slices.ContainsFunc(w.installs, func(a installAsk) bool { return a.receipt == nil }):
+		if w.installRefused {
+			return seam.AsideInstallRefused
+		}
+		return seam.AsideInstallsMissing
+	case w.selected:
+		return seam.AsideActivationWaiting
+	case w.verify != nil && !w.sealRefused:
+		return seam.AsideReadsMissing
+	case w.sealRefused:
+		return seam.AsideSealRefused
+	}
+	return seam.AsideSealsMissing
 }
 
 func (n *Node) recoveryRetryIndex(q QueueID, d recovery.Digest) int {
@@ -425,7 +448,7 @@ func (n *Node) recoveryBudgetChanged(md *metadata.State) {
 		n.recoveryRetries[i].notNs = n.x.NowNs
 	}
 	for _, w := range slices.Clone(n.recoveries) { // (starting over replaces it)
-		if w.blocked != "" {
+		if w.blockedWhy != 0 {
 			// Blocked, not yet set aside: it may have run out of the
 			// budget just raised, so it asks everyone afresh now.
 			n.recoveryStartOver(w, "the recovery budgets changed")
@@ -470,8 +493,8 @@ func (n *Node) sealArrived(s recovery.Seal) {
 	if i := slices.IndexFunc(w.asks, func(a recoveryAsk) bool { return a.node == s.Node }); i >= 0 {
 		w.asks[i].sealed = true
 	}
-	if b := w.coll.Blocked(); b != "" {
-		n.recoveryBlocked(w, b)
+	if why := w.coll.BlockedWhy(); why != 0 {
+		n.recoveryBlocked(w, why, w.coll.Blocked())
 		return
 	}
 	if w.selected {
@@ -552,8 +575,8 @@ func (n *Node) recoveryAskPage(w *recoveryWork) {
 	var buf [recovery.ReadsAtOnce]recovery.Want
 	wants := v.Wants(buf[:0])
 	if len(wants) == 0 {
-		if b := v.Blocked(); b != "" {
-			n.recoveryBlocked(w, b)
+		if why := v.BlockedWhy(); why != 0 {
+			n.recoveryBlocked(w, why, v.Blocked())
 			return
 		}
 		w.selected = true
@@ -617,11 +640,11 @@ const (
 	recoveryAttemptNs         = 120_000_000_000
 )
 
-func (n *Node) recoveryBlocked(w *recoveryWork, why string) {
-	if w.blocked == "" {
+func (n *Node) recoveryBlocked(w *recoveryWork, why seam.AsideReason, detail string) {
+	if w.blockedWhy == 0 {
 		w.blockedNs = n.x.NowNs
-		w.blocked = why
-		n.recoveryNote(w.t.Queue, "recovery q=%d epoch=%d blocked: %s", w.t.Queue, w.t.Epoch, why)
+		w.blocked, w.blockedWhy = detail, why
+		n.recoveryNote(w.t.Queue, "recovery q=%d epoch=%d blocked: %s", w.t.Queue, w.t.Epoch, detail)
 		if w.verify != nil {
 			if on, ok := w.verify.BlockedOn(); ok {
 				w.blockedOn = on
@@ -685,7 +708,7 @@ func (n *Node) sealRefusedBy(from NodeID, r recovery.SealRefused) {
 		// asking again changes nothing until an operator raises it (the
 		// setting's change retries the attempt at once). The worker
 		// neither discards records nor installs elsewhere to fit.
-		n.recoveryBlocked(w, fmt.Sprintf("n%d: %s", from, r.Reason))
+		n.recoveryBlocked(w, seam.AsideStageBudget, fmt.Sprintf("n%d: %s", from, r.Reason))
 	case busy && !r.Install:
 		// Busy sealing another queue (one seal at a time per broker):
 		// that ends soon, so it is asked again soon, not at the end of a
@@ -703,6 +726,13 @@ func (n *Node) sealRefusedBy(from NodeID, r recovery.SealRefused) {
 			a := &w.installs[i]
 			a.nextNs, a.backoffNs = min(a.nextNs, n.x.NowNs+recoveryBusyRetryNs), recoveryBackoffMinNs
 		}
+	}
+	switch {
+	case busy:
+	case r.Install:
+		w.installRefused = true
+	default:
+		w.sealRefused = true
 	}
 	n.recoveryNote(w.t.Queue, "recovery q=%d n%d did not %s (%s): %s", w.t.Queue, from, what, r.Code, r.Reason)
 	if r.Read && !busy && from != n.x.Node {

@@ -36,10 +36,11 @@ type Transition struct {
 
 // Collection gathers the seals of one transition.
 type Collection struct {
-	t       Transition
-	r       int    // R = E - W + 1 (0: not an R collection, an isr one)
-	seals   []Seal // at most one per previous replica, in arrival order
-	blocked string // non-empty: contradictory evidence; the collection stops
+	t          Transition
+	r          int              // R = E - W + 1 (0: not an R collection, an isr one)
+	seals      []Seal           // at most one per previous replica, in arrival order
+	blocked    string           // the block's detail
+	blockedWhy seam.AsideReason // non-zero: blocked (contradictory evidence, lost copies); the collection stops
 }
 
 // NewCollection starts the collection of t's seals. A malformed
@@ -104,7 +105,8 @@ func (c *Collection) Add(s Seal) error {
 	case c.seals[i].Damaged:
 		// Evidence from a log already known damaged counts for nothing.
 	default:
-		if c.blocked == "" {
+		if c.blockedWhy == 0 {
+			c.blockedWhy = seam.AsideContradictorySeals
 			c.blocked = fmt.Sprintf("n%d sealed twice with different evidence ([%d, %d) epoch %d %x, then [%d, %d) epoch %d %x)",
 				s.Node, c.seals[i].Start, c.seals[i].End, c.seals[i].LastEpoch, c.seals[i].Identity[:6], s.Start, s.End, s.LastEpoch, s.Identity[:6])
 		}
@@ -116,6 +118,9 @@ func (c *Collection) Add(s Seal) error {
 // Blocked says why the collection cannot complete (contradictory
 // evidence), or "".
 func (c *Collection) Blocked() string { return c.blocked }
+
+// BlockedWhy returns the typed cause of the block (0: not blocked).
+func (c *Collection) BlockedWhy() seam.AsideReason { return c.blockedWhy }
 
 // eligible reports whether s counts: a complete witness (no detected
 // damage) and, for an isr queue, a member of the in-sync set.
@@ -141,14 +146,15 @@ func (c *Collection) Witnesses() int {
 // been on lost copies only: the collection blocks (Blocked says so), and
 // the queue stays fenced with the loss reported rather than served cut.
 func (c *Collection) Complete() bool {
-	return c.blocked == "" && (c.Witnesses() >= c.Threshold() || (c.AllSealed() && c.lost() < c.t.W))
+	return c.blockedWhy == 0 && (c.Witnesses() >= c.Threshold() || (c.AllSealed() && c.lost() < c.t.W))
 }
 
 // blockIfLost blocks the collection when every previous replica sealed,
 // too few are complete witnesses, and W or more of them lost what they
 // acknowledged.
 func (c *Collection) blockIfLost() {
-	if lost := c.lost(); c.blocked == "" && c.AllSealed() && c.Witnesses() < c.Threshold() && lost >= c.t.W {
+	if lost := c.lost(); c.blockedWhy == 0 && c.AllSealed() && c.Witnesses() < c.Threshold() && lost >= c.t.W {
+		c.blockedWhy = seam.AsideLostCopies
 		c.blocked = fmt.Sprintf("%d of the %d previous replicas lost what they acknowledged (a lost directory, or damage to synced records), W is %d: a confirmed record may be on none of the others",
 			lost, len(c.t.Previous), c.t.W)
 	}

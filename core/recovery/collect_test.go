@@ -120,7 +120,7 @@ func TestCollectionDamageAndContradiction(t *testing.T) {
 	if err := c.Add(other); err != nil {
 		t.Fatal(err)
 	}
-	if c.Complete() || !strings.Contains(c.Blocked(), "n3 sealed twice") {
+	if c.Complete() || !strings.Contains(c.Blocked(), "n3 sealed twice") || c.BlockedWhy() != seam.AsideContradictorySeals {
 		t.Fatalf("contradictory seals from n3: complete=%v blocked=%q", c.Complete(), c.Blocked())
 	}
 	if _, ok := c.Source(); ok {
@@ -273,7 +273,7 @@ func TestCollectionLostCopies(t *testing.T) {
 	if err := two.Add(seal(tr, 2, 8, 50)); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := two.Source(); ok || !strings.Contains(two.Blocked(), "2 of the 3 previous replicas lost") {
+	if _, ok := two.Source(); ok || !strings.Contains(two.Blocked(), "2 of the 3 previous replicas lost") || two.BlockedWhy() != seam.AsideLostCopies {
 		t.Fatalf("two lost of three (W = 2): ok=%v blocked %q, want blocked", ok, two.Blocked())
 	}
 

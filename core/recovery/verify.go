@@ -155,6 +155,7 @@ type Verifier struct {
 	byIdentity int
 	tookSource bool // the source taken by its seal (TakeSource)
 	blocked    string
+	blockedWhy seam.AsideReason // the block's typed cause (0: not blocked)
 	// blockedOn: the replica whose log was being read when the
 	// verification blocked (0: none)
 	blockedOn seam.NodeID
@@ -221,7 +222,7 @@ func newVerifier(src Seal, witnesses []Seal, past bool, b Budget) *Verifier {
 // or when a witness of another identity needs the source's records for
 // its comparison.
 func (v *Verifier) TakeSource(epochs []seam.EpochStart) bool {
-	if v.compare || v.pages > 0 || v.srcDone || v.blocked != "" || len(epochs) > EpochsMax {
+	if v.compare || v.pages > 0 || v.srcDone || v.blockedWhy != 0 || len(epochs) > EpochsMax {
 		return false
 	}
 	v.reads = slices.DeleteFunc(v.reads, func(r reading) bool { return r.log == 0 })
@@ -242,7 +243,7 @@ func (v *Verifier) ByIdentity() int { return v.byIdentity }
 // and the next may be (the source, one of its identity, or any once the
 // source is done); an empty one is verified at once.
 func (v *Verifier) start() {
-	for v.blocked == "" && len(v.reads) < ReadsAtOnce && v.next < len(v.logs) {
+	for v.blockedWhy == 0 && len(v.reads) < ReadsAtOnce && v.next < len(v.logs) {
 		i := v.next
 		l := &v.logs[i]
 		if i > 0 && !v.srcDone {
@@ -251,7 +252,7 @@ func (v *Verifier) start() {
 		v.next++
 		id, err := NewIdentity(v.q, l.Start, l.End)
 		if err != nil {
-			v.block(l.Node, "n%d's seal: %v", l.Node, err)
+			v.block(l.Node, seam.AsideSealMismatch, "n%d's seal: %v", l.Node, err)
 			return
 		}
 		if l.Start < l.End {
@@ -259,28 +260,31 @@ func (v *Verifier) start() {
 			continue
 		}
 		if got, _ := id.Sum(); got != l.Identity {
-			v.block(l.Node, "n%d's empty sealed log does not match its seal", l.Node)
+			v.block(l.Node, seam.AsideSealMismatch, "n%d's empty sealed log does not match its seal", l.Node)
 			return
 		}
 		v.srcDone = v.srcDone || i == 0
 	}
 }
 
-func (v *Verifier) block(on seam.NodeID, format string, a ...any) {
-	if v.blocked == "" {
-		v.blocked, v.blockedOn = fmt.Sprintf(format, a...), on
+func (v *Verifier) block(on seam.NodeID, why seam.AsideReason, format string, a ...any) {
+	if v.blockedWhy == 0 {
+		v.blocked, v.blockedOn, v.blockedWhy = fmt.Sprintf(format, a...), on, why
 	}
 }
 
 // Blocked says why the source cannot be accepted, or "".
 func (v *Verifier) Blocked() string { return v.blocked }
 
+// BlockedWhy returns the typed cause of the block (0: not blocked).
+func (v *Verifier) BlockedWhy() seam.AsideReason { return v.blockedWhy }
+
 // BlockedOn returns the replica whose sealed log was being read when the
 // verification blocked (ok false: not blocked, or on no one log): its log
 // may have changed since its seal on purpose (an installation), which a
 // fresh seal of it tells.
 func (v *Verifier) BlockedOn() (node seam.NodeID, ok bool) {
-	if v.blocked == "" || v.blockedOn == 0 {
+	if v.blockedWhy == 0 || v.blockedOn == 0 {
 		return 0, false
 	}
 	return v.blockedOn, true
@@ -288,13 +292,13 @@ func (v *Verifier) BlockedOn() (node seam.NodeID, ok bool) {
 
 // Done reports whether every log was read and verified.
 func (v *Verifier) Done() bool {
-	return v.blocked == "" && v.next >= len(v.logs) && len(v.reads) == 0
+	return v.blockedWhy == 0 && v.next >= len(v.logs) && len(v.reads) == 0
 }
 
 // Wants appends to dst the pages the verification wants next, one per log
 // being read, and returns it: none when done or blocked.
 func (v *Verifier) Wants(dst []Want) []Want {
-	if v.blocked != "" {
+	if v.blockedWhy != 0 {
 		return dst
 	}
 	for _, r := range v.reads {
@@ -314,7 +318,7 @@ func (v *Verifier) Inspected() (pages, records int, bytes int64) { return v.page
 // is not one wanted (a late duplicate) is ignored; an empty page of a log
 // not read to its end blocks (the log shrank since its seal).
 func (v *Verifier) AddPage(node seam.NodeID, from uint64, recs []record.Record) {
-	if v.blocked != "" {
+	if v.blockedWhy != 0 {
 		return
 	}
 	k := slices.IndexFunc(v.reads, func(r reading) bool { return v.logs[r.log].Node == node && r.id.Next() == from })
@@ -324,7 +328,7 @@ func (v *Verifier) AddPage(node seam.NodeID, from uint64, recs []record.Record) 
 	rd := v.reads[k]
 	l := &v.logs[rd.log]
 	if len(recs) == 0 || len(recs) > PageRecordsMax {
-		v.block(node, "n%d's sealed log gave a page of %d records at o=%d, below its sealed end %d", node, len(recs), from, l.End)
+		v.block(node, seam.AsideSealMismatch, "n%d's sealed log gave a page of %d records at o=%d, below its sealed end %d", node, len(recs), from, l.End)
 		return
 	}
 	v.pages++
@@ -333,14 +337,14 @@ func (v *Verifier) AddPage(node seam.NodeID, from uint64, recs []record.Record) 
 		v.bytes += BudgetBytes(&recs[i])
 	}
 	if b := &v.budget; v.pages > b.PagesMax || v.records > b.RecordsMax || v.bytes > b.BytesMax {
-		setting := "recovery.inspect_pages_max"
+		setting, why := "recovery.inspect_pages_max", seam.AsideInspectPages
 		switch {
 		case v.records > b.RecordsMax:
-			setting = "recovery.inspect_records_max"
+			setting, why = "recovery.inspect_records_max", seam.AsideInspectRecords
 		case v.bytes > b.BytesMax:
-			setting = "recovery.inspect_bytes_max"
+			setting, why = "recovery.inspect_bytes_max", seam.AsideInspectBytes
 		}
-		v.block(node, "inspection budget exhausted (%d pages, %d records, %d bytes; at most %d, %d, %d): raise the setting %s",
+		v.block(node, why, "inspection budget exhausted (%d pages, %d records, %d bytes; at most %d, %d, %d): raise the setting %s",
 			v.pages, v.records, v.bytes, b.PagesMax, b.RecordsMax, b.BytesMax, setting)
 		return
 	}
@@ -348,18 +352,18 @@ func (v *Verifier) AddPage(node seam.NodeID, from uint64, recs []record.Record) 
 	for i := range recs {
 		r := &recs[i]
 		if err := rd.id.Add(r); err != nil {
-			v.block(node, "n%d's sealed log: %v", node, err)
+			v.block(node, seam.AsideSealMismatch, "n%d's sealed log: %v", node, err)
 			return
 		}
 		if rd.log == 0 {
 			n := len(v.epochs)
 			switch {
 			case n > 0 && r.Epoch < v.epochs[n-1].Epoch:
-				v.block(node, "the source n%d's log goes back from epoch %d to %d at o=%d", node, v.epochs[n-1].Epoch, r.Epoch, r.Offset)
+				v.block(node, seam.AsideContradictoryHistory, "the source n%d's log goes back from epoch %d to %d at o=%d", node, v.epochs[n-1].Epoch, r.Epoch, r.Offset)
 				return
 			case n == 0 || r.Epoch > v.epochs[n-1].Epoch:
 				if n >= EpochsMax {
-					v.block(node, "the source n%d's log holds more than %d epochs", node, EpochsMax)
+					v.block(node, seam.AsideEpochsMax, "the source n%d's log holds more than %d epochs", node, EpochsMax)
 					return
 				}
 				v.epochs = append(v.epochs, seam.EpochStart{Epoch: r.Epoch, Offset: r.Offset})
@@ -372,20 +376,20 @@ func (v *Verifier) AddPage(node seam.NodeID, from uint64, recs []record.Record) 
 		switch {
 		case r.Offset >= src.End:
 			if r.Epoch > src.LastEpoch || (r.Epoch == src.LastEpoch && !v.past) {
-				v.block(node, "n%d holds o=%d of epoch %d past the source n%d's end %d (last epoch %d)", node, r.Offset, r.Epoch, src.Node, src.End, src.LastEpoch)
+				v.block(node, seam.AsideContradictoryHistory, "n%d holds o=%d of epoch %d past the source n%d's end %d (last epoch %d)", node, r.Offset, r.Epoch, src.Node, src.End, src.LastEpoch)
 				return
 			}
 		case r.Offset >= src.Start:
 			s := &v.src[r.Offset-src.Start]
 			if r.Epoch > s.epoch {
-				v.block(node, "n%d holds o=%d of epoch %d, above the source n%d's epoch %d there", node, r.Offset, r.Epoch, src.Node, s.epoch)
+				v.block(node, seam.AsideContradictoryHistory, "n%d holds o=%d of epoch %d, above the source n%d's epoch %d there", node, r.Offset, r.Epoch, src.Node, s.epoch)
 				return
 			}
 			if r.Epoch != s.epoch {
 				break // below the source's epoch there: a superseded suffix, never compared
 			}
 			if !v.sameRecord(s, r) {
-				v.block(node, "contradictory history: n%d and the source n%d hold different records at o=%d in epoch %d", node, src.Node, r.Offset, r.Epoch)
+				v.block(node, seam.AsideContradictoryHistory, "contradictory history: n%d and the source n%d hold different records at o=%d in epoch %d", node, src.Node, r.Offset, r.Epoch)
 				return
 			}
 		}
@@ -395,7 +399,7 @@ func (v *Verifier) AddPage(node seam.NodeID, from uint64, recs []record.Record) 
 	}
 	got, err := rd.id.Sum()
 	if err != nil || got != l.Identity {
-		v.block(node, "n%d's sealed log no longer matches its seal (identity %x, sealed %x)", node, got[:6], l.Identity[:6])
+		v.block(node, seam.AsideSealMismatch, "n%d's sealed log no longer matches its seal (identity %x, sealed %x)", node, got[:6], l.Identity[:6])
 		return
 	}
 	v.reads = slices.Delete(v.reads, k, k+1)

@@ -109,22 +109,23 @@ func TestVerifierBlocks(t *testing.T) {
 		log  []record.Record
 		seal func(Seal) Seal
 		want string
+		why  seam.AsideReason
 	}{
-		"same epoch, another record": {history([]uint64{1, 1, 2}, "x"), nil, "contradictory history"},
+		"same epoch, another record": {history([]uint64{1, 1, 2}, "x"), nil, "contradictory history", seam.AsideContradictoryHistory},
 		// (Bodies "a", "b", "xc" against "a", "b", "c": held, the third is
 		// past 2 bytes held.)
-		"same epoch, a longer record":    {append(history([]uint64{1, 1}, ""), record.Record{Epoch: 2, Offset: 2, Kind: record.KindPublish, Body: []byte("xc")}), nil, "contradictory history"},
-		"same epoch, another kind":       {append(history([]uint64{1, 1}, ""), record.Record{Epoch: 2, Offset: 2, Kind: record.KindAck, Body: []byte("c")}), nil, "contradictory history"},
-		"an epoch above the source's":    {history([]uint64{1, 1, 3}, ""), nil, "above the source"},
-		"the source's last epoch beyond": {history([]uint64{1, 1, 2, 2, 2}, ""), nil, "past the source"},
+		"same epoch, a longer record":    {append(history([]uint64{1, 1}, ""), record.Record{Epoch: 2, Offset: 2, Kind: record.KindPublish, Body: []byte("xc")}), nil, "contradictory history", seam.AsideContradictoryHistory},
+		"same epoch, another kind":       {append(history([]uint64{1, 1}, ""), record.Record{Epoch: 2, Offset: 2, Kind: record.KindAck, Body: []byte("c")}), nil, "contradictory history", seam.AsideContradictoryHistory},
+		"an epoch above the source's":    {history([]uint64{1, 1, 3}, ""), nil, "above the source", seam.AsideContradictoryHistory},
+		"the source's last epoch beyond": {history([]uint64{1, 1, 2, 2, 2}, ""), nil, "past the source", seam.AsideContradictoryHistory},
 		"a log changed since its seal": {history([]uint64{1, 1}, ""), func(w Seal) Seal {
 			w.Identity[0] ^= 1
 			return w
-		}, "no longer matches"},
+		}, "no longer matches", seam.AsideSealMismatch},
 		"a log shorter than its seal": {history([]uint64{1, 1}, ""), func(w Seal) Seal {
 			w.End = 3
 			return w
-		}, "page of 0 records"},
+		}, "page of 0 records", seam.AsideSealMismatch},
 	}
 	for what, c := range cases {
 		w := sealOf(t, 2, c.log)
@@ -134,6 +135,9 @@ func TestVerifierBlocks(t *testing.T) {
 		v := verify(t, s, []Seal{w}, map[seam.NodeID][]record.Record{1: src, 2: c.log}, 2)
 		if v.Done() || !strings.Contains(v.Blocked(), c.want) {
 			t.Fatalf("%s: done=%v blocked=%q, want %q", what, v.Done(), v.Blocked(), c.want)
+		}
+		if v.BlockedWhy() != c.why {
+			t.Fatalf("%s: blocked for %s, want %s", what, v.BlockedWhy(), c.why)
 		}
 		for _, held := range heldMaxes {
 			if v := verifyHeld(t, held, s, []Seal{w}, map[seam.NodeID][]record.Record{1: src, 2: c.log}, 2); v.Done() || !strings.Contains(v.Blocked(), c.want) {
@@ -264,11 +268,16 @@ func TestVerifierReadsTwoLogsAtOnce(t *testing.T) {
 // settings that raise it.
 func TestVerifierSmallBudget(t *testing.T) {
 	src := history([]uint64{1, 1, 1, 1, 1}, "")
+	why := map[string]seam.AsideReason{"recovery.inspect_pages_max": seam.AsideInspectPages, "recovery.inspect_records_max": seam.AsideInspectRecords,
+		"recovery.inspect_bytes_max": seam.AsideInspectBytes}
 	for setting, b := range map[string]Budget{"recovery.inspect_pages_max": {PagesMax: 2, RecordsMax: 100, BytesMax: 1 << 20},
 		"recovery.inspect_records_max": {PagesMax: 100, RecordsMax: 4, BytesMax: 1 << 20}, "recovery.inspect_bytes_max": {PagesMax: 100, RecordsMax: 100, BytesMax: 40}} {
 		v := run(t, NewVerifier(sealOf(t, 1, src), nil, b), map[seam.NodeID][]record.Record{1: src}, 1)
 		if v.Done() || !strings.Contains(v.Blocked(), "inspection budget exhausted") || !strings.Contains(v.Blocked(), "raise the setting "+setting) {
 			t.Fatalf("budget %+v: done=%v blocked=%q", b, v.Done(), v.Blocked())
+		}
+		if v.BlockedWhy() != why[setting] {
+			t.Fatalf("budget %+v: blocked for %s, want %s", b, v.BlockedWhy(), why[setting])
 		}
 	}
 	if v := run(t, NewVerifier(sealOf(t, 1, src), nil, Budget{PagesMax: 5, RecordsMax: 5, BytesMax: 1 << 20}), map[seam.NodeID][]record.Record{1: src}, 1); !v.Done() {

@@ -79,10 +79,10 @@ const (
 	// StageReattach: the new owner confirmed its first publish after the
 	// activation (clients that followed topology are served again).
 	StageReattach RecoveryStage = 7
-	// StageSetAside: the worker set its attempt aside, blocked (Reason:
-	// contradictory evidence, an inspection budget spent, a seal
-	// withheld) or past its deadline; the queue stays fenced and the
-	// attempt starts afresh after a backoff.
+	// StageSetAside: the worker set its attempt aside, blocked
+	// (contradictory evidence, an inspection budget spent, lost copies) or
+	// past its deadline (Aside: the typed cause; Reason: the detail); the
+	// queue stays fenced and the attempt starts afresh after a backoff.
 	StageSetAside RecoveryStage = 8
 	// StageMax is the highest stage.
 	StageMax = StageSetAside
@@ -108,6 +108,86 @@ func (s RecoveryStage) String() string {
 		return "set-aside"
 	}
 	return "stage?"
+}
+
+// AsideReason says why a recovery attempt was set aside (StageSetAside):
+// the typed cause, which the daemon's history and metrics count and which
+// decisions read; the effect's Reason is the detail for humans. Its names
+// are stable (metrics labels, describe's JSON).
+type AsideReason uint8
+
+const (
+	// AsideInspectPages, AsideInspectRecords, AsideInspectBytes: the
+	// sealed reads spent the inspection budget's setting
+	// recovery.inspect_pages_max, _records_max or _bytes_max.
+	AsideInspectPages   AsideReason = 1
+	AsideInspectRecords AsideReason = 2
+	AsideInspectBytes   AsideReason = 3
+	// AsideContradictorySeals: a replica sealed twice with different
+	// evidence.
+	AsideContradictorySeals AsideReason = 4
+	// AsideContradictoryHistory: the sealed reads crossed: a witness holds
+	// records past the source's end or above its epoch, or other records
+	// where both hold one epoch, or the source's epochs go back.
+	AsideContradictoryHistory AsideReason = 5
+	// AsideSealMismatch: a sealed log no longer matches its seal (its
+	// identity, its end, a record it cannot hash).
+	AsideSealMismatch AsideReason = 6
+	// AsideEpochsMax: the source's log holds more epochs than a recovery
+	// carries.
+	AsideEpochsMax AsideReason = 7
+	// AsideLostCopies: every previous replica sealed, too few are complete
+	// witnesses, and W or more lost what they acknowledged.
+	AsideLostCopies AsideReason = 8
+	// AsideSealsMissing: past the attempt's deadline with fewer than R
+	// witnesses, no replica having refused (brokers down or unreachable).
+	AsideSealsMissing AsideReason = 9
+	// AsideSealRefused: past the attempt's deadline with fewer than R
+	// witnesses, a replica having refused to seal or to serve a sealed
+	// read.
+	AsideSealRefused AsideReason = 10
+	// AsideReadsMissing: past the attempt's deadline while the sealed reads
+	// were not all answered.
+	AsideReadsMissing AsideReason = 11
+	// AsideInstallRefused: past the attempt's deadline with too few
+	// installations, a proposed member having refused one.
+	AsideInstallRefused AsideReason = 12
+	// AsideInstallsMissing: past the attempt's deadline with too few
+	// installations, none refused.
+	AsideInstallsMissing AsideReason = 13
+	// AsideActivationWaiting: past the attempt's deadline with enough
+	// installed, the activation not committed (too few members live, the
+	// old owner's lease, no metadata leader).
+	AsideActivationWaiting AsideReason = 14
+	// AsideStageBudget: a proposed member refused the installation, its
+	// stage over a staging budget (recovery.stage_records_max or
+	// recovery.stage_bytes_max).
+	AsideStageBudget AsideReason = 15
+	// AsideMax is the highest reason.
+	AsideMax = AsideStageBudget
+)
+
+var asideNames = [...]string{AsideInspectPages: "inspect-pages", AsideInspectRecords: "inspect-records", AsideInspectBytes: "inspect-bytes",
+	AsideContradictorySeals: "contradictory-seals", AsideContradictoryHistory: "contradictory-history", AsideSealMismatch: "seal-mismatch",
+	AsideEpochsMax: "epochs-max", AsideLostCopies: "lost-copies", AsideSealsMissing: "seals-missing", AsideSealRefused: "seal-refused",
+	AsideReadsMissing: "reads-missing", AsideInstallRefused: "install-refused", AsideInstallsMissing: "installs-missing",
+	AsideActivationWaiting: "activation-waiting", AsideStageBudget: "stage-budget"}
+
+func (r AsideReason) String() string {
+	if r > 0 && int(r) < len(asideNames) {
+		return asideNames[r]
+	}
+	return "reason?"
+}
+
+// ParseAsideReason returns the reason named s (String's inverse).
+func ParseAsideReason(s string) (AsideReason, bool) {
+	for r := AsideReason(1); r <= AsideMax; r++ {
+		if asideNames[r] == s {
+			return r, true
+		}
+	}
+	return 0, false
 }
 
 // ReasonCatchingUp is a topology refusal's reason while the node has not
@@ -170,6 +250,7 @@ type Effect struct {
 
 	AtNs  int64         // deadline
 	Stage RecoveryStage // recovery
+	Aside AsideReason   // recovery, StageSetAside: the typed cause
 }
 
 // AppendText appends the effect's stable one-line text form; msgs renders
@@ -254,6 +335,9 @@ func (e *Effect) AppendText(dst []byte, msgs MsgText) []byte {
 		dst = AppendKV(append(dst, "recovery"...), "q", uint64(e.Queue))
 		dst = append(append(dst, " stage="...), e.Stage.String()...)
 		dst = AppendKV(dst, "epoch", e.Offset)
+		if e.Stage == StageSetAside {
+			dst = append(append(dst, " aside="...), e.Aside.String()...)
+		}
 		return append(append(dst, ' '), e.Reason...)
 	}
 	return AppendKV(append(dst, "effect?"...), "kind", uint64(e.Kind))

@@ -114,6 +114,12 @@ func (o *Out) Recovery(q QueueID, stage RecoveryStage, epoch uint64, buf []byte,
 	o.Effects = append(o.Effects, Effect{Kind: EfRecovery, Group: QueueGroup(q), Queue: q, Stage: stage, Offset: epoch, Body: body, Reason: reason})
 }
 
+// SetAside emits queue q's StageSetAside mark: its attempt at the
+// transition to epoch was set aside for why (detail: the prose).
+func (o *Out) SetAside(q QueueID, epoch uint64, why AsideReason, detail string) {
+	o.Effects = append(o.Effects, Effect{Kind: EfRecovery, Group: QueueGroup(q), Queue: q, Stage: StageSetAside, Offset: epoch, Aside: why, Reason: detail})
+}
+
 // Watermark emits queue q's new high watermark.
 func (o *Out) Watermark(q QueueID, end uint64) {
 	o.Effects = append(o.Effects, Effect{Kind: EfWatermark, Group: QueueGroup(q), Queue: q, Offset: end})

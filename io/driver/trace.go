@@ -11,6 +11,7 @@ import (
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/digest"
 	"github.com/sluicemq/sluice/core/record"
+	"github.com/sluicemq/sluice/core/seam"
 	"github.com/sluicemq/sluice/io/meta"
 )
 
@@ -308,6 +309,9 @@ func appendEffectBin(b []byte, node core.NodeID, e *core.Effect) []byte {
 	case core.EfRecovery:
 		b = binary.AppendUvarint(b, uint64(e.Queue))
 		b = append(b, byte(e.Stage))
+		if e.Stage == seam.StageSetAside {
+			b = append(b, byte(e.Aside)) // only here: no other stage's hash moved with it
+		}
 		b = binary.AppendUvarint(b, e.Offset)
 		b = appendStrBin(b, string(e.Body))
 		b = appendStrBin(b, e.Reason)
