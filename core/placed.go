@@ -97,6 +97,7 @@ func (n *Node) reconcile() {
 	n.reconciled = md.Applied()
 	n.recoveryDue = true
 	n.recoveryBudgetChanged(md)
+	n.recoveryRetryAsked(md)
 	qs := md.Queues()
 	for i := range qs {
 		q := &qs[i]

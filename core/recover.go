@@ -383,6 +383,10 @@ type recoveryRetry struct {
 	notNs     int64           // not before this instant
 	backoffNs int64           // the next backoff
 	firstNs   int64           // the first attempt's start
+	// retries: the pending transition's retry count (the operator's
+	// RetryRecovery commands) when it was set aside or last retried; a
+	// change ends the backoff (recoveryRetryAsked)
+	retries uint64
 }
 
 // recoveryRetryLater sets attempt w aside: the queue stays fenced, and is
@@ -399,6 +403,11 @@ func (n *Node) recoveryRetryLater(w *recoveryWork, why seam.AsideReason, detail 
 		i = len(n.recoveryRetries) - 1
 	}
 	r := &n.recoveryRetries[i]
+	if q, ok := n.ctrl.Metadata().Queue(w.name); ok && q.Incarnation == w.t.Incarnation {
+		// A retry asked while this attempt ran was this attempt: only a
+		// later one ends the backoff.
+		r.retries = q.Assignment.Pending.Retries
+	}
 	r.notNs = n.x.NowNs + r.backoffNs
 	n.out.SetAside(w.t.Queue, w.t.Epoch, why, fmt.Sprintf("%s; tried again in %d ms", detail, r.backoffNs/1e6))
 	r.backoffNs = min(2*r.backoffNs, recoveryBackoffMaxNs)
@@ -453,6 +462,22 @@ func (n *Node) recoveryBudgetChanged(md *metadata.State) {
 			// budget just raised, so it asks everyone afresh now.
 			n.recoveryStartOver(w, "the recovery budgets changed")
 		}
+	}
+}
+
+// recoveryRetryAsked retries at once, with its backoff back to the
+// shortest, every attempt set aside whose pending transition counts more
+// retries than when it was set aside: the operator asked for it (`sluice
+// recovery retry`), after raising a budget, say, or bringing a broker back.
+func (n *Node) recoveryRetryAsked(md *metadata.State) {
+	for i := range n.recoveryRetries {
+		r := &n.recoveryRetries[i]
+		q, ok := placedQueue(md, r.queue)
+		if !ok || !q.Assigned || !q.Assignment.Fenced || recovery.Digest(q.Assignment.Pending.Digest) != r.digest || q.Assignment.Pending.Retries == r.retries {
+			continue
+		}
+		r.retries, r.notNs, r.backoffNs = q.Assignment.Pending.Retries, n.x.NowNs, recoveryBackoffMinNs
+		n.recoveryNote(r.queue, "recovery q=%d retried at once: the operator asked (retry %d)", r.queue, r.retries)
 	}
 }
 

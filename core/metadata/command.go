@@ -79,15 +79,23 @@ const (
 	// and its new W stay as they were; only who drives the recovery
 	// changes, and a candidate handed to stays one when the first returns.
 	Handoff Kind = 13
+	// RetryRecovery asks that queue Name's recovery of its pending
+	// transition to epoch Epoch be tried again at once (the operator's
+	// `sluice recovery retry`): it counts one more retry on the pending
+	// transition (PendingTransition.Retries), and the candidate's worker
+	// that set its attempt aside ends the backoff when it sees the count
+	// change. Refused unless the queue is incarnation Incarnation and
+	// fenced with that transition pending.
+	RetryRecovery Kind = 14
 	// kindEnd is one past the last kind. (Written out: a bare name here
 	// would repeat the line above's value, and did, naming Activate
 	// "kind10" in every trace.)
-	kindEnd Kind = 14
+	kindEnd Kind = 15
 )
 
 var kindNames = [...]string{SetSetting: "set", RegisterBroker: "register", BrokerDown: "down",
 	Drain: "drain", DeclareQueue: "declare", DeleteQueue: "delete", Assign: "assign", Transition: "transition", SetInSync: "in-sync", Activate: "activate",
-	AddLearner: "add-learner", AdmitLearner: "admit", Handoff: "handoff"}
+	AddLearner: "add-learner", AdmitLearner: "admit", Handoff: "handoff", RetryRecovery: "retry-recovery"}
 
 func (k Kind) String() string {
 	if k > 0 && k < kindEnd {
@@ -146,6 +154,8 @@ type Command struct {
 	// Handoff (Queue, Incarnation, Epoch, Digest, Node: the candidate
 	// handed from, Candidate: the one handed to)
 	Candidate seam.NodeID
+	// RetryRecovery: Queue, Incarnation, Epoch (the pending transition's,
+	// the epoch it would activate)
 }
 
 // Member is one replica of an assignment: a broker and the exact process
@@ -227,12 +237,15 @@ func (c *Command) Validate() error {
 			return fmt.Errorf("declare %s: min in-sync %d, want 1 to the replica count %d", c.Queue, c.MinInsync, c.Replicas)
 		}
 		return nil
-	case Assign, Transition, SetInSync, Activate, AddLearner, AdmitLearner, Handoff:
+	case Assign, Transition, SetInSync, Activate, AddLearner, AdmitLearner, Handoff, RetryRecovery:
 		if err := checkQueueName(c.Queue); err != nil {
 			return err
 		}
 		if c.Incarnation == 0 || c.Epoch == 0 {
 			return fmt.Errorf("%s %s: incarnation %d, epoch %d: want both non-zero", c.Kind, c.Queue, c.Incarnation, c.Epoch)
+		}
+		if c.Kind == RetryRecovery {
+			return nil
 		}
 		if c.Kind == Handoff {
 			if c.Node == 0 || c.Candidate == 0 || c.Node == c.Candidate {
@@ -382,6 +395,10 @@ func (c *Command) Encode(dst []byte) []byte {
 		dst = append(dst, c.Digest[:]...)
 		dst = binary.AppendUvarint(dst, uint64(c.Node))
 		dst = binary.AppendUvarint(dst, uint64(c.Candidate))
+	case RetryRecovery:
+		dst = appendStr(dst, c.Queue)
+		dst = binary.AppendUvarint(dst, c.Incarnation)
+		dst = binary.AppendUvarint(dst, c.Epoch)
 	default:
 		panic(fmt.Sprintf("metadata: encode of command kind %d", c.Kind))
 	}
@@ -494,6 +511,10 @@ func Decode(b []byte) (Command, error) {
 		copy(c.Digest[:], r.bytes(len(c.Digest)))
 		c.Node = r.node()
 		c.Candidate = r.node()
+	case RetryRecovery:
+		c.Queue = r.str(QueueNameBytesMax)
+		c.Incarnation = r.uvarint()
+		c.Epoch = r.uvarint()
 	default:
 		if r.err == nil {
 			r.err = fmt.Errorf("unknown kind %d", c.Kind)
@@ -675,6 +696,8 @@ func (c *Command) String() string {
 			c.Learner.Node, c.Learner.Process, c.Learner.Storage)
 	case Handoff:
 		return fmt.Sprintf("handoff %q incarnation=%d epoch=%d digest=%x from=n%d to=n%d", c.Queue, c.Incarnation, c.Epoch, c.Digest[:6], c.Node, c.Candidate)
+	case RetryRecovery:
+		return fmt.Sprintf("retry-recovery %q incarnation=%d epoch=%d", c.Queue, c.Incarnation, c.Epoch)
 	}
 	return fmt.Sprintf("command kind=%d", c.Kind)
 }

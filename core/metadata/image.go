@@ -21,8 +21,8 @@ import (
 // Settings in order, with recovery.workers_per_broker (1 held three).
 // 3 adds each assignment's learner; 4 the recovery inspection budgets
 // (recovery.inspect_*); 5 the staging budgets (recovery.stage_*); 6 a
-// pending transition's handed-to candidate.
-const imageVersion = 6
+// pending transition's handed-to candidate; 7 its retry count.
+const imageVersion = 7
 
 // ImageBytesMax bounds an image. The largest metadata the limits allow
 // (BrokersMax brokers, QueuesMax queues with the longest names and widest
@@ -70,6 +70,7 @@ func (s *State) AppendImage(dst []byte) []byte {
 		dst = appendNodes(dst, &a.Pending.Proposed)
 		dst = append(dst, a.Pending.Digest[:]...)
 		dst = binary.AppendUvarint(dst, uint64(a.Pending.Candidate))
+		dst = binary.AppendUvarint(dst, a.Pending.Retries)
 		dst = binary.AppendUvarint(dst, uint64(a.Learner.Node))
 		dst = binary.AppendUvarint(dst, a.Learner.Process)
 		dst = binary.AppendUvarint(dst, a.Learner.Storage)
@@ -127,6 +128,7 @@ func DecodeImage(b []byte) (State, error) {
 		r.nodes(&a.Pending.Proposed)
 		copy(a.Pending.Digest[:], r.bytes(len(a.Pending.Digest)))
 		a.Pending.Candidate = r.node()
+		a.Pending.Retries = r.uvarint()
 		a.Learner = Member{Node: r.node(), Process: r.uvarint(), Storage: r.uvarint()}
 		if r.err == nil {
 			if err := q.check(); err != nil {

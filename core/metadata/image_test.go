@@ -44,6 +44,10 @@ func imageState(t testing.TB) State {
 	q, _ := s.Queue("clicks")
 	proposed := set
 	do(Command{Kind: Transition, Queue: "clicks", Incarnation: clicks, Epoch: 1, Proposed: proposed, Digest: TransitionDigest(&q, &proposed)})
+	do(Command{Kind: RetryRecovery, Queue: "clicks", Incarnation: clicks, Epoch: 2})
+	if q, _ := s.Queue("clicks"); q.Assignment.Pending.Retries != 1 {
+		t.Fatalf("the image's state holds %d retries, want 1", q.Assignment.Pending.Retries)
+	}
 	return s
 }
 

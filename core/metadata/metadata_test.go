@@ -23,6 +23,7 @@ var examples = []Command{
 	{Kind: AddLearner, Queue: "orders", Incarnation: 12, Epoch: 1, Learner: m(1, 9, 4)},
 	{Kind: AdmitLearner, Queue: "orders", Incarnation: 12, Epoch: 1, Learner: m(1, 9, 4)},
 	{Kind: Handoff, Queue: "orders", Incarnation: 12, Epoch: 1, Digest: Digest{7}, Node: 2, Candidate: 3},
+	{Kind: RetryRecovery, Queue: "orders", Incarnation: 12, Epoch: 2},
 }
 
 func m(n seam.NodeID, p, s uint64) Member { return Member{Node: n, Process: p, Storage: s} }
@@ -580,5 +581,54 @@ func TestHandoff(t *testing.T) {
 	}
 	if q, _ := s.Queue("q"); q.Assignment.Pending != (PendingTransition{}) || q.Assignment.Candidate() != 0 {
 		t.Fatalf("after the activation: pending %+v", q.Assignment.Pending)
+	}
+}
+
+// A retry counts on the pending transition the operator saw: refused for a
+// queue not fenced, another incarnation or another pending epoch; each
+// one applied counts one more; a new transition starts at none.
+func TestRetryRecovery(t *testing.T) {
+	var s State
+	for i, n := range []seam.NodeID{1, 2, 3} {
+		if _, err := apply(t, &s, uint64(1+i), Command{Kind: RegisterBroker, Node: n, Process: 10 + uint64(n), Storage: 20 + uint64(n)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := apply(t, &s, 4, Command{Kind: DeclareQueue, Queue: "q", Replicas: 2, Policy: seam.MajorityDurable, MinInsync: 1}); err != nil {
+		t.Fatal(err)
+	}
+	retry := Command{Kind: RetryRecovery, Queue: "q", Incarnation: 4, Epoch: 2}
+	if _, err := apply(t, &s, 5, retry); err == nil || !strings.Contains(err.Error(), "not fenced") {
+		t.Fatalf("a retry of a queue not placed: %v", err)
+	}
+	if _, err := apply(t, &s, 6, Command{Kind: Assign, Queue: "q", Incarnation: 4, Epoch: 1, Owner: 1, Members: members(m(1, 11, 21), m(2, 12, 22))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply(t, &s, 7, retry); err == nil || !strings.Contains(err.Error(), "not fenced") {
+		t.Fatalf("a retry of a queue serving: %v", err)
+	}
+	q, _ := s.Queue("q")
+	proposed := nodes(1, 3)
+	if _, err := apply(t, &s, 8, Command{Kind: Transition, Queue: "q", Incarnation: 4, Epoch: 1, Proposed: proposed, Digest: TransitionDigest(&q, &proposed)}); err != nil {
+		t.Fatal(err)
+	}
+	other, stale := retry, retry
+	other.Incarnation, stale.Epoch = 3, 3
+	for i, c := range []Command{other, stale} {
+		if _, err := apply(t, &s, uint64(9+i), c); err == nil {
+			t.Fatalf("retry %d accepted: %s", i, c.String())
+		}
+	}
+	if q, _ := s.Queue("q"); q.Assignment.Pending.Retries != 0 {
+		t.Fatalf("refused retries counted: %d", q.Assignment.Pending.Retries)
+	}
+	for i := uint64(1); i <= 2; i++ {
+		r, err := apply(t, &s, 10+i, retry)
+		if q, _ := s.Queue("q"); err != nil || q.Assignment.Pending.Retries != i {
+			t.Fatalf("retry %d: %q %v, %d counted", i, r, err, q.Assignment.Pending.Retries)
+		}
+	}
+	if _, err := Decode((&Command{Kind: RetryRecovery, Queue: "q", Incarnation: 4}).Encode(nil)); !errors.Is(err, ErrDecode) {
+		t.Fatalf("a retry without an epoch decoded: %v", err)
 	}
 }

@@ -81,12 +81,15 @@ type Assignment struct {
 // PendingTransition is a committed transition: the members proposed for
 // epoch Epoch, and the digest that binds the whole transition. Candidate
 // is the proposed member a Handoff gave the recovery to (0: none, the
-// first candidate, Candidate() says which).
+// first candidate, Candidate() says which). Retries counts the operator's
+// RetryRecovery commands applied to it: a change tells the candidate's
+// worker to try an attempt it set aside at once.
 type PendingTransition struct {
 	Epoch     uint64
 	Proposed  Nodes
 	Digest    Digest
 	Candidate seam.NodeID
+	Retries   uint64
 }
 
 // Candidate is the broker whose recovery worker drives a fenced
@@ -242,6 +245,8 @@ func (s *State) Apply(index uint64, c *Command) (string, error) {
 		return s.admitLearner(c)
 	case Handoff:
 		return s.handoff(c)
+	case RetryRecovery:
+		return s.retryRecovery(c)
 	case DeleteQueue:
 		i, ok := s.queueIndex(c.Queue)
 		if !ok {
@@ -254,6 +259,25 @@ func (s *State) Apply(index uint64, c *Command) (string, error) {
 		return fmt.Sprintf("deleted %q incarnation=%d", c.Queue, c.Incarnation), nil
 	}
 	panic("metadata: validated command of unknown kind")
+}
+
+// retryRecovery counts a retry on the queue's pending transition, which
+// must be the one the operator saw (the queue's incarnation, fenced, the
+// transition to c.Epoch pending).
+func (s *State) retryRecovery(c *Command) (string, error) {
+	q, err := s.placed(c)
+	if err != nil {
+		return "", err
+	}
+	a := &q.Assignment
+	switch {
+	case !q.Assigned || !a.Fenced:
+		return "", refuse("queue %q is not fenced: no recovery to retry", c.Queue)
+	case a.Pending.Epoch != c.Epoch:
+		return "", refuse("queue %q's pending transition is to epoch %d, not %d", c.Queue, a.Pending.Epoch, c.Epoch)
+	}
+	a.Pending.Retries++
+	return fmt.Sprintf("retry %q epoch=%d retries=%d", c.Queue, c.Epoch, a.Pending.Retries), nil
 }
 
 func (s *State) register(index uint64, c *Command) (string, error) {
