@@ -216,15 +216,12 @@ func TestClusterInProcess(t *testing.T) {
 // ownerOf is the queue's owner as s's metadata says.
 func ownerOf(t *testing.T, s *Server, queue string) uint32 {
 	t.Helper()
-	text := make(chan string, 1)
-	s.events <- event{kind: evDescribe, text: text}
-	for _, line := range strings.Split(<-text, "\n") {
-		if strings.HasPrefix(line, queue+" ") {
-			var n uint32
-			if i := strings.Index(line, " owner=n"); i >= 0 {
-				fmt.Sscanf(line[i:], " owner=n%d", &n)
-			}
-			return n
+	described := make(chan Description, 1)
+	s.events <- event{kind: evDescribe, described: described}
+	d := <-described
+	for _, q := range d.Queues {
+		if q.Name == queue {
+			return uint32(q.Owner)
 		}
 	}
 	t.Fatalf("no queue %s", queue)

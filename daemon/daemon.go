@@ -95,15 +95,15 @@ type Server struct {
 
 // event is something from another goroutine for the loop.
 type event struct {
-	kind   uint8
-	id     front.ConnID
-	sock   *sock
-	bytes  []byte
-	log    int
-	reply  chan snapshot // evQuery
-	admin  *adminEvent   // evAdmin
-	filter string        // evDescribe
-	text   chan string   // evDescribe
+	kind      uint8
+	id        front.ConnID
+	sock      *sock
+	bytes     []byte
+	log       int
+	reply     chan snapshot    // evQuery
+	admin     *adminEvent      // evAdmin
+	filter    string           // evDescribe
+	described chan Description // evDescribe
 	// Cluster events.
 	node      core.NodeID  // evPeerMsg (from), evPeerLost, evFwdLost, evFwdEffect
 	process   uint64       // evPeerLost
@@ -570,7 +570,7 @@ func (s *Server) onEvent(ev event) {
 	case evAdmin:
 		s.propose(ev.admin)
 	case evDescribe:
-		ev.text <- s.describe(ev.filter)
+		ev.described <- s.describe(ev.filter)
 	case evPeerMsg:
 		s.host.Message(s.now(), ev.node, ev.group, ev.bytes)
 	case evPeerLost:

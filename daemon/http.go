@@ -40,6 +40,11 @@ type snapshot struct {
 	peerLostReports                     uint64
 	// Recovery stages this broker saw reached, by stage.
 	stages [seam.StageMax + 1]uint64
+	// setAsides: the attempts this broker's workers set aside, by reason;
+	// fencedAside: the fenced queues whose latest attempt here at their
+	// pending transition was set aside, by its reason.
+	setAsides   [seam.AsideMax + 1]uint64
+	fencedAside [seam.AsideMax + 1]int
 	// The follower-loss hold, as this broker's metadata group counts it
 	// (while it leads).
 	holds ctrl.HoldStats
@@ -72,6 +77,7 @@ func (s *Server) snapshot() snapshot {
 	sn.term, sn.lead, sn.leader, _ = s.host.Node().CtrlStatus()
 	sn.holds, _ = s.host.Node().Holds()
 	sn.stages = s.obs.stages
+	sn.setAsides = s.obs.history.setAsides
 	if cl := s.cluster; cl != nil {
 		sn.cluster = true
 		sn.peersConnected = cl.peersConnected()
@@ -85,6 +91,13 @@ func (s *Server) snapshot() snapshot {
 			q, a := &qs[i], &qs[i].Assignment
 			if !q.Assigned || a.Fenced {
 				sn.unavailable++
+			}
+			if q.Assigned && a.Fenced {
+				if at, ok := s.obs.history.lastSetAside(q.ID, a.Pending.Epoch); ok {
+					if r, ok := seam.ParseAsideReason(at.Aside); ok {
+						sn.fencedAside[r]++
+					}
+				}
 			}
 			if q.UnderReplicated() {
 				sn.underReplicated++
@@ -109,6 +122,8 @@ func (s *Server) startHTTP(addr string) error {
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/settings", s.handleSettings)
 	mux.HandleFunc("/describe", s.handleDescribe)
+	mux.HandleFunc("/recovery/history", s.handleHistory)
+	mux.HandleFunc("/recovery/retry", s.handleRetry)
 	mux.HandleFunc("/drain", s.handleDrain)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
@@ -177,6 +192,12 @@ var (
 		"AMQP connections closed (320) because a broker they had requests or subscriptions at was lost.", nil, nil)
 	descStages = prometheus.NewDesc("sluice_recovery_stages_total",
 		"Stages of queue recoveries this broker took part in (detect, seal, select, install, activate), as its core reported them.", []string{"stage"}, nil)
+	descSetAside = prometheus.NewDesc("sluice_recovery_set_aside_total",
+		"Recovery attempts this broker's workers set aside (the queue stays fenced, tried again after a backoff), by reason: inspect-pages, inspect-records, inspect-bytes (an inspection budget spent: raise its setting), contradictory-seals, contradictory-history, seal-mismatch, epochs-max, lost-copies (blocked), seals-missing, seal-refused, reads-missing, install-refused, installs-missing, activation-waiting (what the attempt still waited for at its deadline), stage-budget.",
+		[]string{"reason"}, nil)
+	descFencedAside = prometheus.NewDesc("sluice_queues_fenced_set_aside",
+		"Fenced queues whose latest recovery attempt at their pending transition this broker's worker set aside, by that attempt's reason (as sluice_recovery_set_aside_total).",
+		[]string{"reason"}, nil)
 	descHeld     = prometheus.NewDesc("sluice_queues_held", "Queues the follower-loss hold keeps on their assignment (only followers lost, W still met), as this broker's placement holds them while it leads the metadata group.", nil, nil)
 	descHolds    = prometheus.NewDesc("sluice_holds_total", "Follower-loss holds this broker's placement began (entered) and ended in a recovery because they outlasted replication.follower_loss_hold_ms (expired), while it led the metadata group.", []string{"event"}, nil)
 	descLearners = prometheus.NewDesc("sluice_learners", "Queue assignments with a learner catching up (a follower's broker back with a new process on its storage), by the metadata this broker applied.", nil, nil)
@@ -188,7 +209,7 @@ var (
 // loop, which may not run yet).
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPublishes, descRetries, descLatency, descConns, descTerm, descLead, descIsLd, descSync, descProc, descQueue,
-		descPeerConns, descPeerMsgs, descPeerLost, descForwarded, descRerouted, descCancelled, descNodeLost, descStages, descHeld, descHolds, descLearners, descAdmitted} {
+		descPeerConns, descPeerMsgs, descPeerLost, descForwarded, descRerouted, descCancelled, descNodeLost, descStages, descSetAside, descFencedAside, descHeld, descHolds, descLearners, descAdmitted} {
 		ch <- d
 	}
 }
@@ -239,6 +260,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descAdmitted, prometheus.CounterValue, float64(sn.holds.Admitted))
 	for stage := seam.StageDetect; stage <= seam.StageMax; stage++ {
 		ch <- prometheus.MustNewConstMetric(descStages, prometheus.CounterValue, float64(sn.stages[stage]), stage.String())
+	}
+	for r := seam.AsideReason(1); r <= seam.AsideMax; r++ {
+		ch <- prometheus.MustNewConstMetric(descSetAside, prometheus.CounterValue, float64(sn.setAsides[r]), r.String())
+		ch <- prometheus.MustNewConstMetric(descFencedAside, prometheus.GaugeValue, float64(sn.fencedAside[r]), r.String())
 	}
 	ch <- prometheus.MustNewConstMetric(descForwarded, prometheus.CounterValue, float64(st.Forwarded))
 	ch <- prometheus.MustNewConstMetric(descRerouted, prometheus.CounterValue, float64(st.Rerouted))

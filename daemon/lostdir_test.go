@@ -2,6 +2,9 @@ package daemon
 
 import (
 	"encoding/binary"
+	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,6 +107,25 @@ func fencedWithLoss(t *testing.T, s *Server, queue string) {
 		t.Fatalf("describe after the loss: %q, want %s fenced with the loss said", line, queue)
 	}
 	t.Logf("describe: %s", strings.TrimSpace(line))
+	// The history says it typed: this broker's worker set the attempt
+	// aside for lost copies; the metrics count it by that reason.
+	resp, err := http.Get("http://" + s.HTTPAddr() + "/recovery/history")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h History
+	err = json.NewDecoder(resp.Body).Decode(&h)
+	resp.Body.Close()
+	if err != nil || len(h.Attempts) == 0 {
+		t.Fatalf("/recovery/history: %v %+v", err, h)
+	}
+	if a := h.Attempts[len(h.Attempts)-1]; a.Outcome != outcomeSetAside || a.Aside != "lost-copies" || !a.Candidate || a.Stages[0].Stage != "detect" {
+		t.Fatalf("the last attempt: %+v, want the candidate's set aside for lost-copies", a)
+	}
+	if m := getMetrics(t, s); !strings.Contains(m, `sluice_recovery_set_aside_total{reason="lost-copies"} `) ||
+		!strings.Contains(m, `sluice_queues_fenced_set_aside{reason="lost-copies"} 1`) {
+		t.Fatalf("/metrics counts no set-aside for lost copies:\n%s", m)
+	}
 	c := mustDial(t, s)
 	defer c.Close()
 	ch, _ := c.Channel()
@@ -122,4 +144,15 @@ func describedID(t *testing.T, s *Server) (line, id string) {
 		}
 	}
 	return line, id
+}
+
+func getMetrics(t *testing.T, s *Server) string {
+	t.Helper()
+	resp, err := http.Get("http://" + s.HTTPAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }

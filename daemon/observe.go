@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/metadata"
@@ -17,17 +18,9 @@ import (
 type observer struct {
 	s      *Server
 	stages [seam.StageMax + 1]uint64 // recoveries' stages reached, by stage
-	// setAside: per fenced queue, why this broker's worker last set its
-	// recovery aside (lookup only; describe prints it in the catalogue's
-	// order). An entry goes when its queue's recovery activates; at most
-	// one a queue.
-	setAside map[seam.QueueID]setAside
-}
-
-// setAside is a recovery attempt set aside: the transition's epoch and why.
-type setAside struct {
-	epoch  uint64
-	reason string
+	// history: per queue, the last attempts at its recovery this broker
+	// saw a stage of (describe, /recovery/history, the set-aside metrics)
+	history history
 }
 
 func (o *observer) Recovered(int, core.LogState)                               {}
@@ -53,17 +46,11 @@ func (o *observer) Recovery(e *core.Effect) {
 	if int(e.Stage) < len(o.stages) {
 		o.stages[e.Stage]++
 	}
-	switch e.Stage {
-	case seam.StageSetAside:
+	o.history.record(e, o.s.start.Add(time.Duration(o.s.lastNow)).UnixMilli())
+	if e.Stage == seam.StageSetAside {
 		// The queue stays fenced: say why, above info.
-		if o.setAside == nil {
-			o.setAside = map[seam.QueueID]setAside{}
-		}
-		o.setAside[e.Queue] = setAside{epoch: e.Offset, reason: e.Reason}
-		o.s.log.Warn("recovery set aside; the queue stays fenced", "queue", uint64(e.Queue), "epoch", e.Offset, "reason", e.Reason)
+		o.s.log.Warn("recovery set aside; the queue stays fenced", "queue", uint64(e.Queue), "epoch", e.Offset, "aside", e.Aside.String(), "reason", e.Reason)
 		return
-	case seam.StageActivate:
-		delete(o.setAside, e.Queue)
 	}
 	o.s.log.Info("recovery", "queue", uint64(e.Queue), "stage", e.Stage.String(), "epoch", e.Offset, "detail", e.Reason)
 }

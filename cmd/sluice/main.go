@@ -19,7 +19,9 @@ commands:
   publish  publish messages to a queue with confirms (sluice publish --help)
   consume  consume and print a queue's messages (sluice consume --help)
   settings set a runtime setting on a running broker (sluice settings --help)
-  describe list a running broker's queues, or only those in trouble
+  describe list a running broker's queues, or only those in trouble, and why
+           a fenced one is (its recovery attempts)
+  recovery retry a fenced queue's recovery at once (sluice recovery --help)
   drain    mark a broker draining: no new queue is placed on it
   export   read a queue's intact records from a data directory (a fenced, damaged queue)
   help     show help: sluice help [command [subcommand]]
@@ -77,6 +79,8 @@ func run(args []string, e env) int {
 		return runDrain(args[1:], e)
 	case "export":
 		return runExport(args[1:], e)
+	case "recovery":
+		return runRecovery(args[1:], e)
 	case "-h", "--help", "-help":
 		fmt.Fprint(e.stdout, usage)
 		return 0
@@ -100,14 +104,16 @@ func run(args []string, e env) int {
 			return runDrain([]string{"--help"}, e)
 		case "export":
 			return runExport([]string{"--help"}, e)
+		case "recovery":
+			return runRecovery([]string{"--help"}, e)
 		}
 		if args[1] == "sim" {
 			// sluice help sim [subcommand] is sluice sim [subcommand] --help.
 			return runSim(append(append([]string{}, args[2:]...), "--help"), e)
 		}
-		return usageError(e, "sluice help", "", fmt.Sprintf("unknown command %q%s", args[1], suggest(args[1], []string{"sim", "serve", "publish", "consume", "settings", "describe", "drain"})))
+		return usageError(e, "sluice help", "", fmt.Sprintf("unknown command %q%s", args[1], suggest(args[1], []string{"sim", "serve", "publish", "consume", "settings", "describe", "drain", "recovery"})))
 	}
-	return usageError(e, "sluice", "", fmt.Sprintf("unknown command %q%s", args[0], suggest(args[0], []string{"sim", "serve", "publish", "consume", "settings", "describe", "drain", "help"})))
+	return usageError(e, "sluice", "", fmt.Sprintf("unknown command %q%s", args[0], suggest(args[0], []string{"sim", "serve", "publish", "consume", "settings", "describe", "drain", "recovery", "help"})))
 }
 
 // usageError prints a bad-usage message naming the problem and where help

@@ -281,8 +281,8 @@ func parseDescribe(out string) map[string]queueLine {
 	qs := map[string]queueLine{}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		f := strings.Fields(line)
-		if len(f) == 0 {
-			continue
+		if len(f) == 0 || strings.HasPrefix(line, " ") {
+			continue // (an indented line is a fenced queue's recovery attempt)
 		}
 		q := queueLine{name: f[0]}
 		for _, kv := range f[1:] {
