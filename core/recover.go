@@ -39,8 +39,10 @@ import (
 // cleared transition ends the attempt; evidence that changed under it
 // starts it over. Contradictory evidence or an exhausted inspection budget
 // blocks it, with a note; a blocked attempt, and one past its two-minute
-// deadline, is set aside and tried again after a backoff (1 s doubling to
-// 30 s), the queue fenced meanwhile: nothing is dropped and no quorum
+// deadline, is set aside with its typed reason (seam.AsideReason) and tried
+// again after a backoff (1 s doubling to 30 s), or at once when the
+// inspection budget's settings change or the operator's RetryRecovery
+// applies, the queue fenced meanwhile: nothing is dropped and no quorum
 // weakened to make it fit.
 //
 // One worker serves one queue at a time; with several, they share this

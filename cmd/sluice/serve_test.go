@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/sluicemq/sluice/daemon"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
@@ -228,6 +231,23 @@ func TestDescribeAndDrain(t *testing.T) {
 	}
 	if code, _, errOut := runCmd(t, "describe", "--unavailable", "--under-replicated"); code != 2 || !strings.Contains(errOut, "one filter") {
 		t.Fatalf("two filters: exit %d, %q", code, errOut)
+	}
+	code, out, errOut = runCmd(t, "describe", "--json", "--http", httpAddr)
+	var d daemon.Description
+	if err := json.Unmarshal([]byte(out), &d); code != 0 || err != nil || len(d.Queues) != 1 || d.Queues[0].Name != "orders" || d.Queues[0].Fenced ||
+		len(d.Histories) != 1 || d.Histories[0].Node != 1 {
+		t.Fatalf("describe --json: exit %d, %v, stdout %q, stderr %q", code, err, out, errOut)
+	}
+	// A second address that does not answer is named, the catalogue
+	// still printed.
+	if code, out, errOut := runCmd(t, "describe", "--http", httpAddr+",127.0.0.1:1"); code != 0 || !strings.HasPrefix(out, "orders id=") || !strings.Contains(errOut, "no history from 127.0.0.1:1") {
+		t.Fatalf("describe with an address that does not answer: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, out, errOut := runCmd(t, "recovery", "retry", "orders", "--http", httpAddr); code != 1 || !strings.Contains(errOut, "not fenced") {
+		t.Fatalf("recovery retry of a queue serving: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, _, errOut := runCmd(t, "recovery", "retry"); code != 2 || !strings.Contains(errOut, "retry QUEUE") {
+		t.Fatalf("recovery retry without a queue: exit %d, %q", code, errOut)
 	}
 	if code, out, errOut := runCmd(t, "drain", "1", "--http", httpAddr); code != 0 || !strings.Contains(out, "n1 draining=true") {
 		t.Fatalf("drain: exit %d, stdout %q, stderr %q", code, out, errOut)
