@@ -106,6 +106,9 @@ type recoveryWork struct {
 	// seal or serve a sealed read, a proposed member to install; what a
 	// deadline's set-aside names (deadlineWhy)
 	sealRefused, installRefused bool
+	// retries: the pending transition's retry count (the operator's) when
+	// the attempt began or last acted on one (recoveryRetryAsked)
+	retries uint64
 	// After the selection: the source's epoch history, the installations
 	// asked of the proposed members, and when activation was last asked.
 	srcEpochs  []seam.EpochStart
@@ -332,7 +335,7 @@ func (n *Node) recoveryStart(q *metadata.Queue) *recoveryWork {
 	a := &q.Assignment
 	t := recovery.Transition{Queue: q.ID, Incarnation: q.Incarnation, Epoch: a.Pending.Epoch, Digest: recovery.Digest(a.Pending.Digest),
 		W: q.Policy.WriteQuorum(a.Members.N, q.MinInsync), ISR: q.Policy == seam.ISR, InSync: slices.Clone(a.InSync.Slice())}
-	w := &recoveryWork{t: t, name: q.Name, detectNs: n.x.NowNs, startNs: n.x.NowNs}
+	w := &recoveryWork{t: t, name: q.Name, detectNs: n.x.NowNs, startNs: n.x.NowNs, retries: a.Pending.Retries}
 	if i := n.recoveryRetryIndex(q.ID, t.Digest); i >= 0 {
 		w.detectNs = n.recoveryRetries[i].firstNs
 	}
@@ -386,8 +389,8 @@ type recoveryRetry struct {
 	backoffNs int64           // the next backoff
 	firstNs   int64           // the first attempt's start
 	// retries: the pending transition's retry count (the operator's
-	// RetryRecovery commands) when it was set aside or last retried; a
-	// change ends the backoff (recoveryRetryAsked)
+	// RetryRecovery commands) the attempt set aside had seen, or when it
+	// was last retried; a change ends the backoff (recoveryRetryAsked)
 	retries uint64
 }
 
@@ -405,11 +408,7 @@ func (n *Node) recoveryRetryLater(w *recoveryWork, why seam.AsideReason, detail 
 		i = len(n.recoveryRetries) - 1
 	}
 	r := &n.recoveryRetries[i]
-	if q, ok := n.ctrl.Metadata().Queue(w.name); ok && q.Incarnation == w.t.Incarnation {
-		// A retry asked while this attempt ran was this attempt: only a
-		// later one ends the backoff.
-		r.retries = q.Assignment.Pending.Retries
-	}
+	r.retries = w.retries // (a retry this attempt did not see ends the backoff at once)
 	r.notNs = n.x.NowNs + r.backoffNs
 	n.out.SetAside(w.t.Queue, w.t.Epoch, why, fmt.Sprintf("%s; tried again in %d ms", detail, r.backoffNs/1e6))
 	r.backoffNs = min(2*r.backoffNs, recoveryBackoffMaxNs)
@@ -467,11 +466,37 @@ func (n *Node) recoveryBudgetChanged(md *metadata.State) {
 	}
 }
 
-// recoveryRetryAsked retries at once, with its backoff back to the
-// shortest, every attempt set aside whose pending transition counts more
-// retries than when it was set aside: the operator asked for it (`sluice
-// recovery retry`), after raising a budget, say, or bringing a broker back.
+// recoveryRetryAsked acts on the operator's retries (`sluice recovery
+// retry`, after bringing a broker back, say): of every queue whose pending
+// transition counts more retries than this node's attempt at it saw, an
+// attempt set aside is tried at once, its backoff back to the shortest; a
+// blocked one starts over at once (asking everyone afresh) rather than
+// keep its worker blocked; any other has every replica it still waits for
+// asked again now, not at the end of a backoff grown while it was away.
 func (n *Node) recoveryRetryAsked(md *metadata.State) {
+	for _, w := range slices.Clone(n.recoveries) { // (starting over replaces one)
+		q, ok := md.Queue(w.name)
+		if !ok || q.Incarnation != w.t.Incarnation || !q.Assignment.Fenced || recovery.Digest(q.Assignment.Pending.Digest) != w.t.Digest ||
+			q.Assignment.Pending.Retries == w.retries {
+			continue
+		}
+		w.retries = q.Assignment.Pending.Retries
+		if w.blockedWhy != 0 {
+			n.recoveryStartOver(w, "the operator asked for a retry (retry %d) of the attempt blocked (%s)", w.retries, w.blockedWhy)
+			continue
+		}
+		for i := range w.asks {
+			if a := &w.asks[i]; !a.sealed {
+				a.nextNs, a.backoffNs = n.x.NowNs, recoveryBackoffMinNs
+			}
+		}
+		for i := range w.installs {
+			if a := &w.installs[i]; a.receipt == nil {
+				a.nextNs, a.backoffNs = n.x.NowNs, recoveryBackoffMinNs
+			}
+		}
+		n.recoveryNote(w.t.Queue, "recovery q=%d epoch=%d asks again now: the operator asked for a retry (retry %d)", w.t.Queue, w.t.Epoch, w.retries)
+	}
 	for i := range n.recoveryRetries {
 		r := &n.recoveryRetries[i]
 		q, ok := placedQueue(md, r.queue)

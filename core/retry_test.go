@@ -76,3 +76,37 @@ func TestRetryRecoveryEndsTheBackoff(t *testing.T) {
 		t.Fatal("a retry already taken ended the next backoff too")
 	}
 }
+
+// A retry met by a running attempt (not blocked) has every replica it
+// still waits for asked again now, its backoff back to the shortest; one
+// it already counted changes nothing.
+func TestRetryRecoveryAsksARunningAttemptAgain(t *testing.T) {
+	md, index := fencedState(t)
+	q, _ := md.Queue("q")
+	n := New(Config{Node: 1, Process: 11, Storage: 21})
+	n.x.NowNs = 100e9
+	late := n.x.NowNs + recoveryBackoffMaxNs
+	w := &recoveryWork{t: recovery.Transition{Queue: q.ID, Incarnation: q.Incarnation, Epoch: q.Assignment.Pending.Epoch, Digest: recovery.Digest(q.Assignment.Pending.Digest)},
+		name: "q", asks: []recoveryAsk{{node: 1, sealed: true, nextNs: late, backoffNs: recoveryBackoffMaxNs}, {node: 2, nextNs: late, backoffNs: recoveryBackoffMaxNs}}}
+	n.recoveries = []*recoveryWork{w}
+	n.recoveryRetryAsked(&md)
+	if w.asks[1].nextNs != late {
+		t.Fatal("no retry asked, yet the ask's backoff ended")
+	}
+	retry := metadata.Command{Kind: metadata.RetryRecovery, Queue: "q", Incarnation: q.Incarnation, Epoch: q.Assignment.Pending.Epoch}
+	if _, err := md.Apply(index, &retry); err != nil {
+		t.Fatal(err)
+	}
+	n.recoveryRetryAsked(&md)
+	if a := w.asks[1]; a.nextNs != n.x.NowNs || a.backoffNs != recoveryBackoffMinNs || w.retries != 1 {
+		t.Fatalf("after the retry: the unsealed ask %+v, retries seen %d", a, w.retries)
+	}
+	if a := w.asks[0]; a.nextNs != late {
+		t.Fatalf("the sealed replica's ask changed: %+v", a)
+	}
+	w.asks[1].nextNs = late
+	n.recoveryRetryAsked(&md)
+	if w.asks[1].nextNs != late {
+		t.Fatal("a retry already acted on asked again")
+	}
+}

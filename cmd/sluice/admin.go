@@ -149,7 +149,8 @@ func getJSON(client *http.Client, u string, v any) error {
 const recoveryAbout = `recovery retry QUEUE tries the recovery of fenced queue QUEUE at once:
 the metadata group counts a retry on its pending transition, and the
 candidate broker's worker ends the backoff of the attempt it set aside
-(1 s doubling to 30 s) and starts a fresh one. For after the cause was
+(1 s doubling to 30 s) and starts a fresh one (an attempt blocked starts
+over at once; one running asks again now). For after the cause was
 mended: a broker back, a budget raised (a change of the
 recovery.inspect_* settings retries by itself). Refused (exit 1) when
 the queue is not fenced, or its transition changed since --epoch.

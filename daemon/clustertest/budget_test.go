@@ -84,7 +84,8 @@ func consumeConfirmed(t *testing.T, c *cluster, lo, hi int, bodies []string) {
 // TestRecoveryRetry: as TestRecoveryBudgetSetAside, the budget too small,
 // but with the budget kept: once the candidate's backoff has grown to 4 s
 // (its third set-aside), `sluice recovery retry q0` has the next attempt
-// start at once, well inside that backoff. The describe of every broker
+// start at once, well inside that backoff; a second retry while that
+// attempt is blocked starts it over at once. The describe of every broker
 // shows the attempts (the candidate's set aside with reason
 // inspect-records, the other survivor's seal and sealed reads as observed),
 // /metrics counts them by reason, and once the budget is raised the
@@ -133,8 +134,36 @@ func TestRecoveryRetry(t *testing.T) {
 	} else {
 		t.Logf("the retry had the next attempt begin %d ms after the set-aside whose backoff was 4,000 ms", waited)
 	}
-	if q := d.Queues[0]; q.Name != "q0" || !q.Fenced || q.Retries != 1 {
-		t.Fatalf("q0 in describe: %+v, want fenced with one retry counted", q)
+	// The attempt the retry began blocks on the budget again at once, and
+	// would keep its worker 5 s before it is set aside: a retry now starts
+	// it over at once instead (it is superseded).
+	time.Sleep(1500 * time.Millisecond)
+	retriedMs := time.Now().UnixMilli()
+	if out, err := c.sluice("recovery", "retry", "q0", "--http", c.b(lo).httpAddr); err != nil || !strings.Contains(out, "retries=2") {
+		t.Fatalf("recovery retry of the blocked attempt: %v\n%s", err, out)
+	}
+	var third *daemon.Attempt
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && third == nil; time.Sleep(20 * time.Millisecond) {
+		d = describeJSON(t, c, both)
+		if a := lastCandidate(d, lo); a != nil && a.StartUnixMs > next.StartUnixMs {
+			third = a
+		}
+	}
+	if third == nil {
+		t.Fatalf("no attempt after the second retry:\n%s", c.describe(lo))
+	}
+	if waited := third.StartUnixMs - retriedMs; waited >= 1500 {
+		t.Fatalf("the attempt after the retry of a blocked one began %d ms after it, want it at once", waited)
+	}
+	for _, h := range d.Histories {
+		for _, a := range h.Attempts {
+			if h.Node == uint64(lo) && a.StartUnixMs == next.StartUnixMs && a.Candidate && a.Outcome != "superseded" {
+				t.Fatalf("the blocked attempt retried: %+v, want superseded", a)
+			}
+		}
+	}
+	if q := d.Queues[0]; q.Name != "q0" || !q.Fenced || q.Retries != 2 {
+		t.Fatalf("q0 in describe: %+v, want fenced with two retries counted", q)
 	}
 	if !observedElsewhere(d, hi) {
 		t.Fatalf("n%d's history holds no stage of q0's attempts: %+v", hi, d.Histories)
