@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -157,15 +158,7 @@ func (h *history) queue(q seam.QueueID) *queueHistory {
 	return &h.queues[i]
 }
 
-func cmpQueue(a, b seam.QueueID) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
+func cmpQueue(a, b seam.QueueID) int { return cmp.Compare(a, b) }
 
 // snapshot copies the history for an answer off the loop.
 func (h *history) snapshot(node core.NodeID) History {
@@ -219,7 +212,7 @@ func cut(s string) string {
 	return s[:historyDetailBytesMax] + "…"
 }
 
-// String renders a stage chain: "detect +0ms, seal n2 +3ms, ...".
+// chain renders the stage chain: "detect +0ms, seal n2 +3ms, ...".
 func (a *Attempt) chain() string {
 	b := make([]byte, 0, 16*len(a.Stages))
 	for i, st := range a.Stages {

@@ -87,7 +87,7 @@ func consumeConfirmed(t *testing.T, c *cluster, lo, hi int, bodies []string) {
 // start at once, well inside that backoff; a second retry while that
 // attempt is blocked starts it over at once. The describe of every broker
 // shows the attempts (the candidate's set aside with reason
-// inspect-records, the other survivor's seal and sealed reads as observed),
+// inspect-records, the other survivor's seal as observed),
 // /metrics counts them by reason, and once the budget is raised the
 // history ends with the activation; a retry of the queue serving again is
 // refused.
