@@ -258,6 +258,11 @@ func TestAttemptDeadline(t *testing.T) {
 	var asideNs []int64
 	for _, line := range strings.Split(trace, "\n") {
 		if strings.Contains(line, "stage=set-aside") && strings.Contains(line, "past the attempt's deadline") {
+			// One of R = 2 witnesses, the other's broker down: what it
+			// waited for, typed.
+			if !strings.Contains(line, " aside=seals-missing ") {
+				t.Fatalf("the deadline's set-aside: %q, want aside=seals-missing", line)
+			}
 			asideNs = append(asideNs, instant(line))
 		}
 	}
