@@ -100,6 +100,11 @@ func (h *history) record(e *core.Effect, nowUnixMs int64) {
 	}
 	open := last != nil && last.Epoch == e.Offset && (last.Outcome == outcomeRunning || last.Outcome == outcomeObserved)
 	switch {
+	case e.Stage == seam.StageDetect && open && last.Outcome == outcomeObserved:
+		// This broker proposed the transition (it leads the metadata
+		// group) and is its candidate too: one attempt, timed from the
+		// fence.
+		last.Candidate, last.Outcome = true, outcomeRunning
 	case e.Stage == seam.StageDetect:
 		if last != nil && last.Outcome == outcomeRunning {
 			last.Outcome = outcomeSuperseded // started over, or a newer transition's

@@ -16,10 +16,13 @@ func mark(q seam.QueueID, stage seam.RecoveryStage, epoch uint64, body []byte, d
 // An attempt's stages go into one entry with their instants since its
 // start and the peers their evidence names; a set-aside closes it with its
 // typed reason, the next detect opens another, and the activation closes
-// that one; stages a broker saw of another's attempt are "observed".
+// that one; stages a broker saw of another's attempt are "observed", and
+// a proposal this broker made of a transition it is the candidate of
+// begins its first attempt.
 func TestHistoryAttempts(t *testing.T) {
 	var h history
 	seal := recovery.AppendSeal(nil, &recovery.Seal{Queue: 7, Node: 3, Start: 0, End: 4})
+	h.record(mark(7, seam.StagePropose, 2, nil, "fenced at index 9"), 990)
 	h.record(mark(7, seam.StageDetect, 2, nil, "candidate n1"), 1000)
 	h.record(mark(7, seam.StageSeal, 2, seal, "sealed"), 1003)
 	h.record(mark(7, seam.StageSelect, 2, seal, "source n3"), 1040)
@@ -39,7 +42,7 @@ func TestHistoryAttempts(t *testing.T) {
 	if first.Outcome != outcomeSetAside || first.Aside != "inspect-records" || !first.Candidate || !strings.Contains(first.Detail, "budget") {
 		t.Fatalf("the first attempt: %+v", first)
 	}
-	if c := first.chain(); c != "detect +0ms, seal n3 +3ms, select n3 +40ms, set-aside +5040ms" {
+	if c := first.chain(); c != "propose +0ms, detect +10ms, seal n3 +13ms, select n3 +50ms, set-aside +5050ms" {
 		t.Fatalf("the first attempt's chain: %q", c)
 	}
 	if second.Outcome != outcomeActivated || second.Aside != "" || len(second.Stages) != 3 || second.Stages[2].Stage != "reattach" {
