@@ -193,7 +193,7 @@ var (
 	descStages = prometheus.NewDesc("sluice_recovery_stages_total",
 		"Stages of queue recoveries this broker took part in (detect, seal, select, install, activate), as its core reported them.", []string{"stage"}, nil)
 	descSetAside = prometheus.NewDesc("sluice_recovery_set_aside_total",
-		"Recovery attempts this broker's workers set aside (the queue stays fenced, tried again after a backoff), by reason: inspect-pages, inspect-records, inspect-bytes (an inspection budget spent: raise its setting), contradictory-seals, contradictory-history, seal-mismatch, epochs-max, lost-copies (blocked), seals-missing, seal-refused, reads-missing, install-refused, installs-missing, activation-waiting (what the attempt still waited for at its deadline), stage-budget.",
+		"Recovery attempts this broker's workers set aside (the queue stays fenced, tried again after a backoff), by reason: inspect-pages, inspect-records, inspect-bytes (an inspection budget spent: raise its setting), contradictory-seals, contradictory-history, seal-mismatch, epochs-max, lost-copies (blocked), seals-missing, seal-refused, reads-missing, install-refused, installs-missing, activation-waiting (what the attempt still waited for at its deadline), stage-budget (an installation's staging budget spent: raise its setting).",
 		[]string{"reason"}, nil)
 	descFencedAside = prometheus.NewDesc("sluice_queues_fenced_set_aside",
 		"Fenced queues whose latest recovery attempt at their pending transition this broker's worker set aside, by that attempt's reason (as sluice_recovery_set_aside_total).",

@@ -295,7 +295,7 @@ func TestStageBudget(t *testing.T) {
 	var recordsAsideNs, bytesAsideNs []int64
 	var raisedNs, activatedNs int64
 	queue := ""
-	reAside := regexp.MustCompile(` recovery q=([0-9]+) stage=set-aside .*recovery\.stage_(records|bytes)_max \((100|1048576)\)`)
+	reAside := regexp.MustCompile(` recovery q=([0-9]+) stage=set-aside epoch=[0-9]+ aside=stage-budget .*recovery\.stage_(records|bytes)_max \((100|1048576)\)`)
 	for _, line := range strings.Split(trace, "\n") {
 		at := instant(line)
 		switch m := reAside.FindStringSubmatch(line); {
