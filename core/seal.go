@@ -225,6 +225,15 @@ func (n *Node) sealRequested(from NodeID, req recovery.SealRequest) {
 			return
 		}
 	}
+	if why, elsewhere := heldElsewhere(n.ctrl.Metadata(), &req, n.x.Node, n.storage); elsewhere {
+		// No log of this storage is evidence (its disk was replaced): the
+		// seal is refused for good, at once. A seal job started for it, or
+		// an installation of the same transition ended for it, would hold
+		// up the installation the worker asks for with the seal, at every
+		// retry the same way, for ever.
+		n.sealRefuse(from, req, false, why)
+		return
+	}
 	if i := n.placedIndex(req.Queue); i >= 0 && n.placed[i].publishing != nil {
 		// The log changes as the publish completes: a seal waits for it.
 		n.sealRefuse(from, req, true, fmt.Sprintf("publishing queue %d's new generation", req.Queue))
@@ -318,6 +327,24 @@ func (n *Node) sealFreshDone(e *ctrl.Effect) {
 	}
 }
 
+// heldElsewhere reports whether node was a previous member of req's
+// pending transition, as the applied metadata holds it, in another storage
+// instance than storage: the transition's previous members are fixed, so
+// sealAuthorized refuses its seal whatever the metadata applies next.
+func heldElsewhere(md *metadata.State, req *recovery.SealRequest, node NodeID, storage uint64) (string, bool) {
+	q, ok := placedQueue(md, req.Queue)
+	if !ok || q.Incarnation != req.Incarnation || !q.Assigned || !q.Assignment.Fenced ||
+		q.Assignment.Pending.Epoch != req.Epoch || recovery.Digest(q.Assignment.Pending.Digest) != req.Transition {
+		return "", false
+	}
+	for _, m := range q.Assignment.Members.Slice() {
+		if m.Node == node && m.Storage != storage {
+			return fmt.Sprintf("n%d held queue %d in storage %d, not this one (%d)", node, req.Queue, m.Storage, storage), true
+		}
+	}
+	return "", false
+}
+
 // sealAuthorized checks a seal request against committed metadata: the
 // queue, its incarnation, its pending transition (epoch and digest), and
 // this node among the previous members with this very storage instance.
@@ -371,7 +398,17 @@ func (n *Node) sealRetained(st *seam.LogState) {
 	if st.End > st.Start {
 		j.seal.LastEpoch = seam.EpochAt(st.Epochs, st.End-1)
 	}
-	j.seal.Damaged = st.Unrepaired || st.Damage != ""
+	// A log this storage never bound (no marker beside its directory, no
+	// binding) acknowledged nothing: a replica binds its log before
+	// anything runs on it. One that holds no record, whose damage is at
+	// most a tail no later sync lies beyond (its first segment's creation
+	// cut short by a full disk or a power loss), is a new, empty log: a
+	// whole witness that it holds nothing. Taken as damaged, it would
+	// leave a recovery whose other previous member never returns waiting
+	// for ever.
+	newEmpty := !st.BoundBefore && len(st.Binding) == 0 && st.BindingDamage == "" &&
+		st.End == st.Start && len(st.Epochs) == 0 && !st.DamageDurable
+	j.seal.Damaged = !newEmpty && (st.Unrepaired || st.Damage != "")
 	// A sync first, as behind a running group: an installation that ended
 	// unfinished (its transition replaced) may have left appends not yet
 	// durable, and a seal reports only what the disk holds.
