@@ -137,6 +137,10 @@ const (
 	// directory lost or emptied) is taken as whole: its seal counts as a
 	// complete witness.
 	UnboundWitness
+	// ActivateWaitsAll: a recovery worker asks to activate only once every
+	// proposed member is live, so a proposed member that died mid-recovery
+	// and never returns keeps its queue fenced for ever.
+	ActivateWaitsAll
 	end
 )
 
@@ -183,6 +187,7 @@ var Registry = []Bug{
 	{LearnerRepairsAtOnce, "learner-repairs-at-once", "learners", "a learner clears its log's unrepaired mark as it starts, before it caught up"},
 	{NoNewCopy, "no-new-copy", "learners", "placement never adds a new copy to a queue a recovery left short of its replicas"},
 	{UnboundWitness, "unbound-witness", "storage binding", "a log opened without its storage binding (its directory lost) is taken as whole, a complete witness"},
+	{ActivateWaitsAll, "activate-waits-all", "sealed recovery", "a recovery activates only once every proposed member is live, waiting for one gone for good"},
 }
 
 // Has reports whether every bug of b is in s.
