@@ -90,14 +90,29 @@ func (c *Checker) MetaQueue(name string) (MetaQueueInfo, bool) {
 // health, or "": placed, unfenced, on its declared replica count (or on
 // every broker of up that is not draining, when they are fewer), every
 // member in its committed in-sync set. up: the brokers whose process runs,
-// by the world.
-func (c *Checker) MetaShort(name string, up []core.NodeID) string {
+// by the world. gone: the brokers that never return (the world's gone
+// fault); a member on one is not asked to be in sync, as an unfenced
+// assignment keeps it only under the follower-loss hold (hold-ended judges
+// when that must end), and it counts as no broker available.
+func (c *Checker) MetaShort(name string, up, gone []core.NodeID) string {
 	m := c.metaTruth()
 	q, ok := m.catalog[name]
 	available := 0
 	for _, n := range up {
-		if !m.brokers[n].draining {
+		if !m.brokers[n].draining && !slices.Contains(gone, n) {
 			available++
+		}
+	}
+	inSyncWanted := 0
+	for _, n := range q.members {
+		if !slices.Contains(gone, n) {
+			inSyncWanted++
+		}
+	}
+	inSync := 0
+	for _, n := range q.inSync.Slice() {
+		if !slices.Contains(gone, n) {
+			inSync++
 		}
 	}
 	switch {
@@ -109,8 +124,8 @@ func (c *Checker) MetaShort(name string, up []core.NodeID) string {
 		return "fenced"
 	case len(q.members) < min(q.replicas, available):
 		return fmt.Sprintf("on %d members of %d replicas, %d brokers available", len(q.members), q.replicas, available)
-	case q.inSync.N < len(q.members):
-		return fmt.Sprintf("%d of its %d members in sync", q.inSync.N, len(q.members))
+	case inSync < inSyncWanted:
+		return fmt.Sprintf("%d of its %d members in sync", inSync, inSyncWanted)
 	}
 	return ""
 }

@@ -72,6 +72,10 @@ const (
 	MarkLearnerNewCopy                       // a queue short of its replicas had a new copy's learner admitted as one member more
 	MarkLostDir                              // a broker's queue directory was emptied while it was down (its binding lost with it)
 	MarkActivateShort                        // a recovery activated without a proposed member that was gone (it comes back as a new copy)
+	MarkGone                                 // a broker was struck by the gone fault: it never returns
+	MarkCandidateDies                        // a recovery's candidate (at its detect) or a proposed member (at its install) was killed mid-recovery
+	MarkCandidateGone                        // a proposed member that installed was killed mid-recovery for good
+	MarkDiskReplaced                         // a broker restarted on a new, empty data disk (a new storage instance)
 	markKinds
 )
 
@@ -131,6 +135,10 @@ var markNames = [...]string{
 	MarkLearnerNewCopy:       "learner-new-copy",
 	MarkLostDir:              "lost-dir",
 	MarkActivateShort:        "activate-short",
+	MarkGone:                 "gone",
+	MarkCandidateDies:        "candidate-dies",
+	MarkCandidateGone:        "candidate-gone",
+	MarkDiskReplaced:         "disk-replaced",
 }
 
 func (m Mark) String() string {
@@ -212,8 +220,9 @@ func (w *World) memberOf(b *broker) []*placedQueue {
 
 // damageAllowed reports whether injected damage may strike b's copy of q:
 // the fault budget lets at most W-1 replicas of a queue lose or corrupt
-// records at once (a copy counts until it holds a whole log again), beyond
-// which no design could keep a confirm. A damaged copy is not damaged again
+// records at once (a copy counts until it holds a whole log again; a
+// member's on a gone broker counts as long as it is a member: it is lost
+// for good), beyond which no design could keep a confirm. A damaged copy is not damaged again
 // before it is repaired: the log format detects the loss of any one write
 // of a commit, and two independent faults on one commit of one copy are
 // outside the model (the repaired copy can be damaged again).
@@ -225,7 +234,13 @@ func (w *World) damageAllowed(b *broker, q *placedQueue) bool {
 			return false
 		}
 	}
-	return len(damaged) < budget
+	lost := len(damaged)
+	for _, n := range q.members {
+		if w.brokers[n-1].gone && !slices.Contains(damaged, n) {
+			lost++
+		}
+	}
+	return lost < budget
 }
 
 // isOwner reports whether b owns q, by its assignment as the world followed

@@ -352,6 +352,7 @@ func (env *brokerEnv) Watermark(e *core.Effect) {
 func (env *brokerEnv) Recovery(e *core.Effect) {
 	w := env.w
 	w.recoveryStage(e.Queue, e.Offset, e.Stage)
+	w.candidateStage(env.b, e)
 	switch e.Stage {
 	case seam.StagePropose:
 		w.mark(MarkRecoveryPropose)

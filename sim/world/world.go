@@ -95,13 +95,16 @@ type broker struct {
 	logBuffers seglog.Buffers
 	meta       *metamem.Disk // the metadata disk of a voter of the metadata group; nil otherwise
 	draws      *prng.Rand    // the randomness its processes' tick inputs carry
-	// storage is its storage instance (one per data directory)
+	// storage is its storage instance (one per data directory); disks:
+	// how many times its data disk was replaced (disk-replaced)
 	storage uint64
+	disks   int
 	// retainIssuedNs: by its process's log index, when the core issued
 	// the log's latest retention (it chose the point then)
 	retainIssuedNs []int64
 
 	restarting  bool    // a restart is scheduled
+	gone        bool    // struck by the gone fault: never restarts
 	paused      bool    // a pause holds every event for this broker
 	held        []event // events that arrived during the pause
 	slowSyncEnd int64
@@ -189,6 +192,13 @@ type World struct {
 	faultOrder []int32
 	faultNext  int
 	faultSeq0  uint64
+
+	// candidateDies: the candidate-dies fault armed, waiting for a
+	// recovery stage (candidateAt) to strike (Kind 0: none); candidates: per queue, the
+	// broker that last reported taking up its recovery (detect)
+	candidateDies Fault
+	candidateAt   seam.RecoveryStage
+	candidates    map[core.QueueID]core.NodeID
 
 	// network faults in force: until when
 	isolated []int64   // per broker
@@ -317,6 +327,7 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 		placedIncs:   map[uint64]bool{},
 		fencedNs:     map[core.QueueID]int64{},
 		deletedNames: map[string]bool{},
+		candidates:   map[core.QueueID]core.NodeID{},
 		inSyncOf:     map[string]inSyncTruth{},
 		hold:         newHoldTruth(p.Brokers),
 	}
@@ -604,6 +615,8 @@ func (w *World) handle(e *event) {
 		if c := w.clients[e.cli]; c.conn == core.ClientID(e.inc) {
 			w.closeConn(c)
 		}
+	case evCandidateKill:
+		w.candidateKill(e)
 	case evAskTimeout:
 		if c := w.clients[e.cli]; c.asking && c.conn == core.ClientID(e.inc) {
 			// No answer (the broker paused, or its answer lost with a
@@ -639,7 +652,8 @@ func (w *World) crash(b *broker, restartNs int64) {
 }
 
 // stopProcess ends b's process (its memory is gone; its disk and page cache
-// stay as they are) and restarts it after restartNs. After a power loss its
+// stay as they are) and restarts it after restartNs (never when restartNs
+// is restartNever). After a power loss its
 // connections die at once; after an exit, the replies it already sent (in
 // the kernel's socket buffers) still arrive, then the connections close.
 func (w *World) stopProcess(b *broker, restartNs int64, exited bool) {
@@ -677,9 +691,16 @@ func (w *World) stopProcess(b *broker, restartNs int64, exited bool) {
 		}
 	}
 	w.placedBrokerGone(b.id)
+	if restartNs == restartNever {
+		return
+	}
 	b.restarting = true
 	w.schedule1(w.now+restartNs, evRestart).node = int32(b.id - 1)
 }
+
+// restartNever is the restart delay of a process that never restarts (the
+// gone fault's).
+const restartNever = -1
 
 // closeConn closes c's connection to a dead process; c reconnects later,
 // asking first where its queue lives now.
@@ -722,7 +743,7 @@ func (w *World) resume(b *broker) {
 }
 
 // heal ends the workload phase: faults stop, partitions heal, every broker
-// runs, publishers stop after one probe each.
+// runs but the gone ones, publishers stop after one probe each.
 func (w *World) heal() {
 	w.working = false
 	w.healNs = w.now
@@ -744,7 +765,7 @@ func (w *World) heal() {
 		if b.up && b.paused {
 			w.resume(b)
 		}
-		if !b.up && !b.restarting {
+		if !b.up && !b.restarting && !b.gone {
 			w.startBroker(b)
 		}
 	}
@@ -1209,7 +1230,7 @@ const shortListedMax = 8
 // for.
 func (w *World) outstanding() string {
 	var parts []string
-	short, up := 0, w.upBrokers()
+	short, up, gone := 0, w.upBrokers(), w.goneBrokers()
 	for _, c := range w.clients {
 		if c.kind != publisher {
 			continue
@@ -1238,7 +1259,7 @@ func (w *World) outstanding() string {
 		if ok, why := w.checker.Converged(p.id); !ok {
 			parts = append(parts, fmt.Sprintf("placed %s (q=%d) not converged (%s)", name, p.id, why))
 		}
-		if why := w.checker.MetaShort(name, up); why != "" {
+		if why := w.checker.MetaShort(name, up, gone); why != "" {
 			short++
 			if short <= shortListedMax {
 				parts = append(parts, fmt.Sprintf("placed %s (q=%d) short of full health: %s", name, p.id, why))
@@ -1254,7 +1275,7 @@ func (w *World) outstanding() string {
 		parts = append(parts, fmt.Sprintf("%d more placed queues short of full health", short-shortListedMax))
 	}
 	for _, b := range w.brokers {
-		if !b.up {
+		if !b.up && !b.gone {
 			parts = append(parts, fmt.Sprintf("n%d is down", b.id))
 		}
 	}
