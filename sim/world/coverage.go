@@ -243,6 +243,45 @@ func (w *World) damageAllowed(b *broker, q *placedQueue) bool {
 	return lost < budget
 }
 
+// unsoundKey names one broker's copy of a queue.
+type unsoundKey struct {
+	node  core.NodeID
+	queue core.QueueID
+}
+
+// noteSound follows whether node's copy of q is sound by the system's own
+// account: its log's last recovery reported no damage and no unrepaired
+// loss and it sealed no damaged witness since, or an activation named it a
+// member (it installed the recovered history). (An installation's copy is
+// no witness of the epoch it recovers: its seal of that epoch stands.)
+func (w *World) noteSound(node core.NodeID, q core.QueueID, sound bool) {
+	if sound {
+		delete(w.unsound, unsoundKey{node, q})
+		return
+	}
+	w.unsound[unsoundKey{node, q}] = true
+}
+
+// permanentLossAllowed reports whether b's copy of q may be lost for good
+// (a broker gone, a disk replaced): damageAllowed, counting too the other
+// members' copies the system itself takes for no complete witness (a torn
+// tail it reported, a damaged seal), which the injected-damage budget
+// leaves out: with them and b's, a recovery would lack its witnesses for
+// ever, where a passing fault leaves it waiting only for a restart.
+func (w *World) permanentLossAllowed(b *broker, q *placedQueue) bool {
+	if !w.damageAllowed(b, q) {
+		return false
+	}
+	damaged := w.checker.Damaged(q.id)
+	lost := len(damaged)
+	for _, n := range q.members {
+		if n != b.id && !slices.Contains(damaged, n) && (w.brokers[n-1].gone || w.unsound[unsoundKey{n, q.id}]) {
+			lost++
+		}
+	}
+	return lost < q.w-1
+}
+
 // isOwner reports whether b owns q, by its assignment as the world followed
 // the committed metadata.
 func isOwner(b *broker, q core.QueueID) bool {

@@ -601,6 +601,7 @@ func (w *World) activatedApplied(c *metadata.Command) {
 		// verified in place by the recovery) count as its own from now
 		// on, as an admission's do.
 		w.checker.Admitted(p.id, m.Node)
+		w.noteSound(m.Node, p.id, true) // a member installed: whole again
 	} // heard by the new assignment's owner from now on
 	w.checker.ActivationWitnesses(w.now, p.id, c.Epoch+1)
 	w.checker.Reassign(w.now, p.id, c.Epoch+1, c.Owner, members, p.w)

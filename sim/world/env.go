@@ -239,6 +239,7 @@ func (env *brokerEnv) Recovered(l int, st core.LogState) {
 		return
 	}
 	w.checker.Recovered(w.now, b.id, queueOf(st.Group), st)
+	w.noteSound(b.id, queueOf(st.Group), st.Damage == "" && !st.Unrepaired)
 	if st.Damage != "" {
 		w.mark(MarkDamageReported)
 		w.damageMet(b, st.Damage)
@@ -370,6 +371,9 @@ func (env *brokerEnv) Recovery(e *core.Effect) {
 			panic("world: a seal stage that does not decode: " + err.Error())
 		}
 		w.checker.Sealed(w.now, env.b.id, s.Queue, s.Epoch, s.Start, s.End, s.Damaged)
+		if s.Damaged {
+			w.noteSound(env.b.id, s.Queue, false)
+		}
 	case seam.StageInstall:
 		w.mark(MarkRecoveryInstall)
 		w.checker.Installed(w.now, env.b.id, e.Queue)

@@ -547,7 +547,7 @@ func (w *World) goneAllowedBut(b *broker, except core.QueueID) bool {
 		if q.Policy.WriteQuorum(n, min(q.MinInsync, n)) < q.Policy.WriteQuorum(q.Replicas, min(q.MinInsync, q.Replicas)) {
 			return false
 		}
-		if slices.Contains(p.members, b.id) && !w.damageAllowed(b, p) {
+		if slices.Contains(p.members, b.id) && !w.permanentLossAllowed(b, p) {
 			return false
 		}
 		if p.id == except {
@@ -670,6 +670,18 @@ func (w *World) goneMidRecovery(b *broker, q core.QueueID) bool {
 // lose b's copy;
 // the metadata disk is another device and keeps what the power loss left.
 func (w *World) replaceDisk(b *broker, f Fault) bool {
+	// Only once the profile's queues are placed and the metadata's live
+	// set is the world's: a placement on the way when the disk goes would
+	// name the lost storage instance, and of a queue of W = 1 the budget
+	// never saw (its recovery could never begin).
+	for i := range w.prof.Queues {
+		if _, ok := w.placed[QueueName(i)]; !ok {
+			return false
+		}
+	}
+	if ok, _ := w.checker.MetaLiveSet(w.brokerTruth()); !ok {
+		return false
+	}
 	var onDisk []*placedQueue
 	for _, id := range w.placedIDs {
 		q := w.placedByID[id]
@@ -677,7 +689,7 @@ func (w *World) replaceDisk(b *broker, f Fault) bool {
 		if (err == nil && len(names) > 0) || (!q.deleted && slices.Contains(q.members, b.id)) {
 			// (A member's copy is lost with the storage instance its
 			// assignment names, even before its log reached the disk.)
-			if !w.damageAllowed(b, q) {
+			if !w.permanentLossAllowed(b, q) {
 				return false
 			}
 			onDisk = append(onDisk, q)

@@ -199,6 +199,10 @@ type World struct {
 	candidateDies Fault
 	candidateAt   seam.RecoveryStage
 	candidates    map[core.QueueID]core.NodeID
+	// unsound: the copies (broker, queue) whose log last reported damage
+	// or an unrepaired loss, or sealed damaged: no complete witness, by
+	// the system's own account (the permanent losses' budget counts them)
+	unsound map[unsoundKey]bool
 
 	// network faults in force: until when
 	isolated []int64   // per broker
@@ -328,6 +332,7 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 		fencedNs:     map[core.QueueID]int64{},
 		deletedNames: map[string]bool{},
 		candidates:   map[core.QueueID]core.NodeID{},
+		unsound:      map[unsoundKey]bool{},
 		inSyncOf:     map[string]inSyncTruth{},
 		hold:         newHoldTruth(p.Brokers),
 	}
