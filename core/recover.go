@@ -956,6 +956,9 @@ func (n *Node) recoveryActivate(w *recoveryWork) {
 	for _, p := range q.Assignment.Pending.Proposed.Slice() {
 		b, ok := md.Broker(p)
 		if !ok || !b.Live {
+			if n.x.Bugs.Has(bugs.ActivateWaitsAll) {
+				return // (planted: wait for it)
+			}
 			continue // gone: left out
 		}
 		c.Members.M[c.Members.N] = metadata.Member{Node: p, Process: b.Process, Storage: b.Storage}

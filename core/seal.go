@@ -221,6 +221,15 @@ func (n *Node) sealRequested(from NodeID, req recovery.SealRequest) {
 			return
 		}
 	}
+	if why, elsewhere := heldElsewhere(n.ctrl.Metadata(), &req, n.x.Node, n.storage); elsewhere {
+		// No log of this storage is evidence (its disk was replaced): the
+		// seal is refused for good, at once. A seal job started for it, or
+		// an installation of the same transition ended for it, would hold
+		// up the installation the worker asks for with the seal, at every
+		// retry the same way, for ever.
+		n.sealRefuse(from, req, recovery.RefusedFor, why)
+		return
+	}
 	if i := n.placedIndex(req.Queue); i >= 0 && n.placed[i].publishing != nil {
 		// The log changes as the publish completes: a seal waits for it.
 		n.sealRefuse(from, req, recovery.RefusedBusy, fmt.Sprintf("publishing queue %d's new generation", req.Queue))
@@ -312,6 +321,24 @@ func (n *Node) sealFreshDone(e *ctrl.Effect) {
 		n.placed = append(n.placed, placedGroup{queue: q.ID, incarnation: q.Incarnation, opening: true, forSeal: true})
 		n.out.Storage(seam.Effect{Op: seam.OpOpen, Group: g})
 	}
+}
+
+// heldElsewhere reports whether node was a previous member of req's
+// pending transition, as the applied metadata holds it, in another storage
+// instance than storage: the transition's previous members are fixed, so
+// sealAuthorized refuses its seal whatever the metadata applies next.
+func heldElsewhere(md *metadata.State, req *recovery.SealRequest, node NodeID, storage uint64) (string, bool) {
+	q, ok := placedQueue(md, req.Queue)
+	if !ok || q.Incarnation != req.Incarnation || !q.Assigned || !q.Assignment.Fenced ||
+		q.Assignment.Pending.Epoch != req.Epoch || recovery.Digest(q.Assignment.Pending.Digest) != req.Transition {
+		return "", false
+	}
+	for _, m := range q.Assignment.Members.Slice() {
+		if m.Node == node && m.Storage != storage {
+			return fmt.Sprintf("n%d held queue %d in storage %d, not this one (%d)", node, req.Queue, m.Storage, storage), true
+		}
+	}
+	return "", false
 }
 
 // sealAuthorized checks a seal request against committed metadata: the

@@ -140,6 +140,10 @@ const (
 	// NoHandoff: placement never hands a fenced queue's recovery to
 	// another proposed member when its candidate is gone or draining.
 	NoHandoff
+	// ActivateWaitsAll: a recovery worker asks to activate only once every
+	// proposed member is live, so a proposed member that died mid-recovery
+	// and never returns keeps its queue fenced for ever.
+	ActivateWaitsAll
 	end
 )
 
@@ -187,6 +191,7 @@ var Registry = []Bug{
 	{NoNewCopy, "no-new-copy", "learners", "placement never adds a new copy to a queue a recovery left short of its replicas"},
 	{UnboundWitness, "unbound-witness", "storage binding", "a log opened without its storage binding (its directory lost) is taken as whole, a complete witness"},
 	{NoHandoff, "no-handoff", "recovery", "a fenced queue whose recovery candidate is gone or draining is never handed to another proposed member"},
+	{ActivateWaitsAll, "activate-waits-all", "sealed recovery", "a recovery activates only once every proposed member is live, waiting for one gone for good"},
 }
 
 // Has reports whether every bug of b is in s.

@@ -671,6 +671,21 @@ func (c *Checker) noteRepair(qt *queueTruth, r *replicaTruth) {
 	}
 }
 
+// DiskReplaced says that node's data disk was replaced by a new, empty
+// one (a new storage instance): what the old disk acknowledged went with
+// it (Injected counts each copy's loss in the fault budget), and a log the
+// node opens now is a new one, which lost nothing it acknowledged
+// (loss-unreported and lost-synced judge the new disk's syncs only).
+func (c *Checker) DiskReplaced(node core.NodeID) {
+	for _, qt := range c.order {
+		for _, r := range qt.reps {
+			if r.node == node {
+				r.acked = 0
+			}
+		}
+	}
+}
+
 // Damaged returns the replicas of q whose copy is damaged and not yet
 // repaired, in spec order.
 func (c *Checker) Damaged(q core.QueueID) []core.NodeID {

@@ -90,18 +90,63 @@ func (c *Checker) MetaQueue(name string) (MetaQueueInfo, bool) {
 	return MetaQueueInfo{ID: q.id, Policy: q.policy, MinInsync: q.minInsync, Replicas: q.replicas}, ok
 }
 
+// MetaHandoffDue reports, by the model, whether declared queue name is
+// fenced with a recovery candidate that is not live or drains while
+// another proposed member is live and not draining: a case the leader's
+// placement hands to that member.
+func (c *Checker) MetaHandoffDue(name string) bool {
+	m := c.metaTruth()
+	q, ok := m.catalog[name]
+	if !ok || !q.fenced || q.proposed.N == 0 {
+		return false
+	}
+	cand := q.handedTo
+	for _, n := range q.proposed.Slice() {
+		if cand == 0 && slices.Contains(q.members, n) {
+			cand = n
+		}
+	}
+	if cand == 0 {
+		cand = q.proposed.ID[0]
+	}
+	if b := m.brokers[cand]; b.live && !b.draining {
+		return false
+	}
+	for _, n := range q.proposed.Slice() {
+		if b := m.brokers[n]; n != cand && b.live && !b.draining {
+			return true
+		}
+	}
+	return false
+}
+
 // MetaShort says, by the model, why declared queue name is short of full
 // health, or "": placed, unfenced, on its declared replica count (or on
 // every broker of up that is not draining, when they are fewer), every
 // member in its committed in-sync set. up: the brokers whose process runs,
-// by the world.
-func (c *Checker) MetaShort(name string, up []core.NodeID) string {
+// by the world. gone: the brokers that never return (the world's gone
+// fault); a member on one is not asked to be in sync, as an unfenced
+// assignment keeps it only under the follower-loss hold (hold-ended judges
+// when that must end), and it counts as no broker available.
+func (c *Checker) MetaShort(name string, up, gone []core.NodeID) string {
 	m := c.metaTruth()
 	q, ok := m.catalog[name]
 	available := 0
 	for _, n := range up {
-		if !m.brokers[n].draining {
+		if !m.brokers[n].draining && !slices.Contains(gone, n) {
 			available++
+		}
+	}
+	inSyncWanted := 0
+	for _, n := range q.members {
+		if !slices.Contains(gone, n) {
+			inSyncWanted++
+		}
+	}
+	inSync := 0
+	for _, n := range q.inSync.Slice() {
+		if !slices.Contains(gone, n) {
+			inSync++
 		}
 	}
 	switch {
@@ -113,8 +158,8 @@ func (c *Checker) MetaShort(name string, up []core.NodeID) string {
 		return "fenced"
 	case len(q.members) < min(q.replicas, available):
 		return fmt.Sprintf("on %d members of %d replicas, %d brokers available", len(q.members), q.replicas, available)
-	case q.inSync.N < len(q.members):
-		return fmt.Sprintf("%d of its %d members in sync", q.inSync.N, len(q.members))
+	case inSync < inSyncWanted:
+		return fmt.Sprintf("%d of its %d members in sync", inSync, inSyncWanted)
 	}
 	return ""
 }

@@ -78,6 +78,10 @@ const (
 	MarkOwnerExpiredAlive                        // a queue owner's broker left the live set by expiry while its process ran (paused or cut off, not dead)
 	MarkLearnerAdmittedAppending                 // a learner was admitted while its queue's owner appended publishes (within the last 100 ms)
 	MarkFollowerLostDraining                     // a queue lost only a follower, on a draining broker, that the hold would otherwise cover: fenced, no hold
+	MarkGone                                     // a broker was struck by the gone fault: it never returns
+	MarkCandidateDies                            // a recovery's candidate (at its detect) or a proposed member (at its install) was killed mid-recovery
+	MarkCandidateGone                            // a proposed member that installed was killed mid-recovery for good
+	MarkDiskReplaced                             // a broker restarted on a new, empty data disk (a new storage instance)
 	markKinds
 )
 
@@ -143,6 +147,10 @@ var markNames = [...]string{
 	MarkOwnerExpiredAlive:        "owner-expired-alive",
 	MarkLearnerAdmittedAppending: "learner-admitted-appending",
 	MarkFollowerLostDraining:     "follower-lost-draining",
+	MarkGone:                     "gone",
+	MarkCandidateDies:            "candidate-dies",
+	MarkCandidateGone:            "candidate-gone",
+	MarkDiskReplaced:             "disk-replaced",
 }
 
 func (m Mark) String() string {
@@ -224,8 +232,9 @@ func (w *World) memberOf(b *broker) []*placedQueue {
 
 // damageAllowed reports whether injected damage may strike b's copy of q:
 // the fault budget lets at most W-1 replicas of a queue lose or corrupt
-// records at once (a copy counts until it holds a whole log again), beyond
-// which no design could keep a confirm. A damaged copy is not damaged again
+// records at once (a copy counts until it holds a whole log again; a
+// member's on a gone broker counts as long as it is a member: it is lost
+// for good), beyond which no design could keep a confirm. A damaged copy is not damaged again
 // before it is repaired: the log format detects the loss of any one write
 // of a commit, and two independent faults on one commit of one copy are
 // outside the model (the repaired copy can be damaged again).
@@ -237,7 +246,52 @@ func (w *World) damageAllowed(b *broker, q *placedQueue) bool {
 			return false
 		}
 	}
-	return len(damaged) < budget
+	lost := len(damaged)
+	for _, n := range q.members {
+		if w.brokers[n-1].gone && !slices.Contains(damaged, n) {
+			lost++
+		}
+	}
+	return lost < budget
+}
+
+// unsoundKey names one broker's copy of a queue.
+type unsoundKey struct {
+	node  core.NodeID
+	queue core.QueueID
+}
+
+// noteSound follows whether node's copy of q is sound by the system's own
+// account: its log's last recovery reported no damage and no unrepaired
+// loss and it sealed no damaged witness since, or an activation named it a
+// member (it installed the recovered history). (An installation's copy is
+// no witness of the epoch it recovers: its seal of that epoch stands.)
+func (w *World) noteSound(node core.NodeID, q core.QueueID, sound bool) {
+	if sound {
+		delete(w.unsound, unsoundKey{node, q})
+		return
+	}
+	w.unsound[unsoundKey{node, q}] = true
+}
+
+// permanentLossAllowed reports whether b's copy of q may be lost for good
+// (a broker gone, a disk replaced): damageAllowed, counting too the other
+// members' copies the system itself takes for no complete witness (a torn
+// tail it reported, a damaged seal), which the injected-damage budget
+// leaves out: with them and b's, a recovery would lack its witnesses for
+// ever, where a passing fault leaves it waiting only for a restart.
+func (w *World) permanentLossAllowed(b *broker, q *placedQueue) bool {
+	if !w.damageAllowed(b, q) {
+		return false
+	}
+	damaged := w.checker.Damaged(q.id)
+	lost := len(damaged)
+	for _, n := range q.members {
+		if n != b.id && !slices.Contains(damaged, n) && (w.brokers[n-1].gone || w.unsound[unsoundKey{n, q.id}]) {
+			lost++
+		}
+	}
+	return lost < q.w-1
 }
 
 // isOwner reports whether b owns q, by its assignment as the world followed

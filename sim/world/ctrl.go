@@ -514,6 +514,8 @@ type placedQueue struct {
 	isr         bool          // policy isr: confirms at the high watermark
 	deleted     bool
 	proposedN   int // members its pending transition proposed (while fenced)
+	// proposed: those members, ascending (while fenced)
+	proposed []core.NodeID
 	// sinceNs: when each member's broker applied this assignment (index
 	// as members; -1: not yet), or was admitted to it: what it sent
 	// before belonged to an earlier epoch's group, or to a learner's
@@ -566,6 +568,7 @@ func (w *World) placedApplied(c *metadata.Command) {
 func (w *World) transitionApplied(c *metadata.Command) {
 	if p, ok := w.placed[c.Queue]; ok && p.incarnation == c.Incarnation {
 		p.proposedN = c.Proposed.N
+		p.proposed = append(p.proposed[:0], c.Proposed.Slice()...)
 		w.holdJudge(p, c.Proposed.Slice())
 		w.checker.AddReplicas(p.id, c.Proposed.Slice())
 	}
@@ -598,6 +601,7 @@ func (w *World) activatedApplied(c *metadata.Command) {
 		// verified in place by the recovery) count as its own from now
 		// on, as an admission's do.
 		w.checker.Admitted(p.id, m.Node)
+		w.noteSound(m.Node, p.id, true) // a member installed: whole again
 	} // heard by the new assignment's owner from now on
 	w.checker.ActivationWitnesses(w.now, p.id, c.Epoch+1)
 	w.checker.Reassign(w.now, p.id, c.Epoch+1, c.Owner, members, p.w)
@@ -737,7 +741,7 @@ func (w *World) fencedApplied(name string, incarnation uint64, deleted bool) {
 // placedSettled reports whether every placed queue not fenced has
 // converged: the drain waits for it.
 func (w *World) placedSettled() bool {
-	up := w.upBrokers()
+	up, gone := w.upBrokers(), w.goneBrokers()
 	for _, name := range slices.Sorted(maps.Keys(w.placed)) {
 		p := w.placed[name]
 		if w.checker.Fenced(p.id) {
@@ -749,7 +753,7 @@ func (w *World) placedSettled() bool {
 		if w.placedConsumed(p.id) && w.checker.Undelivered(p.id) > 0 {
 			return false
 		}
-		if w.checker.MetaShort(name, up) != "" {
+		if w.checker.MetaShort(name, up, gone) != "" {
 			return false // full health: every copy back, in sync
 		}
 	}
@@ -765,6 +769,17 @@ func (w *World) upBrokers() []core.NodeID {
 		}
 	}
 	return up
+}
+
+// goneBrokers returns the brokers the gone fault struck: they never return.
+func (w *World) goneBrokers() []core.NodeID {
+	var gone []core.NodeID
+	for _, b := range w.brokers {
+		if b.gone {
+			gone = append(gone, b.id)
+		}
+	}
+	return gone
 }
 
 // placedConsumed reports whether placed queue q has a consumer: one that

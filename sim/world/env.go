@@ -239,6 +239,7 @@ func (env *brokerEnv) Recovered(l int, st core.LogState) {
 		return
 	}
 	w.checker.Recovered(w.now, b.id, queueOf(st.Group), st)
+	w.noteSound(b.id, queueOf(st.Group), st.Damage == "" && !st.Unrepaired)
 	if st.Damage != "" {
 		w.mark(MarkDamageReported)
 		w.damageMet(b, st.Damage)
@@ -370,6 +371,7 @@ func (env *brokerEnv) Watermark(e *core.Effect) {
 func (env *brokerEnv) Recovery(e *core.Effect) {
 	w := env.w
 	w.recoveryStage(e.Queue, e.Offset, e.Stage)
+	w.candidateStage(env.b, e)
 	switch e.Stage {
 	case seam.StagePropose:
 		w.mark(MarkRecoveryPropose)
@@ -388,6 +390,9 @@ func (env *brokerEnv) Recovery(e *core.Effect) {
 		}
 		w.checker.Sealed(w.now, env.b.id, s.Queue, s.Epoch, s.Start, s.End, s.Damaged)
 		w.recoverySealed(&s)
+		if s.Damaged {
+			w.noteSound(env.b.id, s.Queue, false)
+		}
 	case seam.StageInstall:
 		w.mark(MarkRecoveryInstall)
 		w.checker.Installed(w.now, env.b.id, e.Queue)

@@ -83,6 +83,30 @@ const (
 	// generation gone, its storage binding with them. Within the fault
 	// budget.
 	FaultLostDir
+	// FaultGone: a broker's process is killed (kill -9, its peers see the
+	// exit) and the broker never returns, not even in the drain: a
+	// permanent loss of every copy it holds. It strikes
+	// only within the fault budget (each queue it is a member of may lose
+	// one more copy), while every placed queue could still serve at its
+	// replicas' W on the brokers left, and while the metadata group keeps
+	// a majority of its voters (goneMax).
+	FaultGone
+	// FaultCandidateDies: armed at its instant, it strikes the next
+	// recovery stage that a candidate reports taking up a transition
+	// (detect), or in two draws of three choosing its source (select):
+	// after a short delay the candidate's process, or that of a proposed
+	// member about to install, is killed (as FaultKill). The candidate
+	// restarts after Dur; the proposed member is gone for good when the
+	// gone fault's rules allow it (its recovery must activate without it),
+	// else restarts after Dur too.
+	FaultCandidateDies
+	// FaultDiskReplaced: a broker loses power and restarts after Dur on a
+	// new, empty data disk for its queue logs: a new storage instance,
+	// every log's directory, binding and the markers beside them gone.
+	// The metadata store, on a device of its own, survives (a voter that
+	// forgot its raft log is another fault, unsafe by design). Within the
+	// fault budget for every queue with a log on the old disk.
+	FaultDiskReplaced
 	// Per-message network faults, counted when they strike.
 	FaultDrop
 	FaultDuplicate
@@ -97,7 +121,7 @@ var faultNames = [...]string{
 	FaultLostWrite: "lost-write", FaultUnreadable: "unreadable", FaultTornSector: "torn-sector",
 	FaultCorruptLive: "corrupt-live", FaultPowerCycle: "power-cycle",
 	FaultLeaderCrash: "leader-crash", FaultLeaderIsolate: "leader-isolate", FaultLeaderPause: "leader-pause",
-	FaultKill: "kill", FaultLostDir: "lost-dir", FaultDrop: "drop", FaultDuplicate: "duplicate", FaultCorruptMsg: "corrupt-msg",
+	FaultKill: "kill", FaultLostDir: "lost-dir", FaultGone: "gone", FaultCandidateDies: "candidate-dies", FaultDiskReplaced: "disk-replaced", FaultDrop: "drop", FaultDuplicate: "duplicate", FaultCorruptMsg: "corrupt-msg",
 }
 
 func (k FaultKind) String() string {
@@ -150,9 +174,9 @@ func (f Fault) String() string {
 	switch f.Kind {
 	case FaultOneWay, FaultClog:
 		return fmt.Sprintf("at=%d %s n%d->n%d dur=%d", f.AtNs, f.Kind, f.Node, f.Peer, f.DurNs)
-	case FaultSpike, FaultPowerCycle, FaultLeaderCrash, FaultLeaderIsolate, FaultLeaderPause:
+	case FaultSpike, FaultPowerCycle, FaultLeaderCrash, FaultLeaderIsolate, FaultLeaderPause, FaultCandidateDies:
 		return fmt.Sprintf("at=%d %s dur=%d", f.AtNs, f.Kind, f.DurNs)
-	case FaultSyncFail, FaultReadError, FaultLostWrite, FaultUnreadable, FaultCorruptLive:
+	case FaultSyncFail, FaultReadError, FaultLostWrite, FaultUnreadable, FaultCorruptLive, FaultGone:
 		return fmt.Sprintf("at=%d %s n%d", f.AtNs, f.Kind, f.Node)
 	}
 	return fmt.Sprintf("at=%d %s n%d dur=%d", f.AtNs, f.Kind, f.Node, f.DurNs)
@@ -174,9 +198,9 @@ func ParseFault(s string) (Fault, error) {
 	switch f.Kind {
 	case FaultOneWay, FaultClog:
 		_, err = fmt.Sscanf(rest, " n%d->n%d dur=%d", &f.Node, &f.Peer, &f.DurNs)
-	case FaultSpike, FaultPowerCycle, FaultLeaderCrash, FaultLeaderIsolate, FaultLeaderPause:
+	case FaultSpike, FaultPowerCycle, FaultLeaderCrash, FaultLeaderIsolate, FaultLeaderPause, FaultCandidateDies:
 		_, err = fmt.Sscanf(rest, " dur=%d", &f.DurNs)
-	case FaultSyncFail, FaultReadError, FaultLostWrite, FaultUnreadable, FaultCorruptLive:
+	case FaultSyncFail, FaultReadError, FaultLostWrite, FaultUnreadable, FaultCorruptLive, FaultGone:
 		_, err = fmt.Sscanf(rest, " n%d", &f.Node)
 	default:
 		_, err = fmt.Sscanf(rest, " n%d dur=%d", &f.Node, &f.DurNs)
@@ -203,8 +227,8 @@ func (f Fault) validate(brokers int, durationNs int64) error {
 		return fmt.Errorf("dur=%d, want 0..%d ns", f.DurNs, int64(DurationMsMax)*1e6)
 	}
 	switch f.Kind {
-	case FaultSpike, FaultPowerCycle, FaultLeaderCrash, FaultLeaderIsolate, FaultLeaderPause:
-		return nil // every broker, or the one leading when it strikes
+	case FaultSpike, FaultPowerCycle, FaultLeaderCrash, FaultLeaderIsolate, FaultLeaderPause, FaultCandidateDies:
+		return nil // every broker, or the one a recovery stage names when it strikes
 	}
 	if f.Node < 1 || f.Node > brokers {
 		return fmt.Errorf("broker n%d does not exist (brokers=%d)", f.Node, brokers)
@@ -269,7 +293,7 @@ func drawSchedule(r *prng.Rand, rates FaultRates, brokers int, durationNs int64)
 				f.DurNs = r.Range(100e6, 5e9)
 			case FaultSlowSync, FaultDiskFull:
 				f.DurNs = r.Range(100e6, 3e9)
-			case FaultCorrupt, FaultTornSector, FaultLostDir:
+			case FaultCorrupt, FaultTornSector, FaultLostDir, FaultDiskReplaced:
 				f.DurNs = r.Range(1e6, 2e9) // until the restart
 			case FaultPowerCycle:
 				f.DurNs = r.Range(1e6, 3e9)
@@ -288,7 +312,7 @@ func drawSchedule(r *prng.Rand, rates FaultRates, brokers int, durationNs int64)
 			case FaultSpike:
 				f.DurNs = r.Range(50e6, 1e9)
 				f.Node = 0
-			case FaultLeaderCrash:
+			case FaultLeaderCrash, FaultCandidateDies:
 				f.DurNs = r.Range(1e6, 3e9)
 				f.Node = 0
 			case FaultLeaderIsolate, FaultLeaderPause:

@@ -5,27 +5,28 @@ import "github.com/sluicemq/sluice/core"
 type evKind uint8
 
 const (
-	evMsg          evKind = iota + 1 // a peer message reaches node
-	evStorage                        // the host runs the head storage op of (node, log q)
-	evTick                           // node's deadline
-	evRequest                        // a client request reaches node
-	evClientGone                     // a closed connection's notice reaches node
-	evReply                          // a reply or delivery reaches a client
-	evPublish                        // a publisher's next publish
-	evAck                            // a consumer acks a delivery
-	evConnect                        // a client (re)connects
-	evConsumerLoss                   // a consumer drops its connection
-	evFault                          // a scheduled fault strikes (q: its index)
-	evRestart                        // a crashed broker restarts
-	evResume                         // a paused broker continues; a full disk frees
-	evPhase                          // the workload phase ends
-	evDrainCheck                     // is the drain's work done?
-	evClose                          // a dead process's connection closes, after its last reply
-	evTear                           // an armed torn-sector power loss strikes during a sync
-	evAdmin                          // the operator's next metadata request (inc 0), or its timeout (inc: its seq)
-	evPeerLost                       // node's connection to broker from (its process q) closed and a reconnect failed
-	evPlaced                         // placed publisher cli's next request (inc 0), or its timeout (inc: the request's connection)
-	evAskTimeout                     // client cli's topology request (connection inc) has had no answer
+	evMsg           evKind = iota + 1 // a peer message reaches node
+	evStorage                         // the host runs the head storage op of (node, log q)
+	evTick                            // node's deadline
+	evRequest                         // a client request reaches node
+	evClientGone                      // a closed connection's notice reaches node
+	evReply                           // a reply or delivery reaches a client
+	evPublish                         // a publisher's next publish
+	evAck                             // a consumer acks a delivery
+	evConnect                         // a client (re)connects
+	evConsumerLoss                    // a consumer drops its connection
+	evFault                           // a scheduled fault strikes (q: its index)
+	evRestart                         // a crashed broker restarts
+	evResume                          // a paused broker continues; a full disk frees
+	evPhase                           // the workload phase ends
+	evDrainCheck                      // is the drain's work done?
+	evClose                           // a dead process's connection closes, after its last reply
+	evTear                            // an armed torn-sector power loss strikes during a sync
+	evAdmin                           // the operator's next metadata request (inc 0), or its timeout (inc: its seq)
+	evPeerLost                        // node's connection to broker from (its process q) closed and a reconnect failed
+	evPlaced                          // placed publisher cli's next request (inc 0), or its timeout (inc: the request's connection)
+	evAskTimeout                      // client cli's topology request (connection inc) has had no answer
+	evCandidateKill                   // candidate-dies strikes node's process inc, in queue from's recovery (q: its restart in ms, -1 never)
 )
 
 // event is one scheduled happening. Events live in a slab; the heap orders

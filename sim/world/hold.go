@@ -50,11 +50,14 @@ type holdTruth struct {
 	// each placed queue has been a case placement must fence (0: not one)
 	termStartNs  map[uint64]int64
 	fenceSinceNs map[core.QueueID]int64
+	// handoff-due's: since when each fenced queue's recovery has been one
+	// placement must hand to another proposed member (0: not one)
+	handoffSinceNs map[core.QueueID]int64
 }
 
 func newHoldTruth(brokers int) holdTruth {
 	return holdTruth{brokers: make([]liveTruth, brokers), holdMs: metadata.Settings[metadata.FollowerLossHoldMs].Default, holdSetNs: -1,
-		termStartNs: map[uint64]int64{}, fenceSinceNs: map[core.QueueID]int64{}}
+		termStartNs: map[uint64]int64{}, fenceSinceNs: map[core.QueueID]int64{}, handoffSinceNs: map[core.QueueID]int64{}}
 }
 
 // holdFollow follows an applied command (first application, in index
@@ -300,6 +303,11 @@ func (w *World) fenceJudge(term uint64, body []byte) {
 		return
 	}
 	for _, id := range w.placedIDs {
+		if since := h.handoffSinceNs[id]; since != 0 && max(since, h.termStartNs[term])+1e9 <= a.arriveNs {
+			w.checker.Fail("handoff-due", w.now, "q=%d: fenced, its recovery's candidate gone or draining and another proposed member available since %s, yet the operator's command that reached its broker at %s (term %d, whose first entry applied at %s) committed before any handoff",
+				id, driver.AppendInstant(nil, since), driver.AppendInstant(nil, a.arriveNs), term, driver.AppendInstant(nil, h.termStartNs[term]))
+			h.handoffSinceNs[id] = 0 // once per case
+		}
 		since := h.fenceSinceNs[id]
 		if since != 0 && max(since, h.termStartNs[term])+1e9 <= a.arriveNs {
 			w.checker.Fail("hold-ended", w.now, "q=%d epoch=%d: it lost%s, which no hold covers, since %s, placement could propose its transition, yet the operator's command that reached its broker at %s (term %d, whose first entry applied at %s) committed first",
@@ -313,6 +321,12 @@ func (w *World) fenceJudge(term uint64, body []byte) {
 func (w *World) fenceFollow() {
 	h := &w.hold
 	for _, id := range w.placedIDs {
+		switch p := w.placedByID[id]; {
+		case p.deleted || !w.checker.MetaHandoffDue(p.name):
+			h.handoffSinceNs[id] = 0
+		case h.handoffSinceNs[id] == 0:
+			h.handoffSinceNs[id] = w.now
+		}
 		switch {
 		case !w.fenceCase(w.placedByID[id]):
 			h.fenceSinceNs[id] = 0

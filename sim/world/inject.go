@@ -4,13 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/seam"
 	"github.com/sluicemq/sluice/io/seglog"
 
 	"github.com/sluicemq/sluice/io/vfs"
 	"github.com/sluicemq/sluice/sim/memfs"
+	"github.com/sluicemq/sluice/sim/prng"
 )
 
 // diskAccess is each broker's disk's fault hook, consulted before every
@@ -19,7 +22,15 @@ import (
 func (w *World) diskAccess(b *broker, a memfs.Access) error {
 	switch a.Op {
 	case memfs.OpSync:
+		if b.failSync && !w.crashMayTear(b) {
+			// The failed sync would drop the file's dirty pages as a
+			// power loss does, tearing them: not while a queue of b's
+			// has no copy to spare (crashMayTear). It waits for a sync
+			// that may.
+			return nil
+		}
 		if b.failSync {
+			w.mayHaveTorn(b)
 			b.failSync = false
 			w.notef("struck sync-fail n%d %s", b.id, a.Name)
 			w.stats.Struck[FaultSyncFail]++
@@ -28,6 +39,15 @@ func (w *World) diskAccess(b *broker, a memfs.Access) error {
 		}
 	case memfs.OpRead:
 		if b.failRead && b.up {
+			if q, ok := w.evidenceOf(a.Name); ok {
+				// A seal receipt or storage binding that does not read
+				// makes the copy a damaged or lost witness for good: damage,
+				// within the fault budget only (else a later read meets it).
+				if !w.damageAllowed(b, q) {
+					return nil
+				}
+				w.injected(b, q)
+			}
 			b.failRead = false
 			w.notef("struck read-error n%d %s", b.id, a.Name)
 			w.stats.Struck[FaultReadError]++
@@ -41,6 +61,22 @@ func (w *World) diskAccess(b *broker, a memfs.Access) error {
 	return nil
 }
 
+// evidenceOf returns the placed queue whose seal receipt or storage
+// binding file name is, if it is one.
+func (w *World) evidenceOf(name string) (*placedQueue, bool) {
+	base := name[strings.LastIndexByte(name, '/')+1:]
+	if base != "SEAL" && base != "BIND" {
+		return nil, false
+	}
+	dir, _, _ := strings.Cut(name, "/")
+	id, err := strconv.ParseUint(strings.TrimPrefix(dir, "q"), 10, 32)
+	if err != nil {
+		return nil, false
+	}
+	q, ok := w.placedByID[core.QueueID(id)]
+	return q, ok
+}
+
 // inject applies a scheduled fault. A fault that cannot apply (its broker is
 // down, the budget is spent) is skipped; Stats counts the armed and struck
 // ones.
@@ -51,6 +87,18 @@ func (w *World) inject(f Fault) {
 		w.notef("fault %s", f)
 		w.stats.Armed[f.Kind]++
 		w.stats.Struck[f.Kind]++
+		return
+	case FaultCandidateDies:
+		// Armed: the next detect stage (the candidate dies), or in two
+		// draws of three the next select (a proposed member dies as the
+		// installations begin), strikes it (candidateStage). A later
+		// arrival replaces one still armed.
+		w.candidateDies, w.candidateAt = f, seam.StageDetect
+		if w.rFault.Chance(2, 3) {
+			w.candidateAt = seam.StageSelect
+		}
+		w.notef("fault %s at the next %s", f, w.candidateAt)
+		w.stats.Armed[f.Kind]++
 		return
 	case FaultPowerCycle:
 		w.notef("fault %s", f)
@@ -151,6 +199,23 @@ func (w *World) strike(b *broker, f Fault) {
 			return
 		}
 		w.mark(MarkLostDir)
+	case FaultGone:
+		if !b.up || !w.goneAllowed(b) {
+			return
+		}
+		w.notef("fault %s", f)
+		b.gone = true
+		// A process killed for good: its peers see the exit, and the
+		// controller its loss at once. (A silent power loss would be known
+		// only at the liveness expiry, and a transition proposed meanwhile
+		// may name it: see goneAllowed.)
+		w.stopProcess(b, restartNever, true)
+		w.mark(MarkGone)
+	case FaultDiskReplaced:
+		if !b.up || !w.replaceDisk(b, f) {
+			return
+		}
+		w.mark(MarkDiskReplaced)
 	case FaultUnreadable:
 		if !b.up || !w.unreadable(b, f) {
 			return
@@ -425,4 +490,241 @@ func (w *World) loseDir(b *broker, f Fault) bool {
 		return true
 	}
 	return false
+}
+
+// goneMax returns how many brokers of a world of brokers brokers the gone
+// fault may take: fewer than half the metadata group's voters, so that its
+// majority lives on (two of 5), and none of a smaller world. (Three voters
+// could lose one; but then any later loss of another voter stalls the
+// group, and the leader elected after it counts the gone broker's expiry
+// from its election: a transition it proposes meanwhile may name the gone
+// broker, and a pending transition is never replaced, the known gap of
+// goneAllowed.)
+func goneMax(brokers int) int {
+	voters := len(ctrlVoters(brokers))
+	if voters < 5 {
+		return 0
+	}
+	return (voters - 1) / 2
+}
+
+// goneAllowed reports whether b may be gone for good: fewer than goneMax
+// brokers gone so far; every queue of the profile placed (one declared
+// later could wait for b); every placed queue still able to serve at its
+// replicas' W on the brokers left (placement and activation never go below
+// it: an all_durable queue of 3 replicas on 3 brokers would stay fenced);
+// every queue b is a member of within the fault budget with b's copy
+// lost (damageAllowed counts gone members); and the metadata quiet: the
+// live set the world's, no placed queue fenced, every member of each
+// running the process its assignment names. (The controller never
+// replaces a pending transition whose candidate or proposed members are
+// lost, so a transition that names b, pending or proposed about another
+// loss before b's commits, would keep its queue fenced for ever: a known
+// gap, which the quiet shrinks to the eager failover's delay.)
+func (w *World) goneAllowed(b *broker) bool { return w.goneAllowedBut(b, 0) }
+
+// goneAllowedBut is goneAllowed with queue except (0: none) fenced, b
+// among its proposed members: the quiet then asks of the other queues
+// only that no pending transition names b (the loss that fenced except
+// fenced them too, and may have a transition on the way that names b: the
+// known gap goneAllowed keeps the gone fault from).
+func (w *World) goneAllowedBut(b *broker, except core.QueueID) bool {
+	gone := len(w.goneBrokers())
+	if gone >= goneMax(len(w.brokers)) {
+		return false
+	}
+	for i := range w.prof.Queues {
+		if _, ok := w.placed[QueueName(i)]; !ok {
+			return false
+		}
+	}
+	if ok, _ := w.checker.MetaLiveSet(w.brokerTruth()); !ok {
+		return false
+	}
+	left := len(w.brokers) - gone - 1
+	for _, id := range w.placedIDs {
+		p := w.placedByID[id]
+		if p.deleted {
+			continue
+		}
+		q, ok := w.checker.MetaQueue(p.name)
+		if !ok {
+			continue // deleted since: nothing to serve
+		}
+		n := min(q.Replicas, left)
+		if q.Policy.WriteQuorum(n, min(q.MinInsync, n)) < q.Policy.WriteQuorum(q.Replicas, min(q.MinInsync, q.Replicas)) {
+			return false
+		}
+		if (slices.Contains(p.members, b.id) || slices.Contains(p.proposed, b.id)) && !w.permanentLossAllowed(b, p) {
+			return false
+		}
+		if p.id == except {
+			continue
+		}
+		if except != 0 {
+			// Mid-recovery, the loss that fenced except fenced others
+			// too: only a transition that already names b is refused.
+			if w.checker.Fenced(p.id) && slices.Contains(p.proposed, b.id) {
+				return false
+			}
+			continue
+		}
+		if w.checker.Fenced(p.id) {
+			return false
+		}
+		for i, n := range p.members {
+			if !w.brokers[n-1].up || !w.memberLive(p, i) {
+				return false // a transition may be on its way
+			}
+		}
+	}
+	return true
+}
+
+// candidateKillNsMax bounds the delay between the recovery stage that
+// strikes an armed candidate-dies fault and the kill: short, so that the
+// broker dies in the middle of the recovery it took part in.
+const candidateKillNsMax = 200e6
+
+// candidateStage follows a recovery stage broker b reported: the
+// candidate of each queue (detect), and an armed candidate-dies fault,
+// which the stage it waits for strikes: a candidate's detect kills the
+// candidate; a worker's select (the source chosen, the installations
+// about to begin) kills a proposed member that is not the candidate, the
+// first up after a drawn one.
+func (w *World) candidateStage(b *broker, e *core.Effect) {
+	if e.Stage == seam.StageDetect {
+		w.candidates[e.Queue] = b.id
+	}
+	f := w.candidateDies
+	if f.Kind == 0 || !w.working || e.Stage != w.candidateAt {
+		return
+	}
+	victim, restartMs := b, int32(max(f.DurNs/1e6, 1))
+	if e.Stage == seam.StageDetect && w.rFault.Chance(1, 2) {
+		// The candidate gone for good, if the gone fault's rules allow
+		// it: the controller must hand its recovery to another proposed
+		// member.
+		restartMs = -1
+	}
+	if e.Stage == seam.StageSelect {
+		p := w.placedByID[e.Queue]
+		if p == nil || len(p.proposed) < 2 {
+			return // no member but the candidate: wait for another
+		}
+		victim = nil
+		k := w.rFault.Intn(len(p.proposed))
+		for i := range p.proposed {
+			o := w.brokers[p.proposed[(k+i)%len(p.proposed)]-1]
+			if o != b && o.up {
+				victim = o
+				break
+			}
+		}
+		if victim == nil {
+			return
+		}
+		restartMs = -1 // gone for good, if the gone fault's rules allow it then
+	}
+	w.candidateDies = Fault{}
+	ev := w.schedule1(w.now+w.rFault.Range(1e6, candidateKillNsMax), evCandidateKill)
+	ev.node, ev.inc, ev.q = int32(victim.id-1), victim.inc, restartMs
+	ev.from = core.NodeID(e.Queue)
+	w.notef("struck candidate-dies n%d at the %s of q=%d", victim.id, e.Stage, e.Queue)
+	w.stats.Struck[FaultCandidateDies]++
+	w.mark(MarkCandidateDies)
+}
+
+// candidateKill kills the process a candidate-dies fault struck, if it
+// still runs in the workload phase: it restarts after the fault's
+// duration, or never when the draw said so and the gone fault's rules
+// allow it with the broker's own recovery under way (goneMidRecovery).
+func (w *World) candidateKill(e *event) {
+	b := w.brokers[e.node]
+	if !w.working || !b.up || b.inc != e.inc {
+		return
+	}
+	if e.q < 0 && w.goneMidRecovery(b, core.QueueID(e.from)) {
+		w.notef("fault candidate-dies n%d inc=%d: gone for good", b.id, b.inc)
+		b.gone = true
+		w.stopProcess(b, restartNever, true)
+		w.mark(MarkGone)
+		w.mark(MarkCandidateGone)
+		return
+	}
+	restartNs := int64(max(e.q, 1)) * 1e6
+	w.notef("fault candidate-dies n%d inc=%d: killed, restarts in %d ms", b.id, b.inc, restartNs/1e6)
+	w.stopProcess(b, restartNs, true)
+}
+
+// goneMidRecovery reports whether b, a proposed member of queue q's
+// pending transition (its candidate or another), may be gone for good: the
+// gone fault's rules (goneAllowed) but for q, which is fenced, and whose
+// proposed members left without b must still meet its replicas' W (its
+// recovery then activates without b, handed to another member if b was
+// its candidate).
+func (w *World) goneMidRecovery(b *broker, q core.QueueID) bool {
+	p := w.placedByID[q]
+	if p == nil || p.deleted || !w.checker.Fenced(q) {
+		return false
+	}
+	mq, ok := w.checker.MetaQueue(p.name)
+	if !ok {
+		return false
+	}
+	n := p.proposedN - 1
+	if n < 1 || mq.Policy.WriteQuorum(n, min(mq.MinInsync, n)) < mq.Policy.WriteQuorum(mq.Replicas, min(mq.MinInsync, mq.Replicas)) {
+		return false
+	}
+	return w.goneAllowedBut(b, q)
+}
+
+// replaceDisk is a power loss of b after which it restarts (after f.DurNs)
+// on a new, empty data disk: a storage instance of its own, no queue log,
+// no binding, no marker. When the fault budget lets every queue with a
+// log on the old disk (a member's or not, as tearSector), or b a member,
+// lose b's copy;
+// the metadata disk is another device and keeps what the power loss left.
+func (w *World) replaceDisk(b *broker, f Fault) bool {
+	// Only once the profile's queues are placed and the metadata's live
+	// set is the world's: a placement on the way when the disk goes would
+	// name the lost storage instance, and of a queue of W = 1 the budget
+	// never saw (its recovery could never begin).
+	for i := range w.prof.Queues {
+		if _, ok := w.placed[QueueName(i)]; !ok {
+			return false
+		}
+	}
+	if ok, _ := w.checker.MetaLiveSet(w.brokerTruth()); !ok {
+		return false
+	}
+	var onDisk []*placedQueue
+	for _, id := range w.placedIDs {
+		q := w.placedByID[id]
+		names, err := b.fs.DurableList(logDir(id))
+		if (err == nil && len(names) > 0) || (!q.deleted && (slices.Contains(q.members, b.id) || slices.Contains(q.proposed, b.id))) {
+			// (A member's copy is lost with the storage instance its
+			// assignment names, even before its log reached the disk;
+			// so is a proposed member's: an activation may name the
+			// storage the metadata still registers for it.)
+			if !w.permanentLossAllowed(b, q) {
+				return false
+			}
+			onDisk = append(onDisk, q)
+		}
+	}
+	w.crash(b, f.DurNs)
+	b.disks++
+	b.fs = memfs.New()
+	b.fs.SetInjector(memfs.InjectorFunc(func(a memfs.Access) error { return w.diskAccess(b, a) }))
+	b.fs.SetSyncFailureDropsPages(w.rFault)
+	b.diskFullEnd = 0
+	b.storage = prng.Derive(w.seed, "storage-n"+strconv.FormatUint(uint64(b.id), 10)+"-disk"+strconv.Itoa(b.disks)) | 1
+	for _, q := range onDisk {
+		w.checker.Injected(b.id, q.id)
+	}
+	w.checker.DiskReplaced(b.id)
+	w.checker.DiskChanged(b.id)
+	w.notef("fault %s: a new disk, storage %d (%d queues' copies lost)", f, b.storage, len(onDisk))
+	return true
 }

@@ -213,6 +213,25 @@ func Draw(seed uint64) Profile {
 	if rd.Chance(1, 4) {
 		p.Faults.PerMin[FaultLostDir] = []Rate{PerMin(2), PerMin(6)}[rd.Intn(2)]
 	}
+	// A broker gone for good, from a stream of its own: on in a quarter
+	// of the seeds (the fault itself keeps to the budget and the brokers
+	// the metadata group and the queues need).
+	rg := prng.New(prng.Derive(seed, "profile-gone"))
+	if rg.Chance(1, 4) {
+		p.Faults.PerMin[FaultGone] = []Rate{PerMin(12), PerMin(30)}[rg.Intn(2)]
+	}
+	// A recovery's candidate or a proposed member dying mid-recovery,
+	// from a stream of its own: on in a quarter of the seeds.
+	rk := prng.New(prng.Derive(seed, "profile-candidate"))
+	if rk.Chance(1, 4) {
+		p.Faults.PerMin[FaultCandidateDies] = []Rate{PerMin(6), PerMin(20)}[rk.Intn(2)]
+	}
+	// A data disk replaced, from a stream of its own: on in a quarter of
+	// the seeds, as often as a lost directory.
+	rs := prng.New(prng.Derive(seed, "profile-disk"))
+	if rs.Chance(1, 4) {
+		p.Faults.PerMin[FaultDiskReplaced] = []Rate{PerMin(2), PerMin(6)}[rs.Intn(2)]
+	}
 	rr := prng.New(prng.Derive(seed, "profile-retain"))
 	if rr.Chance(1, 2) {
 		p.RetainSilentMs = []int64{500, 2000, 5000}[rr.Intn(3)]

@@ -95,13 +95,16 @@ type broker struct {
 	logBuffers seglog.Buffers
 	meta       *metamem.Disk // the metadata disk of a voter of the metadata group; nil otherwise
 	draws      *prng.Rand    // the randomness its processes' tick inputs carry
-	// storage is its storage instance (one per data directory)
+	// storage is its storage instance (one per data directory); disks:
+	// how many times its data disk was replaced (disk-replaced)
 	storage uint64
+	disks   int
 	// retainIssuedNs: by its process's log index, when the core issued
 	// the log's latest retention (it chose the point then)
 	retainIssuedNs []int64
 
 	restarting  bool    // a restart is scheduled
+	gone        bool    // struck by the gone fault: never restarts
 	paused      bool    // a pause holds every event for this broker
 	held        []event // events that arrived during the pause
 	slowSyncEnd int64
@@ -189,6 +192,17 @@ type World struct {
 	faultOrder []int32
 	faultNext  int
 	faultSeq0  uint64
+
+	// candidateDies: the candidate-dies fault armed, waiting for a
+	// recovery stage (candidateAt) to strike (Kind 0: none); candidates: per queue, the
+	// broker that last reported taking up its recovery (detect)
+	candidateDies Fault
+	candidateAt   seam.RecoveryStage
+	candidates    map[core.QueueID]core.NodeID
+	// unsound: the copies (broker, queue) whose log last reported damage
+	// or an unrepaired loss, or sealed damaged: no complete witness, by
+	// the system's own account (the permanent losses' budget counts them)
+	unsound map[unsoundKey]bool
 
 	// network faults in force: until when
 	isolated []int64   // per broker
@@ -321,6 +335,8 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 		placedIncs:        map[uint64]bool{},
 		fencedNs:          map[core.QueueID]int64{},
 		deletedNames:      map[string]bool{},
+		candidates:        map[core.QueueID]core.NodeID{},
+		unsound:           map[unsoundKey]bool{},
 		inSyncOf:          map[string]inSyncTruth{},
 		hold:              newHoldTruth(p.Brokers),
 	}
@@ -608,6 +624,8 @@ func (w *World) handle(e *event) {
 		if c := w.clients[e.cli]; c.conn == core.ClientID(e.inc) {
 			w.closeConn(c)
 		}
+	case evCandidateKill:
+		w.candidateKill(e)
 	case evAskTimeout:
 		if c := w.clients[e.cli]; c.asking && c.conn == core.ClientID(e.inc) {
 			// No answer (the broker paused, or its answer lost with a
@@ -636,14 +654,59 @@ const diskEvent = math.MaxUint64
 // crash is a power loss of b: its process dies and its disk keeps only what
 // a power loss leaves; it restarts after restartNs.
 func (w *World) crash(b *broker, restartNs int64) {
-	b.fs.Crash(w.rFault)
+	if w.crashMayTear(b) {
+		w.mayHaveTorn(b)
+		b.fs.Crash(w.rFault)
+	} else {
+		b.fs.CrashClean()
+	}
 	w.powerLossCtrl(b)
 	w.checker.DiskChanged(b.id)
 	w.stopProcess(b, restartNs, false)
 }
 
+// crashMayTear reports whether a power loss of b may lose, keep or tear
+// its unsynced writes as it falls out: not when a queue b holds a copy of
+// lost another member's for good (a gone broker, a replaced disk) and has
+// no copy to spare, counting b's: a torn tail makes b's seal a damaged
+// one, no witness (the log cannot tell a torn unsynced write from a lost
+// synced one), and such a queue could then never gather its witnesses.
+// Its unsynced writes are then dropped whole (CrashClean): the power loss
+// still ends the process and loses what was not synced.
+func (w *World) crashMayTear(b *broker) bool {
+	for _, id := range w.placedIDs {
+		p := w.placedByID[id]
+		if p.deleted || !slices.Contains(p.members, b.id) {
+			continue
+		}
+		permanent := false
+		for i, n := range p.members {
+			o := w.brokers[n-1]
+			// (A member's copy lost for good: its broker gone, or its disk
+			// replaced since the assignment named its storage.)
+			permanent = permanent || (n != b.id && (o.gone || (i < len(p.storages) && o.storage != p.storages[i])))
+		}
+		if permanent && !w.permanentLossAllowed(b, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// mayHaveTorn notes every copy b holds unsound until its restart's open
+// says otherwise: a power loss or a failed sync may have torn it, and the
+// next broker a power cycle takes is judged with it.
+func (w *World) mayHaveTorn(b *broker) {
+	for _, id := range w.placedIDs {
+		if p := w.placedByID[id]; !p.deleted && slices.Contains(p.members, b.id) {
+			w.noteSound(b.id, id, false)
+		}
+	}
+}
+
 // stopProcess ends b's process (its memory is gone; its disk and page cache
-// stay as they are) and restarts it after restartNs. After a power loss its
+// stay as they are) and restarts it after restartNs (never when restartNs
+// is restartNever). After a power loss its
 // connections die at once; after an exit, the replies it already sent (in
 // the kernel's socket buffers) still arrive, then the connections close.
 func (w *World) stopProcess(b *broker, restartNs int64, exited bool) {
@@ -681,9 +744,16 @@ func (w *World) stopProcess(b *broker, restartNs int64, exited bool) {
 		}
 	}
 	w.placedBrokerGone(b.id)
+	if restartNs == restartNever {
+		return
+	}
 	b.restarting = true
 	w.schedule1(w.now+restartNs, evRestart).node = int32(b.id - 1)
 }
+
+// restartNever is the restart delay of a process that never restarts (the
+// gone fault's).
+const restartNever = -1
 
 // closeConn closes c's connection to a dead process; c reconnects later,
 // asking first where its queue lives now.
@@ -726,7 +796,7 @@ func (w *World) resume(b *broker) {
 }
 
 // heal ends the workload phase: faults stop, partitions heal, every broker
-// runs, publishers stop after one probe each.
+// runs but the gone ones, publishers stop after one probe each.
 func (w *World) heal() {
 	w.working = false
 	w.healNs = w.now
@@ -748,7 +818,7 @@ func (w *World) heal() {
 		if b.up && b.paused {
 			w.resume(b)
 		}
-		if !b.up && !b.restarting {
+		if !b.up && !b.restarting && !b.gone {
 			w.startBroker(b)
 		}
 	}
@@ -1213,7 +1283,7 @@ const shortListedMax = 8
 // for.
 func (w *World) outstanding() string {
 	var parts []string
-	short, up := 0, w.upBrokers()
+	short, up, gone := 0, w.upBrokers(), w.goneBrokers()
 	for _, c := range w.clients {
 		if c.kind != publisher {
 			continue
@@ -1242,7 +1312,7 @@ func (w *World) outstanding() string {
 		if ok, why := w.checker.Converged(p.id); !ok {
 			parts = append(parts, fmt.Sprintf("placed %s (q=%d) not converged (%s)", name, p.id, why))
 		}
-		if why := w.checker.MetaShort(name, up); why != "" {
+		if why := w.checker.MetaShort(name, up, gone); why != "" {
 			short++
 			if short <= shortListedMax {
 				parts = append(parts, fmt.Sprintf("placed %s (q=%d) short of full health: %s", name, p.id, why))
@@ -1258,7 +1328,7 @@ func (w *World) outstanding() string {
 		parts = append(parts, fmt.Sprintf("%d more placed queues short of full health", short-shortListedMax))
 	}
 	for _, b := range w.brokers {
-		if !b.up {
+		if !b.up && !b.gone {
 			parts = append(parts, fmt.Sprintf("n%d is down", b.id))
 		}
 	}
