@@ -591,10 +591,17 @@ func (n *Node) stagePublished(p *placedGroup) {
 	}
 	if p.activateAfterPublish {
 		p.activateAfterPublish = false
-		if q, ok := placedQueue(n.ctrl.Metadata(), p.queue); ok && q.Incarnation == p.incarnation && q.Assigned &&
-			!q.Assignment.Fenced && n.mine(&q.Assignment) && p.epoch != q.Assignment.Epoch {
-			n.activated(p, q)
-		}
+		n.activateDeferred(p)
+	}
+}
+
+// activateDeferred starts the group of placed queue p that waited (for a
+// publish, or a seal of its old log), if the committed assignment still
+// names this process and its group does not run that epoch yet.
+func (n *Node) activateDeferred(p *placedGroup) {
+	if q, ok := placedQueue(n.ctrl.Metadata(), p.queue); ok && q.Incarnation == p.incarnation && q.Assigned &&
+		!q.Assignment.Fenced && n.mine(&q.Assignment) && p.epoch != q.Assignment.Epoch {
+		n.activated(p, q)
 	}
 }
 

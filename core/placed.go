@@ -54,8 +54,11 @@ type placedGroup struct {
 	publishing           *seam.LogState
 	activateAfterPublish bool
 	// fresh: the generation a new copy's learner opens for its copy, its
-	// log holding an older history of the queue (keepApart); 0: none
-	fresh uint64
+	// log holding an older history of the queue (keepApart); 0: none;
+	// activateAfterSeal: such a copy waits for a seal of the old log
+	// still under way, and its group starts once that seal ends
+	fresh             uint64
+	activateAfterSeal bool
 	// binding: what the live log's storage binding says of it
 	// (bindingChecked)
 	binding bindState
@@ -554,6 +557,14 @@ func (n *Node) keepApart(p *placedGroup, q *metadata.Queue, st *seam.LogState) b
 	}
 	if (st.End == st.Start && len(st.Epochs) == 0 && st.Damage == "") || st.Generation >= a.Epoch {
 		return false
+	}
+	if j := n.sealer.job; j != nil && j.req.Queue == p.queue {
+		// A seal of the old log is under way (asked for a transition
+		// that has activated since): publishing the fresh generation
+		// now would leave it describing a log that is no longer the
+		// live one. The copy starts once the seal ends.
+		p.activateAfterSeal = true
+		return true
 	}
 	p.fresh = a.Epoch
 	n.recoveryNote(p.queue, "queue %d: n%d's log [%d,%d) generation %d is an older history: its copy for epoch %d starts in generation %d",

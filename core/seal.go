@@ -532,6 +532,16 @@ func (n *Node) sealMade() {
 		n.sealAnswer(w, &j.seal)
 	}
 	s.job = nil
+	n.sealEnded(j.req.Queue)
+}
+
+// sealEnded starts a new copy's group that waited for the seal of queue q
+// to end (keepApart).
+func (n *Node) sealEnded(q QueueID) {
+	if i := n.placedIndex(q); i >= 0 && n.placed[i].activateAfterSeal {
+		n.placed[i].activateAfterSeal = false
+		n.activateDeferred(&n.placed[i])
+	}
 }
 
 // sealStorage takes the completion of a seal's storage effect.
@@ -596,6 +606,7 @@ func (n *Node) sealEnd(why string) {
 	for _, w := range j.waiters {
 		n.sealRefuse(w, j.req, recovery.RefusedFor, why)
 	}
+	n.sealEnded(j.req.Queue)
 }
 
 func (n *Node) sealAnswer(to NodeID, s *recovery.Seal) {
