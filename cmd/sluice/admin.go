@@ -175,20 +175,7 @@ func runRecovery(args []string, e env) int {
 	if *epoch != 0 {
 		form.Set("epoch", strconv.FormatUint(*epoch, 10))
 	}
-	client := &http.Client{Timeout: 15 * time.Second}
-	resp, err := client.PostForm("http://"+*addr+"/recovery/retry", form)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "sluice recovery: %v\n", err)
-		return 1
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode != http.StatusOK {
-		fmt.Fprintf(e.stderr, "sluice recovery: %s: %s", resp.Status, body)
-		return 1
-	}
-	e.stdout.Write(body)
-	return 0
+	return postAdmin(e, "sluice recovery", *addr, "/recovery/retry", form)
 }
 
 const drainAbout = `Marks broker NODE draining: the controller places no new queue on it
@@ -215,16 +202,22 @@ func runDrain(args []string, e env) int {
 	if err != nil || node == 0 {
 		return c.fail(e, fmt.Sprintf("broker %q: want a node id from 1", pos[0]))
 	}
+	return postAdmin(e, "sluice drain", *addr, "/drain", url.Values{"node": {pos[0]}, "draining": {strconv.FormatBool(!*undo)}})
+}
+
+// postAdmin posts form to path on a broker's HTTP address and prints its
+// answer: exit status 0 when it says 200 OK, else 1 with what it said.
+func postAdmin(e env, name, addr, path string, form url.Values) int {
 	client := &http.Client{Timeout: 15 * time.Second}
-	resp, err := client.PostForm("http://"+*addr+"/drain", url.Values{"node": {pos[0]}, "draining": {strconv.FormatBool(!*undo)}})
+	resp, err := client.PostForm("http://"+addr+path, form)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "sluice drain: %v\n", err)
+		fmt.Fprintf(e.stderr, "%s: %v\n", name, err)
 		return 1
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode != http.StatusOK {
-		fmt.Fprintf(e.stderr, "sluice drain: %s: %s", resp.Status, body)
+		fmt.Fprintf(e.stderr, "%s: %s: %s", name, resp.Status, body)
 		return 1
 	}
 	e.stdout.Write(body)

@@ -2,11 +2,8 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/sluicemq/sluice/core/metadata"
 )
@@ -38,18 +35,5 @@ func runSettings(args []string, e env) int {
 	if _, err := metadata.ParseSetting(pos[1], pos[2]); err != nil {
 		return c.fail(e, err.Error())
 	}
-	client := &http.Client{Timeout: 15 * time.Second}
-	resp, err := client.PostForm("http://"+*addr+"/settings", url.Values{"key": {pos[1]}, "value": {pos[2]}})
-	if err != nil {
-		fmt.Fprintf(e.stderr, "sluice settings: %v\n", err)
-		return 1
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode != http.StatusOK {
-		fmt.Fprintf(e.stderr, "sluice settings: %s: %s", resp.Status, body)
-		return 1
-	}
-	e.stdout.Write(body)
-	return 0
+	return postAdmin(e, "sluice settings", *addr, "/settings", url.Values{"key": {pos[1]}, "value": {pos[2]}})
 }

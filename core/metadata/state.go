@@ -387,19 +387,34 @@ func (s *State) transition(c *Command) (string, error) {
 	return fmt.Sprintf("fenced %q epoch=%d, pending epoch=%d", c.Queue, c.Epoch, c.Epoch+1), nil
 }
 
+// pendingBound returns the queue whose pending transition command c names
+// exactly: its incarnation, the fenced assignment's epoch and the
+// transition's digest (an activation or a handoff acts on that transition
+// only, never on a later one).
+func (s *State) pendingBound(c *Command) (*Queue, error) {
+	q, err := s.placed(c)
+	if err != nil {
+		return nil, err
+	}
+	a := &q.Assignment
+	switch {
+	case !q.Assigned || !a.Fenced:
+		return nil, refuse("queue %q has no pending transition", c.Queue)
+	case a.Epoch != c.Epoch || a.Pending.Digest != c.Digest:
+		return nil, refuse("queue %q's pending transition is from epoch %d, digest %x, not %d, %x", c.Queue, a.Epoch, a.Pending.Digest[:6], c.Epoch, c.Digest[:6])
+	}
+	return q, nil
+}
+
 // handoff gives a pending transition's recovery to another proposed
 // member while its candidate is gone or draining.
 func (s *State) handoff(c *Command) (string, error) {
-	q, err := s.placed(c)
+	q, err := s.pendingBound(c)
 	if err != nil {
 		return "", err
 	}
 	a := &q.Assignment
 	switch {
-	case !q.Assigned || !a.Fenced:
-		return "", refuse("queue %q has no pending transition", c.Queue)
-	case a.Epoch != c.Epoch || a.Pending.Digest != c.Digest:
-		return "", refuse("queue %q's pending transition is from epoch %d, digest %x, not %d, %x", c.Queue, a.Epoch, a.Pending.Digest[:6], c.Epoch, c.Digest[:6])
 	case a.Candidate() != c.Node:
 		return "", refuse("queue %q's candidate is n%d, not n%d", c.Queue, a.Candidate(), c.Node)
 	case !slices.Contains(a.Pending.Proposed.Slice(), c.Candidate):
@@ -458,16 +473,12 @@ func (s *State) setInSync(c *Command) (string, error) {
 // the new W of them installed, the owner among them. The new epoch's
 // assignment admits writes; its in-sync set is the installed members.
 func (s *State) activate(c *Command) (string, error) {
-	q, err := s.placed(c)
+	q, err := s.pendingBound(c)
 	if err != nil {
 		return "", err
 	}
 	a := &q.Assignment
 	switch {
-	case !q.Assigned || !a.Fenced:
-		return "", refuse("queue %q has no pending transition", c.Queue)
-	case a.Epoch != c.Epoch || a.Pending.Digest != c.Digest:
-		return "", refuse("queue %q's pending transition is from epoch %d, digest %x, not %d, %x", c.Queue, a.Epoch, a.Pending.Digest[:6], c.Epoch, c.Digest[:6])
 	case c.Members.N > a.Pending.Proposed.N:
 		return "", refuse("queue %q: %d members, the transition proposed %v", c.Queue, c.Members.N, a.Pending.Proposed.Slice())
 	case q.Policy.WriteQuorum(c.Members.N, min(q.MinInsync, c.Members.N)) < q.Policy.WriteQuorum(q.Replicas, min(q.MinInsync, q.Replicas)):

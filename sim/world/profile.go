@@ -207,30 +207,26 @@ func Draw(seed uint64) Profile {
 	// seeds a follower silent for 0.5 to 5 s stops protecting its owner's
 	// log (seed 000's 60 s would outlast every run), and retentions come
 	// in smaller steps.
-	// A lost or emptied directory, from a stream of its own: on in a
-	// quarter of the seeds.
-	rd := prng.New(prng.Derive(seed, "profile-lostdir"))
-	if rd.Chance(1, 4) {
-		p.Faults.PerMin[FaultLostDir] = []Rate{PerMin(2), PerMin(6)}[rd.Intn(2)]
-	}
-	// A broker gone for good, from a stream of its own: on in a quarter
-	// of the seeds (the fault itself keeps to the budget and the brokers
-	// the metadata group and the queues need).
-	rg := prng.New(prng.Derive(seed, "profile-gone"))
-	if rg.Chance(1, 4) {
-		p.Faults.PerMin[FaultGone] = []Rate{PerMin(12), PerMin(30)}[rg.Intn(2)]
-	}
-	// A recovery's candidate or a proposed member dying mid-recovery,
-	// from a stream of its own: on in a quarter of the seeds.
-	rk := prng.New(prng.Derive(seed, "profile-candidate"))
-	if rk.Chance(1, 4) {
-		p.Faults.PerMin[FaultCandidateDies] = []Rate{PerMin(6), PerMin(20)}[rk.Intn(2)]
-	}
-	// A data disk replaced, from a stream of its own: on in a quarter of
-	// the seeds, as often as a lost directory.
-	rs := prng.New(prng.Derive(seed, "profile-disk"))
-	if rs.Chance(1, 4) {
-		p.Faults.PerMin[FaultDiskReplaced] = []Rate{PerMin(2), PerMin(6)}[rs.Intn(2)]
+	// The faults of lost copies and dying candidates, each from a stream
+	// of its own (so that the rest of a seed's profile stays as it was):
+	// each on in a quarter of the seeds, at one of two rates. A lost or
+	// emptied directory, and a data disk replaced as often; a broker gone
+	// for good (the fault itself keeps to the budget and the brokers the
+	// metadata group and the queues need); a recovery's candidate or a
+	// proposed member dying mid-recovery.
+	for _, f := range []struct {
+		stream string
+		kind   FaultKind
+		rates  [2]Rate
+	}{
+		{"profile-lostdir", FaultLostDir, [2]Rate{PerMin(2), PerMin(6)}},
+		{"profile-gone", FaultGone, [2]Rate{PerMin(12), PerMin(30)}},
+		{"profile-candidate", FaultCandidateDies, [2]Rate{PerMin(6), PerMin(20)}},
+		{"profile-disk", FaultDiskReplaced, [2]Rate{PerMin(2), PerMin(6)}},
+	} {
+		if r := prng.New(prng.Derive(seed, f.stream)); r.Chance(1, 4) {
+			p.Faults.PerMin[f.kind] = f.rates[r.Intn(2)]
+		}
 	}
 	rr := prng.New(prng.Derive(seed, "profile-retain"))
 	if rr.Chance(1, 2) {
