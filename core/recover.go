@@ -64,6 +64,10 @@ const (
 	// a seal takes a sync, and with several workers per broker their
 	// requests meet on the same brokers
 	recoveryBusyRetryNs = 50_000_000
+	// recoveryActivateGraceNs: how long an activation that W installations
+	// allow waits for the other live proposed members' installations
+	// before it leaves them to join as learners.
+	recoveryActivateGraceNs = 250_000_000
 )
 
 // recoveryBackoff returns the backoff after one of backoffNs asking node.
@@ -80,6 +84,7 @@ type recoveryAsk struct {
 	nextNs    int64 // when to ask (again)
 	backoffNs int64
 	sealed    bool
+	gone      bool // refused for good: its storage is not the transition's
 	// process: the node's process the metadata registered when it was
 	// last asked; a new one is news that ends the backoff
 	process uint64
@@ -114,9 +119,12 @@ type recoveryWork struct {
 	srcEpochs  []seam.EpochStart
 	installs   []installAsk
 	activateNs int64
-	detectNs   int64 // when the worker took the transition up (after its commit), at its first attempt
-	startNs    int64 // when this attempt began (its deadline runs from here)
-	blockedNs  int64 // when it blocked
+	// quorumNs: when the installations first sufficed for an activation
+	// while live proposed members had not installed (0: not so)
+	quorumNs  int64
+	detectNs  int64 // when the worker took the transition up (after its commit), at its first attempt
+	startNs   int64 // when this attempt began (its deadline runs from here)
+	blockedNs int64 // when it blocked
 	// blockedOn: the replica whose sealed read blocked the verification
 	// (0: none), asked for its seal again at blockedAskNs
 	blockedOn    NodeID
@@ -295,7 +303,7 @@ func (n *Node) recoveryWorkTick(md *metadata.State, w *recoveryWork) {
 			// of a backoff that may have grown to recoveryBackoffMaxNs.
 			a.process, a.nextNs = b.Process, min(a.nextNs, n.x.NowNs)
 		}
-		if a.sealed || n.x.NowNs < a.nextNs {
+		if a.sealed || a.gone || n.x.NowNs < a.nextNs {
 			continue
 		}
 		a.nextNs, a.askedNs = n.x.NowNs+a.backoffNs, n.x.NowNs
@@ -786,6 +794,19 @@ func (n *Node) sealRefusedBy(from NodeID, r recovery.SealRefused) {
 	default:
 		w.sealRefused = true
 	}
+	if r.Code == recovery.RefusedStorageReplaced && !r.Read && !r.Install {
+		// That copy never seals: asking it again is useless, and the
+		// witnesses left may no longer reach R (a block, set aside soon,
+		// rather than a worker kept from every other queue until the
+		// attempt's deadline).
+		if i := slices.IndexFunc(w.asks, func(a recoveryAsk) bool { return a.node == from }); i >= 0 {
+			w.asks[i].gone = true
+		}
+		w.coll.Gone(from)
+		if why := w.coll.BlockedWhy(); why != 0 && w.blockedWhy == 0 {
+			n.recoveryBlocked(w, why, w.coll.Blocked())
+		}
+	}
 	n.recoveryNote(w.t.Queue, "recovery q=%d n%d did not %s (%s): %s", w.t.Queue, from, what, r.Code, r.Reason)
 	if r.Read && !busy && from != n.x.Node {
 		// Its seal is gone (a restart): it seals again, its log frozen,
@@ -953,6 +974,7 @@ func (n *Node) recoveryActivate(w *recoveryWork) {
 	}
 	c := metadata.Command{Kind: metadata.Activate, Queue: q.Name, Incarnation: q.Incarnation, Epoch: q.Assignment.Epoch,
 		Digest: q.Assignment.Pending.Digest}
+	var waiting []metadata.Member // live proposed members not installed yet
 	for _, p := range q.Assignment.Pending.Proposed.Slice() {
 		b, ok := md.Broker(p)
 		if !ok || !b.Live {
@@ -961,17 +983,47 @@ func (n *Node) recoveryActivate(w *recoveryWork) {
 			}
 			continue // gone: left out
 		}
-		c.Members.M[c.Members.N] = metadata.Member{Node: p, Process: b.Process, Storage: b.Storage}
-		c.Members.N++
+		m := metadata.Member{Node: p, Process: b.Process, Storage: b.Storage}
 		i := slices.IndexFunc(w.installs, func(a installAsk) bool { return a.node == p })
-		if i >= 0 && w.installs[i].receipt != nil && w.installs[i].receipt.Process == b.Process && w.installs[i].receipt.Storage == b.Storage {
-			c.InSync.ID[c.InSync.N] = p
-			c.InSync.N++
+		if i < 0 || w.installs[i].receipt == nil || w.installs[i].receipt.Process != b.Process || w.installs[i].receipt.Storage != b.Storage {
+			waiting = append(waiting, m)
+			continue
+		}
+		c.Members.M[c.Members.N] = m
+		c.Members.N++
+		c.InSync.ID[c.InSync.N] = p
+		c.InSync.N++
+	}
+	configuredW := q.Policy.WriteQuorum(q.Replicas, min(q.MinInsync, q.Replicas))
+	wOf := func(members int) int { return q.Policy.WriteQuorum(members, min(q.MinInsync, members)) }
+	if c.InSync.N == 0 || c.InSync.N < configuredW {
+		w.quorumNs = 0
+		return // too few installed: wait
+	}
+	if len(waiting) > 0 {
+		if w.quorumNs == 0 {
+			w.quorumNs = n.x.NowNs
+		}
+		if n.x.NowNs < w.quorumNs+recoveryActivateGraceNs {
+			return // the others' installations are on their way, as a rule
 		}
 	}
+	// The members: the installed ones, and of the others only as many as
+	// the queue's configured W needs (a majority of fewer copies confirms
+	// on fewer than the operator asked for). A member that never installed
+	// would count in the next recovery's E as a witness to wait for (its
+	// registration may outlive its process, or its disk); the rest get
+	// their copies back as learners.
+	for _, m := range waiting {
+		if wOf(c.Members.N) >= configuredW {
+			break
+		}
+		c.Members.M[c.Members.N] = m
+		c.Members.N++
+	}
+	slices.SortFunc(c.Members.M[:c.Members.N], func(a, b metadata.Member) int { return cmp.Compare(a.Node, b.Node) })
 	members := c.Members.N
-	if c.InSync.N == 0 || c.InSync.N < q.Policy.WriteQuorum(members, min(q.MinInsync, members)) ||
-		q.Policy.WriteQuorum(members, min(q.MinInsync, members)) < q.Policy.WriteQuorum(q.Replicas, min(q.MinInsync, q.Replicas)) {
+	if c.InSync.N < wOf(members) || wOf(members) < configuredW {
 		return // too few installed, or too few live for the queue's W: wait
 	}
 	if !n.oldOwnerStopped(w, &q) && n.x.NowNs < w.detectNs+ownerLeaseNs+leaseMarginNs {

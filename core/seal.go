@@ -227,7 +227,7 @@ func (n *Node) sealRequested(from NodeID, req recovery.SealRequest) {
 		// an installation of the same transition ended for it, would hold
 		// up the installation the worker asks for with the seal, at every
 		// retry the same way, for ever.
-		n.sealRefuse(from, req, recovery.RefusedFor, why)
+		n.sealRefuse(from, req, recovery.RefusedStorageReplaced, why)
 		return
 	}
 	if i := n.placedIndex(req.Queue); i >= 0 && n.placed[i].publishing != nil {
@@ -394,7 +394,17 @@ func (n *Node) sealRetained(st *seam.LogState) {
 	if st.End > st.Start {
 		j.seal.LastEpoch = seam.EpochAt(st.Epochs, st.End-1)
 	}
-	j.seal.Damaged = st.Unrepaired || st.Damage != ""
+	// A log this storage never bound (no marker beside its directory, no
+	// binding) acknowledged nothing: a replica binds its log before
+	// anything runs on it. One that holds no record, whose damage is at
+	// most a tail no later sync lies beyond (its first segment's creation
+	// cut short by a full disk or a power loss), is a new, empty log: a
+	// whole witness that it holds nothing. Taken as damaged, it would
+	// leave a recovery whose other previous member never returns waiting
+	// for ever.
+	newEmpty := !st.BoundBefore && len(st.Binding) == 0 && st.BindingDamage == "" &&
+		st.End == st.Start && len(st.Epochs) == 0 && !st.DamageDurable
+	j.seal.Damaged = !newEmpty && (st.Unrepaired || st.Damage != "")
 	// A sync first, as behind a running group: an installation that ended
 	// unfinished (its transition replaced) may have left appends not yet
 	// durable, and a seal reports only what the disk holds.

@@ -109,6 +109,7 @@ func (g *Group) placementCheck() {
 			g.proposeNewCopy(q, load) // learner.go
 		case q.Assignment.Fenced:
 			g.proposeHandoff(q)
+			g.proposeReplacements(q, load)
 		}
 	}
 }
@@ -138,6 +139,44 @@ func (g *Group) proposeHandoff(q *metadata.Queue) {
 	}
 	g.proposePlacement(metadata.Command{Kind: metadata.Handoff, Queue: q.Name, Incarnation: q.Incarnation, Epoch: a.Epoch,
 		Digest: a.Pending.Digest, Node: from, Candidate: to})
+}
+
+// proposeReplacements re-proposes a fenced queue's pending transition when
+// too few of its proposed members are live for the queue's configured W
+// (a replacement that died mid-recovery, or a broker gone for good, would
+// keep it fenced for ever): the live proposed members stay, and live,
+// undrained brokers outside the proposal take the others' places, as
+// many as there are. With too few of those the queue waits, as it does
+// for a first transition.
+func (g *Group) proposeReplacements(q *metadata.Queue, load loads) {
+	a := &q.Assignment
+	var keep []seam.NodeID
+	for _, n := range a.Pending.Proposed.Slice() {
+		if b, ok := g.md.Broker(n); ok && b.Live {
+			keep = append(keep, n)
+		}
+	}
+	wOf := func(n int) int { return q.Policy.WriteQuorum(n, min(q.MinInsync, n)) }
+	configuredW := wOf(q.Replicas)
+	if len(keep) > 0 && wOf(len(keep)) >= configuredW {
+		return // it can activate with those
+	}
+	ms, _, _ := g.choose(load, a.Pending.Proposed.N-len(keep), a.Pending.Proposed.Slice())
+	var proposed metadata.Nodes
+	for _, n := range keep {
+		proposed.ID[proposed.N] = n
+		proposed.N++
+	}
+	for _, m := range ms.Slice() {
+		proposed.ID[proposed.N] = m.Node
+		proposed.N++
+	}
+	slices.Sort(proposed.ID[:proposed.N])
+	if proposed.N == 0 || proposed == a.Pending.Proposed || wOf(proposed.N) < configuredW {
+		return // too few live brokers: wait
+	}
+	g.proposePlacement(metadata.Command{Kind: metadata.Repropose, Queue: q.Name, Incarnation: q.Incarnation, Epoch: a.Epoch,
+		Digest: a.Pending.Digest, Proposed: proposed})
 }
 
 // available reports whether broker n is live and not draining.

@@ -87,15 +87,25 @@ const (
 	// change. Refused unless the queue is incarnation Incarnation and
 	// fenced with that transition pending.
 	RetryRecovery Kind = 14
+	// Repropose replaces the proposed set of queue Name's pending
+	// transition from epoch Epoch (bound by Digest, the pending one) with
+	// Proposed, while the pending transition cannot activate: fewer of its
+	// proposed members are live than the queue's configured W needs. The
+	// previous members, the fencing epoch and the epoch it would activate
+	// stay; the transition's digest becomes TransitionDigest of the new
+	// proposal, so every seal, installation and activation of the old one
+	// no longer counts, and the candidate is chosen afresh.
+	Repropose Kind = 15
 	// kindEnd is one past the last kind. (Written out: a bare name here
 	// would repeat the line above's value, and did, naming Activate
 	// "kind10" in every trace.)
-	kindEnd Kind = 15
+	kindEnd Kind = 16
 )
 
 var kindNames = [...]string{SetSetting: "set", RegisterBroker: "register", BrokerDown: "down",
 	Drain: "drain", DeclareQueue: "declare", DeleteQueue: "delete", Assign: "assign", Transition: "transition", SetInSync: "in-sync", Activate: "activate",
-	AddLearner: "add-learner", AdmitLearner: "admit", Handoff: "handoff", RetryRecovery: "retry-recovery"}
+	AddLearner: "add-learner", AdmitLearner: "admit", Handoff: "handoff", RetryRecovery: "retry-recovery",
+	Repropose: "repropose"}
 
 func (k Kind) String() string {
 	if k > 0 && k < kindEnd {
@@ -237,7 +247,7 @@ func (c *Command) Validate() error {
 			return fmt.Errorf("declare %s: min in-sync %d, want 1 to the replica count %d", c.Queue, c.MinInsync, c.Replicas)
 		}
 		return nil
-	case Assign, Transition, SetInSync, Activate, AddLearner, AdmitLearner, Handoff, RetryRecovery:
+	case Assign, Transition, SetInSync, Activate, AddLearner, AdmitLearner, Handoff, RetryRecovery, Repropose:
 		if err := checkQueueName(c.Queue); err != nil {
 			return err
 		}
@@ -259,7 +269,7 @@ func (c *Command) Validate() error {
 			}
 			return nil
 		}
-		if c.Kind == Transition {
+		if c.Kind == Transition || c.Kind == Repropose {
 			return checkNodes(c.Proposed.Slice())
 		}
 		if c.Kind == SetInSync {
@@ -355,7 +365,7 @@ func (c *Command) Encode(dst []byte) []byte {
 		dst = binary.AppendUvarint(dst, c.Epoch)
 		dst = binary.AppendUvarint(dst, uint64(c.Owner))
 		dst = appendMembers(dst, &c.Members)
-	case Transition:
+	case Transition, Repropose:
 		dst = appendStr(dst, c.Queue)
 		dst = binary.AppendUvarint(dst, c.Incarnation)
 		dst = binary.AppendUvarint(dst, c.Epoch)
@@ -470,7 +480,7 @@ func Decode(b []byte) (Command, error) {
 		c.Epoch = r.uvarint()
 		c.Owner = r.node()
 		c.Members = r.members()
-	case Transition:
+	case Transition, Repropose:
 		c.Queue = r.str(QueueNameBytesMax)
 		c.Incarnation = r.uvarint()
 		c.Epoch = r.uvarint()
@@ -679,8 +689,8 @@ func (c *Command) String() string {
 		return s + "]"
 	case SetInSync:
 		return fmt.Sprintf("in-sync %q incarnation=%d epoch=%d in-sync=%v version=%d", c.Queue, c.Incarnation, c.Epoch, c.InSync.Slice(), c.InSyncVersion)
-	case Transition:
-		return fmt.Sprintf("transition %q incarnation=%d epoch=%d proposed=%v digest=%x", c.Queue, c.Incarnation, c.Epoch,
+	case Transition, Repropose:
+		return fmt.Sprintf("%s %q incarnation=%d epoch=%d proposed=%v digest=%x", c.Kind, c.Queue, c.Incarnation, c.Epoch,
 			c.Proposed.Slice(), c.Digest[:6])
 	case Activate:
 		s := fmt.Sprintf("activate %q incarnation=%d epoch=%d digest=%x owner=n%d members=[", c.Queue, c.Incarnation, c.Epoch, c.Digest[:6], c.Owner)

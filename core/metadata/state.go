@@ -247,6 +247,8 @@ func (s *State) Apply(index uint64, c *Command) (string, error) {
 		return s.handoff(c)
 	case RetryRecovery:
 		return s.retryRecovery(c)
+	case Repropose:
+		return s.repropose(c)
 	case DeleteQueue:
 		i, ok := s.queueIndex(c.Queue)
 		if !ok {
@@ -385,6 +387,39 @@ func (s *State) transition(c *Command) (string, error) {
 	a.Pending = PendingTransition{Epoch: c.Epoch + 1, Proposed: c.Proposed, Digest: c.Digest}
 	a.Learner = Member{} // the transition's recovery decides the members now
 	return fmt.Sprintf("fenced %q epoch=%d, pending epoch=%d", c.Queue, c.Epoch, c.Epoch+1), nil
+}
+
+// repropose replaces a pending transition's proposed set while too few of
+// its proposed members are live for the queue's configured W (a proposed
+// broker that left the live set for good would keep it fenced for ever).
+func (s *State) repropose(c *Command) (string, error) {
+	q, err := s.pendingBound(c)
+	if err != nil {
+		return "", err
+	}
+	a := &q.Assignment
+	live := 0
+	for _, n := range a.Pending.Proposed.Slice() {
+		if b, ok := s.Broker(n); ok && b.Live {
+			live++
+		}
+	}
+	configuredW := q.Policy.WriteQuorum(q.Replicas, min(q.MinInsync, q.Replicas))
+	switch {
+	case q.Policy.WriteQuorum(live, min(q.MinInsync, live)) >= configuredW && live > 0:
+		return "", refuse("queue %q: %d of the proposed %v are live, enough for W", c.Queue, live, a.Pending.Proposed.Slice())
+	case c.Proposed.N == 0 || c.Proposed == a.Pending.Proposed:
+		return "", refuse("queue %q: proposed %v replaces nothing", c.Queue, c.Proposed.Slice())
+	case q.Policy.WriteQuorum(c.Proposed.N, min(q.MinInsync, c.Proposed.N)) < configuredW:
+		return "", refuse("queue %q: proposed %v would confirm on fewer copies than its %d replicas' W", c.Queue, c.Proposed.Slice(), q.Replicas)
+	}
+	for _, n := range c.Proposed.Slice() {
+		if b, ok := s.Broker(n); !ok || !b.Live {
+			return "", refuse("queue %q: proposed n%d is not a live broker", c.Queue, n)
+		}
+	}
+	a.Pending = PendingTransition{Epoch: a.Pending.Epoch, Proposed: c.Proposed, Digest: TransitionDigest(q, &c.Proposed)}
+	return fmt.Sprintf("re-proposed %q pending epoch=%d proposed=%v digest=%x", c.Queue, a.Pending.Epoch, c.Proposed.Slice(), a.Pending.Digest[:6]), nil
 }
 
 // pendingBound returns the queue whose pending transition command c names

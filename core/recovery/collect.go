@@ -39,6 +39,7 @@ type Collection struct {
 	t          Transition
 	r          int              // R = E - W + 1 (0: not an R collection, an isr one)
 	seals      []Seal           // at most one per previous replica, in arrival order
+	gone       []seam.NodeID    // previous replicas that never seal (their storage replaced)
 	blocked    string           // the block's detail
 	blockedWhy seam.AsideReason // non-zero: blocked (contradictory evidence, lost copies); the collection stops
 }
@@ -115,6 +116,22 @@ func (c *Collection) Add(s Seal) error {
 	return nil
 }
 
+// Gone records that previous replica node never seals this transition
+// (its storage is another instance than the one the transition names: a
+// replaced disk). Once the replicas left cannot make Threshold complete
+// witnesses, and with one gone every replica can no longer seal, the
+// collection blocks (Blocked says so): the queue stays fenced with the
+// loss reported, and the worker is free for other queues. A node that is
+// no previous replica, or already sealed, changes nothing.
+func (c *Collection) Gone(node seam.NodeID) {
+	if !slices.ContainsFunc(c.t.Previous, func(r Replica) bool { return r.Node == node }) ||
+		slices.Contains(c.gone, node) || slices.ContainsFunc(c.seals, func(s Seal) bool { return s.Node == node }) {
+		return
+	}
+	c.gone = append(c.gone, node)
+	c.blockIfLost()
+}
+
 // Blocked says why the collection cannot complete (contradictory
 // evidence), or "".
 func (c *Collection) Blocked() string { return c.blocked }
@@ -153,11 +170,33 @@ func (c *Collection) Complete() bool {
 // too few are complete witnesses, and W or more of them lost what they
 // acknowledged.
 func (c *Collection) blockIfLost() {
-	if lost := c.lost(); c.blockedWhy == 0 && c.AllSealed() && c.Witnesses() < c.Threshold() && lost >= c.t.W {
+	if c.blockedWhy != 0 {
+		return
+	}
+	if lost := c.lost(); c.AllSealed() && c.Witnesses() < c.Threshold() && lost >= c.t.W {
 		c.blockedWhy = seam.AsideLostCopies
 		c.blocked = fmt.Sprintf("%d of the %d previous replicas lost what they acknowledged (a lost directory, or damage to synced records), W is %d: a confirmed record may be on none of the others",
 			lost, len(c.t.Previous), c.t.W)
+		return
 	}
+	if possible := c.Witnesses() + c.mayWitness(); len(c.gone) > 0 && possible < c.Threshold() {
+		c.blockedWhy = seam.AsideLostCopies
+		c.blocked = fmt.Sprintf("the copies of %v are gone (their storage replaced): at most %d complete witnesses remain possible, R is %d",
+			c.gone, possible, c.Threshold())
+	}
+}
+
+// mayWitness counts the previous replicas that have not sealed yet, are
+// not gone, and would count as complete witnesses if they sealed whole.
+func (c *Collection) mayWitness() int {
+	n := 0
+	for _, r := range c.t.Previous {
+		if !slices.Contains(c.gone, r.Node) && !slices.ContainsFunc(c.seals, func(s Seal) bool { return s.Node == r.Node }) &&
+			(!c.t.ISR || slices.Contains(c.t.InSync, r.Node)) {
+			n++
+		}
+	}
+	return n
 }
 
 // lost counts the seals of logs that certainly lost what they

@@ -106,7 +106,11 @@ const (
 	// staging budget (recovery.stage_records_max or stage_bytes_max); the
 	// queue stays fenced until an operator raises it.
 	RefusedStageBudget Refusal = 4
-	refusalMax                 = RefusedStageBudget
+	// RefusedStorageReplaced: the replica's storage is not the instance
+	// the transition names (its disk was replaced): it never seals this
+	// transition, so the worker counts it out of the witnesses for good.
+	RefusedStorageReplaced Refusal = 5
+	refusalMax                     = RefusedStorageReplaced
 )
 
 func (r Refusal) String() string {
@@ -121,6 +125,8 @@ func (r Refusal) String() string {
 		return "not-sealed-here"
 	case RefusedStageBudget:
 		return "stage-budget"
+	case RefusedStorageReplaced:
+		return "storage-replaced"
 	}
 	return "refusal?"
 }

@@ -663,10 +663,12 @@ func (c *Checker) Injected(node core.NodeID, q core.QueueID) {
 // damaged witness: it can no longer prove what it answered, until an
 // installation writes a new one, as much as a damaged record does), and
 // its storage binding (a copy whose directory was lost is a lost one until
-// an admission or an installation binds it again).
+// an admission or an installation binds it again), and no mark of a
+// discarded damaged tail (a learner keeps it until its admission).
 func (c *Checker) noteRepair(qt *queueTruth, r *replicaTruth) {
 	if r.injected && !r.disk.Damaged() && r.disk.Prefix() >= r.damageEnd && r.disk.Prefix() == r.disk.Len() &&
-		r.disk.SealIntact(c.diskOf(qt.spec.Queue, r.node)) && r.disk.BindIntact(c.diskOf(qt.spec.Queue, r.node)) {
+		r.disk.SealIntact(c.diskOf(qt.spec.Queue, r.node)) && r.disk.BindIntact(c.diskOf(qt.spec.Queue, r.node)) &&
+		!r.disk.Unrepaired(c.diskOf(qt.spec.Queue, r.node)) {
 		r.injected = false
 	}
 }

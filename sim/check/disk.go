@@ -588,7 +588,19 @@ const (
 	dSealBytesMax = 64<<10 + dSealFixed
 	dBindName     = "BIND"
 	dBindMagic    = "SLUICBIND1"
+	// dUnrepairedName marks a log that discarded a damaged tail and was
+	// not declared repaired since (io/seglog's DiscardDamage)
+	dUnrepairedName = "UNREPAIRED"
 )
+
+// Unrepaired reports whether the log's live generation durably holds the
+// mark of a discarded damaged tail: the system takes such a copy for one
+// that lost what it acknowledged (a learner's until its admission), however
+// many records it holds again.
+func (l *DiskLog) Unrepaired(d Disk) bool {
+	names, err := d.DurableList(l.dir)
+	return err == nil && slices.Contains(names, dUnrepairedName)
+}
 
 // SealIntact reports whether the log's durable seal receipt, if it has
 // one, checks (magic, length and CRC): a receipt that does not makes the

@@ -82,12 +82,15 @@ type MetaQueueInfo struct {
 	Policy    core.Policy
 	MinInsync int
 	Replicas  int
+	// Fenced: a transition is pending, Proposed its proposed members
+	Fenced   bool
+	Proposed metadata.Nodes
 }
 
 // MetaQueue returns the declared queue name, by the model.
 func (c *Checker) MetaQueue(name string) (MetaQueueInfo, bool) {
 	q, ok := c.metaTruth().catalog[name]
-	return MetaQueueInfo{ID: q.id, Policy: q.policy, MinInsync: q.minInsync, Replicas: q.replicas}, ok
+	return MetaQueueInfo{ID: q.id, Policy: q.policy, MinInsync: q.minInsync, Replicas: q.replicas, Fenced: q.fenced, Proposed: q.proposed}, ok
 }
 
 // MetaHandoffDue reports, by the model, whether declared queue name is
@@ -365,6 +368,35 @@ func (m *metaTruth) fold(index uint64, cmd []byte) verdict {
 		q.proposed = c.Proposed
 		q.digest, q.handedTo = c.Digest, 0
 		q.learner = metadata.Member{}
+		m.catalog[c.Queue] = q
+	case metadata.Repropose:
+		// Only while too few proposed members are live for the queue's
+		// configured W, to live brokers only, with the digest of the new
+		// proposal against the model's own member instances.
+		if !exists || q.incarnation != c.Incarnation || !q.fenced || q.epoch != c.Epoch || q.digest != c.Digest {
+			return verdict{refused: true}
+		}
+		wOf := func(n int) int { return q.policy.WriteQuorum(n, min(q.minInsync, n)) }
+		live := 0
+		for _, n := range q.proposed.Slice() {
+			if m.brokers[n].live {
+				live++
+			}
+		}
+		if (live > 0 && wOf(live) >= wOf(q.replicas)) || c.Proposed.N == 0 || c.Proposed == q.proposed || wOf(c.Proposed.N) < wOf(q.replicas) {
+			return verdict{refused: true}
+		}
+		for _, n := range c.Proposed.Slice() {
+			if !m.brokers[n].live {
+				return verdict{refused: true, outsideLive: true}
+			}
+		}
+		var mq metadata.Queue
+		mq.Incarnation, mq.Policy, mq.MinInsync = q.incarnation, q.policy, q.minInsync
+		mq.Assignment.Epoch = q.epoch
+		mq.Assignment.Members.N = copy(mq.Assignment.Members.M[:], q.instances)
+		q.proposed = c.Proposed
+		q.digest, q.handedTo = metadata.TransitionDigest(&mq, &c.Proposed), 0
 		m.catalog[c.Queue] = q
 	case metadata.Handoff:
 		// The candidate: the one handed to, else the first proposed node

@@ -73,6 +73,7 @@ const (
 	MarkLostDir                                  // a broker's queue directory was emptied while it was down (its binding lost with it)
 	MarkActivateShort                            // a recovery activated without a proposed member that was gone (it comes back as a new copy)
 	MarkRecoveryHandoff                          // a fenced queue's recovery was handed from its gone or draining candidate to another proposed member
+	MarkRecoveryRepropose                        // a fenced queue's pending transition was re-proposed: too few of its proposed members were live for W
 	MarkTailOlderEpoch                           // a recovery chose its source among witnesses whose longest log ends in an older epoch than another's
 	MarkISRLongestOutside                        // an isr queue's recovery had, among its witnesses, a longest log outside the last committed in-sync set
 	MarkOwnerExpiredAlive                        // a queue owner's broker left the live set by expiry while its process ran (paused or cut off, not dead)
@@ -142,6 +143,7 @@ var markNames = [...]string{
 	MarkLostDir:                  "lost-dir",
 	MarkActivateShort:            "activate-short",
 	MarkRecoveryHandoff:          "recovery-handoff",
+	MarkRecoveryRepropose:        "recovery-repropose",
 	MarkTailOlderEpoch:           "witness-tail-older-epoch",
 	MarkISRLongestOutside:        "isr-longest-outside-insync",
 	MarkOwnerExpiredAlive:        "owner-expired-alive",
@@ -247,12 +249,41 @@ func (w *World) damageAllowed(b *broker, q *placedQueue) bool {
 		}
 	}
 	lost := len(damaged)
-	for _, n := range q.members {
-		if w.brokers[n-1].gone && !slices.Contains(damaged, n) {
+	permanent := w.lostForGood(q, b.id)
+	for i, n := range q.members {
+		o := w.brokers[n-1]
+		switch {
+		case slices.Contains(damaged, n):
+		case o.gone, n != b.id && i < len(q.storages) && o.storage != q.storages[i]:
+			// (A copy on a replaced disk stays lost for the assignment
+			// that names the old one, even once an installation of its
+			// recovery filled the new disk.)
+			lost++
+		case n != b.id && w.sealedLost[unsoundKey{n, q.id}]:
+			// (A seal that said lost stands for its transition: an
+			// installation since leaves it no witness of it.)
+			lost++
+		case permanent && n != b.id && w.unsound[unsoundKey{n, q.id}]:
+			// With a copy lost for good, not every previous replica can
+			// seal again, so a copy the system itself takes for no
+			// complete witness (a torn tail it reported) is one less.
 			lost++
 		}
 	}
 	return lost < budget
+}
+
+// lostForGood reports whether a member of q other than except lost its
+// copy for good: its broker gone, or its disk replaced since the
+// assignment named its storage.
+func (w *World) lostForGood(q *placedQueue, except core.NodeID) bool {
+	for i, n := range q.members {
+		o := w.brokers[n-1]
+		if n != except && (o.gone || (i < len(q.storages) && o.storage != q.storages[i])) {
+			return true
+		}
+	}
+	return false
 }
 
 // unsoundKey names one broker's copy of a queue.
@@ -291,7 +322,25 @@ func (w *World) permanentLossAllowed(b *broker, q *placedQueue) bool {
 			lost++
 		}
 	}
-	return lost < q.w-1
+	return lost < q.w-1 && w.inSyncSpared(b, q, damaged)
+}
+
+// inSyncSpared reports whether an isr queue keeps a sound copy in its
+// committed in-sync set once b's is lost for good: its recovery takes
+// its witness from that set only, so a loss of its last sound member
+// there keeps the queue fenced for ever, whatever W allows. A queue of
+// another policy, or b outside the set, is spared.
+func (w *World) inSyncSpared(b *broker, q *placedQueue, damaged []core.NodeID) bool {
+	t, ok := w.inSyncOf[q.name]
+	if !q.isr || !ok || !slices.Contains(t.inSync.Slice(), b.id) {
+		return true
+	}
+	for _, n := range t.inSync.Slice() {
+		if n != b.id && !slices.Contains(damaged, n) && !w.brokers[n-1].gone && !w.unsound[unsoundKey{n, q.id}] {
+			return true
+		}
+	}
+	return false
 }
 
 // isOwner reports whether b owns q, by its assignment as the world followed

@@ -602,6 +602,7 @@ func (w *World) activatedApplied(c *metadata.Command) {
 		// on, as an admission's do.
 		w.checker.Admitted(p.id, m.Node)
 		w.noteSound(m.Node, p.id, true) // a member installed: whole again
+		delete(w.sealedLost, unsoundKey{m.Node, p.id})
 	} // heard by the new assignment's owner from now on
 	w.checker.ActivationWitnesses(w.now, p.id, c.Epoch+1)
 	w.checker.Reassign(w.now, p.id, c.Epoch+1, c.Owner, members, p.w)

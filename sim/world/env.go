@@ -393,6 +393,9 @@ func (env *brokerEnv) Recovery(e *core.Effect) {
 		if s.Damaged {
 			w.noteSound(env.b.id, s.Queue, false)
 		}
+		if s.Lost {
+			w.sealedLost[unsoundKey{env.b.id, s.Queue}] = true
+		}
 	case seam.StageInstall:
 		w.mark(MarkRecoveryInstall)
 		w.checker.Installed(w.now, env.b.id, e.Queue)
@@ -446,7 +449,9 @@ func (env *brokerEnv) Applied(e *core.Effect) {
 		w.inSyncApplied(e.Offset, &c)
 	case metadata.Transition:
 		w.mark(MarkTransitionFenced)
-		w.transitionApplied(&c)
+		if q, ok := w.checker.MetaQueue(c.Queue); ok && q.Fenced && q.Proposed == c.Proposed {
+			w.transitionApplied(&c) // (not one refused: a transition pending already)
+		}
 	case metadata.Activate:
 		w.mark(MarkRecoveryActivate)
 		w.activatedApplied(&c)
@@ -458,6 +463,12 @@ func (env *brokerEnv) Applied(e *core.Effect) {
 		w.admittedApplied(&c)
 	case metadata.Handoff:
 		w.mark(MarkRecoveryHandoff)
+	case metadata.Repropose:
+		if q, ok := w.checker.MetaQueue(c.Queue); ok && q.Fenced && q.Proposed == c.Proposed {
+			// (Applied, by the model, which folded the entry already.)
+			w.mark(MarkRecoveryRepropose)
+			w.transitionApplied(&c)
+		}
 	case metadata.DeleteQueue:
 		w.fencedApplied(c.Queue, c.Incarnation, true)
 		w.deletedNames[c.Queue] = true

@@ -45,6 +45,7 @@ type liveTruth struct {
 type holdTruth struct {
 	brokers   []liveTruth // by node - 1
 	holdMs    int64
+	expiryMs  int64 // the liveness expiry in force
 	holdSetNs int64
 	// hold-ended's: when each term's first entry was applied; since when
 	// each placed queue has been a case placement must fence (0: not one)
@@ -56,7 +57,8 @@ type holdTruth struct {
 }
 
 func newHoldTruth(brokers int) holdTruth {
-	return holdTruth{brokers: make([]liveTruth, brokers), holdMs: metadata.Settings[metadata.FollowerLossHoldMs].Default, holdSetNs: -1,
+	return holdTruth{brokers: make([]liveTruth, brokers), holdMs: metadata.Settings[metadata.FollowerLossHoldMs].Default,
+		expiryMs: metadata.Settings[metadata.LivenessExpiryMs].Default, holdSetNs: -1,
 		termStartNs: map[uint64]int64{}, fenceSinceNs: map[core.QueueID]int64{}, handoffSinceNs: map[core.QueueID]int64{}}
 }
 
@@ -87,6 +89,9 @@ func (w *World) holdFollow(c *metadata.Command) {
 		case metadata.Drain:
 			b.draining, b.drainNs = c.Draining, w.now
 		}
+	}
+	if c.Kind == metadata.SetSetting && c.Key == metadata.Settings[metadata.LivenessExpiryMs].Key {
+		h.expiryMs = c.Value
 	}
 	if c.Kind == metadata.SetSetting && c.Key == metadata.Settings[metadata.FollowerLossHoldMs].Key {
 		if c.Value != h.holdMs {

@@ -168,6 +168,7 @@ type World struct {
 	seed     uint64
 	prof     Profile
 	now      int64
+	endAllNs int64 // when the run ends at the latest: the drain's bound
 	events   eventHeap
 	brokers  []*broker
 	clients  []*client
@@ -203,6 +204,11 @@ type World struct {
 	// or an unrepaired loss, or sealed damaged: no complete witness, by
 	// the system's own account (the permanent losses' budget counts them)
 	unsound map[unsoundKey]bool
+	// sealedLost: the copies whose seal said they lost what they
+	// acknowledged, until an activation names them members: a seal
+	// stands for its transition (a retry answers it again), so an
+	// installation since does not make the copy a witness of it
+	sealedLost map[unsoundKey]bool
 
 	// network faults in force: until when
 	isolated []int64   // per broker
@@ -337,6 +343,7 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 		deletedNames:      map[string]bool{},
 		candidates:        map[core.QueueID]core.NodeID{},
 		unsound:           map[unsoundKey]bool{},
+		sealedLost:        map[unsoundKey]bool{},
 		inSyncOf:          map[string]inSyncTruth{},
 		hold:              newHoldTruth(p.Brokers),
 	}
@@ -465,11 +472,11 @@ func (w *World) run() {
 	w.scheduleFaults()
 	endWork := w.prof.DurationMs * 1e6
 	w.schedule1(endWork, evPhase)
-	endAll := endWork + w.prof.DrainMs*1e6
+	w.endAllNs = endWork + w.prof.DrainMs*1e6
 	for len(w.events.heap) > 0 && !w.stop {
 		i := w.events.pop()
 		e := &w.events.slab[i]
-		if e.at > endAll {
+		if e.at > w.endAllNs {
 			w.events.release(i)
 			break
 		}
@@ -679,14 +686,7 @@ func (w *World) crashMayTear(b *broker) bool {
 		if p.deleted || !slices.Contains(p.members, b.id) {
 			continue
 		}
-		permanent := false
-		for i, n := range p.members {
-			o := w.brokers[n-1]
-			// (A member's copy lost for good: its broker gone, or its disk
-			// replaced since the assignment named its storage.)
-			permanent = permanent || (n != b.id && (o.gone || (i < len(p.storages) && o.storage != p.storages[i])))
-		}
-		if permanent && !w.permanentLossAllowed(b, p) {
+		if w.lostForGood(p, b.id) && !w.permanentLossAllowed(b, p) {
 			return false
 		}
 	}
@@ -801,6 +801,14 @@ func (w *World) heal() {
 	w.working = false
 	w.healNs = w.now
 	w.notef("drain: faults off, network healed, every broker up, publishers probe then stop")
+	if slices.ContainsFunc(w.brokers, func(b *broker) bool { return b.gone }) {
+		// A broker that never returns leaves the live set only when its
+		// liveness expires, counted from the metadata leader's last word
+		// from it (a leader elected in the drain starts that count
+		// afresh): the drain's bound starts after that.
+		w.endAllNs += w.hold.expiryMs * 1e6
+		w.notef("drain: a broker is gone for good, the drain's bound grows by the liveness expiry of %d ms", w.hold.expiryMs)
+	}
 	for i := range w.isolated {
 		w.isolated[i] = 0
 		clear(w.oneWay[i])
@@ -1254,7 +1262,7 @@ func (w *World) finish() {
 	}
 	if !w.stop {
 		// The drain ran out of time: say what was still outstanding.
-		w.checker.Liveness(w.now, "the drain ran out after "+strconv.FormatInt(w.prof.DrainMs, 10)+" ms with work outstanding: "+w.outstanding())
+		w.checker.Liveness(w.now, "the drain ran out after "+strconv.FormatInt((w.endAllNs-w.healNs)/1e6, 10)+" ms with work outstanding: "+w.outstanding())
 	}
 	w.checker.Final(w.now, func(q core.QueueID) bool { return w.stop && consumed[q] })
 	for _, q := range slices.Sorted(maps.Keys(w.history)) {
