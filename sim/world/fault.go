@@ -107,6 +107,15 @@ const (
 	// forgot its raft log is another fault, unsafe by design). Within the
 	// fault budget for every queue with a log on the old disk.
 	FaultDiskReplaced
+	// FaultDrain: the operator asks the metadata group to drain a broker
+	// (the Drain command `sluice drain` sends: placement puts nothing new
+	// on it, a lost follower on it is replaced, not held, a recovery whose
+	// candidate it is is handed on) and to undrain it after Dur, or at
+	// the heal; in two draws of three the broker's process is killed 1 to
+	// 300 ms after its drain applies (a maintenance restart: it restarts
+	// 1 ms to 3 s later, still draining). Each request is retried until
+	// it commits; the draws come from a stream of their own.
+	FaultDrain
 	// Per-message network faults, counted when they strike.
 	FaultDrop
 	FaultDuplicate
@@ -121,7 +130,7 @@ var faultNames = [...]string{
 	FaultLostWrite: "lost-write", FaultUnreadable: "unreadable", FaultTornSector: "torn-sector",
 	FaultCorruptLive: "corrupt-live", FaultPowerCycle: "power-cycle",
 	FaultLeaderCrash: "leader-crash", FaultLeaderIsolate: "leader-isolate", FaultLeaderPause: "leader-pause",
-	FaultKill: "kill", FaultLostDir: "lost-dir", FaultGone: "gone", FaultCandidateDies: "candidate-dies", FaultDiskReplaced: "disk-replaced", FaultDrop: "drop", FaultDuplicate: "duplicate", FaultCorruptMsg: "corrupt-msg",
+	FaultKill: "kill", FaultLostDir: "lost-dir", FaultGone: "gone", FaultCandidateDies: "candidate-dies", FaultDiskReplaced: "disk-replaced", FaultDrain: "drain", FaultDrop: "drop", FaultDuplicate: "duplicate", FaultCorruptMsg: "corrupt-msg",
 }
 
 func (k FaultKind) String() string {
@@ -295,6 +304,8 @@ func drawSchedule(r *prng.Rand, rates FaultRates, brokers int, durationNs int64)
 				f.DurNs = r.Range(100e6, 3e9)
 			case FaultCorrupt, FaultTornSector, FaultLostDir, FaultDiskReplaced:
 				f.DurNs = r.Range(1e6, 2e9) // until the restart
+			case FaultDrain:
+				f.DurNs = r.Range(500e6, 8e9) // until the undrain
 			case FaultPowerCycle:
 				f.DurNs = r.Range(1e6, 3e9)
 				f.Node = 0

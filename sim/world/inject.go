@@ -216,6 +216,11 @@ func (w *World) strike(b *broker, f Fault) {
 			return
 		}
 		w.mark(MarkDiskReplaced)
+	case FaultDrain:
+		if b.gone || !w.drainStrike(b, f) {
+			return
+		}
+		struck = false // when its drain applies (drainApplied)
 	case FaultUnreadable:
 		if !b.up || !w.unreadable(b, f) {
 			return
