@@ -148,6 +148,10 @@ const (
 	// condition: a queue whose lost follower's broker drains keeps its
 	// assignment, waiting for a copy that is leaving.
 	HoldWhileDraining
+	// SourceLongest: the recovery worker takes the complete witness whose
+	// log reaches furthest as its source, whatever epoch its log ends in,
+	// not the one of the highest last epoch first.
+	SourceLongest
 	end
 )
 
@@ -197,6 +201,7 @@ var Registry = []Bug{
 	{NoHandoff, "no-handoff", "recovery", "a fenced queue whose recovery candidate is gone or draining is never handed to another proposed member"},
 	{ActivateWaitsAll, "activate-waits-all", "sealed recovery", "a recovery activates only once every proposed member is live, waiting for one gone for good"},
 	{HoldWhileDraining, "hold-while-draining", "follower-loss hold", "the follower-loss hold keeps a queue whose lost follower is on a draining broker"},
+	{SourceLongest, "source-longest", "sealed recovery", "the recovery worker takes the longest witness as its source, whatever epoch it ends in"},
 }
 
 // Has reports whether every bug of b is in s.

@@ -621,6 +621,7 @@ func (w *World) activatedApplied(c *metadata.Command) {
 	p.processes, p.storages = memberProcesses(&c.Members), memberStorages(&c.Members)
 	p.sinceNs = p.sinceNs[:0]
 	delete(w.heardNs, p.id)
+	defer w.staleTailActivated(p)
 	for _, m := range c.Members.Slice() {
 		// A member's copies made while it was away (a learner's, then
 		// verified in place by the recovery) count as its own from now

@@ -276,6 +276,9 @@ type World struct {
 	// the maintenance restart its drain fault drew (0: none)
 	rDrain    *prng.Rand
 	drainKill []int64
+	// rTail draws for the stale-tail fault, tail its state (inject.go)
+	rTail *prng.Rand
+	tail  staleTail
 }
 
 // Run runs one world for seed with profile p.
@@ -328,6 +331,7 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 		rFault:            prng.New(prng.Derive(seed, "faults")),
 		rCtrl:             prng.New(prng.Derive(seed, "ctrl")),
 		rDrain:            prng.New(prng.Derive(seed, "drain")),
+		rTail:             prng.New(prng.Derive(seed, "tail")),
 		drainKill:         make([]int64, p.Brokers),
 		working:           true,
 		isolated:          make([]int64, p.Brokers),
@@ -635,6 +639,12 @@ func (w *World) handle(e *event) {
 		w.candidateKill(e)
 	case evDrainKill:
 		w.drainKilled(e)
+	case evStaleTail:
+		if e.inc == 0 {
+			w.staleTailTry(Fault{AtNs: e.t0, Kind: FaultStaleTail}, e.q)
+		} else {
+			w.staleTailStep(e.inc)
+		}
 	case evAskTimeout:
 		if c := w.clients[e.cli]; c.asking && c.conn == core.ClientID(e.inc) {
 			// No answer (the broker paused, or its answer lost with a
