@@ -575,6 +575,9 @@ func (n *Node) sealArrived(s recovery.Seal) {
 	if n.x.Bugs.Has(bugs.RecoveryFirstWitness) {
 		src = firstWitness(w.coll) // planted
 	}
+	if n.x.Bugs.Has(bugs.SourceLongest) {
+		src = longestWitness(w.coll, src) // planted
+	}
 	if w.verify != nil && src == w.src {
 		return // the verification of this source goes on
 	}
@@ -879,6 +882,18 @@ func firstWitness(c *recovery.Collection) recovery.Seal {
 		}
 	}
 	return recovery.Seal{}
+}
+
+// longestWitness is the planted bug SourceLongest's source: the complete
+// witness whose log ends furthest, whatever its last epoch (src when none
+// is longer).
+func longestWitness(c *recovery.Collection, src recovery.Seal) recovery.Seal {
+	for _, s := range c.Seals() {
+		if !s.Damaged && s.End > src.End {
+			src = s
+		}
+	}
+	return src
 }
 
 func (n *Node) recoveryNote(q QueueID, format string, a ...any) {

@@ -151,6 +151,25 @@ func TestHoldStories(t *testing.T) {
 			t.Errorf("activated at %v, want only after n3 is back at 22 s (R = 2 seals of 3)", hr.activatedNs)
 		}
 	})
+	t.Run("follower lost while its broker drains", func(t *testing.T) {
+		// Drained at 8 s, killed at 10 s: no hold for a copy that is
+		// leaving. Fenced at once, proposing a replacement on an
+		// undrained broker instead of n3, and recovered.
+		hr := readHold(replayTrace(t, "named/hold-drained-follower-lost.json"))
+		if len(hr.faults) != 2 {
+			t.Fatalf("faults at %v, want the drain and the kill", hr.faults)
+		}
+		t.Logf("n3 drained at %s, killed at %s; fenced at %v proposing %v; activated at %v", sec(hr.faults[0]), sec(hr.faults[1]), hr.fencedNs, hr.proposed, hr.activatedNs)
+		if len(hr.fencedNs) == 0 || hr.fencedNs[0] < hr.faults[1] || hr.fencedNs[0]-hr.faults[1] > 1e9 {
+			t.Fatalf("fenced at %v, want within 1 s of n3's kill at %s (no hold while its broker drains)", hr.fencedNs, sec(hr.faults[1]))
+		}
+		if hr.proposed[0] != "1 2 4" {
+			t.Errorf("the transition proposed [%s], want the owner, the follower left and a replacement on an undrained broker: [1 2 4]", hr.proposed[0])
+		}
+		if len(hr.activatedNs) == 0 || hr.activatedNs[0] < hr.fencedNs[0] {
+			t.Errorf("no activation after the transition: %v", hr.activatedNs)
+		}
+	})
 	t.Run("owner lost while held", func(t *testing.T) {
 		// Held from 10 s, fenced when the owner is lost at 14 s, and
 		// activated only once n3's new process sealed (22 s).

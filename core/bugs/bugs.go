@@ -144,6 +144,14 @@ const (
 	// proposed member is live, so a proposed member that died mid-recovery
 	// and never returns keeps its queue fenced for ever.
 	ActivateWaitsAll
+	// HoldWhileDraining: the follower-loss hold ignores its draining
+	// condition: a queue whose lost follower's broker drains keeps its
+	// assignment, waiting for a copy that is leaving.
+	HoldWhileDraining
+	// SourceLongest: the recovery worker takes the complete witness whose
+	// log reaches furthest as its source, whatever epoch its log ends in,
+	// not the one of the highest last epoch first.
+	SourceLongest
 	end
 )
 
@@ -192,6 +200,8 @@ var Registry = []Bug{
 	{UnboundWitness, "unbound-witness", "storage binding", "a log opened without its storage binding (its directory lost) is taken as whole, a complete witness"},
 	{NoHandoff, "no-handoff", "recovery", "a fenced queue whose recovery candidate is gone or draining is never handed to another proposed member"},
 	{ActivateWaitsAll, "activate-waits-all", "sealed recovery", "a recovery activates only once every proposed member is live, waiting for one gone for good"},
+	{HoldWhileDraining, "hold-while-draining", "follower-loss hold", "the follower-loss hold keeps a queue whose lost follower is on a draining broker"},
+	{SourceLongest, "source-longest", "sealed recovery", "the recovery worker takes the longest witness as its source, whatever epoch it ends in"},
 }
 
 // Has reports whether every bug of b is in s.

@@ -170,7 +170,8 @@ func (g *Group) holdApplies(q *metadata.Queue) bool {
 			continue
 		}
 		b, ok := g.md.Broker(m.Node)
-		if ok && (b.Draining || (b.Live && b.Process != m.Process && b.Storage != m.Storage)) {
+		draining := b.Draining && !g.cfg.Bugs.Has(bugs.HoldWhileDraining) // planted: held while it drains
+		if ok && (draining || (b.Live && b.Process != m.Process && b.Storage != m.Storage)) {
 			// Leaving: replaced, not waited for. Or back on other
 			// storage: its copy is gone, and it rejoins through recovery.
 			return false

@@ -117,6 +117,13 @@ type admin struct {
 	drawn     int
 	// scriptNext: the scripted operator's next step (operator.go)
 	scriptNext int
+	// drains: the drain fault's requests not yet committed, in the order
+	// they were asked for (operator.go); drainOut: the request outstanding
+	// is one of them; asleep: the operator sent nothing and set no timer
+	// (a scripted operator past its last step), so a drain wakes it
+	drains   []drainStep
+	drainOut bool
+	asleep   bool
 }
 
 // ctrlSetup gives brokers their metadata disks and draw streams.
@@ -177,31 +184,45 @@ func (w *World) adminSend() {
 		return
 	}
 	declaring := a.declNext < len(w.prof.Queues)
-	if !w.working && a.probed && !declaring {
+	drain, drainNextNs := -1, int64(0)
+	if !declaring {
+		drain, drainNextNs = w.drainDue()
+	}
+	if !w.working && a.probed && !declaring && drain < 0 {
+		a.asleep = true
 		return
 	}
-	scripted := len(w.script) > 0 && w.working && !declaring
+	scripted := len(w.script) > 0 && w.working && !declaring && drain < 0
 	var c metadata.Command
-	if declaring {
+	switch {
+	case declaring:
 		q := w.prof.Queues[a.declNext]
 		c = metadata.Command{Kind: metadata.DeclareQueue, Queue: QueueName(a.declNext), Replicas: q.Replicas, Policy: q.Policy, MinInsync: q.minInSync()}
-	} else if scripted {
+	case drain >= 0:
+		c = a.drains[drain].cmd
+	case scripted:
 		var due bool
 		var nextNs int64
 		if c, due, nextNs = w.scriptCommand(); !due {
+			if nextNs == 0 || (drainNextNs != 0 && drainNextNs < nextNs) {
+				nextNs = drainNextNs
+			}
 			if nextNs != 0 {
 				w.schedule1(nextNs, evAdmin)
+			} else {
+				a.asleep = true
 			}
 			return // nothing else to send until the drain's probe
 		}
 	}
 	b := w.brokers[a.target%len(w.voters)]
 	a.seq++
-	a.waiting, a.probing, a.declaring = true, !w.working, declaring
+	a.waiting, a.probing, a.declaring = true, !w.working && drain < 0, declaring
+	a.drainOut, a.asleep = drain >= 0, false
 	// Its connections have ids of their own, apart from the queue
 	// clients' (whose ids stay as they were before the group came).
 	a.cid = adminConnBase + core.ClientID(a.seq)
-	if !scripted && !declaring {
+	if !scripted && !declaring && drain < 0 {
 		c = w.adminCommand()
 	}
 	a.cmd = c.Encode(a.cmd[:0])
@@ -314,6 +335,10 @@ func (w *World) adminLearn(c *metadata.Command, result string) {
 func (w *World) adminDone() {
 	if w.admin.declaring {
 		w.admin.declNext++
+		return
+	}
+	if w.admin.drainOut {
+		w.drainDone()
 		return
 	}
 	w.scriptDone()
@@ -596,6 +621,7 @@ func (w *World) activatedApplied(c *metadata.Command) {
 	p.processes, p.storages = memberProcesses(&c.Members), memberStorages(&c.Members)
 	p.sinceNs = p.sinceNs[:0]
 	delete(w.heardNs, p.id)
+	defer w.staleTailActivated(p)
 	for _, m := range c.Members.Slice() {
 		// A member's copies made while it was away (a learner's, then
 		// verified in place by the recovery) count as its own from now

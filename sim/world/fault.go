@@ -107,6 +107,26 @@ const (
 	// forgot its raft log is another fault, unsafe by design). Within the
 	// fault budget for every queue with a log on the old disk.
 	FaultDiskReplaced
+	// FaultDrain: the operator asks the metadata group to drain a broker
+	// (the Drain command `sluice drain` sends: placement puts nothing new
+	// on it, a lost follower on it is replaced, not held, a recovery whose
+	// candidate it is is handed on) and to undrain it after Dur, or at
+	// the heal; in two draws of three the broker's process is killed 1 to
+	// 300 ms after its drain applies (a maintenance restart: it restarts
+	// 1 ms to 3 s later, still draining). Each request is retried until
+	// it commits; the draws come from a stream of their own.
+	FaultDrain
+	// FaultStaleTail: a follower takes its owner's last appends alone and
+	// then hears nothing across an epoch change: for 0.3 to 1 s the owner
+	// of a queue with W >= 3 reaches only its highest follower, so its
+	// appends are confirmed nowhere; then the owner is killed (back once
+	// the recovery activated) and nothing reaches that follower, which heartbeats
+	// on and stays a member of the recovered epoch. Soon after the
+	// recovery activates, the new owner is killed too, and enough of the
+	// others are cut off that the next recovery needs the follower's
+	// seal: its longer log, of the older epoch, among the witnesses. No
+	// damage; the draws come from a stream of their own.
+	FaultStaleTail
 	// Per-message network faults, counted when they strike.
 	FaultDrop
 	FaultDuplicate
@@ -121,7 +141,7 @@ var faultNames = [...]string{
 	FaultLostWrite: "lost-write", FaultUnreadable: "unreadable", FaultTornSector: "torn-sector",
 	FaultCorruptLive: "corrupt-live", FaultPowerCycle: "power-cycle",
 	FaultLeaderCrash: "leader-crash", FaultLeaderIsolate: "leader-isolate", FaultLeaderPause: "leader-pause",
-	FaultKill: "kill", FaultLostDir: "lost-dir", FaultGone: "gone", FaultCandidateDies: "candidate-dies", FaultDiskReplaced: "disk-replaced", FaultDrop: "drop", FaultDuplicate: "duplicate", FaultCorruptMsg: "corrupt-msg",
+	FaultKill: "kill", FaultLostDir: "lost-dir", FaultGone: "gone", FaultCandidateDies: "candidate-dies", FaultDiskReplaced: "disk-replaced", FaultDrain: "drain", FaultStaleTail: "stale-tail", FaultDrop: "drop", FaultDuplicate: "duplicate", FaultCorruptMsg: "corrupt-msg",
 }
 
 func (k FaultKind) String() string {
@@ -178,6 +198,8 @@ func (f Fault) String() string {
 		return fmt.Sprintf("at=%d %s dur=%d", f.AtNs, f.Kind, f.DurNs)
 	case FaultSyncFail, FaultReadError, FaultLostWrite, FaultUnreadable, FaultCorruptLive, FaultGone:
 		return fmt.Sprintf("at=%d %s n%d", f.AtNs, f.Kind, f.Node)
+	case FaultStaleTail:
+		return fmt.Sprintf("at=%d %s", f.AtNs, f.Kind)
 	}
 	return fmt.Sprintf("at=%d %s n%d dur=%d", f.AtNs, f.Kind, f.Node, f.DurNs)
 }
@@ -202,6 +224,10 @@ func ParseFault(s string) (Fault, error) {
 		_, err = fmt.Sscanf(rest, " dur=%d", &f.DurNs)
 	case FaultSyncFail, FaultReadError, FaultLostWrite, FaultUnreadable, FaultCorruptLive, FaultGone:
 		_, err = fmt.Sscanf(rest, " n%d", &f.Node)
+	case FaultStaleTail:
+		if rest != "" {
+			err = fmt.Errorf("unexpected %q", rest)
+		}
 	default:
 		_, err = fmt.Sscanf(rest, " n%d dur=%d", &f.Node, &f.DurNs)
 	}
@@ -227,8 +253,8 @@ func (f Fault) validate(brokers int, durationNs int64) error {
 		return fmt.Errorf("dur=%d, want 0..%d ns", f.DurNs, int64(DurationMsMax)*1e6)
 	}
 	switch f.Kind {
-	case FaultSpike, FaultPowerCycle, FaultLeaderCrash, FaultLeaderIsolate, FaultLeaderPause, FaultCandidateDies:
-		return nil // every broker, or the one a recovery stage names when it strikes
+	case FaultSpike, FaultPowerCycle, FaultLeaderCrash, FaultLeaderIsolate, FaultLeaderPause, FaultCandidateDies, FaultStaleTail:
+		return nil // every broker, or the ones it picks when it strikes
 	}
 	if f.Node < 1 || f.Node > brokers {
 		return fmt.Errorf("broker n%d does not exist (brokers=%d)", f.Node, brokers)
@@ -295,6 +321,10 @@ func drawSchedule(r *prng.Rand, rates FaultRates, brokers int, durationNs int64)
 				f.DurNs = r.Range(100e6, 3e9)
 			case FaultCorrupt, FaultTornSector, FaultLostDir, FaultDiskReplaced:
 				f.DurNs = r.Range(1e6, 2e9) // until the restart
+			case FaultDrain:
+				f.DurNs = r.Range(500e6, 8e9) // until the undrain
+			case FaultStaleTail:
+				f.Node = 0 // the queue and its brokers are picked as it strikes
 			case FaultPowerCycle:
 				f.DurNs = r.Range(1e6, 3e9)
 				f.Node = 0

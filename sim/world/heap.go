@@ -27,6 +27,8 @@ const (
 	evPlaced                          // placed publisher cli's next request (inc 0), or its timeout (inc: the request's connection)
 	evAskTimeout                      // client cli's topology request (connection inc) has had no answer
 	evCandidateKill                   // candidate-dies strikes node's process inc, in queue from's recovery (q: its restart in ms, -1 never)
+	evDrainKill                       // a drain fault's maintenance restart kills node's process inc (q: its restart in ms)
+	evStaleTail                       // a stale-tail fault's next stage (inc: the fault's seq), or its next try (inc 0; q: tries left, t0: its instant)
 )
 
 // event is one scheduled happening. Events live in a slab; the heap orders

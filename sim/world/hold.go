@@ -87,6 +87,9 @@ func (w *World) holdFollow(c *metadata.Command) {
 				w.holdEntered()
 			}
 		case metadata.Drain:
+			if c.Draining && !b.draining {
+				defer w.drainApplied(c.Node)
+			}
 			b.draining, b.drainNs = c.Draining, w.now
 		}
 	}

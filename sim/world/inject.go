@@ -100,6 +100,9 @@ func (w *World) inject(f Fault) {
 		w.notef("fault %s at the next %s", f, w.candidateAt)
 		w.stats.Armed[f.Kind]++
 		return
+	case FaultStaleTail:
+		w.staleTailTry(f, staleTailTries)
+		return
 	case FaultPowerCycle:
 		w.notef("fault %s", f)
 		for _, b := range w.brokers {
@@ -216,6 +219,11 @@ func (w *World) strike(b *broker, f Fault) {
 			return
 		}
 		w.mark(MarkDiskReplaced)
+	case FaultDrain:
+		if b.gone || !w.drainStrike(b, f) {
+			return
+		}
+		struck = false // when its drain applies (drainApplied)
 	case FaultUnreadable:
 		if !b.up || !w.unreadable(b, f) {
 			return
@@ -727,4 +735,203 @@ func (w *World) replaceDisk(b *broker, f Fault) bool {
 	w.checker.DiskChanged(b.id)
 	w.notef("fault %s: a new disk, storage %d (%d queues' copies lost)", f, b.storage, len(onDisk))
 	return true
+}
+
+// staleTail is a stale-tail fault under way (FaultStaleTail).
+type staleTail struct {
+	// stage: 0 none; 1 the owner reaches only the follower; 2 the owner
+	// killed, nothing reaches the follower, the recovery under way; 3 the
+	// recovery activated, the next kill due
+	stage           int
+	queue           core.QueueID
+	epoch           uint64 // the queue's epoch as it struck
+	owner, follower core.NodeID
+	ownerInc        uint64
+	tailNs          int64  // how long the owner reached only the follower
+	deafUntil       int64  // the follower's inbound links cut until then
+	seq             uint64 // faults begun: an event of an earlier one is stale
+}
+
+// staleTailTries is how many times a stale-tail fault looks for a queue
+// it can strike, staleTailRetryNs apart, before it gives up.
+const (
+	staleTailTries   = 10
+	staleTailRetryNs = 200e6
+)
+
+// staleTailTry strikes stale-tail fault f, or when it cannot now, tries
+// again later (tries left).
+func (w *World) staleTailTry(f Fault, tries int32) {
+	if !w.working {
+		return
+	}
+	if w.staleTailStrike(f) {
+		w.stats.Armed[f.Kind]++ // struck at its second kill
+		return
+	}
+	if tries > 1 {
+		e := w.schedule1(w.now+staleTailRetryNs, evStaleTail)
+		e.q, e.t0 = tries-1, f.AtNs // inc 0: a try, not a stage
+	}
+}
+
+// staleTailDeafNsMax bounds how long nothing reaches the follower while
+// the recovery runs; past it the fault ends unfinished.
+const staleTailDeafNsMax = 5e9
+
+// staleTailStrike starts a stale-tail fault: a placed, serving queue of
+// the profile's (whose publishers keep many publishes in flight) of
+// W >= 3 and more than W members, all running the processes its
+// assignment names (not isr: its recovery takes one in-sync witness),
+// drawn; its owner reaches only its highest follower for a while.
+func (w *World) staleTailStrike(f Fault) bool {
+	t := &w.tail
+	if t.stage != 0 {
+		return false
+	}
+	if w.prof.InflightMax < 16 {
+		return false // a tail of a publish or two: the new epoch outgrows it at once
+	}
+	var cands []*placedQueue
+	for _, id := range w.placedIDs {
+		p := w.placedByID[id]
+		if p.deleted || p.isr || !w.profileQueue(p.name) || w.checker.Fenced(id) || p.w < 3 || len(p.members) < p.w+1 || len(p.processes) != len(p.members) {
+			continue
+		}
+		ok := slices.Contains(p.members, p.owner)
+		for i, n := range p.members {
+			b := w.brokers[n-1]
+			ok = ok && b.up && !b.paused && w.memberLive(p, i)
+		}
+		if ok {
+			cands = append(cands, p)
+		}
+	}
+	if len(cands) == 0 {
+		return false
+	}
+	p := cands[w.rTail.Intn(len(cands))]
+	follower := core.NodeID(0)
+	for _, n := range p.members {
+		if n != p.owner && n > follower {
+			follower = n
+		}
+	}
+	*t = staleTail{stage: 1, queue: p.id, epoch: p.epoch, owner: p.owner, follower: follower,
+		ownerInc: w.brokers[p.owner-1].inc, tailNs: w.rTail.Range(300e6, 1e9), seq: t.seq + 1}
+	for _, n := range p.members {
+		if n != p.owner && n != follower {
+			w.oneWay[p.owner-1][n-1] = max(w.oneWay[p.owner-1][n-1], w.now+t.tailNs+1e6)
+		}
+	}
+	w.schedule1(w.now+t.tailNs, evStaleTail).inc = t.seq
+	w.notef("fault %s: q=%d's owner n%d reaches only n%d for %d ms", f, p.id, p.owner, follower, t.tailNs/1e6)
+	return true
+}
+
+// staleTailStep is an evStaleTail event of fault seq: the fault's next
+// stage.
+func (w *World) staleTailStep(seq uint64) {
+	t := &w.tail
+	if seq != t.seq {
+		return // an earlier fault's
+	}
+	p := w.placedByID[t.queue]
+	switch t.stage {
+	case 1:
+		o := w.brokers[t.owner-1]
+		if !w.working || !o.up || o.inc != t.ownerInc || p.deleted || p.epoch != t.epoch {
+			t.stage = 0
+			return
+		}
+		// The owner stays down until the recovery activated (back
+		// sooner, its longer log would be a witness, and the source).
+		t.stage, t.deafUntil = 2, w.now+staleTailDeafNsMax
+		w.staleTailDeaf(t.follower, t.deafUntil)
+		w.notef("fault stale-tail: q=%d's owner n%d killed, nothing reaches n%d", t.queue, t.owner, t.follower)
+		w.stopProcess(o, restartNever, true)
+		w.schedule1(t.deafUntil, evStaleTail).inc = t.seq
+	case 2:
+		// The recovery did not activate in time: the fault ends.
+		w.staleTailEnd()
+	case 3:
+		t.stage = 0
+		w.staleTailDeaf(t.follower, w.now) // it hears again
+		if !w.working || p.deleted || w.checker.Fenced(p.id) || !slices.Contains(p.members, t.follower) {
+			return
+		}
+		// The next recovery's R = E - W + 1 witnesses: the follower's
+		// seal and R - 1 others, the lowest ids (the candidate among
+		// them); the rest are cut off for a while (isolated: a broker
+		// that applies the transition seals unasked).
+		var rest []core.NodeID
+		for _, n := range p.members {
+			if n != p.owner && n != t.follower {
+				rest = append(rest, n)
+			}
+		}
+		slices.Sort(rest)
+		if keep := len(p.members) - p.w; keep < len(rest) {
+			until := w.now + w.rTail.Range(1500e6, 3e9)
+			for _, n := range rest[keep:] {
+				w.isolated[n-1] = max(w.isolated[n-1], until)
+			}
+		}
+		o := w.brokers[p.owner-1]
+		w.notef("fault stale-tail: q=%d epoch=%d's owner n%d killed, n%d heard again", p.id, p.epoch, p.owner, t.follower)
+		w.stats.Struck[FaultStaleTail]++
+		if o.up {
+			w.stopProcess(o, w.rTail.Range(500e6, 2e9), true)
+		}
+	}
+}
+
+// staleTailDeaf cuts every broker's messages to node until untilNs (now:
+// ends the cut the fault made).
+func (w *World) staleTailDeaf(node core.NodeID, untilNs int64) {
+	for i := range w.brokers {
+		if i != int(node-1) {
+			if untilNs <= w.now {
+				if w.oneWay[i][node-1] == w.tail.deafUntil {
+					w.oneWay[i][node-1] = w.now
+				}
+				continue
+			}
+			w.oneWay[i][node-1] = max(w.oneWay[i][node-1], untilNs)
+		}
+	}
+}
+
+// staleTailActivated follows an activation of queue p: the recovery the
+// fault waits for; the first owner restarts, and the new one is killed
+// soon.
+func (w *World) staleTailActivated(p *placedQueue) {
+	t := &w.tail
+	if t.stage != 2 || p.id != t.queue {
+		return
+	}
+	if !w.working || !slices.Contains(p.members, t.follower) {
+		w.staleTailEnd()
+		return
+	}
+	t.stage = 3
+	w.staleTailRestart()
+	w.schedule1(w.now+w.rTail.Range(t.tailNs/4, t.tailNs/2), evStaleTail).inc = t.seq
+}
+
+// staleTailEnd ends a fault that waits for its recovery: the follower
+// hears again, the first owner restarts.
+func (w *World) staleTailEnd() {
+	t := &w.tail
+	t.stage = 0
+	w.staleTailDeaf(t.follower, w.now)
+	w.staleTailRestart()
+}
+
+// staleTailRestart restarts the first owner soon, if it is still down.
+func (w *World) staleTailRestart() {
+	if o := w.brokers[w.tail.owner-1]; w.working && !o.up && !o.restarting && !o.gone {
+		o.restarting = true
+		w.schedule1(w.now+w.rTail.Range(1e6, 50e6), evRestart).node = int32(o.id - 1)
+	}
 }

@@ -176,3 +176,125 @@ func (w *World) scriptDone() {
 		w.admin.scriptNext++
 	}
 }
+
+// The drain fault (FaultDrain): the operator drains a broker, as `sluice
+// drain` does, by the metadata group's Drain command, and undrains it
+// after the fault's duration, or at the heal. Its requests go out in the
+// operator's next turns, before its own draws (after the profile's
+// declarations), each retried until it commits, so a drain is undone
+// by the undrain behind it whatever the outcome of a request (raft
+// commits an entry an old leader took before any the next leader takes
+// later). In two draws of three the broker's process is killed 1 to 300 ms
+// after its drain applies and restarts 1 ms to 3 s later: a maintenance
+// restart, whose followers are lost while their broker drains (no hold
+// may keep them: hold-ended judges the fence). The draws come from a
+// stream of their own (rDrain).
+
+// drainStep is one drain or undrain request, due from dueNs.
+type drainStep struct {
+	cmd   metadata.Command
+	dueNs int64
+}
+
+// drainKillNsMax bounds the delay from a drain's application to its
+// maintenance restart's kill; drainRestartNsMax the restart's delay.
+const (
+	drainKillNsMax    = 300e6
+	drainRestartNsMax = 3e9
+)
+
+// drainStrike asks for broker b's drain now and its undrain after durNs,
+// unless b drains already or has a request of the drain fault pending.
+func (w *World) drainStrike(b *broker, f Fault) bool {
+	a := &w.admin
+	if w.hold.brokers[b.id-1].draining || slices.ContainsFunc(a.drains, func(s drainStep) bool { return s.cmd.Node == b.id }) {
+		return false
+	}
+	w.drainKill[b.id-1] = 0
+	if w.rDrain.Chance(2, 3) {
+		w.drainKill[b.id-1] = w.rDrain.Range(1e6, drainRestartNsMax)
+	}
+	a.drains = append(a.drains,
+		drainStep{cmd: metadata.Command{Kind: metadata.Drain, Node: b.id, Draining: true}, dueNs: w.now},
+		drainStep{cmd: metadata.Command{Kind: metadata.Drain, Node: b.id, Draining: false}, dueNs: w.now + f.DurNs})
+	w.notef("fault %s", f)
+	if a.asleep {
+		a.asleep = false
+		w.schedule1(w.now+scriptGapNs, evAdmin)
+	}
+	return true
+}
+
+// drainDue returns the first of the drain fault's requests that is due
+// (-1: none) and, when none is, the instant the next one is (0: none).
+func (w *World) drainDue() (i int, nextNs int64) {
+	a := &w.admin
+	if !w.working {
+		// No drain is asked for after the heal (one outstanding then
+		// was, and timed out: its undrain follows it).
+		a.drains = slices.DeleteFunc(a.drains, func(s drainStep) bool { return s.cmd.Draining })
+	}
+	for i, s := range a.drains {
+		if s.dueNs <= w.now {
+			return i, 0
+		}
+		if nextNs == 0 || s.dueNs < nextNs {
+			nextNs = s.dueNs
+		}
+	}
+	return -1, nextNs
+}
+
+// drainDone forgets the drain request the metadata group committed (the
+// outstanding one: the first of its bytes).
+func (w *World) drainDone() {
+	a := &w.admin
+	c, err := metadata.Decode(a.cmd)
+	if err != nil {
+		panic(fmt.Sprintf("world: the operator's drain request: %v", err))
+	}
+	if i := slices.IndexFunc(a.drains, func(s drainStep) bool { return s.cmd == c }); i >= 0 {
+		a.drains = slices.Delete(a.drains, i, i+1)
+	}
+}
+
+// drainHeal is the heal's part: every undrain is due now (and no drain
+// is asked for any more: drainDue), and no maintenance restart is to come.
+func (w *World) drainHeal() {
+	a := &w.admin
+	for i := range a.drains {
+		if !a.drains[i].cmd.Draining {
+			a.drains[i].dueNs = w.now
+		}
+	}
+	clear(w.drainKill)
+}
+
+// drainApplied follows a committed drain of node, undrained before (its
+// first application): the fault has struck, and its maintenance restart, if it
+// drew one, kills the broker's process soon.
+func (w *World) drainApplied(node core.NodeID) {
+	if !w.working {
+		return
+	}
+	w.stats.Struck[FaultDrain]++
+	b := w.brokers[node-1]
+	if restartNs := w.drainKill[node-1]; restartNs != 0 && b.up && !b.gone {
+		w.drainKill[node-1] = 0
+		e := w.schedule1(w.now+w.rDrain.Range(1e6, drainKillNsMax), evDrainKill)
+		e.node, e.inc, e.q = int32(node-1), b.inc, int32(max(restartNs/1e6, 1))
+	}
+}
+
+// drainKilled is a drain fault's maintenance restart: the draining
+// broker's process is killed (its peers see the exit) and restarts after
+// the drawn delay, if it still runs the process and drains, in the
+// workload phase.
+func (w *World) drainKilled(e *event) {
+	b := w.brokers[e.node]
+	if !w.working || !b.up || b.gone || b.inc != e.inc || !w.hold.brokers[e.node].draining {
+		return
+	}
+	w.notef("fault drain n%d inc=%d: restarted while it drains, in %d ms", b.id, b.inc, e.q)
+	w.stopProcess(b, int64(e.q)*1e6, true)
+}

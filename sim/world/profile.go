@@ -209,22 +209,29 @@ func Draw(seed uint64) Profile {
 	// in smaller steps.
 	// The faults of lost copies and dying candidates, each from a stream
 	// of its own (so that the rest of a seed's profile stays as it was):
-	// each on in a quarter of the seeds, at one of two rates. A lost or
+	// each on in a quarter of the seeds (the drain in half, the stale
+	// tail in every one: it strikes only a queue of a shape few seeds
+	// have), at one of two rates. A lost or
 	// emptied directory, and a data disk replaced as often; a broker gone
 	// for good (the fault itself keeps to the budget and the brokers the
 	// metadata group and the queues need); a recovery's candidate or a
-	// proposed member dying mid-recovery.
+	// proposed member dying mid-recovery; a broker drained by the
+	// operator (and often restarted while it drains); a follower left
+	// with an older epoch's longer tail.
 	for _, f := range []struct {
-		stream string
-		kind   FaultKind
-		rates  [2]Rate
+		stream   string
+		kind     FaultKind
+		quarters int // of the seeds it is on in
+		rates    [2]Rate
 	}{
-		{"profile-lostdir", FaultLostDir, [2]Rate{PerMin(2), PerMin(6)}},
-		{"profile-gone", FaultGone, [2]Rate{PerMin(12), PerMin(30)}},
-		{"profile-candidate", FaultCandidateDies, [2]Rate{PerMin(6), PerMin(20)}},
-		{"profile-disk", FaultDiskReplaced, [2]Rate{PerMin(2), PerMin(6)}},
+		{"profile-lostdir", FaultLostDir, 1, [2]Rate{PerMin(2), PerMin(6)}},
+		{"profile-gone", FaultGone, 1, [2]Rate{PerMin(12), PerMin(30)}},
+		{"profile-candidate", FaultCandidateDies, 1, [2]Rate{PerMin(6), PerMin(20)}},
+		{"profile-disk", FaultDiskReplaced, 1, [2]Rate{PerMin(2), PerMin(6)}},
+		{"profile-drain", FaultDrain, 2, [2]Rate{PerMin(6), PerMin(12)}},
+		{"profile-tail", FaultStaleTail, 4, [2]Rate{PerMin(12), PerMin(30)}},
 	} {
-		if r := prng.New(prng.Derive(seed, f.stream)); r.Chance(1, 4) {
+		if r := prng.New(prng.Derive(seed, f.stream)); r.Chance(f.quarters, 4) {
 			p.Faults.PerMin[f.kind] = f.rates[r.Intn(2)]
 		}
 	}

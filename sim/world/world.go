@@ -277,6 +277,14 @@ type World struct {
 	// rCtrl draws for the metadata group (its network, its operator, its
 	// disks' power losses), apart from the queues' streams.
 	rCtrl *prng.Rand
+	// rDrain draws for the drain fault (operator.go), apart from the
+	// other faults' streams; drainKill: per broker, the restart delay of
+	// the maintenance restart its drain fault drew (0: none)
+	rDrain    *prng.Rand
+	drainKill []int64
+	// rTail draws for the stale-tail fault, tail its state (inject.go)
+	rTail *prng.Rand
+	tail  staleTail
 }
 
 // Run runs one world for seed with profile p.
@@ -328,6 +336,9 @@ func newWorld(seed uint64, p Profile, opts Options) *World {
 		rCli:              prng.New(prng.Derive(seed, "clients")),
 		rFault:            prng.New(prng.Derive(seed, "faults")),
 		rCtrl:             prng.New(prng.Derive(seed, "ctrl")),
+		rDrain:            prng.New(prng.Derive(seed, "drain")),
+		rTail:             prng.New(prng.Derive(seed, "tail")),
+		drainKill:         make([]int64, p.Brokers),
 		working:           true,
 		isolated:          make([]int64, p.Brokers),
 		history:           map[core.QueueID][]linear.Op{},
@@ -633,6 +644,14 @@ func (w *World) handle(e *event) {
 		}
 	case evCandidateKill:
 		w.candidateKill(e)
+	case evDrainKill:
+		w.drainKilled(e)
+	case evStaleTail:
+		if e.inc == 0 {
+			w.staleTailTry(Fault{AtNs: e.t0, Kind: FaultStaleTail}, e.q)
+		} else {
+			w.staleTailStep(e.inc)
+		}
 	case evAskTimeout:
 		if c := w.clients[e.cli]; c.asking && c.conn == core.ClientID(e.inc) {
 			// No answer (the broker paused, or its answer lost with a
@@ -830,6 +849,7 @@ func (w *World) heal() {
 			w.startBroker(b)
 		}
 	}
+	w.drainHeal()
 	for _, c := range w.clients {
 		if c.kind == publisher {
 			w.schedule1(w.now+1e9, evPublish).cli = c.idx
