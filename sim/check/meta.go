@@ -323,6 +323,9 @@ func (m *metaTruth) fold(index uint64, cmd []byte) verdict {
 			if b := m.brokers[mb.Node]; !b.live || b.process != mb.Process || b.storage != mb.Storage {
 				return verdict{refused: true, outsideLive: true}
 			}
+			if m.brokers[mb.Node].draining {
+				return verdict{refused: true} // (a drain committed after the leader chose it)
+			}
 		}
 		q.epoch, q.owner, q.members = c.Epoch, c.Owner, nil
 		q.inSync, q.inSyncVersion = metadata.Nodes{}, 0
