@@ -597,6 +597,9 @@ func (n *Node) sealArrived(s recovery.Seal) {
 	w.src, w.verify, w.askedN = src, recovery.NewVerifier(src, witnesses, budget), 0
 	if w.t.ISR && w.coll.Witnesses() >= w.coll.Threshold() {
 		w.verify = recovery.NewISRVerifier(src, witnesses, budget)
+		if n.x.Bugs.Has(bugs.ISRPastEpochContradiction) {
+			w.verify.PlantPastSameEpochOnly()
+		}
 	}
 	n.recoveryTakeOwnSource(w)
 	n.recoveryAskPage(w)

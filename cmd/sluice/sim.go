@@ -81,7 +81,7 @@ type simFlags struct {
 // addRunFlags defines the flags that say what a seed runs: they are the
 // ones a reproduce command repeats.
 func addRunFlags(c *command, profile *string, durationMs *int64, planted *string) {
-	c.fs.StringVar(profile, "profile", "swarm", "swarm: each seed draws its profile; standard: the benchmark's world; standard-faults: it with every fault kind on")
+	c.fs.StringVar(profile, "profile", "swarm", "swarm: each seed draws its profile; scale: the swarm with one dimension a seed at users' sizes (deep queue, 10,000/s, 10 minutes, 50 queues); standard: the benchmark's world; standard-faults: it with every fault kind on")
 	c.fs.Int64Var(durationMs, "duration-ms", 0, fmt.Sprintf("the workload phase's simulated length, 1..%d (default: the profile's)", world.DurationMsMax))
 	c.fs.StringVar(planted, "bugs", "", "plant bugs by name, comma-separated (the mutation suite); 'list' prints their names")
 }
@@ -163,12 +163,14 @@ func profileFor(name string, durationMs int64, planted bugs.Set) (func(uint64) w
 	switch name {
 	case "swarm":
 		f = world.Draw
+	case "scale":
+		f = world.DrawScale
 	case "standard":
 		f = func(uint64) world.Profile { return world.Standard() }
 	case "standard-faults":
 		f = func(uint64) world.Profile { return world.StandardWithFaults() }
 	default:
-		return nil, fmt.Errorf("--profile %q: unknown profile%s (want swarm, standard or standard-faults)", name, suggest(name, []string{"swarm", "standard", "standard-faults"}))
+		return nil, fmt.Errorf("--profile %q: unknown profile%s (want swarm, scale, standard or standard-faults)", name, suggest(name, []string{"swarm", "scale", "standard", "standard-faults"}))
 	}
 	return func(s uint64) world.Profile {
 		p := f(s)

@@ -152,6 +152,15 @@ const (
 	// log reaches furthest as its source, whatever epoch its log ends in,
 	// not the one of the highest last epoch first.
 	SourceLongest
+	// ISRWatermarkAtZero: an owner restored on a log whose head a
+	// retention deleted starts its high watermark at 0, below its
+	// confirmed end (the log's start).
+	ISRWatermarkAtZero
+	// ISRPastEpochContradiction: the isr verifier takes a witness's
+	// record past the source's end of an epoch later than the source's
+	// last for contradictory history, so an in-sync member that never
+	// heard its epoch's owner keeps its queue fenced for good.
+	ISRPastEpochContradiction
 	end
 )
 
@@ -202,6 +211,8 @@ var Registry = []Bug{
 	{ActivateWaitsAll, "activate-waits-all", "sealed recovery", "a recovery activates only once every proposed member is live, waiting for one gone for good"},
 	{HoldWhileDraining, "hold-while-draining", "follower-loss hold", "the follower-loss hold keeps a queue whose lost follower is on a draining broker"},
 	{SourceLongest, "source-longest", "sealed recovery", "the recovery worker takes the longest witness as its source, whatever epoch it ends in"},
+	{ISRWatermarkAtZero, "isr-watermark-at-zero", "in-sync tracking", "an owner restored on a retained log starts its high watermark at 0, below its confirmed end"},
+	{ISRPastEpochContradiction, "isr-past-epoch-contradiction", "sealed recovery", "the isr verifier blocks on a later epoch's record past the source's end, as contradictory history"},
 }
 
 // Has reports whether every bug of b is in s.

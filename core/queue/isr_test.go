@@ -20,16 +20,21 @@ type isrOwner struct {
 }
 
 func newISROwner(t *testing.T, planted bugs.Set) *isrOwner {
+	return newISROwnerAt(t, planted, &seam.LogState{Group: seam.QueueGroup(7)})
+}
+
+// newISROwnerAt is newISROwner over the log restored as l.
+func newISROwnerAt(t *testing.T, planted bugs.Set, l *seam.LogState) *isrOwner {
 	x := &Ctx{Node: 1, Process: 1, Lim: seam.Limits{}.WithDefaults(), Bugs: planted, Out: &seam.Out{}}
 	cfg := seam.QueueConfig{Queue: 7, Replicas: []seam.NodeID{1, 2, 3}, Owner: 1, Policy: seam.ISR, MinInSync: 2}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	o := &isrOwner{t: t, x: x, r: New(x, cfg)}
-	o.r.Restore(&seam.LogState{Group: seam.QueueGroup(7)})
+	o.r.Restore(l)
 	o.r.Begin()
 	o.r.SetInSync([]seam.NodeID{1, 2, 3}, 0, 1000)
-	o.end = 1
+	o.end = l.End + 1
 	o.sync()
 	return o
 }
@@ -75,6 +80,32 @@ func (o *isrOwner) want(lines []string, what string, yes bool) {
 	if has(lines, what) != yes {
 		o.t.Fatalf("want %q present=%v in:\n%s", what, yes, strings.Join(lines, "\n"))
 	}
+}
+
+// TestISROwnerOfARetainedLog: an owner whose log starts above 0 (a
+// retention deleted its head, all of it confirmed and settled) starts its
+// high watermark at the start, not at 0, and confirms above it as
+// before. (A recovered owner of such a log once held a confirmed end
+// above its watermark of 0, a broken invariant, at its first sync.)
+func TestISROwnerOfARetainedLog(t *testing.T) {
+	l := &seam.LogState{Group: seam.QueueGroup(7), Start: 500, End: 520, Epochs: []seam.EpochStart{{Epoch: 1, Offset: 0}}}
+	o := newISROwnerAt(t, 0, l)
+	if hw, ok := o.r.HighWatermark(); !ok || hw < 500 {
+		t.Fatalf("high watermark %d (ok=%v) of an owner whose log starts at 500", hw, ok)
+	}
+	o.publish(1)
+	o.sync()
+	o.report(2, o.end)
+	o.want(o.report(3, o.end), "confirm", true)
+	// Planted, the invariant catches it at the first sync.
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("isr-watermark-at-zero planted: no invariant failed")
+			}
+		}()
+		newISROwnerAt(t, bugs.ISRWatermarkAtZero, &seam.LogState{Group: seam.QueueGroup(7), Start: 500, End: 520, Epochs: []seam.EpochStart{{Epoch: 1, Offset: 0}}})
+	}()
 }
 
 // TestISRConfirmsAtTheHighWatermark: an isr queue confirms once every

@@ -114,6 +114,12 @@ func (r *Replica) Restore(l *seam.LogState) {
 		// retention deleted it: confirmed, and folded in.
 		r.owner.state.applied = l.Start
 		r.owner.commit = l.Start
+		// and so is every copy's, whatever the followers report: an isr
+		// owner's high watermark starts there, never below its confirmed
+		// end.
+		if !r.x.Bugs.Has(bugs.ISRWatermarkAtZero) {
+			r.inSync.hw = l.Start
+		}
 	}
 	r.epoch = seam.LastEpoch(r.log.epochs)
 	if l.Damage != "" {

@@ -25,7 +25,9 @@ import (
 //   - a witness never holds, at an offset, an epoch above the source's
 //     there, nor, past the source's end, a record of the source's last
 //     epoch or later (either would mean the source is not the furthest
-//     log, contrary to the choice);
+//     log, contrary to the choice; an isr queue's source is the furthest
+//     member of the in-sync set, and what a witness outside the set holds
+//     past its end, of any epoch, was never confirmed);
 //   - a witness's records of epochs the source superseded (below the
 //     source's epoch at that offset, or past its end) are unconfirmed
 //     suffixes: accepted and dropped.
@@ -163,13 +165,21 @@ type Verifier struct {
 	// compare: some witness's identity differs from the source's, so the
 	// source's records are summed for a record-by-record comparison
 	compare bool
-	// past: a witness may hold records past the source's end in the
-	// source's last epoch (an isr queue's source is the furthest member
-	// of the in-sync set, and a member outside it may be further: what it
-	// holds past the source was never confirmed, since a confirm needs
-	// every member of the set)
+	// past: a witness may hold records past the source's end, in the
+	// source's last epoch or a later one (an isr queue's source is the
+	// furthest member of the in-sync set, and a member outside it may be
+	// further: what it holds past the source was never confirmed, since a
+	// confirm needs every member of the set)
 	past bool
+	// pastSameEpochOnly: planted (PlantPastSameEpochOnly)
+	pastSameEpochOnly bool
 }
+
+// PlantPastSameEpochOnly plants the bug isr-past-epoch-contradiction (a
+// core/bugs bug, planted by its caller: this package reads no Set): the
+// isr verifier takes a record past the source's end of a later epoch
+// than the source's last for contradictory history.
+func (v *Verifier) PlantPastSameEpochOnly() { v.pastSameEpochOnly = true }
 
 // reading is a log being read: its index in logs and its identity so far.
 type reading struct {
@@ -375,7 +385,13 @@ func (v *Verifier) AddPage(node seam.NodeID, from uint64, recs []record.Record) 
 		}
 		switch {
 		case r.Offset >= src.End:
-			if r.Epoch > src.LastEpoch || (r.Epoch == src.LastEpoch && !v.past) {
+			// (For an isr queue, whatever its epoch: the source is the
+			// furthest member of the last committed in-sync set, which
+			// holds every confirmed record, so a record past its end was
+			// confirmed nowhere. A member of the set that never heard its
+			// epoch's owner, its log empty or of an older epoch, makes
+			// every record its owner wrote such a record.)
+			if (!v.past && r.Epoch >= src.LastEpoch) || (v.pastSameEpochOnly && r.Epoch > src.LastEpoch) {
 				v.block(node, seam.AsideContradictoryHistory, "n%d holds o=%d of epoch %d past the source n%d's end %d (last epoch %d)", node, r.Offset, r.Epoch, src.Node, src.End, src.LastEpoch)
 				return
 			}

@@ -207,6 +207,35 @@ func TestVerifierISRAcceptsAFurtherWitness(t *testing.T) {
 	}
 }
 
+// The further witness's records past the isr source's end may be of a
+// later epoch than the source's last: a member of the in-sync set that
+// never heard its epoch's owner (its log empty, or of an older epoch)
+// is the set's furthest, and what the owner wrote was confirmed nowhere:
+// blocking it as contradictory history would keep the queue fenced for
+// good. The R verifier still takes it for a contradiction.
+func TestVerifierISRAcceptsALaterEpochPastTheSource(t *testing.T) {
+	for name, src := range map[string][]record.Record{
+		"empty":       nil,
+		"older epoch": history([]uint64{1, 1}, ""),
+	} {
+		further := history([]uint64{1, 1, 2, 2}, "")
+		logs := map[seam.NodeID][]record.Record{3: src, 1: further}
+		s := sealOf(t, 3, src)
+		ws := []Seal{s, sealOf(t, 1, further)}
+		if v := run(t, NewISRVerifier(s, ws, DefaultBudget), logs, 4096); !v.Done() {
+			t.Fatalf("%s: isr: %s", name, v.Blocked())
+		}
+		planted := NewISRVerifier(s, ws, DefaultBudget)
+		planted.PlantPastSameEpochOnly()
+		if v := run(t, planted, logs, 4096); v.Done() || !strings.Contains(v.Blocked(), "past the source") {
+			t.Fatalf("%s: isr with isr-past-epoch-contradiction planted: done=%v blocked=%q", name, v.Done(), v.Blocked())
+		}
+		if v := run(t, NewVerifier(s, ws, DefaultBudget), logs, 4096); v.Done() || !strings.Contains(v.Blocked(), "past the source") {
+			t.Fatalf("%s: R: done=%v blocked=%q, want blocked past the source", name, v.Done(), v.Blocked())
+		}
+	}
+}
+
 // A witness sealed with the source's identity is taken by that identity:
 // its log is never read (whatever it holds now), and the verification is
 // done once the source's log hashes to it; beside a witness of another

@@ -33,7 +33,7 @@ func (d *fakeDisk) DurableList(dir string) ([]string, error) {
 	return out, nil
 }
 
-func (d *fakeDisk) DurableGen() uint64 { d.gen++; return d.gen } // always list again
+func (d *fakeDisk) DurableDirGen(string) uint64 { d.gen++; return d.gen } // always list again
 
 func (d *fakeDisk) ReadDurable(name string, p []byte, off int64) (int, error) {
 	b, ok := d.files[name]

@@ -23,8 +23,9 @@ import (
 type Disk interface {
 	// DurableList returns the sorted names durable in dir.
 	DurableList(dir string) ([]string, error)
-	// DurableGen changes whenever the durable namespace may have changed.
-	DurableGen() uint64
+	// DurableDirGen changes whenever dir's durable entries may have
+	// changed.
+	DurableDirGen(dir string) uint64
 	// ReadDurable reads the durable contents of name at off (ReadAt rules).
 	ReadDurable(name string, p []byte, off int64) (int, error)
 }
@@ -45,6 +46,10 @@ type ChangeLog interface {
 	// readability or presence changed after stamp since, and returns the
 	// file's identity (another file under the name has another).
 	DurableChanges(name string, since uint64, f func(lo, hi int64)) (file uint64, err error)
+	// DurableFiles calls f with each file durable in dir (not its
+	// subdirectories) and its identity, as DurableChanges returns it, in
+	// no particular order.
+	DurableFiles(dir string, f func(name string, file uint64)) error
 }
 
 // Ident identifies a record: its epoch, kind, body length and first 8 body
@@ -177,10 +182,12 @@ type DiskLog struct {
 	stamp       uint64
 	stamped     bool
 	fullRereads bool
-	changed     []changedSpan // scratch: the ranges changed in one segment
-	ranges      []offRange    // scratch: segsDisjoint's
-	skipped     int           // frames a Reparse did not read again (tests)
-	freeLocs    [][]frameLoc  // tables of segments gone, to reuse (giveLocs)
+	changed     []changedSpan  // scratch: the ranges changed in one segment
+	ranges      []offRange     // scratch: segsDisjoint's
+	knownNames  map[string]int // scratch: list's index of each known segment by name
+	dirFiles    []dirFile      // scratch: list's entries of the directory
+	skipped     int            // frames a Reparse did not read again (tests)
+	freeLocs    [][]frameLoc   // tables of segments gone, to reuse (giveLocs)
 	// shadow, when set (CrossCheck), reads everything on every reread
 	// and must agree after each.
 	shadow *DiskLog
@@ -541,16 +548,12 @@ func (l *DiskLog) Resume(d Disk) {
 func (l *DiskLog) resume(d Disk) {
 	l.winSeg = nil
 	cl, _ := d.(ChangeLog)
-	if gen := d.DurableGen(); !l.listedOK || gen != l.listed {
-		l.list(d)
+	if gen := d.DurableDirGen(l.dir); !l.listedOK || gen != l.listed {
+		// The names may refer to other files now (only a change of the
+		// directory's durable entries changes its generation): list
+		// learns which, in the same pass.
+		l.list(d, cl)
 		l.listed, l.listedOK = gen, true
-		if cl != nil {
-			// The names may refer to other files now (only a change of
-			// the durable namespace changes the generation).
-			for i := range l.segs {
-				l.noteFile(cl, &l.segs[i])
-			}
-		}
 	}
 	for i := range l.segs {
 		seg := &l.segs[i]
@@ -567,11 +570,16 @@ func (l *DiskLog) resume(d Disk) {
 // from another file than the one its last Reparse read is read whole at
 // the next Reparse (mixed).
 func (l *DiskLog) noteFile(cl ChangeLog, seg *diskSeg) {
-	file, err := cl.DurableChanges(seg.path, math.MaxUint64, nil)
+	// Not durable (an error): nothing is read under the name until it is
+	// again, and then the file it refers to is compared.
+	if file, err := cl.DurableChanges(seg.path, math.MaxUint64, nil); err == nil {
+		seg.noteFile(file)
+	}
+}
+
+// noteFile takes file as the one the segment's durable name refers to now.
+func (seg *diskSeg) noteFile(file uint64) {
 	switch {
-	case err != nil:
-		// Not durable: nothing is read under the name until it is again,
-		// and then the file it refers to is compared.
 	case !seg.fileKnown:
 		seg.file, seg.fileKnown = file, true
 	case file != seg.file:
@@ -653,37 +661,84 @@ func receiptIntact(d Disk, name, magic string) bool {
 
 // list learns the segment files durable in the directory, and the log's
 // durable start: the segments below it are outside the log (what a
-// retention removes, or an interrupted one left).
-func (l *DiskLog) list(d Disk) {
-	names, err := d.DurableList(l.dir)
+// retention removes, or an interrupted one left). On a disk that names
+// its files (cl not nil) it also learns which file each known segment's
+// name refers to now.
+//
+// One pass over the directory, with the known segments found by name in
+// a map, not by a scan per name: a deep queue's log has thousands of
+// segments and is listed again at every change of its directory.
+func (l *DiskLog) list(d Disk, cl ChangeLog) {
+	l.dirFiles = l.dirFiles[:0]
+	var err error
+	if cl != nil {
+		err = cl.DurableFiles(l.dir, func(name string, file uint64) {
+			l.dirFiles = append(l.dirFiles, dirFile{name, file})
+		})
+	} else {
+		var names []string
+		names, err = d.DurableList(l.dir)
+		for _, name := range names {
+			l.dirFiles = append(l.dirFiles, dirFile{name: name})
+		}
+	}
 	if err != nil {
 		return // no durable directory yet: nothing is durable
 	}
-	if slices.Contains(names, dStartName) {
+	if slices.ContainsFunc(l.dirFiles, func(f dirFile) bool { return f.name == dStartName }) {
 		if start, ok := durableStart(d, l.dir+"/"+dStartName); ok {
 			l.setStart(start)
 		} else {
 			l.setNote("START damaged")
 		}
 	}
-	for _, name := range names {
-		digits, ok := strings.CutSuffix(name, dSegSuffix)
+	if l.knownNames == nil {
+		l.knownNames = make(map[string]int, len(l.segs))
+	}
+	clear(l.knownNames)
+	for i := range l.segs {
+		l.knownNames[l.segs[i].name] = i
+	}
+	fresh := l.dirFiles[:0] // the new segments' entries, in place
+	for _, f := range l.dirFiles {
+		digits, ok := strings.CutSuffix(f.name, dSegSuffix)
 		if !ok {
 			continue
 		}
-		base, err := strconv.ParseUint(digits, 10, 64)
-		if err != nil || len(digits) != 20 {
-			l.setNote("malformed segment name " + name)
+		if i, known := l.knownNames[f.name]; known {
+			if cl != nil {
+				l.segs[i].noteFile(f.file)
+			}
 			continue
 		}
-		known := false
-		for i := range l.segs {
-			known = known || l.segs[i].name == name
+		if base, err := strconv.ParseUint(digits, 10, 64); err == nil && len(digits) == 20 && base < l.start {
+			continue
 		}
-		if !known && base >= l.start {
-			l.segs = append(l.segs, diskSeg{name: name, path: l.dir + "/" + name, base: base})
-		}
+		fresh = append(fresh, f)
 	}
+	// The new ones in name order (a disk may list in any), which is base
+	// order: what a run does never depends on a listing's order.
+	slices.SortFunc(fresh, func(a, b dirFile) int { return strings.Compare(a.name, b.name) })
+	for _, f := range fresh {
+		digits, _ := strings.CutSuffix(f.name, dSegSuffix)
+		base, err := strconv.ParseUint(digits, 10, 64)
+		if err != nil || len(digits) != 20 {
+			l.setNote("malformed segment name " + f.name)
+			continue
+		}
+		seg := diskSeg{name: f.name, path: l.dir + "/" + f.name, base: base}
+		if cl != nil {
+			seg.noteFile(f.file)
+		}
+		l.segs = append(l.segs, seg)
+	}
+}
+
+// dirFile is a durable entry of a log's directory: its name and, on a disk
+// that names files, the file it refers to.
+type dirFile struct {
+	name string
+	file uint64
 }
 
 // The log's start beside the segments (io/seglog's retain.go): magic, the

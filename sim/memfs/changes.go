@@ -59,6 +59,30 @@ func (fs *FS) DurableChanges(name string, since uint64, f func(lo, hi int64)) (f
 	return n.id, nil
 }
 
+// DurableFiles calls f with each file durable in dir (its subdirectories
+// left out) and the file's identity, as DurableChanges returns it, in no
+// particular order: the caller must not let the order matter. A reader
+// that lists a large directory again after each change of it learns in
+// one pass which names are new and which refer to another file now. It
+// fails with vfs.ErrNotExist when dir is not durable.
+func (fs *FS) DurableFiles(dir string, f func(name string, file uint64)) error {
+	dir, err := clean("durablefiles", dir)
+	if err != nil {
+		return err
+	}
+	ents, ok := fs.dur[dir]
+	if !ok {
+		return notExist("durablefiles", dir)
+	}
+	for name, n := range ents { //detguard:order-independent the contract leaves the order to no one: callers sort what they keep
+		if !n.isDir {
+			n.c.mustLive() // a durable name refers to it
+			f(name, n.id)
+		}
+	}
+	return nil
+}
+
 // nextStamp returns a new stamp for the changes of one operation.
 func (fs *FS) nextStamp() uint64 {
 	fs.stamp++

@@ -149,6 +149,36 @@ func TestCrashKeepingTheJournalChangesDurableGen(t *testing.T) {
 	}
 }
 
+// DurableDirGen changes with a directory's durable entries and with
+// nothing else: a rename across directories made durable (by a sync of
+// the target, or a crash that kept it) changes both directories', a change
+// in another directory neither (the checkers list a log's directory again
+// only when its own generation moved).
+func TestDurableDirGenFollowsItsDirectory(t *testing.T) {
+	fs := New()
+	must(t, fs.MkdirAll("d"))
+	must(t, fs.MkdirAll("e"))
+	must(t, fs.SyncDir("."))
+	mustCreate(t, fs, "d/a")
+	d0, e0 := fs.DurableDirGen("d"), fs.DurableDirGen("e")
+	must(t, fs.SyncDir("d"))
+	d1 := fs.DurableDirGen("d")
+	if d1 == d0 || fs.DurableDirGen("e") != e0 {
+		t.Fatalf("create made durable in d: d %d -> %d, e %d -> %d", d0, d1, e0, fs.DurableDirGen("e"))
+	}
+	mustCreate(t, fs, "e/b")
+	must(t, fs.SyncDir("e"))
+	if fs.DurableDirGen("d") != d1 {
+		t.Fatal("a change in e moved d's generation")
+	}
+	must(t, fs.Rename("d/a", "e/c"))
+	d2, e2 := fs.DurableDirGen("d"), fs.DurableDirGen("e")
+	fs.Crash(keepAll{})
+	if fs.DurableDirGen("d") == d2 || fs.DurableDirGen("e") == e2 {
+		t.Fatalf("a crash that kept a rename from d to e: d %d -> %d, e %d -> %d", d2, fs.DurableDirGen("d"), e2, fs.DurableDirGen("e"))
+	}
+}
+
 // keepAll keeps every pending operation through a crash.
 type keepAll struct{}
 

@@ -30,6 +30,10 @@ type FS struct {
 
 	gen    uint64 // bumped by a crash; handles of older generations are dead
 	durGen uint64 // bumped whenever the durable namespace may have changed
+	// dirGen[d]: dirStamp at the last change of directory d's durable
+	// entries (DurableDirGen); dirStamp counts the changes of any.
+	dirGen   map[string]uint64
+	dirStamp uint64
 	// durLookup: the last durable file found, valid while durGen stays
 	durLookup durLookup
 	nodeNext  uint64 // id of the next node
@@ -383,6 +387,7 @@ func (op *dirOp) addKeys(dirs map[string]bool, nodes map[*node]bool) {
 // last reference there is freed.
 func (fs *FS) apply(op *dirOp) {
 	ns := fs.dur
+	fs.dirChanged(op.dir)
 	ents := ns[op.dir]
 	if ents == nil {
 		// Cannot happen: an operation's directory is made by an earlier
@@ -400,12 +405,14 @@ func (fs *FS) apply(op *dirOp) {
 	case dirRename:
 		// The target first: the file keeps a durable name throughout.
 		src := ns[op.srcDir]
+		fs.dirChanged(op.srcDir)
 		fs.setDur(ents, op.name, op.n)
 		if src != nil && src[op.srcName] == op.n && (op.srcDir != op.dir || op.srcName != op.name) {
 			fs.setDur(src, op.srcName, nil)
 		}
 	case dirMkdir:
 		fs.setDur(ents, op.name, op.n)
+		fs.dirChanged(op.n.path)
 		if ns[op.n.path] == nil {
 			ns[op.n.path] = map[string]*node{}
 		}
@@ -488,6 +495,26 @@ func (fs *FS) SyncDir(dir string) error {
 // may have changed (a directory sync, a crash): a reader of DurableList
 // need not list again while it stays the same.
 func (fs *FS) DurableGen() uint64 { return fs.durGen }
+
+// DurableDirGen returns a number that changes whenever dir's durable
+// entries may have changed (an entry made durable, removed or renamed in
+// or out of it, the directory made): a reader of DurableList(dir) need not
+// list again while it stays the same, however busy the rest of the disk.
+func (fs *FS) DurableDirGen(dir string) uint64 {
+	if dir == "" {
+		dir = "."
+	}
+	return fs.dirGen[dir]
+}
+
+// dirChanged notes a change of dir's durable entries.
+func (fs *FS) dirChanged(dir string) {
+	if fs.dirGen == nil {
+		fs.dirGen = map[string]uint64{}
+	}
+	fs.dirStamp++
+	fs.dirGen[dir] = fs.dirStamp
+}
 
 // SetInjector installs the fault injector consulted before every operation;
 // nil removes it.

@@ -53,14 +53,16 @@ type scenarioJSON struct {
 // profileJSON is world.Profile's form in a scenario file, field for field
 // (TestProfileJSONCoversEveryField keeps it so).
 type profileJSON struct {
-	Brokers            int              `json:"brokers"`
-	Queues             []queueJSON      `json:"queues"`
-	PublishersPerQueue int              `json:"publishers_per_queue"`
-	PublishesPerSec    int              `json:"publishes_per_sec"`
-	BodyBytesMin       int              `json:"body_bytes_min"`
-	BodyBytesMax       int              `json:"body_bytes_max"`
-	InflightMax        int              `json:"inflight_max"`
-	ConsumersPerQueue  int              `json:"consumers_per_queue"`
+	Brokers            int         `json:"brokers"`
+	Queues             []queueJSON `json:"queues"`
+	PublishersPerQueue int         `json:"publishers_per_queue"`
+	PublishesPerSec    int         `json:"publishes_per_sec"`
+	BodyBytesMin       int         `json:"body_bytes_min"`
+	BodyBytesMax       int         `json:"body_bytes_max"`
+	InflightMax        int         `json:"inflight_max"`
+	ConsumersPerQueue  int         `json:"consumers_per_queue"`
+	// ConsumersFromMs: 0 (absent), the consumers connect as the run starts
+	ConsumersFromMs    int64            `json:"consumers_from_ms,omitempty"`
 	Prefetch           int              `json:"prefetch"`
 	AckDelayUsMax      int64            `json:"ack_delay_us_max"`
 	ConsumerLossPerMin world.Rate       `json:"consumer_loss_per_min"`
@@ -105,7 +107,7 @@ func toJSON(p world.Profile) profileJSON {
 		ConsumerLossPerMin: p.ConsumerLossPerMin, Faults: p.Faults, Schedule: p.Schedule, Bugs: p.Bugs,
 		NetLatencyUsMin: p.NetLatencyUsMin, NetLatencyUsMax: p.NetLatencyUsMax, SyncUsMin: p.SyncUsMin,
 		SyncUsMax: p.SyncUsMax, DurationMs: p.DurationMs, DrainMs: p.DrainMs, Operator: p.Operator,
-		RetainSilentMs: p.RetainSilentMs, RetainRecordsMin: p.RetainRecordsMin}
+		RetainSilentMs: p.RetainSilentMs, RetainRecordsMin: p.RetainRecordsMin, ConsumersFromMs: p.ConsumersFromMs}
 	for _, q := range p.Queues {
 		j.Queues = append(j.Queues, queueJSON{Replicas: q.Replicas, Policy: q.Policy, MinInSync: q.MinInSync})
 	}
@@ -119,7 +121,7 @@ func (j profileJSON) profile() world.Profile {
 		ConsumerLossPerMin: j.ConsumerLossPerMin, Faults: j.Faults, Schedule: j.Schedule, Bugs: j.Bugs,
 		NetLatencyUsMin: j.NetLatencyUsMin, NetLatencyUsMax: j.NetLatencyUsMax, SyncUsMin: j.SyncUsMin,
 		SyncUsMax: j.SyncUsMax, DurationMs: j.DurationMs, DrainMs: j.DrainMs, Operator: j.Operator,
-		RetainSilentMs: j.RetainSilentMs, RetainRecordsMin: j.RetainRecordsMin}
+		RetainSilentMs: j.RetainSilentMs, RetainRecordsMin: j.RetainRecordsMin, ConsumersFromMs: j.ConsumersFromMs}
 	for _, q := range j.Queues {
 		p.Queues = append(p.Queues, world.QueueDecl{Replicas: q.Replicas, Policy: q.Policy, MinInSync: q.MinInSync})
 	}

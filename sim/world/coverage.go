@@ -83,6 +83,8 @@ const (
 	MarkCandidateDies                            // a recovery's candidate (at its detect) or a proposed member (at its install) was killed mid-recovery
 	MarkCandidateGone                            // a proposed member that installed was killed mid-recovery for good
 	MarkDiskReplaced                             // a broker restarted on a new, empty data disk (a new storage instance)
+	MarkRecoveryDeep                             // a recovery chose a source log holding DeepRecords records or more
+	MarkQueuesMany                               // the controller placed ManyQueues queues or more in one run
 	markKinds
 )
 
@@ -153,7 +155,17 @@ var markNames = [...]string{
 	MarkCandidateDies:            "candidate-dies",
 	MarkCandidateGone:            "candidate-gone",
 	MarkDiskReplaced:             "disk-replaced",
+	MarkRecoveryDeep:             "recovery-deep",
+	MarkQueuesMany:               "queues-many",
 }
+
+// The sizes the scale marks count from: a recovery whose source holds a
+// million records (the deep queue users run), and a run that placed 30
+// queues.
+const (
+	DeepRecords = 1_000_000
+	ManyQueues  = 30
+)
 
 func (m Mark) String() string {
 	if int(m) < len(markNames) && markNames[m] != "" {

@@ -578,6 +578,17 @@ func (w *World) placedApplied(c *metadata.Command) {
 	w.placed[c.Queue], w.placedByID[q.ID] = p, p
 	at, _ := slices.BinarySearch(w.placedIDs, q.ID)
 	w.placedIDs = slices.Insert(w.placedIDs, at, q.ID)
+	if len(w.placedIDs) >= ManyQueues {
+		live := 0
+		for _, id := range w.placedIDs {
+			if !w.placedByID[id].deleted {
+				live++
+			}
+		}
+		if live >= ManyQueues {
+			w.mark(MarkQueuesMany)
+		}
+	}
 	if _, ok := w.history[q.ID]; !ok && w.profileQueue(c.Queue) {
 		// Its clients' history, for the linearizability check: publishes,
 		// deliveries and the owner's ack records, presized (a hint).

@@ -406,6 +406,9 @@ func (env *brokerEnv) Recovery(e *core.Effect) {
 			panic("world: a select stage that does not decode: " + err.Error())
 		}
 		w.checker.SourceChosen(w.now, s.Node, s.Queue, s.Epoch, s.Start, s.End)
+		if s.End-s.Start >= DeepRecords {
+			w.mark(MarkRecoveryDeep)
+		}
 		w.recoverySelected(s.Queue, s.Epoch)
 	}
 }

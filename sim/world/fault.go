@@ -127,6 +127,12 @@ const (
 	// seal: its longer log, of the older epoch, among the witnesses. No
 	// damage; the draws come from a stream of their own.
 	FaultStaleTail
+	// FaultOwnerKill: the process of the broker owning the profile's
+	// first queue (q1, by the world's follow of the committed metadata)
+	// is killed (as FaultKill) and restarts after Dur: an owner loss at a
+	// chosen instant, such as when the scale profile's deep queue holds a
+	// million records. Skipped while q1 is not placed or its owner down.
+	FaultOwnerKill
 	// Per-message network faults, counted when they strike.
 	FaultDrop
 	FaultDuplicate
@@ -141,7 +147,7 @@ var faultNames = [...]string{
 	FaultLostWrite: "lost-write", FaultUnreadable: "unreadable", FaultTornSector: "torn-sector",
 	FaultCorruptLive: "corrupt-live", FaultPowerCycle: "power-cycle",
 	FaultLeaderCrash: "leader-crash", FaultLeaderIsolate: "leader-isolate", FaultLeaderPause: "leader-pause",
-	FaultKill: "kill", FaultLostDir: "lost-dir", FaultGone: "gone", FaultCandidateDies: "candidate-dies", FaultDiskReplaced: "disk-replaced", FaultDrain: "drain", FaultStaleTail: "stale-tail", FaultDrop: "drop", FaultDuplicate: "duplicate", FaultCorruptMsg: "corrupt-msg",
+	FaultKill: "kill", FaultLostDir: "lost-dir", FaultGone: "gone", FaultCandidateDies: "candidate-dies", FaultDiskReplaced: "disk-replaced", FaultDrain: "drain", FaultStaleTail: "stale-tail", FaultOwnerKill: "owner-kill", FaultDrop: "drop", FaultDuplicate: "duplicate", FaultCorruptMsg: "corrupt-msg",
 }
 
 func (k FaultKind) String() string {
@@ -194,7 +200,7 @@ func (f Fault) String() string {
 	switch f.Kind {
 	case FaultOneWay, FaultClog:
 		return fmt.Sprintf("at=%d %s n%d->n%d dur=%d", f.AtNs, f.Kind, f.Node, f.Peer, f.DurNs)
-	case FaultSpike, FaultPowerCycle, FaultLeaderCrash, FaultLeaderIsolate, FaultLeaderPause, FaultCandidateDies:
+	case FaultSpike, FaultPowerCycle, FaultLeaderCrash, FaultLeaderIsolate, FaultLeaderPause, FaultCandidateDies, FaultOwnerKill:
 		return fmt.Sprintf("at=%d %s dur=%d", f.AtNs, f.Kind, f.DurNs)
 	case FaultSyncFail, FaultReadError, FaultLostWrite, FaultUnreadable, FaultCorruptLive, FaultGone:
 		return fmt.Sprintf("at=%d %s n%d", f.AtNs, f.Kind, f.Node)
@@ -220,7 +226,7 @@ func ParseFault(s string) (Fault, error) {
 	switch f.Kind {
 	case FaultOneWay, FaultClog:
 		_, err = fmt.Sscanf(rest, " n%d->n%d dur=%d", &f.Node, &f.Peer, &f.DurNs)
-	case FaultSpike, FaultPowerCycle, FaultLeaderCrash, FaultLeaderIsolate, FaultLeaderPause, FaultCandidateDies:
+	case FaultSpike, FaultPowerCycle, FaultLeaderCrash, FaultLeaderIsolate, FaultLeaderPause, FaultCandidateDies, FaultOwnerKill:
 		_, err = fmt.Sscanf(rest, " dur=%d", &f.DurNs)
 	case FaultSyncFail, FaultReadError, FaultLostWrite, FaultUnreadable, FaultCorruptLive, FaultGone:
 		_, err = fmt.Sscanf(rest, " n%d", &f.Node)
@@ -253,7 +259,7 @@ func (f Fault) validate(brokers int, durationNs int64) error {
 		return fmt.Errorf("dur=%d, want 0..%d ns", f.DurNs, int64(DurationMsMax)*1e6)
 	}
 	switch f.Kind {
-	case FaultSpike, FaultPowerCycle, FaultLeaderCrash, FaultLeaderIsolate, FaultLeaderPause, FaultCandidateDies, FaultStaleTail:
+	case FaultSpike, FaultPowerCycle, FaultLeaderCrash, FaultLeaderIsolate, FaultLeaderPause, FaultCandidateDies, FaultStaleTail, FaultOwnerKill:
 		return nil // every broker, or the ones it picks when it strikes
 	}
 	if f.Node < 1 || f.Node > brokers {
@@ -342,7 +348,7 @@ func drawSchedule(r *prng.Rand, rates FaultRates, brokers int, durationNs int64)
 			case FaultSpike:
 				f.DurNs = r.Range(50e6, 1e9)
 				f.Node = 0
-			case FaultLeaderCrash, FaultCandidateDies:
+			case FaultLeaderCrash, FaultCandidateDies, FaultOwnerKill:
 				f.DurNs = r.Range(1e6, 3e9)
 				f.Node = 0
 			case FaultLeaderIsolate, FaultLeaderPause:

@@ -103,6 +103,18 @@ func (w *World) inject(f Fault) {
 	case FaultStaleTail:
 		w.staleTailTry(f, staleTailTries)
 		return
+	case FaultOwnerKill:
+		w.stats.Armed[f.Kind]++
+		p, ok := w.placed[QueueName(0)]
+		if !ok || p.deleted || p.owner == 0 || !w.brokers[p.owner-1].up {
+			w.notef("fault %s skipped: q1 not placed or its owner down", f)
+			return
+		}
+		b := w.brokers[p.owner-1]
+		w.notef("fault %s strikes n%d, the owner of q1", f, b.id)
+		w.stats.Struck[f.Kind]++
+		w.stopProcess(b, f.DurNs, true)
+		return
 	case FaultPowerCycle:
 		w.notef("fault %s", f)
 		for _, b := range w.brokers {

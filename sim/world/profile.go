@@ -26,8 +26,12 @@ type Profile struct {
 	BodyBytesMax       int
 	InflightMax        int // unconfirmed publishes per publisher
 	ConsumersPerQueue  int
-	Prefetch           int
-	AckDelayUsMax      int64
+	// ConsumersFromMs: the consumers connect from this instant on (0: as
+	// the run starts), so that a queue's backlog can grow first (the
+	// scale profile's deep queue).
+	ConsumersFromMs int64
+	Prefetch        int
+	AckDelayUsMax   int64
 
 	// ConsumerLossPerMin: consumers drop their connection this often (mean
 	// per simulated minute) during the workload phase.
@@ -109,11 +113,14 @@ func Standard() Profile {
 }
 
 // StandardWithFaults is the standard world with every fault kind on: each
-// scheduled kind twice a simulated minute, and drops, duplicates and corrupt
+// scheduled kind but owner-kill twice a simulated minute, and drops, duplicates and corrupt
 // frames at 1 in 1000 peer messages.
 func StandardWithFaults() Profile {
 	p := Standard()
 	for k := FaultCrash; k < FaultDrop; k++ {
+		if k == FaultOwnerKill {
+			continue // the scale profile's, at its deep queue's depth
+		}
 		p.Faults.PerMin[k] = PerMin(2)
 	}
 	p.Faults.DropPer1000, p.Faults.DupPer1000, p.Faults.CorruptPer1000 = 1, 1, 1
@@ -188,12 +195,7 @@ func Draw(seed uint64) Profile {
 	// Consumers must outpace publishers, or no drain phase could ever
 	// deliver everything: raise the prefetch until one consumer's credit
 	// per round trip covers twice the publish rate.
-	if p.ConsumersPerQueue > 0 {
-		rttUs := 2*p.NetLatencyUsMax + p.AckDelayUsMax
-		for p.Prefetch < 1024 && int64(p.Prefetch)*1e6/rttUs < int64(2*p.PublishesPerSec*p.PublishersPerQueue) {
-			p.Prefetch *= 2
-		}
-	}
+	p.raisePrefetch()
 	// The metadata leader's faults and kill (a process exit its peers
 	// see), from a stream of their own (so that adding them left every
 	// earlier draw of a seed as it was): each on in about half the seeds.
@@ -243,6 +245,18 @@ func Draw(seed uint64) Profile {
 	return p
 }
 
+// raisePrefetch raises the prefetch until one consumer's credit per round
+// trip covers twice a queue's publish rate (at most 1024), so that the
+// consumers can outpace the publishers.
+func (p *Profile) raisePrefetch() {
+	if p.ConsumersPerQueue > 0 {
+		rttUs := 2*p.NetLatencyUsMax + p.AckDelayUsMax
+		for p.Prefetch < 1024 && int64(p.Prefetch)*1e6/rttUs < int64(2*p.PublishesPerSec*p.PublishersPerQueue) {
+			p.Prefetch *= 2
+		}
+	}
+}
+
 // String prints the profile as one stable line.
 func (p Profile) String() string {
 	var b strings.Builder
@@ -263,6 +277,9 @@ func (p Profile) String() string {
 	if p.Schedule != nil {
 		fmt.Fprintf(&b, " schedule=%d", len(p.Schedule))
 	}
+	if p.ConsumersFromMs != 0 {
+		fmt.Fprintf(&b, " consumers-from=%dms", p.ConsumersFromMs)
+	}
 	if p.RetainSilentMs != 0 || p.RetainRecordsMin != 0 {
 		fmt.Fprintf(&b, " retain=%dms/%d", p.RetainSilentMs, p.RetainRecordsMin)
 	}
@@ -279,7 +296,7 @@ func (p Profile) String() string {
 // from overflowing int64 nanoseconds.
 const (
 	BrokersMax       = 16
-	QueuesMax        = 8
+	QueuesMax        = 64
 	ClientsMax       = 16 // publishers, and consumers, per queue
 	DurationMsMax    = 600_000
 	DrainMsMax       = 600_000
@@ -337,6 +354,7 @@ func (p Profile) Validate() error {
 		{"publishes_per_sec", int64(p.PublishesPerSec), 0, PublishesPerSMax},
 		{"inflight_max", int64(p.InflightMax), 1, 1 << 16},
 		{"consumers_per_queue", int64(p.ConsumersPerQueue), 0, ClientsMax},
+		{"consumers_from_ms", p.ConsumersFromMs, 0, DurationMsMax},
 		{"prefetch", int64(p.Prefetch), 1, 1 << 16},
 		{"ack_delay_us_max", p.AckDelayUsMax, 0, LatencyUsMax},
 		{"net_latency_us_min", p.NetLatencyUsMin, 0, LatencyUsMax},

@@ -472,12 +472,16 @@ func (w *World) run() {
 		w.startBroker(b)
 	}
 	for _, c := range w.clients {
-		w.schedule1(w.now+c.r.Range(0, 1e6), evConnect).cli = c.idx
+		from := w.now
+		if c.kind == consumer {
+			from = max(from, w.prof.ConsumersFromMs*1e6)
+		}
+		w.schedule1(from+c.r.Range(0, 1e6), evConnect).cli = c.idx
 		if c.kind == publisher && w.prof.PublishesPerSec > 0 {
-			w.schedule1(w.now+w.publishGap(), evPublish).cli = c.idx
+			w.schedule1(from+w.publishGap(), evPublish).cli = c.idx
 		}
 		if c.kind == consumer && w.prof.ConsumerLossPerMin.On() {
-			w.schedule1(w.now+expGap(c.r, w.prof.ConsumerLossPerMin), evConsumerLoss).cli = c.idx
+			w.schedule1(from+expGap(c.r, w.prof.ConsumerLossPerMin), evConsumerLoss).cli = c.idx
 		}
 	}
 	w.scheduleFaults()
