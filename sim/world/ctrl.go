@@ -578,7 +578,7 @@ func (w *World) placedApplied(c *metadata.Command) {
 	w.placed[c.Queue], w.placedByID[q.ID] = p, p
 	at, _ := slices.BinarySearch(w.placedIDs, q.ID)
 	w.placedIDs = slices.Insert(w.placedIDs, at, q.ID)
-	if len(w.placedIDs) >= ManyQueues {
+	if len(w.placedIDs) >= ManyQueues && w.stats.Coverage[MarkQueuesMany] == 0 {
 		live := 0
 		for _, id := range w.placedIDs {
 			if !w.placedByID[id].deleted {

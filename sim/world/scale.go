@@ -40,7 +40,7 @@ func (s ScaleShape) String() string {
 // is killed at 102.5 s, and the publishes stop 1.5 s later, below the
 // queue's ReadyMax of 1,048,576 ready messages. A history of more than a
 // million records is over the default recovery budgets (a million
-// records per inspection and per stage): the operator raises them, as the
+// records per inspection and per stage): the operator raises them, at the
 // start in half the seeds, else a second after the kill, once the
 // recovery is blocked, which then must retry and finish.
 const (
@@ -132,8 +132,8 @@ func DrawScale(seed uint64) Profile {
 	}
 	p.raisePrefetch()
 	if shape == ShapeDeep {
-		// The schedule the world would draw, and the owner's kill once
-		// the queue is a million records deep.
+		// The deep shape's own schedule, none drawn: the owner's kill
+		// once the queue is a million records deep.
 		p.Schedule = []Fault{{AtNs: deepKillNs, Kind: FaultOwnerKill, DurNs: r.Range(1e6, 3e9)}}
 		if r.Chance(1, 2) {
 			p.Schedule = append(p.Schedule, Fault{AtNs: deepKillNs + 1, Kind: FaultCandidateDies, DurNs: r.Range(1e6, 3e9)})
