@@ -90,6 +90,13 @@ type installer struct {
 	done []recovery.Installed // this process's receipts, oldest first
 }
 
+// sameHistory reports whether a and b install one history of one
+// transition, whichever source serves it.
+func sameHistory(a, b *recovery.InstallRequest) bool {
+	return a.Queue == b.Queue && a.Incarnation == b.Incarnation && a.Epoch == b.Epoch && a.Transition == b.Transition &&
+		a.Start == b.Start && a.End == b.End && a.Identity == b.Identity
+}
+
 func sameInstall(a, b *recovery.InstallRequest) bool {
 	return a.Queue == b.Queue && a.Incarnation == b.Incarnation && a.Epoch == b.Epoch && a.Transition == b.Transition && a.Source == b.Source
 }
@@ -110,6 +117,19 @@ func (n *Node) installRequested(from NodeID, req recovery.InstallRequest) {
 		return
 	case in.job != nil && sameInstall(&in.job.req, &req):
 		return // running; the answer comes
+	case in.job != nil && sameHistory(&in.job.req, &req) && req.Source != n.x.Node:
+		// The same history from another holder (a worker handed the
+		// recovery, or resumed on the plan, reads it from a copy of the
+		// plan's source): the copy goes on from where it is, its pages
+		// asked of the new source from now on, and the answer goes to the
+		// new asker. (A copy whose new source is this node's own log
+		// starts over below: that log is the history, installed in place.)
+		j := in.job
+		j.req.Source, j.from = req.Source, from
+		if j.phase == installCopy && j.st.End >= j.localEnd {
+			n.installNext()
+		}
+		return
 	case in.job != nil && in.job.req.Queue == req.Queue && in.job.req.Transition == req.Transition && in.job.phase <= installCopy:
 		// A later attempt of the same transition chose another source
 		// (its worker restarted, or a witness changed): the running copy
@@ -152,6 +172,12 @@ func (n *Node) installFreshDone(e *ctrl.Effect) bool {
 		return true
 	case !slices.Contains(q.Assignment.Pending.Proposed.Slice(), n.x.Node):
 		n.installEnd(recovery.RefusedFor, fmt.Sprintf("n%d is not proposed", n.x.Node))
+		return true
+	case !planIs(&q.Assignment.Pending.Plan, req.Start, req.End, req.Identity) && !n.x.Bugs.Has(bugs.InstallUnplanned): // (planted: any history)
+		// Only the committed plan's history is installed: a worker's
+		// selection it does not name (not committed yet, or another
+		// one's) grants nothing.
+		n.installEnd(recovery.RefusedFor, fmt.Sprintf("the committed plan of queue %d is not [%d,%d) %x", req.Queue, req.Start, req.End, req.Identity[:6]))
 		return true
 	}
 	md := n.ctrl.Metadata()

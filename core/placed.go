@@ -59,6 +59,10 @@ type placedGroup struct {
 	// still under way, and its group starts once that seal ends
 	fresh             uint64
 	activateAfterSeal bool
+	// quieting: the sync behind the old log's effects is in flight, the
+	// fresh generation waits for it; quiet: it completed, and the copy
+	// may begin (keepApart)
+	quieting, quiet bool
 	// binding: what the live log's storage binding says of it
 	// (bindingChecked)
 	binding bindState
@@ -376,8 +380,29 @@ func (n *Node) activated(p *placedGroup, q *metadata.Queue) {
 	n.startGroup(p, q, st)
 }
 
-// replaceTag marks, with sealTag, the sync behind an old group's operations.
-const replaceTag uint64 = 3
+// replaceTag marks, with sealTag, the sync behind an old group's
+// operations; quietTag the sync behind an old log's before a new copy's
+// fresh generation begins (keepApart).
+const (
+	replaceTag uint64 = 3
+	quietTag   uint64 = 5
+)
+
+// quieted takes the sync behind the old log's effects that a new copy's
+// fresh generation waited for, and begins the copy if its activation
+// still stands.
+func (n *Node) quieted(d *StorageDone) {
+	i := n.placedIndex(QueueID(d.Group))
+	if i < 0 || !n.placed[i].quieting {
+		return // the queue left this broker meanwhile
+	}
+	p := &n.placed[i]
+	p.quieting, p.quiet = false, true // (a failed sync ended the process: sealStorage)
+	n.activateDeferred(p)
+	if i := n.placedIndex(QueueID(d.Group)); i >= 0 {
+		n.placed[i].quiet = false // (once: a later activation syncs again)
+	}
+}
 
 // heldMsg is a peer message that reached a group being replaced.
 type heldMsg struct {
@@ -552,7 +577,7 @@ func (n *Node) keepApart(p *placedGroup, q *metadata.Queue, st *seam.LogState) b
 	if slices.ContainsFunc(a.Members.Slice(), func(m metadata.Member) bool { return m.Node == n.x.Node }) {
 		return false // a member, or its successor: the copy is the member's
 	}
-	if p.fresh != 0 || p.publishing != nil {
+	if p.fresh != 0 || p.publishing != nil || p.quieting {
 		return true
 	}
 	if (st.End == st.Start && len(st.Epochs) == 0 && st.Damage == "") || st.Generation >= a.Epoch {
@@ -566,6 +591,18 @@ func (n *Node) keepApart(p *placedGroup, q *metadata.Queue, st *seam.LogState) b
 		p.activateAfterSeal = true
 		return true
 	}
+	if !p.quiet && !n.x.Bugs.Has(bugs.FreshWithoutQuiet) { // (planted: publish at once)
+		// Storage effects on the old log may still be in flight (an
+		// installation's in place, whose transition activated without
+		// it): published now, the fresh generation would be the log they
+		// complete on. A sync behind them all first (a log's effects
+		// complete in order); the copy begins once it completes
+		// (quieted).
+		p.quieting = true
+		n.out.Storage(seam.Effect{Op: seam.OpSync, Group: seam.QueueGroup(p.queue), Offset: st.End, Tag: sealTag | quietTag})
+		return true
+	}
+	p.quiet = false
 	p.fresh = a.Epoch
 	n.recoveryNote(p.queue, "queue %d: n%d's log [%d,%d) generation %d is an older history: its copy for epoch %d starts in generation %d",
 		p.queue, n.x.Node, st.Start, st.End, st.Generation, a.Epoch, p.fresh)

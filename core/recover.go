@@ -33,7 +33,10 @@ import (
 // wanted is asked once, the tick asks again what a second did not bring;
 // each log must hash to its seal's
 // identity, none may contradict the source), and accepts the source; has
-// every proposed member install the source's history (install.go); and
+// the leader commit it as the transition's recovery plan, which later
+// attempts resume (recoveryPlanSource: one witness holding the plan's
+// history is enough, since the plan was verified against R); has every
+// proposed member install the plan's history (install.go); and
 // asks the controller to activate the new assignment once the owner and W
 // members installed. It marks each stage in the trace. A changed or
 // cleared transition ends the attempt; evidence that changed under it
@@ -119,6 +122,7 @@ type recoveryWork struct {
 	srcEpochs  []seam.EpochStart
 	installs   []installAsk
 	activateNs int64
+	planNs     int64 // when the plan was last asked for (0: not yet)
 	// quorumNs: when the installations first sufficed for an activation
 	// while live proposed members had not installed (0: not so)
 	quorumNs  int64
@@ -554,8 +558,13 @@ func (n *Node) sealArrived(s recovery.Seal) {
 		w.asks[i].sealed = true
 	}
 	if why := w.coll.BlockedWhy(); why != 0 {
-		n.recoveryBlocked(w, why, w.coll.Blocked())
-		return
+		// (Unless a seal holds the committed plan's history: the plan was
+		// verified against R witnesses before this evidence came, and any
+		// R of them hold every confirmed record.)
+		if _, held, _ := n.recoveryPlanSource(w); !held {
+			n.recoveryBlocked(w, why, w.coll.Blocked())
+			return
+		}
 	}
 	if w.selected {
 		if s.Node == w.src.Node && !sameSealEvidence(&s, &w.src) {
@@ -567,19 +576,37 @@ func (n *Node) sealArrived(s recovery.Seal) {
 		}
 		return
 	}
-	src, ok := w.coll.Source()
-	if !ok {
-		w.verify = nil // a witness stopped counting: collect again
-		return
-	}
-	if n.x.Bugs.Has(bugs.RecoveryFirstWitness) {
-		src = firstWitness(w.coll) // planted
-	}
-	if n.x.Bugs.Has(bugs.SourceLongest) {
-		src = longestWitness(w.coll, src) // planted
+	src, held, pinned := n.recoveryPlanSource(w)
+	switch {
+	case pinned && !held:
+		return // the plan's history is what is installed: wait for a holder's seal
+	case !pinned:
+		var ok bool
+		if src, ok = w.coll.Source(); !ok {
+			w.verify = nil // a witness stopped counting: collect again
+			return
+		}
+		if n.x.Bugs.Has(bugs.RecoveryFirstWitness) {
+			src = firstWitness(w.coll) // planted
+		}
+		if n.x.Bugs.Has(bugs.SourceLongest) {
+			src = longestWitness(w.coll, src) // planted
+		}
 	}
 	if w.verify != nil && src == w.src {
 		return // the verification of this source goes on
+	}
+	md := n.ctrl.Metadata()
+	budget := recovery.Budget{PagesMax: int(md.Setting(metadata.RecoveryInspectPagesMax)),
+		RecordsMax: int(md.Setting(metadata.RecoveryInspectRecordsMax)), BytesMax: md.Setting(metadata.RecoveryInspectBytesMax)}
+	if pinned {
+		// The committed plan was verified against R witnesses when it was
+		// made: its holder's log is read only to hash it to its seal and
+		// learn its epochs (or taken by its seal, when it is this node's).
+		w.src, w.verify, w.askedN = src, recovery.NewVerifier(src, nil, budget), 0
+		n.recoveryTakeOwnSource(w)
+		n.recoveryAskPage(w)
+		return
 	}
 	// A new source (or the first): read it and every other complete
 	// witness before accepting it. (The source may be a damaged one when
@@ -591,18 +618,116 @@ func (n *Node) sealArrived(s recovery.Seal) {
 			witnesses = append(witnesses, s)
 		}
 	}
-	md := n.ctrl.Metadata()
-	budget := recovery.Budget{PagesMax: int(md.Setting(metadata.RecoveryInspectPagesMax)),
-		RecordsMax: int(md.Setting(metadata.RecoveryInspectRecordsMax)), BytesMax: md.Setting(metadata.RecoveryInspectBytesMax)}
 	w.src, w.verify, w.askedN = src, recovery.NewVerifier(src, witnesses, budget), 0
 	if w.t.ISR && w.coll.Witnesses() >= w.coll.Threshold() {
 		w.verify = recovery.NewISRVerifier(src, witnesses, budget)
-		if n.x.Bugs.Has(bugs.ISRPastEpochContradiction) {
-			w.verify.PlantPastSameEpochOnly()
-		}
+	}
+	if n.x.Bugs.Has(bugs.BranchContradiction) {
+		w.verify.PlantBranchBlocks()
 	}
 	n.recoveryTakeOwnSource(w)
 	n.recoveryAskPage(w)
+}
+
+// recoveryPlanSource returns the source the committed plan of attempt w's
+// transition pins it to. pinned: a plan is committed and a replica may
+// still hold its history: a complete witness's seal holds it, or none does
+// but the plan's source has not answered yet while the metadata holds it
+// live on the planned storage. held: such a seal is in, and src is it
+// (this node's own log first, then the plan's source, then the lowest
+// node: a copy installed from the plan serves as well as the source did).
+// A plan that no replica can be shown to hold (its source sealed another
+// history, or was refused for good, or is out of the live set or on
+// another storage instance, and no seal in holds it) pins nothing: the
+// attempt selects afresh against R witnesses, and its plan replaces that
+// one (recoveryPlanned).
+func (n *Node) recoveryPlanSource(w *recoveryWork) (src recovery.Seal, held, pinned bool) {
+	p, ok := n.recoveryCommittedPlan(w)
+	if !ok {
+		return recovery.Seal{}, false, false
+	}
+	rank := func(s *recovery.Seal) int {
+		switch s.Node {
+		case n.x.Node:
+			return 0
+		case p.Source:
+			return 1
+		}
+		return 2
+	}
+	sourceAnswered := false
+	seals := w.coll.Seals()
+	for i := range seals {
+		s := &seals[i]
+		sourceAnswered = sourceAnswered || s.Node == p.Source
+		if s.Damaged || !planIs(&p, s.Start, s.End, s.Identity) {
+			continue
+		}
+		if !held || rank(s) < rank(&src) || rank(s) == rank(&src) && s.Node < src.Node {
+			src, held = *s, true
+		}
+	}
+	if held {
+		return src, true, true
+	}
+	for _, a := range w.asks {
+		sourceAnswered = sourceAnswered || a.node == p.Source && a.gone
+	}
+	b, ok := n.ctrl.Metadata().Broker(p.Source)
+	return recovery.Seal{}, false, !sourceAnswered && ok && b.Live && b.Storage == p.Storage
+}
+
+// recoveryCommittedPlan returns the committed plan of attempt w's
+// transition, if there is one.
+func (n *Node) recoveryCommittedPlan(w *recoveryWork) (metadata.RecoveryPlan, bool) {
+	q, ok := n.ctrl.Metadata().Queue(w.name)
+	if !ok || q.Incarnation != w.t.Incarnation || !q.Assignment.Fenced || recovery.Digest(q.Assignment.Pending.Digest) != w.t.Digest ||
+		q.Assignment.Pending.Plan.Source == 0 {
+		return metadata.RecoveryPlan{}, false
+	}
+	return q.Assignment.Pending.Plan, true
+}
+
+// planIs reports whether plan p names the history [start, end) with
+// content identity id.
+func planIs(p *metadata.RecoveryPlan, start, end uint64, id recovery.Digest) bool {
+	return p.Source != 0 && p.Start == start && p.End == end && recovery.Digest(p.Identity) == id
+}
+
+// recoveryPlanned reports whether the committed plan names attempt w's
+// verified source's history, and asks the leader to commit it when no
+// plan does, or to replace the committed one when no replica can be shown
+// to hold its history (again after recoveryBackoffMinNs). A committed plan
+// that a replica may still hold starts the attempt over: the next
+// collection is pinned to it.
+func (n *Node) recoveryPlanned(w *recoveryWork) bool {
+	p, ok := n.recoveryCommittedPlan(w)
+	if ok && planIs(&p, w.src.Start, w.src.End, w.src.Identity) || n.x.Bugs.Has(bugs.InstallUnplanned) { // (planted: no plan needed)
+		return true
+	}
+	var replaces metadata.Digest
+	if ok {
+		if _, _, pinned := n.recoveryPlanSource(w); pinned {
+			n.recoveryStartOver(w, "the committed plan is %s", p.String())
+			return false
+		}
+		replaces = p.Identity
+	}
+	if w.planNs != 0 && n.x.NowNs-w.planNs < recoveryBackoffMinNs {
+		return false
+	}
+	q, ok := n.ctrl.Metadata().Queue(w.name)
+	if !ok {
+		return false
+	}
+	src := &w.src
+	c := metadata.Command{Kind: metadata.Plan, Queue: q.Name, Incarnation: q.Incarnation, Epoch: q.Assignment.Epoch, Digest: q.Assignment.Pending.Digest,
+		Plan:     metadata.RecoveryPlan{Source: src.Node, Storage: src.Storage, Start: src.Start, End: src.End, LastEpoch: src.LastEpoch, Identity: metadata.Digest(src.Identity)},
+		Replaces: replaces}
+	w.planNs = n.x.NowNs
+	n.recoveryNote(w.t.Queue, "recovery q=%d epoch=%d asks to plan: %s replaces=%x", w.t.Queue, w.t.Epoch, c.Plan.String(), replaces[:6])
+	n.stepCtrl(ctrl.Input{Kind: ctrl.InRequestActivate, Msg: ctrl.AppendActivateRequest(nil, &c)})
+	return false
 }
 
 func tookNote(took bool) string {
@@ -756,6 +881,14 @@ func (n *Node) sealRefusedBy(from NodeID, r recovery.SealRefused) {
 		req := recovery.SealRequest{Queue: j.req.Queue, Incarnation: j.req.Incarnation, Epoch: j.req.Epoch, Transition: j.req.Transition}
 		n.out.Send(seam.GroupRecovery, from, recovery.AppendSealRequest(n.out.Grow(64), &req))
 	}
+	if j := n.installer.job; j != nil && !r.Read && !r.Install && r.Code == recovery.RefusedStorageReplaced && from != n.x.Node && j.phase == installCopy &&
+		r.Queue == j.req.Queue && r.Transition == j.req.Transition && from == j.req.Source {
+		// The seal asked of the source above is refused for good: it runs
+		// on a new disk, the history it served is gone from it. Asked
+		// again for ever, the installation would keep every other queue's
+		// out of this broker; the worker chooses again.
+		n.installEnd(recovery.RefusedSourceChanged, r.Reason)
+	}
 	w := n.recoveryOf(r.Queue)
 	if w == nil || r.Transition != w.t.Digest {
 		return
@@ -906,6 +1039,9 @@ func (n *Node) recoveryNote(q QueueID, format string, a ...any) {
 // recoveryInstallTick asks the proposed members that have not installed
 // (with backoff), and asks for the activation once enough have.
 func (n *Node) recoveryInstallTick(w *recoveryWork) {
+	if !n.recoveryPlanned(w) {
+		return // installed is only what the committed plan names
+	}
 	md := n.ctrl.Metadata()
 	for i := range w.installs {
 		a := &w.installs[i]

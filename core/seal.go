@@ -574,6 +574,10 @@ func (n *Node) sealStorage(d *StorageDone) {
 		n.replaced(d)
 		return
 	}
+	if d.Tag == sealTag|quietTag {
+		n.quieted(d)
+		return
+	}
 	j := n.sealer.job
 	switch {
 	case j == nil:

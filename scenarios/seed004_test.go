@@ -371,3 +371,50 @@ func TestRecoveryHandoff(t *testing.T) {
 	t.Logf("handed to n3 %s after the candidate's kill; activated %s after the owner's return; three members again at %s",
 		sec(handedNs-candidateKillNs), sec(activateNs-ownerBackNs), sec(admitNs))
 }
+
+// TestRecoveryPlanResumed: the candidate n2 killed for good after its
+// plan committed, with a new copy's stage part-way: the recovery handed to
+// n3 resumes the committed plan (it selects n3's own log, which holds the
+// plan's history, with one witness where R is 2), never plans again, the
+// new copy n4 goes on staging from where it was (its first read of n3 is
+// past 0), and the queue activates on n3 and n4 within 1 s of the
+// candidate's kill, before the owner's return at 15 s: without the plan it
+// would wait for a second witness.
+func TestRecoveryPlanResumed(t *testing.T) {
+	trace := replayTrace(t, "named/recovery-plan-resumed.json")
+	const candidateKillNs, ownerBackNs = 10.029e9, 15e9
+	var plannedNs, handedNs, resumedNs, activateNs int64
+	plans := 0
+	firstFromN3 := int64(-1)
+	reRead := regexp.MustCompile(` n4 > send to=3 read-request q=[0-9]+ epoch=2 from=([0-9]+) `)
+	for _, line := range strings.Split(trace, "\n") {
+		at := instant(line)
+		switch m := reRead.FindStringSubmatch(line); {
+		case strings.Contains(line, " n3 > applied ") && strings.Contains(line, `=> planned "q0"'s recovery`):
+			plans++
+			plannedNs = at
+		case strings.Contains(line, " n3 > applied ") && strings.Contains(line, `=> re-planned "q0"`):
+			plans++
+		case handedNs == 0 && strings.Contains(line, `n3 > applied `) && strings.Contains(line, `=> handed "q0"'s recovery from n2 to n3`):
+			handedNs = at
+		case resumedNs == 0 && strings.Contains(line, " * mark plan-resumed"):
+			resumedNs = at
+		case m != nil && firstFromN3 < 0:
+			firstFromN3, _ = strconv.ParseInt(m[1], 10, 64)
+		case activateNs == 0 && strings.Contains(line, " n3 > recovery ") && strings.Contains(line, " stage=activate "):
+			activateNs = at
+		}
+	}
+	switch {
+	case plans != 1 || plannedNs == 0 || plannedNs > candidateKillNs:
+		t.Fatalf("%d plans applied on n3, the first at %s: want one, before the candidate's kill at %s", plans, sec(plannedNs), sec(candidateKillNs))
+	case handedNs == 0 || resumedNs < handedNs:
+		t.Fatalf("handed to n3 at %s, the plan resumed at %s: want a resumption after the handoff", sec(handedNs), sec(resumedNs))
+	case firstFromN3 <= 0:
+		t.Fatalf("n4's first sealed read of n3 from offset %d: want its stage resumed past 0", firstFromN3)
+	case activateNs == 0 || activateNs > candidateKillNs+1e9 || activateNs >= ownerBackNs:
+		t.Fatalf("activated by n3 at %s: want within 1 s of the candidate's kill at %s, before the owner's return", sec(activateNs), sec(candidateKillNs))
+	}
+	t.Logf("planned at %s; handed %s after the kill; n4 resumed its stage at o=%d from n3; activated %s after the kill",
+		sec(plannedNs), sec(handedNs-candidateKillNs), firstFromN3, sec(activateNs-candidateKillNs))
+}

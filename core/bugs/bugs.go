@@ -137,6 +137,9 @@ const (
 	// directory lost or emptied) is taken as whole: its seal counts as a
 	// complete witness.
 	UnboundWitness
+	// InstallUnplanned: a recovery worker has the proposed members install
+	// its verified source without a committed plan, and they install it.
+	InstallUnplanned
 	// NoHandoff: placement never hands a fenced queue's recovery to
 	// another proposed member when its candidate is gone or draining.
 	NoHandoff
@@ -156,11 +159,15 @@ const (
 	// retention deleted starts its high watermark at 0, below its
 	// confirmed end (the log's start).
 	ISRWatermarkAtZero
-	// ISRPastEpochContradiction: the isr verifier takes a witness's
-	// record past the source's end of an epoch later than the source's
-	// last for contradictory history, so an in-sync member that never
-	// heard its epoch's owner keeps its queue fenced for good.
-	ISRPastEpochContradiction
+	// FreshWithoutQuiet: a new copy's learner publishes its fresh
+	// generation without first syncing behind the old log's effects in
+	// flight, which then complete on the new log.
+	FreshWithoutQuiet
+	// BranchContradiction: the verifier blocks as contradictory history a
+	// witness's record of an epoch above the source's at that offset,
+	// though the source's history went on to a later epoch (a branch that
+	// epoch's recovery passed over: never confirmed).
+	BranchContradiction
 	end
 )
 
@@ -207,12 +214,14 @@ var Registry = []Bug{
 	{LearnerRepairsAtOnce, "learner-repairs-at-once", "learners", "a learner clears its log's unrepaired mark as it starts, before it caught up"},
 	{NoNewCopy, "no-new-copy", "learners", "placement never adds a new copy to a queue a recovery left short of its replicas"},
 	{UnboundWitness, "unbound-witness", "storage binding", "a log opened without its storage binding (its directory lost) is taken as whole, a complete witness"},
+	{InstallUnplanned, "install-unplanned", "recovery", "a recovery worker has its source installed and activated without a committed recovery plan"},
 	{NoHandoff, "no-handoff", "recovery", "a fenced queue whose recovery candidate is gone or draining is never handed to another proposed member"},
 	{ActivateWaitsAll, "activate-waits-all", "sealed recovery", "a recovery activates only once every proposed member is live, waiting for one gone for good"},
 	{HoldWhileDraining, "hold-while-draining", "follower-loss hold", "the follower-loss hold keeps a queue whose lost follower is on a draining broker"},
 	{SourceLongest, "source-longest", "sealed recovery", "the recovery worker takes the longest witness as its source, whatever epoch it ends in"},
 	{ISRWatermarkAtZero, "isr-watermark-at-zero", "in-sync tracking", "an owner restored on a retained log starts its high watermark at 0, below its confirmed end"},
-	{ISRPastEpochContradiction, "isr-past-epoch-contradiction", "sealed recovery", "the isr verifier blocks on a later epoch's record past the source's end, as contradictory history"},
+	{FreshWithoutQuiet, "fresh-without-quiet", "learners", "a new copy's fresh generation is published with the old log's storage effects still in flight"},
+	{BranchContradiction, "branch-contradiction", "sealed recovery", "the verifier blocks on a witness's branch of an epoch the source's later epoch passed over"},
 }
 
 // Has reports whether every bug of b is in s.

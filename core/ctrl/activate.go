@@ -8,9 +8,9 @@ import (
 	"go.etcd.io/raft/v3"
 )
 
-// Activation requests (issue 11, point 6): a recovery worker that holds a
-// verified source and enough installed members asks the leader to commit
-// the Activate command it built. The leader proposes it when it names a
+// Activation requests: a recovery worker that holds a verified source asks
+// the leader to commit its Plan command, and once enough members installed
+// it, the Activate command it built. The leader proposes it when it names a
 // pending transition as the leader applied it (the metadata checks the
 // rest at apply: the digest, the proposed members live with their exact
 // instances, W installed); a request for anything else is dropped, and
@@ -23,7 +23,8 @@ const peerMsgActivate = 3
 // activateMsgBytesMax bounds an activation request.
 const activateMsgBytesMax = 2 + metadata.CommandBytesMax
 
-// AppendActivateRequest appends the request for activation command cmd.
+// AppendActivateRequest appends the request for activation (or plan)
+// command cmd.
 func AppendActivateRequest(dst []byte, cmd *metadata.Command) []byte {
 	return cmd.Encode(append(dst, peerMsgVersion, peerMsgActivate))
 }
@@ -37,7 +38,7 @@ func decodeActivate(b []byte) (metadata.Command, error) {
 	if err != nil {
 		return metadata.Command{}, err
 	}
-	if c.Kind != metadata.Activate {
+	if c.Kind != metadata.Activate && c.Kind != metadata.Plan {
 		return metadata.Command{}, fmt.Errorf("an activation request carrying a %s command", c.Kind)
 	}
 	return c, nil

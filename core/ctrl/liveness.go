@@ -89,6 +89,9 @@ func AppendPeerMsgText(dst []byte, msg []byte) []byte {
 		if err != nil {
 			return fmt.Appendf(dst, "ctrl-peer undecodable bytes=%d", len(msg))
 		}
+		if c.Kind == metadata.Plan {
+			return append(append(dst, "plan-request "...), c.String()...)
+		}
 		return append(append(dst, "activate-request "...), c.String()...)
 	}
 	if len(msg) >= 2 && msg[1] == peerMsgAdmit {

@@ -94,18 +94,30 @@ const (
 	// previous members, the fencing epoch and the epoch it would activate
 	// stay; the transition's digest becomes TransitionDigest of the new
 	// proposal, so every seal, installation and activation of the old one
-	// no longer counts, and the candidate is chosen afresh.
+	// no longer counts, and the candidate is chosen afresh; the plan
+	// stays. Every member of Proposed must be live, and one it adds not
+	// draining.
 	Repropose Kind = 15
+	// Plan records the recovery plan of queue Name's pending transition
+	// from epoch Epoch (bound by Digest): Plan, the verified source's
+	// sealed history, which every installation of the transition copies.
+	// The first plan stays for the transition's life (a Handoff and a
+	// Repropose keep it; a retry resumes it). A plan replaces it only by
+	// naming it (Replaces: the identity of the plan it replaces), the
+	// guarded write of a worker that saw it and found no replica holding
+	// its history any more; a plan that names none, or another, is
+	// refused, and so is the same plan again.
+	Plan Kind = 16
 	// kindEnd is one past the last kind. (Written out: a bare name here
 	// would repeat the line above's value, and did, naming Activate
 	// "kind10" in every trace.)
-	kindEnd Kind = 16
+	kindEnd Kind = 17
 )
 
 var kindNames = [...]string{SetSetting: "set", RegisterBroker: "register", BrokerDown: "down",
 	Drain: "drain", DeclareQueue: "declare", DeleteQueue: "delete", Assign: "assign", Transition: "transition", SetInSync: "in-sync", Activate: "activate",
 	AddLearner: "add-learner", AdmitLearner: "admit", Handoff: "handoff", RetryRecovery: "retry-recovery",
-	Repropose: "repropose"}
+	Repropose: "repropose", Plan: "plan"}
 
 func (k Kind) String() string {
 	if k > 0 && k < kindEnd {
@@ -166,6 +178,23 @@ type Command struct {
 	Candidate seam.NodeID
 	// RetryRecovery: Queue, Incarnation, Epoch (the pending transition's,
 	// the epoch it would activate)
+	// Plan (Queue, Incarnation, Epoch, Digest, Plan, Replaces: the
+	// identity of the committed plan it replaces; zero for the first)
+	Plan     RecoveryPlan
+	Replaces Digest
+}
+
+// RecoveryPlan is a pending transition's recovery plan: the source whose
+// sealed log the recovery worker verified against R witnesses (its node
+// and storage instance then), and that log's range, last epoch and
+// content identity. A log that hashes to Identity holds the plan's
+// history whoever holds it (the source, or a copy installed from it).
+type RecoveryPlan struct {
+	Source     seam.NodeID
+	Storage    uint64
+	Start, End uint64
+	LastEpoch  uint64
+	Identity   Digest
 }
 
 // Member is one replica of an assignment: a broker and the exact process
@@ -247,7 +276,7 @@ func (c *Command) Validate() error {
 			return fmt.Errorf("declare %s: min in-sync %d, want 1 to the replica count %d", c.Queue, c.MinInsync, c.Replicas)
 		}
 		return nil
-	case Assign, Transition, SetInSync, Activate, AddLearner, AdmitLearner, Handoff, RetryRecovery, Repropose:
+	case Assign, Transition, SetInSync, Activate, AddLearner, AdmitLearner, Handoff, RetryRecovery, Repropose, Plan:
 		if err := checkQueueName(c.Queue); err != nil {
 			return err
 		}
@@ -255,6 +284,12 @@ func (c *Command) Validate() error {
 			return fmt.Errorf("%s %s: incarnation %d, epoch %d: want both non-zero", c.Kind, c.Queue, c.Incarnation, c.Epoch)
 		}
 		if c.Kind == RetryRecovery {
+			return nil
+		}
+		if c.Kind == Plan {
+			if p := &c.Plan; p.Source == 0 || p.Storage == 0 || p.Start > p.End {
+				return fmt.Errorf("plan %s: source n%d on storage %d, [%d,%d): want a non-zero source and storage, a range", c.Queue, p.Source, p.Storage, p.Start, p.End)
+			}
 			return nil
 		}
 		if c.Kind == Handoff {
@@ -409,6 +444,13 @@ func (c *Command) Encode(dst []byte) []byte {
 		dst = appendStr(dst, c.Queue)
 		dst = binary.AppendUvarint(dst, c.Incarnation)
 		dst = binary.AppendUvarint(dst, c.Epoch)
+	case Plan:
+		dst = appendStr(dst, c.Queue)
+		dst = binary.AppendUvarint(dst, c.Incarnation)
+		dst = binary.AppendUvarint(dst, c.Epoch)
+		dst = append(dst, c.Digest[:]...)
+		dst = appendPlan(dst, &c.Plan)
+		dst = append(dst, c.Replaces[:]...)
 	default:
 		panic(fmt.Sprintf("metadata: encode of command kind %d", c.Kind))
 	}
@@ -425,6 +467,17 @@ func appendMembers(dst []byte, ms *Members) []byte {
 		dst = binary.AppendUvarint(dst, m.Storage)
 	}
 	return dst
+}
+
+// appendPlan appends a recovery plan: its source and storage, range, last
+// epoch and identity.
+func appendPlan(dst []byte, p *RecoveryPlan) []byte {
+	dst = binary.AppendUvarint(dst, uint64(p.Source))
+	dst = binary.AppendUvarint(dst, p.Storage)
+	dst = binary.AppendUvarint(dst, p.Start)
+	dst = binary.AppendUvarint(dst, p.End)
+	dst = binary.AppendUvarint(dst, p.LastEpoch)
+	return append(dst, p.Identity[:]...)
 }
 
 func appendStr(dst []byte, s string) []byte {
@@ -525,6 +578,13 @@ func Decode(b []byte) (Command, error) {
 		c.Queue = r.str(QueueNameBytesMax)
 		c.Incarnation = r.uvarint()
 		c.Epoch = r.uvarint()
+	case Plan:
+		c.Queue = r.str(QueueNameBytesMax)
+		c.Incarnation = r.uvarint()
+		c.Epoch = r.uvarint()
+		copy(c.Digest[:], r.bytes(len(c.Digest)))
+		c.Plan = r.plan()
+		copy(c.Replaces[:], r.bytes(len(c.Replaces)))
 	default:
 		if r.err == nil {
 			r.err = fmt.Errorf("unknown kind %d", c.Kind)
@@ -663,6 +723,18 @@ func (r *reader) str(max int) string {
 	return s
 }
 
+// plan reads a recovery plan (appendPlan).
+func (r *reader) plan() RecoveryPlan {
+	p := RecoveryPlan{Source: r.node(), Storage: r.uvarint(), Start: r.uvarint(), End: r.uvarint(), LastEpoch: r.uvarint()}
+	copy(p.Identity[:], r.bytes(len(p.Identity)))
+	return p
+}
+
+// String is the plan's stable one-line text form.
+func (p RecoveryPlan) String() string {
+	return fmt.Sprintf("source=n%d/%d [%d,%d) last-epoch=%d identity=%x", p.Source, p.Storage, p.Start, p.End, p.LastEpoch, p.Identity[:6])
+}
+
 // String is the command's stable one-line text form.
 func (c *Command) String() string {
 	switch c.Kind {
@@ -708,6 +780,8 @@ func (c *Command) String() string {
 		return fmt.Sprintf("handoff %q incarnation=%d epoch=%d digest=%x from=n%d to=n%d", c.Queue, c.Incarnation, c.Epoch, c.Digest[:6], c.Node, c.Candidate)
 	case RetryRecovery:
 		return fmt.Sprintf("retry-recovery %q incarnation=%d epoch=%d", c.Queue, c.Incarnation, c.Epoch)
+	case Plan:
+		return fmt.Sprintf("plan %q incarnation=%d epoch=%d digest=%x %s replaces=%x", c.Queue, c.Incarnation, c.Epoch, c.Digest[:6], c.Plan.String(), c.Replaces[:6])
 	}
 	return fmt.Sprintf("command kind=%d", c.Kind)
 }

@@ -21,8 +21,9 @@ import (
 // Settings in order, with recovery.workers_per_broker (1 held three).
 // 3 adds each assignment's learner; 4 the recovery inspection budgets
 // (recovery.inspect_*); 5 the staging budgets (recovery.stage_*); 6 a
-// pending transition's handed-to candidate; 7 its retry count.
-const imageVersion = 7
+// pending transition's handed-to candidate; 7 its retry count; 8 its
+// recovery plan.
+const imageVersion = 8
 
 // ImageBytesMax bounds an image. The largest metadata the limits allow
 // (BrokersMax brokers, QueuesMax queues with the longest names and widest
@@ -71,6 +72,7 @@ func (s *State) AppendImage(dst []byte) []byte {
 		dst = append(dst, a.Pending.Digest[:]...)
 		dst = binary.AppendUvarint(dst, uint64(a.Pending.Candidate))
 		dst = binary.AppendUvarint(dst, a.Pending.Retries)
+		dst = appendPlan(dst, &a.Pending.Plan)
 		dst = binary.AppendUvarint(dst, uint64(a.Learner.Node))
 		dst = binary.AppendUvarint(dst, a.Learner.Process)
 		dst = binary.AppendUvarint(dst, a.Learner.Storage)
@@ -129,6 +131,7 @@ func DecodeImage(b []byte) (State, error) {
 		copy(a.Pending.Digest[:], r.bytes(len(a.Pending.Digest)))
 		a.Pending.Candidate = r.node()
 		a.Pending.Retries = r.uvarint()
+		a.Pending.Plan = r.plan()
 		a.Learner = Member{Node: r.node(), Process: r.uvarint(), Storage: r.uvarint()}
 		if r.err == nil {
 			if err := q.check(); err != nil {
@@ -180,6 +183,9 @@ func (q *Queue) check() error {
 		return fmt.Errorf("queue %q: a pending transition, not fenced", q.Name)
 	case a.Pending.Candidate != 0 && !slices.Contains(a.Pending.Proposed.Slice(), a.Pending.Candidate):
 		return fmt.Errorf("queue %q: candidate n%d is not proposed", q.Name, a.Pending.Candidate)
+	case a.Pending.Plan != (RecoveryPlan{}) && (a.Pending.Plan.Source == 0 || a.Pending.Plan.Storage == 0 || a.Pending.Plan.Start > a.Pending.Plan.End ||
+		!slices.ContainsFunc(a.Members.Slice(), func(m Member) bool { return m.Node == a.Pending.Plan.Source && m.Storage == a.Pending.Plan.Storage })):
+		return fmt.Errorf("queue %q: plan %s names no previous member", q.Name, a.Pending.Plan.String())
 	case a.Learner != (Member{}) && (a.Fenced || a.Learner.Node == a.Owner || a.Learner.Process == 0 || a.Learner.Storage == 0 ||
 		(!slices.ContainsFunc(a.Members.Slice(), func(m Member) bool { return m.Node == a.Learner.Node }) && a.Members.N >= q.Replicas)):
 		return fmt.Errorf("queue %q: learner n%d/%d/%d is no follower's successor, nor a new copy", q.Name, a.Learner.Node, a.Learner.Process, a.Learner.Storage)

@@ -24,6 +24,7 @@ var examples = []Command{
 	{Kind: AdmitLearner, Queue: "orders", Incarnation: 12, Epoch: 1, Learner: m(1, 9, 4)},
 	{Kind: Handoff, Queue: "orders", Incarnation: 12, Epoch: 1, Digest: Digest{7}, Node: 2, Candidate: 3},
 	{Kind: RetryRecovery, Queue: "orders", Incarnation: 12, Epoch: 2},
+	{Kind: Plan, Queue: "orders", Incarnation: 12, Epoch: 1, Digest: Digest{7}, Plan: RecoveryPlan{Source: 2, Storage: 6, Start: 3, End: 900, LastEpoch: 1, Identity: Digest{8, 9}}, Replaces: Digest{4}},
 }
 
 func m(n seam.NodeID, p, s uint64) Member { return Member{Node: n, Process: p, Storage: s} }
@@ -491,19 +492,7 @@ func TestKindNames(t *testing.T) {
 // pending transition's epoch and digest; the one handed to stays the
 // candidate when the first returns, and the image keeps it.
 func TestHandoff(t *testing.T) {
-	var s State
-	for i, n := range []seam.NodeID{1, 2, 3, 4} {
-		if _, err := apply(t, &s, uint64(1+i), Command{Kind: RegisterBroker, Node: n, Process: 10 + uint64(n), Storage: 20 + uint64(n)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := apply(t, &s, 5, Command{Kind: DeclareQueue, Queue: "q", Replicas: 3, Policy: seam.MajorityDurable, MinInsync: 2}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := apply(t, &s, 6, Command{Kind: Assign, Queue: "q", Incarnation: 5, Epoch: 1, Owner: 1,
-		Members: members(m(1, 11, 21), m(2, 12, 22), m(3, 13, 23))}); err != nil {
-		t.Fatal(err)
-	}
+	s := placedOnThree(t, 4)
 	hand := Command{Kind: Handoff, Queue: "q", Incarnation: 5, Epoch: 1, Node: 2, Candidate: 3}
 	if _, err := apply(t, &s, 7, hand); err == nil {
 		t.Fatal("a handoff of a queue with no pending transition was accepted")
@@ -522,13 +511,7 @@ func TestHandoff(t *testing.T) {
 	}
 	hand.Digest = digest
 	index := uint64(10)
-	refused := func(why string, c Command) {
-		t.Helper()
-		index++
-		if _, err := apply(t, &s, index, c); err == nil {
-			t.Fatalf("%s: %s accepted", why, c.String())
-		}
-	}
+	refused := refuser(t, &s, &index)
 	refused("the candidate is live", hand)
 	if _, err := apply(t, &s, 20, Command{Kind: BrokerDown, Node: 2, Process: 12}); err != nil {
 		t.Fatal(err)
@@ -584,6 +567,40 @@ func TestHandoff(t *testing.T) {
 	}
 }
 
+// refuser returns a check that applying c at the index after *index is
+// refused (why: the reason it must be).
+func refuser(t *testing.T, s *State, index *uint64) func(why string, c Command) {
+	return func(why string, c Command) {
+		t.Helper()
+		*index++
+		if _, err := apply(t, s, *index, c); err == nil {
+			t.Fatalf("%s: %s accepted", why, c.String())
+		}
+	}
+}
+
+// placedOnThree returns the metadata of brokers n1..n<brokers>
+// registered (process 10+n, storage 20+n) and queue "q" (3 replicas,
+// majority, incarnation brokers+1) placed on n1, n2, n3 with n1 its owner.
+func placedOnThree(t *testing.T, brokers int) State {
+	t.Helper()
+	var s State
+	for n := 1; n <= brokers; n++ {
+		if _, err := apply(t, &s, uint64(n), Command{Kind: RegisterBroker, Node: seam.NodeID(n), Process: 10 + uint64(n), Storage: 20 + uint64(n)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inc := uint64(brokers + 1)
+	if _, err := apply(t, &s, inc, Command{Kind: DeclareQueue, Queue: "q", Replicas: 3, Policy: seam.MajorityDurable, MinInsync: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply(t, &s, inc+1, Command{Kind: Assign, Queue: "q", Incarnation: inc, Epoch: 1, Owner: 1,
+		Members: members(m(1, 11, 21), m(2, 12, 22), m(3, 13, 23))}); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // A retry counts on the pending transition the operator saw: refused for a
 // queue not fenced, another incarnation or another pending epoch; each
 // one applied counts one more; a new transition starts at none.
@@ -630,5 +647,100 @@ func TestRetryRecovery(t *testing.T) {
 	}
 	if _, err := Decode((&Command{Kind: RetryRecovery, Queue: "q", Incarnation: 4}).Encode(nil)); !errors.Is(err, ErrDecode) {
 		t.Fatalf("a retry without an epoch decoded: %v", err)
+	}
+}
+
+// A pending transition's first plan stays: the same plan again, a plan
+// naming no plan it replaces and one naming another are refused; a
+// Handoff and a Repropose keep it; a plan that names it replaces it; the
+// image keeps it; a plan must name a previous member on its storage,
+// under the pending transition's epoch and digest. (A repropose names no
+// broker down or draining that it did not propose before.)
+func TestPlanIsKept(t *testing.T) {
+	s := placedOnThree(t, 5)
+	first := Command{Kind: Plan, Queue: "q", Incarnation: 6, Epoch: 1,
+		Plan: RecoveryPlan{Source: 2, Storage: 22, Start: 0, End: 500, LastEpoch: 1, Identity: Digest{1}}}
+	index := uint64(10)
+	refused := refuser(t, &s, &index)
+	refused("no pending transition", first)
+	q, _ := s.Queue("q")
+	proposed := nodes(2, 3, 4)
+	digest := TransitionDigest(&q, &proposed)
+	if _, err := apply(t, &s, 20, Command{Kind: BrokerDown, Node: 1, Process: 11}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply(t, &s, 21, Command{Kind: Transition, Queue: "q", Incarnation: 6, Epoch: 1, Proposed: proposed, Digest: digest}); err != nil {
+		t.Fatal(err)
+	}
+	index = 21
+	refused("another transition's digest", first)
+	first.Digest = digest
+	other := first
+	other.Plan.Storage = 99
+	refused("a source on storage the assignment does not name", other)
+	other = first
+	other.Plan.Source, other.Plan.Storage = 4, 24
+	refused("a source that was no member", other)
+	other = first
+	other.Replaces = Digest{5}
+	refused("a first plan that names one it replaces", other)
+	if r, err := apply(t, &s, 30, first); err != nil || !strings.HasPrefix(r, `planned "q"'s recovery: source=n2/22 [0,500)`) {
+		t.Fatalf("%q %v", r, err)
+	}
+	index = 30
+	refused("the same plan again", first)
+	second := first
+	second.Plan = RecoveryPlan{Source: 3, Storage: 23, Start: 0, End: 400, LastEpoch: 1, Identity: Digest{2}}
+	refused("another plan naming none it replaces", second)
+	second.Replaces = Digest{3}
+	refused("another plan naming another it replaces", second)
+	planOf := func() RecoveryPlan { q, _ := s.Queue("q"); return q.Assignment.Pending.Plan }
+	// A handoff keeps it.
+	if _, err := apply(t, &s, 40, Command{Kind: BrokerDown, Node: 2, Process: 12}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply(t, &s, 41, Command{Kind: Handoff, Queue: "q", Incarnation: 6, Epoch: 1, Digest: digest, Node: 2, Candidate: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if planOf() != first.Plan {
+		t.Fatalf("after the handoff: plan %s", planOf().String())
+	}
+	img, err := DecodeImage(s.AppendImage(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q, _ := img.Queue("q"); q.Assignment.Pending.Plan != first.Plan {
+		t.Fatalf("the image's plan %s", q.Assignment.Pending.Plan.String())
+	}
+	second.Replaces = first.Plan.Identity
+	if r, err := apply(t, &s, 50, second); err != nil || !strings.HasPrefix(r, "re-planned") || planOf() != second.Plan {
+		t.Fatalf("%q %v: plan %s", r, err, planOf().String())
+	}
+	// A repropose keeps the plan under the new digest.
+	for i, n := range []seam.NodeID{3, 4} {
+		if _, err := apply(t, &s, uint64(60+i), Command{Kind: BrokerDown, Node: n, Process: 10 + uint64(n)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := apply(t, &s, 70, Command{Kind: Repropose, Queue: "q", Incarnation: 6, Epoch: 1, Digest: digest, Proposed: nodes(2, 5)}); err == nil {
+		t.Fatal("a repropose to a broker down was accepted")
+	}
+	if _, err := apply(t, &s, 71, Command{Kind: RegisterBroker, Node: 2, Process: 16, Storage: 22}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply(t, &s, 72, Command{Kind: Drain, Node: 5, Draining: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply(t, &s, 73, Command{Kind: Repropose, Queue: "q", Incarnation: 6, Epoch: 1, Digest: digest, Proposed: nodes(2, 5)}); err == nil {
+		t.Fatal("a repropose to a draining broker was accepted")
+	}
+	if _, err := apply(t, &s, 74, Command{Kind: Drain, Node: 5, Draining: false}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply(t, &s, 75, Command{Kind: Repropose, Queue: "q", Incarnation: 6, Epoch: 1, Digest: digest, Proposed: nodes(2, 5)}); err != nil {
+		t.Fatal(err)
+	}
+	if q, _ := s.Queue("q"); planOf() != second.Plan || q.Assignment.Pending.Digest == digest {
+		t.Fatalf("after the repropose: plan %s, digest %x", planOf().String(), q.Assignment.Pending.Digest[:6])
 	}
 }

@@ -83,13 +83,15 @@ type Assignment struct {
 // is the proposed member a Handoff gave the recovery to (0: none, the
 // first candidate, Candidate() says which). Retries counts the operator's
 // RetryRecovery commands applied to it: a change tells the candidate's
-// worker to try an attempt it set aside at once.
+// worker to try an attempt it set aside at once. Plan is the recovery plan
+// committed for it (zero Source: none yet).
 type PendingTransition struct {
 	Epoch     uint64
 	Proposed  Nodes
 	Digest    Digest
 	Candidate seam.NodeID
 	Retries   uint64
+	Plan      RecoveryPlan
 }
 
 // Candidate is the broker whose recovery worker drives a fenced
@@ -249,6 +251,8 @@ func (s *State) Apply(index uint64, c *Command) (string, error) {
 		return s.retryRecovery(c)
 	case Repropose:
 		return s.repropose(c)
+	case Plan:
+		return s.plan(c)
 	case DeleteQueue:
 		i, ok := s.queueIndex(c.Queue)
 		if !ok {
@@ -414,11 +418,19 @@ func (s *State) repropose(c *Command) (string, error) {
 		return "", refuse("queue %q: proposed %v would confirm on fewer copies than its %d replicas' W", c.Queue, c.Proposed.Slice(), q.Replicas)
 	}
 	for _, n := range c.Proposed.Slice() {
-		if b, ok := s.Broker(n); !ok || !b.Live {
+		b, ok := s.Broker(n)
+		switch {
+		case !ok || !b.Live:
 			return "", refuse("queue %q: proposed n%d is not a live broker", c.Queue, n)
+		case b.Draining && !slices.Contains(a.Pending.Proposed.Slice(), n):
+			// (Placement puts nothing new on a draining broker; a proposed
+			// member that drains since stays.)
+			return "", refuse("queue %q: proposed n%d drains", c.Queue, n)
 		}
 	}
-	a.Pending = PendingTransition{Epoch: a.Pending.Epoch, Proposed: c.Proposed, Digest: TransitionDigest(q, &c.Proposed)}
+	// (The plan stays: it names a history, verified against the previous
+	// members' seals, not who copies it.)
+	a.Pending = PendingTransition{Epoch: a.Pending.Epoch, Proposed: c.Proposed, Digest: TransitionDigest(q, &c.Proposed), Plan: a.Pending.Plan}
 	return fmt.Sprintf("re-proposed %q pending epoch=%d proposed=%v digest=%x", c.Queue, a.Pending.Epoch, c.Proposed.Slice(), a.Pending.Digest[:6]), nil
 }
 
@@ -439,6 +451,35 @@ func (s *State) pendingBound(c *Command) (*Queue, error) {
 		return nil, refuse("queue %q's pending transition is from epoch %d, digest %x, not %d, %x", c.Queue, a.Epoch, a.Pending.Digest[:6], c.Epoch, c.Digest[:6])
 	}
 	return q, nil
+}
+
+// plan records a pending transition's recovery plan: the first one, or
+// one that names the committed plan it replaces. The source must be a
+// previous member on the storage instance the assignment names for it.
+func (s *State) plan(c *Command) (string, error) {
+	q, err := s.pendingBound(c)
+	if err != nil {
+		return "", err
+	}
+	a := &q.Assignment
+	if !slices.ContainsFunc(a.Members.Slice(), func(m Member) bool { return m.Node == c.Plan.Source && m.Storage == c.Plan.Storage }) {
+		return "", refuse("queue %q: the plan's source n%d on storage %d is not a previous member", c.Queue, c.Plan.Source, c.Plan.Storage)
+	}
+	old := &a.Pending.Plan
+	switch {
+	case *old == c.Plan:
+		return "", refuse("queue %q's recovery is planned so already", c.Queue)
+	case old.Source == 0 && c.Replaces != Digest{}:
+		return "", refuse("queue %q has no plan to replace", c.Queue)
+	case old.Source != 0 && c.Replaces != old.Identity:
+		return "", refuse("queue %q's recovery is planned from n%d as %x, which this plan does not replace", c.Queue, old.Source, old.Identity[:6])
+	}
+	verb := "planned"
+	if old.Source != 0 {
+		verb = "re-planned"
+	}
+	*old = c.Plan
+	return fmt.Sprintf("%s %q's recovery: %s", verb, c.Queue, c.Plan.String()), nil
 }
 
 // handoff gives a pending transition's recovery to another proposed

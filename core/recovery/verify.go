@@ -23,14 +23,16 @@ import (
 //     the same epoch, it is the same record (one owner writes each offset
 //     once per epoch: two different records are contradictory history);
 //   - a witness never holds, at an offset, an epoch above the source's
-//     there, nor, past the source's end, a record of the source's last
-//     epoch or later (either would mean the source is not the furthest
-//     log, contrary to the choice; an isr queue's source is the furthest
-//     member of the in-sync set, and what a witness outside the set holds
-//     past its end, of any epoch, was never confirmed);
+//     there that is the source's last epoch or later, nor, past the
+//     source's end, a record of the source's last epoch or later (either
+//     would mean the source is not the furthest log, contrary to the
+//     choice; an isr queue's source is the furthest member of the in-sync
+//     set, and what a witness outside the set holds past its end, of any
+//     epoch, was never confirmed);
 //   - a witness's records of epochs the source superseded (below the
-//     source's epoch at that offset, or past its end) are unconfirmed
-//     suffixes: accepted and dropped.
+//     source's epoch at that offset; above it but below the source's last
+//     epoch, a branch a later epoch's recovery did not take; or past its
+//     end) are unconfirmed suffixes: accepted and dropped.
 //
 // A witness whose seal reports the source's very identity is not read:
 // the identity is BLAKE3 over an unambiguous encoding of the bounds and
@@ -171,14 +173,20 @@ type Verifier struct {
 	// further: what it holds past the source was never confirmed, since a
 	// confirm needs every member of the set)
 	past bool
-	// pastSameEpochOnly: planted (PlantPastSameEpochOnly)
-	pastSameEpochOnly bool
+	// pastSameEpochOnly: planted (PlantPastSameEpochOnly); branchBlocks:
+	// planted (PlantBranchBlocks)
+	pastSameEpochOnly, branchBlocks bool
 }
 
-// PlantPastSameEpochOnly plants the bug isr-past-epoch-contradiction (a
-// core/bugs bug, planted by its caller: this package reads no Set): the
-// isr verifier takes a record past the source's end of a later epoch
-// than the source's last for contradictory history.
+// PlantBranchBlocks plants the bug branch-contradiction (planted by its
+// caller, as PlantPastSameEpochOnly): a witness's record of an epoch
+// above the source's at its offset blocks as contradictory history even
+// when the source's history moved on to a later epoch than the witness's.
+func (v *Verifier) PlantBranchBlocks() { v.branchBlocks = true }
+
+// PlantPastSameEpochOnly plants, for this package's tests, the rule
+// before: the isr verifier takes a record past the source's end of a
+// later epoch than the source's last for contradictory history.
 func (v *Verifier) PlantPastSameEpochOnly() { v.pastSameEpochOnly = true }
 
 // reading is a log being read: its index in logs and its identity so far.
@@ -397,12 +405,17 @@ func (v *Verifier) AddPage(node seam.NodeID, from uint64, recs []record.Record) 
 			}
 		case r.Offset >= src.Start:
 			s := &v.src[r.Offset-src.Start]
-			if r.Epoch > s.epoch {
+			if r.Epoch > s.epoch && (r.Epoch >= src.LastEpoch || v.branchBlocks) {
 				v.block(node, seam.AsideContradictoryHistory, "n%d holds o=%d of epoch %d, above the source n%d's epoch %d there", node, r.Offset, r.Epoch, src.Node, s.epoch)
 				return
 			}
 			if r.Epoch != s.epoch {
-				break // below the source's epoch there: a superseded suffix, never compared
+				// Below the source's epoch there, or above it but below
+				// the source's last epoch: a later epoch's recovery took a
+				// history without it (every confirmed record passes into
+				// each later epoch's history), so it was never confirmed.
+				// A superseded suffix, never compared.
+				break
 			}
 			if !v.sameRecord(s, r) {
 				v.block(node, seam.AsideContradictoryHistory, "contradictory history: n%d and the source n%d hold different records at o=%d in epoch %d", node, src.Node, r.Offset, r.Epoch)

@@ -102,6 +102,28 @@ func TestVerifierAcceptsOneHistory(t *testing.T) {
 	}
 }
 
+// A witness's branch of an epoch the source's history passed over (epoch
+// 2 at o=2, where the source holds epoch 1 and then epoch 3: epoch 3's
+// recovery took a history without it) was never confirmed: accepted and
+// dropped. A record there of the source's last epoch is contradictory.
+func TestVerifierDropsABranchALaterEpochPassedOver(t *testing.T) {
+	src := history([]uint64{1, 1, 1, 3}, "")
+	s := sealOf(t, 1, src)
+	branch := append(history([]uint64{1, 1}, ""), record.Record{Epoch: 2, Offset: 2, Kind: record.KindPublish, Body: []byte("x")})
+	if v := verify(t, s, []Seal{sealOf(t, 2, branch)}, map[seam.NodeID][]record.Record{1: src, 2: branch}, 2); !v.Done() {
+		t.Fatalf("an epoch-2 branch under an epoch-3 source: blocked %q", v.Blocked())
+	}
+	planted := NewVerifier(s, []Seal{sealOf(t, 2, branch)}, DefaultBudget)
+	planted.PlantBranchBlocks()
+	if v := run(t, planted, map[seam.NodeID][]record.Record{1: src, 2: branch}, 2); v.Done() || !strings.Contains(v.Blocked(), "above the source") {
+		t.Fatalf("with branch-contradiction planted: done=%v blocked=%q", v.Done(), v.Blocked())
+	}
+	last := append(history([]uint64{1, 1}, ""), record.Record{Epoch: 3, Offset: 2, Kind: record.KindPublish, Body: []byte("x")})
+	if v := verify(t, s, []Seal{sealOf(t, 2, last)}, map[seam.NodeID][]record.Record{1: src, 2: last}, 2); v.Done() || !strings.Contains(v.Blocked(), "above the source") {
+		t.Fatalf("the source's last epoch at o=2 where the source holds epoch 1: done=%v blocked=%q", v.Done(), v.Blocked())
+	}
+}
+
 func TestVerifierBlocks(t *testing.T) {
 	src := history([]uint64{1, 1, 2, 2}, "")
 	s := sealOf(t, 1, src)
@@ -228,7 +250,7 @@ func TestVerifierISRAcceptsALaterEpochPastTheSource(t *testing.T) {
 		planted := NewISRVerifier(s, ws, DefaultBudget)
 		planted.PlantPastSameEpochOnly()
 		if v := run(t, planted, logs, 4096); v.Done() || !strings.Contains(v.Blocked(), "past the source") {
-			t.Fatalf("%s: isr with isr-past-epoch-contradiction planted: done=%v blocked=%q", name, v.Done(), v.Blocked())
+			t.Fatalf("%s: isr with the rule before planted: done=%v blocked=%q", name, v.Done(), v.Blocked())
 		}
 		if v := run(t, NewVerifier(s, ws, DefaultBudget), logs, 4096); v.Done() || !strings.Contains(v.Blocked(), "past the source") {
 			t.Fatalf("%s: R: done=%v blocked=%q, want blocked past the source", name, v.Done(), v.Blocked())

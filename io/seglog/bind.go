@@ -11,9 +11,15 @@ import (
 // The storage binding. A replica binds its log to what it holds (the
 // caller's bytes, opaque here: the queue's incarnation and the storage
 // instance) in the file BIND beside the segments of each generation, and,
-// the first time, in a marker beside the log's directory ("DIR.bound" in
-// its parent), both written like the seal receipt (a temporary file
-// synced, renamed, the directory synced). Open reports both
+// the first time its live generation is bound, in a marker beside the
+// log's directory ("DIR.bound" in its parent), both written like the seal
+// receipt (a temporary file synced, renamed, the directory synced). A
+// stage's binding writes the marker only once Publish made the stage the
+// log: a marker written before would make the live generation, which the
+// stage has not replaced yet and which may hold no binding (a log never
+// bound), look like one that lost its directory after a crash between the
+// two. An Open that finds the live generation bound and no marker (a crash
+// between the publish and the marker) writes the marker. Open reports both
 // (Recovery.Binding, Recovery.BoundBefore): a log whose marker says it was
 // bound but which holds no binding of its own lost its directory or its
 // live generation's (emptied, removed, never restored), and what it
@@ -45,12 +51,21 @@ func (l *Log) WriteBinding(binding []byte) error {
 	if err := l.writeReceipt(bindName, bindTempName, bindMagic, binding); err != nil {
 		return l.fail(err)
 	}
-	if l.boundBefore {
+	l.bound = binding
+	if l.gen != 0 && !l.published {
+		return nil // (the marker once Publish makes it the log)
+	}
+	return l.writeMarker()
+}
+
+// writeMarker writes the marker beside the log's directory (the bytes of
+// the binding it was bound with), if it has none.
+func (l *Log) writeMarker() error {
+	if l.boundBefore || len(l.bound) == 0 {
 		return nil
 	}
 	parent, name := markerPath(l.baseDir())
-	b := receiptBytes(bindMagic, binding)
-	if err := writeDurably(l.fs, parent, name+".tmp", name, b); err != nil {
+	if err := writeDurably(l.fs, parent, name+".tmp", name, receiptBytes(bindMagic, l.bound)); err != nil {
 		return l.fail(err)
 	}
 	l.boundBefore = true

@@ -63,6 +63,38 @@ func TestBindingDurableAndMissedWhenLost(t *testing.T) {
 	}
 	must(t, st.WriteBinding([]byte("stage")))
 	must(t, st.Close())
+
+	// A stage bound and not yet published writes no marker: the live log
+	// (never bound) still reopens as new, not as one that lost its
+	// directory; the publish writes it, and an open that finds the live
+	// generation bound without one (a crash between the two) writes it.
+	fs = memfs.New()
+	l, _ = open(t, fs, Options{})
+	must(t, l.Close())
+	st, _, err = OpenStage(fs, "q/log", 2, Options{})
+	must(t, err)
+	must(t, st.WriteBinding([]byte("staged")))
+	fs.CrashClean()
+	if _, r = open(t, fs, Options{}); r.BoundBefore || r.Binding != nil {
+		t.Fatalf("the live log after a stage's binding: bound before %v, binding %q", r.BoundBefore, r.Binding)
+	}
+	st, _, err = OpenStage(fs, "q/log", 2, Options{})
+	must(t, err)
+	must(t, st.WriteBinding([]byte("staged")))
+	must(t, st.Publish())
+	fs.CrashClean()
+	if _, r = open(t, fs, Options{}); !r.BoundBefore || string(r.Binding) != "staged" {
+		t.Fatalf("after the publish: bound before %v, binding %q", r.BoundBefore, r.Binding)
+	}
+	must(t, fs.Remove("q/log.bound"))
+	must(t, fs.SyncDir("q"))
+	if _, r = open(t, fs, Options{}); !r.BoundBefore {
+		t.Fatal("a bound live generation without its marker: not bound before")
+	}
+	fs.CrashClean()
+	if ok, err := boundMarker(fs, "q/log"); err != nil || !ok {
+		t.Fatalf("the open did not write the missing marker durably: %v %v", ok, err)
+	}
 	// A log never bound has no marker.
 	if _, r = open(t, memfs.New(), Options{}); r.BoundBefore {
 		t.Fatal("a new log says it was bound")

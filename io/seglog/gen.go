@@ -125,7 +125,8 @@ func (l *Log) Publish() error {
 	if err := writeDurably(l.fs, l.base, genPointerTemp, genPointerName, b); err != nil {
 		return l.fail(err)
 	}
-	return nil
+	l.published = true
+	return l.writeMarker()
 }
 
 // Generation returns the log's generation.

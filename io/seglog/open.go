@@ -38,12 +38,20 @@ func Open(fs vfs.FS, dir string, opts Options) (*Log, Recovery, error) {
 		return nil, Recovery{}, err
 	}
 	if gen != 0 {
-		l.base, l.gen = dir, gen
+		l.base, l.gen, l.published = dir, gen, true
 		rec.Generation = gen
 	}
 	if err := l.readMarker(&rec); err != nil {
 		l.closeFiles()
 		return nil, Recovery{}, err
+	}
+	if !rec.BoundBefore && len(rec.Binding) > 0 {
+		// Bound, and no marker: a publish whose marker a crash cut short.
+		if err := l.writeMarker(); err != nil {
+			l.closeFiles()
+			return nil, Recovery{}, err
+		}
+		rec.BoundBefore = true
 	}
 	return l, rec, nil
 }
@@ -86,6 +94,7 @@ func openDir(fs vfs.FS, dir string, opts Options) (*Log, Recovery, error) {
 	if err != nil {
 		return nil, Recovery{}, err
 	}
+	l.bound = binding
 	start, below, retained, err := readStart(fs, dir)
 	if err != nil {
 		return nil, Recovery{}, err

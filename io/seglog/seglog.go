@@ -240,6 +240,10 @@ type Log struct {
 	unrepaired  bool // the UNREPAIRED mark is on disk
 	afterSync   bool // nothing was appended since the last completed sync (or the open): the next frame's copy says so
 	boundBefore bool // the marker beside the log's directory is there (bind.go)
+	// bound: the binding this generation holds (nil: none read or written);
+	// published: a stage that Publish made the log
+	bound     []byte
+	published bool
 
 	segs   []*segment // ascending; the last one is active
 	epochs []EpochStart

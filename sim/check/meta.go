@@ -58,6 +58,8 @@ type modelQueue struct {
 	// named (0: none)
 	digest   metadata.Digest
 	handedTo core.NodeID
+	// plan: the pending transition's committed recovery plan (zero: none)
+	plan metadata.RecoveryPlan
 	// instances: the members' exact instances; learner: the assignment's
 	// learner (zero: none)
 	instances []metadata.Member
@@ -85,12 +87,17 @@ type MetaQueueInfo struct {
 	// Fenced: a transition is pending, Proposed its proposed members
 	Fenced   bool
 	Proposed metadata.Nodes
+	// Plan: the pending transition's committed recovery plan (zero: none)
+	Plan metadata.RecoveryPlan
+	// Learner: the assignment's learner's broker (0: none)
+	Learner core.NodeID
 }
 
 // MetaQueue returns the declared queue name, by the model.
 func (c *Checker) MetaQueue(name string) (MetaQueueInfo, bool) {
 	q, ok := c.metaTruth().catalog[name]
-	return MetaQueueInfo{ID: q.id, Policy: q.policy, MinInsync: q.minInsync, Replicas: q.replicas, Fenced: q.fenced, Proposed: q.proposed}, ok
+	return MetaQueueInfo{ID: q.id, Policy: q.policy, MinInsync: q.minInsync, Replicas: q.replicas, Fenced: q.fenced, Proposed: q.proposed, Plan: q.plan,
+		Learner: q.learner.Node}, ok
 }
 
 // MetaHandoffDue reports, by the model, whether declared queue name is
@@ -174,6 +181,9 @@ type verdict struct {
 	// outsideLive: a placement naming a broker outside the live set (or
 	// another instance than the live one)
 	outsideLive bool
+	// unplanned: an activation of a transition with no committed recovery
+	// plan (its installations copied a history nobody committed)
+	unplanned bool
 }
 
 type metaConfirm struct {
@@ -266,6 +276,8 @@ func (c *Checker) MetaApplied(atNs int64, node core.NodeID, index, term uint64, 
 		switch {
 		case v.outsideLive && !refused:
 			c.fail("meta-placement", atNs, "n%d applied entry %d, a placement outside the live set: %s", node, index, result)
+		case v.unplanned && !refused:
+			c.fail("meta-plan", atNs, "n%d applied entry %d, an activation of a transition with no committed recovery plan: %s", node, index, result)
 		case len(cmd) > 0 && v.refused != refused:
 			c.fail("meta-model", atNs, "n%d applied entry %d as %q; the checker's model says refused=%t", node, index, result, v.refused)
 		}
@@ -369,7 +381,7 @@ func (m *metaTruth) fold(index uint64, cmd []byte) verdict {
 		}
 		q.fenced = true
 		q.proposed = c.Proposed
-		q.digest, q.handedTo = c.Digest, 0
+		q.digest, q.handedTo, q.plan = c.Digest, 0, metadata.RecoveryPlan{}
 		q.learner = metadata.Member{}
 		m.catalog[c.Queue] = q
 	case metadata.Repropose:
@@ -392,6 +404,9 @@ func (m *metaTruth) fold(index uint64, cmd []byte) verdict {
 		for _, n := range c.Proposed.Slice() {
 			if !m.brokers[n].live {
 				return verdict{refused: true, outsideLive: true}
+			}
+			if m.brokers[n].draining && !slices.Contains(q.proposed.Slice(), n) {
+				return verdict{refused: true}
 			}
 		}
 		var mq metadata.Queue
@@ -420,6 +435,17 @@ func (m *metaTruth) fold(index uint64, cmd []byte) verdict {
 		}
 		q.handedTo = c.Candidate
 		m.catalog[c.Queue] = q
+	case metadata.Plan:
+		// The first plan stays unless a plan names it as the one it
+		// replaces; a plan names a member on its storage; the same plan
+		// again changes nothing.
+		if !exists || q.incarnation != c.Incarnation || !q.fenced || q.epoch != c.Epoch || q.digest != c.Digest || c.Plan == q.plan ||
+			!slices.ContainsFunc(q.instances, func(mb metadata.Member) bool { return mb.Node == c.Plan.Source && mb.Storage == c.Plan.Storage }) ||
+			c.Replaces != q.plan.Identity {
+			return verdict{refused: true}
+		}
+		q.plan = c.Plan
+		m.catalog[c.Queue] = q
 	case metadata.Activate:
 		if !exists || q.incarnation != c.Incarnation || !q.fenced || q.epoch != c.Epoch || c.Members.N > q.proposed.N ||
 			q.policy.WriteQuorum(c.Members.N, min(q.minInsync, c.Members.N)) < q.policy.WriteQuorum(q.replicas, min(q.minInsync, q.replicas)) {
@@ -436,14 +462,16 @@ func (m *metaTruth) fold(index uint64, cmd []byte) verdict {
 		if c.InSync.N < q.policy.WriteQuorum(c.Members.N, min(q.minInsync, c.Members.N)) {
 			return verdict{refused: true}
 		}
+		unplanned := q.plan.Source == 0
 		q.epoch, q.owner, q.members, q.fenced = c.Epoch+1, c.Owner, nil, false
 		q.inSync, q.inSyncVersion, q.proposed = c.InSync, 0, metadata.Nodes{}
-		q.digest, q.handedTo = metadata.Digest{}, 0
+		q.digest, q.handedTo, q.plan = metadata.Digest{}, 0, metadata.RecoveryPlan{}
 		q.instances, q.learner = slices.Clone(c.Members.Slice()), metadata.Member{}
 		for _, mb := range c.Members.Slice() {
 			q.members = append(q.members, mb.Node)
 		}
 		m.catalog[c.Queue] = q
+		return verdict{unplanned: unplanned}
 	case metadata.AddLearner, metadata.AdmitLearner:
 		if !exists || q.incarnation != c.Incarnation || q.epoch == 0 || q.fenced || q.epoch != c.Epoch {
 			return verdict{refused: true}
@@ -530,14 +558,17 @@ func (c *Checker) MetaConfirmed(atNs int64, index uint64, cmd []byte, result str
 	}
 }
 
-// MetaFinal judges the end of a run: disks holds every voter's durable
-// metadata state (nil for a disk that does not decode, reported as it is
-// found).
-func (c *Checker) MetaFinal(atNs int64, voters []core.NodeID, disks []*meta.State, errs []error) {
+// MetaFinal judges the end of a run: disks holds the durable metadata
+// state of every broker that keeps one (nodes[i]'s; nil for a disk that
+// does not decode, reported as it is found), voters the metadata group's
+// voters: a committed entry must be durable on a majority of theirs (a
+// learner's disk counts for nothing there), and no disk may hold another
+// committed history.
+func (c *Checker) MetaFinal(atNs int64, voters, nodes []core.NodeID, disks []*meta.State, errs []error) {
 	m := c.metaTruth()
 	for i, st := range disks {
 		if errs[i] != nil {
-			c.fail("meta-disk", atNs, "n%d metadata disk does not load: %v", voters[i], errs[i])
+			c.fail("meta-disk", atNs, "n%d metadata disk does not load: %v", nodes[i], errs[i])
 			continue
 		}
 		for _, e := range st.Entries {
@@ -547,7 +578,7 @@ func (c *Checker) MetaFinal(atNs int64, voters []core.NodeID, disks []*meta.Stat
 			if e.Index <= uint64(len(m.history)) {
 				if h := m.history[e.Index-1]; h.term != e.Term || h.cmd != string(e.Data) {
 					c.fail("meta-one-history", atNs, "n%d durably holds committed metadata entry %d as %d/%q; applied as %d/%q",
-						voters[i], e.Index, e.Term, e.Data, h.term, h.cmd)
+						nodes[i], e.Index, e.Term, e.Data, h.term, h.cmd)
 				}
 			}
 		}
@@ -563,7 +594,7 @@ func (c *Checker) MetaFinal(atNs int64, voters []core.NodeID, disks []*meta.Stat
 		}
 		holders := 0
 		for i, st := range disks {
-			if errs[i] != nil {
+			if errs[i] != nil || !slices.Contains(voters, nodes[i]) {
 				continue
 			}
 			if e, ok := stateEntry(st, cf.index); ok && string(e.Data) == cf.cmd && e.Term == m.history[cf.index-1].term {

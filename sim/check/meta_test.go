@@ -52,7 +52,22 @@ func TestMetaCheckers(t *testing.T) {
 		{"consistent", "", func(c *Checker) {
 			ok(c)
 			c.MetaConfirmed(3, 2, []byte(setA1), "")
-			c.MetaFinal(9, voters, []*meta.State{disk(2, "", setA1), disk(2, "", setA1), disk(1, "")}, noErrs)
+			c.MetaFinal(9, voters, voters, []*meta.State{disk(2, "", setA1), disk(2, "", setA1), disk(1, "")}, noErrs)
+		}},
+		{"committed on a voter, a learner behind", "", func(c *Checker) {
+			// One voter (n1) and a learner (n2): the entry the voter alone
+			// committed is durable on a majority of the voters.
+			c.MetaStarted(1)
+			c.MetaApplied(1, 1, 1, 1, nil, "")
+			c.MetaApplied(2, 1, 2, 1, []byte(setA1), "")
+			c.MetaConfirmed(3, 2, []byte(setA1), "")
+			c.MetaFinal(9, []core.NodeID{1}, []core.NodeID{1, 2}, []*meta.State{disk(2, "", setA1), disk(1, "")}, noErrs[:2])
+		}},
+		{"confirmed on one voter of three and a learner", "meta-committed", func(c *Checker) {
+			ok(c)
+			c.MetaConfirmed(3, 2, []byte(setA1), "")
+			c.MetaFinal(9, voters, []core.NodeID{1, 2, 3, 4}, []*meta.State{disk(2, "", setA1), disk(1, ""), disk(1, ""), disk(2, "", setA1)},
+				make([]error, 4))
 		}},
 		{"diverging apply", "meta-one-history", func(c *Checker) {
 			ok(c)
@@ -67,16 +82,16 @@ func TestMetaCheckers(t *testing.T) {
 		{"confirmed but not in history", "meta-committed", func(c *Checker) {
 			ok(c)
 			c.MetaConfirmed(3, 2, []byte(setB1), "")
-			c.MetaFinal(9, voters, []*meta.State{disk(2, "", setA1), disk(2, "", setA1), disk(2, "", setA1)}, noErrs)
+			c.MetaFinal(9, voters, voters, []*meta.State{disk(2, "", setA1), disk(2, "", setA1), disk(2, "", setA1)}, noErrs)
 		}},
 		{"confirmed on a minority of disks", "meta-committed", func(c *Checker) {
 			ok(c)
 			c.MetaConfirmed(3, 2, []byte(setA1), "")
-			c.MetaFinal(9, voters, []*meta.State{disk(2, "", setA1), disk(1, ""), disk(1, "")}, noErrs)
+			c.MetaFinal(9, voters, voters, []*meta.State{disk(2, "", setA1), disk(1, ""), disk(1, "")}, noErrs)
 		}},
 		{"a disk's committed entry differs", "meta-one-history", func(c *Checker) {
 			ok(c)
-			c.MetaFinal(9, voters, []*meta.State{disk(2, "", setA1), disk(2, "", setB1), disk(1, "")}, noErrs)
+			c.MetaFinal(9, voters, voters, []*meta.State{disk(2, "", setA1), disk(2, "", setB1), disk(1, "")}, noErrs)
 		}},
 		{"declaration confirmed with another incarnation", "meta-catalogue", func(c *Checker) {
 			ok(c)
@@ -102,6 +117,12 @@ func TestMetaCheckers(t *testing.T) {
 			as := metadata.Command{Kind: metadata.Assign, Queue: "q", Incarnation: 4, Epoch: 1, Owner: 1, Members: ms}
 			c.MetaApplied(5, 1, 5, 1, []byte(enc(as)), "placed")
 		}},
+		{"an activation without a committed plan", "meta-plan", func(c *Checker) {
+			planned(c, false)
+		}},
+		{"an activation of a planned transition", "", func(c *Checker) {
+			planned(c, true)
+		}},
 		{"the state machine accepts what the model refuses", "meta-model", func(c *Checker) {
 			ok(c)
 			del := metadata.Command{Kind: metadata.DeleteQueue, Queue: "q", Incarnation: 9}
@@ -109,7 +130,7 @@ func TestMetaCheckers(t *testing.T) {
 		}},
 		{"a disk does not load", "meta-disk", func(c *Checker) {
 			ok(c)
-			c.MetaFinal(9, voters, []*meta.State{disk(2, "", setA1), {}, disk(1, "")}, []error{nil, meta.ErrCorrupt, nil})
+			c.MetaFinal(9, voters, voters, []*meta.State{disk(2, "", setA1), {}, disk(1, "")}, []error{nil, meta.ErrCorrupt, nil})
 		}},
 	}
 	for _, tc := range cases {
@@ -157,4 +178,42 @@ func TestMetaLiveSet(t *testing.T) {
 	if got := metaFailures(c); !strings.HasPrefix(got, "meta-live-set:") {
 		t.Fatalf("want a meta-live-set failure, got %q", got)
 	}
+}
+
+// planned applies a queue placed on n1..n3, n1's loss, its transition and,
+// if plan, a plan from n2; then the activation.
+func planned(c *Checker, plan bool) {
+	c.MetaStarted(1)
+	index := uint64(0)
+	apply := func(cmd metadata.Command, result string) {
+		index++
+		c.MetaApplied(5, 1, index, 1, []byte(enc(cmd)), result)
+	}
+	for n := core.NodeID(1); n <= 3; n++ {
+		apply(metadata.Command{Kind: metadata.RegisterBroker, Node: n, Process: 1, Storage: uint64(n)}, "")
+	}
+	apply(metadata.Command{Kind: metadata.DeclareQueue, Queue: "q", Replicas: 3, Policy: core.MajorityDurable, MinInsync: 2}, "")
+	var ms metadata.Members
+	ms.N = 3
+	for i := range 3 {
+		ms.M[i] = metadata.Member{Node: core.NodeID(i + 1), Process: 1, Storage: uint64(i + 1)}
+	}
+	apply(metadata.Command{Kind: metadata.Assign, Queue: "q", Incarnation: 4, Epoch: 1, Owner: 1, Members: ms}, "placed")
+	apply(metadata.Command{Kind: metadata.BrokerDown, Node: 1, Process: 1}, "")
+	var mq metadata.Queue
+	mq.Incarnation, mq.Policy, mq.MinInsync = 4, core.MajorityDurable, 2
+	mq.Assignment.Epoch, mq.Assignment.Members = 1, ms
+	var proposed metadata.Nodes
+	proposed.N, proposed.ID[0], proposed.ID[1] = 2, 2, 3
+	digest := metadata.TransitionDigest(&mq, &proposed)
+	apply(metadata.Command{Kind: metadata.Transition, Queue: "q", Incarnation: 4, Epoch: 1, Proposed: proposed, Digest: digest}, "fenced")
+	if plan {
+		apply(metadata.Command{Kind: metadata.Plan, Queue: "q", Incarnation: 4, Epoch: 1, Digest: digest,
+			Plan: metadata.RecoveryPlan{Source: 2, Storage: 2, End: 10, LastEpoch: 1, Identity: metadata.Digest{1}}}, "planned")
+	}
+	act := metadata.Command{Kind: metadata.Activate, Queue: "q", Incarnation: 4, Epoch: 1, Digest: digest, Owner: 2}
+	act.Members.N = 2
+	act.Members.M[0], act.Members.M[1] = ms.M[1], ms.M[2]
+	act.InSync = proposed
+	apply(act, "activated")
 }

@@ -30,26 +30,31 @@ type sealTruth struct {
 	epoch      uint64
 	start, end uint64
 	damaged    bool
-	idents     []Ident // the disk's records over [start, end) at the seal
+	// identity: the content identity the seal names (a key that tells two
+	// seals of the same bounds apart, never taken as the content: idents
+	// is read from the disk)
+	identity [32]byte
+	idents   []Ident // the disk's records over [start, end) at the seal
 	// injected: damage had been injected into the copy (and not repaired)
 	// when it sealed: an ident missing from idents may be that damage
 	injected bool
 }
 
 // Sealed takes a seal node sent: queue q frozen for the transition to
-// epoch, retaining [start, end), damaged as it says.
-func (c *Checker) Sealed(atNs int64, node core.NodeID, q core.QueueID, epoch, start, end uint64, damaged bool) {
+// epoch, retaining [start, end) with content identity, damaged as it says.
+func (c *Checker) Sealed(atNs int64, node core.NodeID, q core.QueueID, epoch, start, end uint64, identity [32]byte, damaged bool) {
 	qt := c.queues[q]
 	if qt == nil || qt.replica(node) == nil {
 		c.fail("seal-durable", atNs, "n%d sealed q=%d, which it holds no replica of", node, q)
 		return
 	}
 	for _, s := range c.seals {
-		if s.node == node && s.q == q && s.epoch == epoch && s.start == start && s.end == end && s.damaged == damaged {
+		if s.node == node && s.q == q && s.epoch == epoch && s.start == start && s.end == end && s.identity == identity && s.damaged == damaged {
 			// A retry's answer: the seal already judged. (One with other
-			// bounds is the receipt an installation renewed in its new
-			// generation, for the history it installed: judged anew, and
-			// the latest is the one a source answers for, seed 20003.)
+			// bounds or another identity is the receipt an installation
+			// renewed in its new generation, for the history it installed
+			// (the same bounds as its old log's, say): judged anew, and
+			// the latest is the one a source answers for.)
 			return
 		}
 	}
@@ -58,7 +63,7 @@ func (c *Checker) Sealed(atNs int64, node core.NodeID, q core.QueueID, epoch, st
 	}
 	r := qt.replica(node)
 	r.disk.Reparse(c.diskOf(q, node))
-	s := &sealTruth{atNs: atNs, node: node, q: q, epoch: epoch, start: start, end: end, damaged: damaged, injected: r.injected}
+	s := &sealTruth{atNs: atNs, node: node, q: q, epoch: epoch, start: start, end: end, identity: identity, damaged: damaged, injected: r.injected}
 	for o := start; o < end; o++ {
 		id := r.disk.At(o)
 		if !id.Intact() && !r.injected {
@@ -129,11 +134,13 @@ type sourceTruth struct {
 	q          core.QueueID
 	epoch      uint64
 	start, end uint64
+	identity   [32]byte
 }
 
 // SourceChosen takes the source a recovery worker chose for queue q's
-// transition to epoch: node's sealed log retaining [start, end).
-func (c *Checker) SourceChosen(atNs int64, node core.NodeID, q core.QueueID, epoch, start, end uint64) {
+// transition to epoch: node's sealed log retaining [start, end) with
+// content identity (its seal's).
+func (c *Checker) SourceChosen(atNs int64, node core.NodeID, q core.QueueID, epoch, start, end uint64, identity [32]byte) {
 	qt := c.queues[q]
 	if qt == nil || qt.replica(node) == nil {
 		c.fail("source-complete", atNs, "q=%d: the source chosen, n%d, holds no replica of it", q, node)
@@ -147,7 +154,7 @@ func (c *Checker) SourceChosen(atNs int64, node core.NodeID, q core.QueueID, epo
 		return
 	}
 	if len(c.sources) < sealsMax {
-		c.sources = append(c.sources, &sourceTruth{atNs: atNs, node: node, q: q, epoch: epoch, start: start, end: end})
+		c.sources = append(c.sources, &sourceTruth{atNs: atNs, node: node, q: q, epoch: epoch, start: start, end: end, identity: identity})
 	}
 }
 
@@ -175,10 +182,10 @@ func (c *Checker) sourcesFinal(atNs int64) {
 		// purpose, and the source answers for its seal, not for that.
 		var sealed *sealTruth
 		for _, t := range c.seals {
-			if t.q == s.q && t.node == s.node && t.epoch == s.epoch && t.start == s.start && t.end == s.end {
-				// (Only a seal of the bounds chosen: a receipt an
-				// installation renewed answers for what it installed,
-				// seeds 20003, 4745.)
+			if t.q == s.q && t.node == s.node && t.epoch == s.epoch && t.start == s.start && t.end == s.end && t.identity == s.identity {
+				// (Only the seal chosen, by its bounds and identity: a
+				// receipt an installation renewed answers for what it
+				// installed, whose bounds may be its old log's.)
 				sealed = t
 			}
 		}

@@ -85,6 +85,8 @@ const (
 	MarkDiskReplaced                             // a broker restarted on a new, empty data disk (a new storage instance)
 	MarkRecoveryDeep                             // a recovery chose a source log holding DeepRecords records or more
 	MarkQueuesMany                               // the controller placed ManyQueues queues or more in one run
+	MarkPlanResumed                              // a recovery selected its source by the transition's plan, committed by an earlier attempt
+	MarkPlanReplaced                             // a transition's plan was replaced: no replica could be shown to hold its history
 	markKinds
 )
 
@@ -157,6 +159,8 @@ var markNames = [...]string{
 	MarkDiskReplaced:             "disk-replaced",
 	MarkRecoveryDeep:             "recovery-deep",
 	MarkQueuesMany:               "queues-many",
+	MarkPlanResumed:              "plan-resumed",
+	MarkPlanReplaced:             "plan-replaced",
 }
 
 // The sizes the scale marks count from: a recovery whose source holds a

@@ -846,17 +846,20 @@ func (w *World) ctrlSyncDelay(b *broker) int64 {
 
 // ctrlFinal hands the voters' durable metadata to the checker.
 func (w *World) ctrlFinal() {
-	var voters []core.NodeID
+	var nodes, voters []core.NodeID
 	var states []*meta.State
 	var errs []error
+	for _, v := range w.voters {
+		voters = append(voters, core.NodeID(v))
+	}
 	for _, b := range w.brokers {
 		if b.meta == nil {
 			continue
 		}
 		st, err := b.meta.Durable()
-		voters, states, errs = append(voters, b.id), append(states, &st), append(errs, err)
+		nodes, states, errs = append(nodes, b.id), append(states, &st), append(errs, err)
 	}
-	w.checker.MetaFinal(w.now, voters, states, errs)
+	w.checker.MetaFinal(w.now, voters, nodes, states, errs)
 	w.checker.MetaLiveSetFinal(w.now, w.brokerTruth())
 	if !w.admin.probed {
 		w.checker.Liveness(w.now, "the metadata group confirmed no command after the heal")

@@ -388,7 +388,7 @@ func (env *brokerEnv) Recovery(e *core.Effect) {
 		if err != nil {
 			panic("world: a seal stage that does not decode: " + err.Error())
 		}
-		w.checker.Sealed(w.now, env.b.id, s.Queue, s.Epoch, s.Start, s.End, s.Damaged)
+		w.checker.Sealed(w.now, env.b.id, s.Queue, s.Epoch, s.Start, s.End, s.Identity, s.Damaged)
 		w.recoverySealed(&s)
 		if s.Damaged {
 			w.noteSound(env.b.id, s.Queue, false)
@@ -405,7 +405,12 @@ func (env *brokerEnv) Recovery(e *core.Effect) {
 		if err != nil {
 			panic("world: a select stage that does not decode: " + err.Error())
 		}
-		w.checker.SourceChosen(w.now, s.Node, s.Queue, s.Epoch, s.Start, s.End)
+		w.checker.SourceChosen(w.now, s.Node, s.Queue, s.Epoch, s.Start, s.End, s.Identity)
+		if p := w.placedByID[s.Queue]; p != nil {
+			if q, ok := w.checker.MetaQueue(p.name); ok && q.Plan.Source != 0 && q.Plan.Start == s.Start && q.Plan.End == s.End && recovery.Digest(q.Plan.Identity) == s.Identity {
+				w.mark(MarkPlanResumed)
+			}
+		}
 		if s.End-s.Start >= DeepRecords {
 			w.mark(MarkRecoveryDeep)
 		}
@@ -466,6 +471,10 @@ func (env *brokerEnv) Applied(e *core.Effect) {
 		w.admittedApplied(&c)
 	case metadata.Handoff:
 		w.mark(MarkRecoveryHandoff)
+	case metadata.Plan:
+		if q, ok := w.checker.MetaQueue(c.Queue); ok && q.Plan == c.Plan && c.Replaces != (metadata.Digest{}) {
+			w.mark(MarkPlanReplaced) // (applied, by the model)
+		}
 	case metadata.Repropose:
 		if q, ok := w.checker.MetaQueue(c.Queue); ok && q.Fenced && q.Proposed == c.Proposed {
 			// (Applied, by the model, which folded the entry already.)

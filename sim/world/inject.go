@@ -575,7 +575,9 @@ func (w *World) goneAllowedBut(b *broker, except core.QueueID) bool {
 		if q.Policy.WriteQuorum(n, min(q.MinInsync, n)) < q.Policy.WriteQuorum(q.Replicas, min(q.MinInsync, q.Replicas)) {
 			return false
 		}
-		if (slices.Contains(p.members, b.id) || slices.Contains(p.proposed, b.id)) && !w.permanentLossAllowed(b, p) {
+		if (slices.Contains(p.members, b.id) || slices.Contains(p.proposed, b.id) || q.Learner == b.id) && !w.permanentLossAllowed(b, p) {
+			// (A learner counts: its admission may be on its way, and
+			// it would then be a member lost for good.)
 			return false
 		}
 		if p.id == except {
