@@ -173,21 +173,21 @@ type Verifier struct {
 	// further: what it holds past the source was never confirmed, since a
 	// confirm needs every member of the set)
 	past bool
-	// pastSameEpochOnly: planted (PlantPastSameEpochOnly); branchBlocks:
+	// pastSameEpochOnly: planted (plantPastSameEpochOnly); branchBlocks:
 	// planted (PlantBranchBlocks)
 	pastSameEpochOnly, branchBlocks bool
 }
 
 // PlantBranchBlocks plants the bug branch-contradiction (planted by its
-// caller, as PlantPastSameEpochOnly): a witness's record of an epoch
+// caller): a witness's record of an epoch
 // above the source's at its offset blocks as contradictory history even
 // when the source's history moved on to a later epoch than the witness's.
 func (v *Verifier) PlantBranchBlocks() { v.branchBlocks = true }
 
-// PlantPastSameEpochOnly plants, for this package's tests, the rule
+// plantPastSameEpochOnly plants, for this package's tests, the rule
 // before: the isr verifier takes a record past the source's end of a
 // later epoch than the source's last for contradictory history.
-func (v *Verifier) PlantPastSameEpochOnly() { v.pastSameEpochOnly = true }
+func (v *Verifier) plantPastSameEpochOnly() { v.pastSameEpochOnly = true }
 
 // reading is a log being read: its index in logs and its identity so far.
 type reading struct {

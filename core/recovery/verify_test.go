@@ -248,7 +248,7 @@ func TestVerifierISRAcceptsALaterEpochPastTheSource(t *testing.T) {
 			t.Fatalf("%s: isr: %s", name, v.Blocked())
 		}
 		planted := NewISRVerifier(s, ws, DefaultBudget)
-		planted.PlantPastSameEpochOnly()
+		planted.plantPastSameEpochOnly()
 		if v := run(t, planted, logs, 4096); v.Done() || !strings.Contains(v.Blocked(), "past the source") {
 			t.Fatalf("%s: isr with the rule before planted: done=%v blocked=%q", name, v.Done(), v.Blocked())
 		}
