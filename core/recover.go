@@ -882,7 +882,8 @@ func (n *Node) sealRefusedBy(from NodeID, r recovery.SealRefused) {
 		n.out.Send(seam.GroupRecovery, from, recovery.AppendSealRequest(n.out.Grow(64), &req))
 	}
 	if j := n.installer.job; j != nil && !r.Read && !r.Install && r.Code == recovery.RefusedStorageReplaced && from != n.x.Node && j.phase == installCopy &&
-		r.Queue == j.req.Queue && r.Transition == j.req.Transition && from == j.req.Source {
+		r.Queue == j.req.Queue && r.Transition == j.req.Transition && from == j.req.Source &&
+		!n.x.Bugs.Has(bugs.InstallerAsksReplacedSource) { // (planted: ask again)
 		// The seal asked of the source above is refused for good: it runs
 		// on a new disk, the history it served is gone from it. Asked
 		// again for ever, the installation would keep every other queue's

@@ -168,6 +168,10 @@ const (
 	// though the source's history went on to a later epoch (a branch that
 	// epoch's recovery passed over: never confirmed).
 	BranchContradiction
+	// InstallerAsksReplacedSource: an installation whose source answers a
+	// seal with storage-replaced (it runs on a new disk) asks it again for
+	// ever instead of ending, so the worker never chooses another source.
+	InstallerAsksReplacedSource
 	end
 )
 
@@ -222,6 +226,7 @@ var Registry = []Bug{
 	{ISRWatermarkAtZero, "isr-watermark-at-zero", "in-sync tracking", "an owner restored on a retained log starts its high watermark at 0, below its confirmed end"},
 	{FreshWithoutQuiet, "fresh-without-quiet", "learners", "a new copy's fresh generation is published with the old log's storage effects still in flight"},
 	{BranchContradiction, "branch-contradiction", "sealed recovery", "the verifier blocks on a witness's branch of an epoch the source's later epoch passed over"},
+	{InstallerAsksReplacedSource, "installer-asks-replaced-source", "sealed recovery", "an installation keeps asking a source that runs on a new disk for its seal, never ending"},
 }
 
 // Has reports whether every bug of b is in s.

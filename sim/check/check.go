@@ -661,14 +661,17 @@ func (c *Checker) Injected(node core.NodeID, q core.QueueID) {
 // unbroken log at least as long as the one that was damaged, a seal
 // receipt that checks (a receipt damaged on the disk makes the replica a
 // damaged witness: it can no longer prove what it answered, until an
-// installation writes a new one, as much as a damaged record does), and
+// installation writes a new one, as much as a damaged record does), no
+// unreadable range left in its segment files (past its last frame too:
+// its scan cannot prove its end through one), and
 // its storage binding (a copy whose directory was lost is a lost one until
 // an admission or an installation binds it again), and no mark of a
 // discarded damaged tail (a learner keeps it until its admission).
 func (c *Checker) noteRepair(qt *queueTruth, r *replicaTruth) {
-	if r.injected && !r.disk.Damaged() && r.disk.Prefix() >= r.damageEnd && r.disk.Prefix() == r.disk.Len() &&
-		r.disk.SealIntact(c.diskOf(qt.spec.Queue, r.node)) && r.disk.BindIntact(c.diskOf(qt.spec.Queue, r.node)) &&
-		!r.disk.Unrepaired(c.diskOf(qt.spec.Queue, r.node)) {
+	if !r.injected || r.disk.Damaged() || r.disk.Prefix() < r.damageEnd || r.disk.Prefix() != r.disk.Len() {
+		return
+	}
+	if d := c.diskOf(qt.spec.Queue, r.node); r.disk.SealIntact(d) && r.disk.BindIntact(d) && !r.disk.Unrepaired(d) && r.disk.MediaReadable(d) {
 		r.injected = false
 	}
 }

@@ -18,9 +18,12 @@ import (
 type fakeDisks map[core.NodeID]*fakeDisk
 
 type fakeDisk struct {
-	files map[string][]byte
-	gen   uint64
+	files      map[string][]byte
+	unreadable map[string]bool // files holding a medium error (Media)
+	gen        uint64
 }
+
+func (d *fakeDisk) HasUnreadable(name string) bool { return d.unreadable[name] }
 
 func (d *fakeDisk) DurableList(dir string) ([]string, error) {
 	var out []string
@@ -526,6 +529,29 @@ func TestDamagedSealReceiptIsDamage(t *testing.T) {
 	c.SyncAcked(3, 2, 1, 2)
 	if d := c.Damaged(1); len(d) != 0 {
 		t.Fatalf("a copy with whole records and a receipt that checks stays damaged: %v", d)
+	}
+}
+
+// An unreadable range past a copy's last frame (in the zeros a segment
+// runs ahead with) spoils no frame the parser follows, but the copy's scan
+// cannot read through it to prove its end: it stays damage until the
+// medium reads whole again (swarm seed 7800014354, where the copy was
+// counted repaired once it held as many frames as when struck, and the
+// budget let the queue's other two copies be lost).
+func TestUnreadablePastTheLastFrameIsDamage(t *testing.T) {
+	c, fd := newChecker()
+	written(c, fd, 2, pub(1, 0, 7), pub(1, 1, 8))
+	d := fd.disk(2).(*fakeDisk)
+	d.unreadable = map[string]bool{fmt.Sprintf("q1/%020d.seg", 0): true}
+	c.Injected(2, 1)
+	written(c, fd, 2, pub(1, 0, 7), pub(1, 1, 8), pub(1, 2, 9))
+	if dm := c.Damaged(1); len(dm) != 1 || dm[0] != 2 {
+		t.Fatalf("a copy whose segment still holds an unreadable range is repaired: damaged = %v", dm)
+	}
+	clear(d.unreadable)
+	c.SyncAcked(3, 2, 1, 3)
+	if dm := c.Damaged(1); len(dm) != 0 {
+		t.Fatalf("a copy whole and readable again stays damaged: %v", dm)
 	}
 }
 

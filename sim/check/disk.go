@@ -30,6 +30,14 @@ type Disk interface {
 	ReadDurable(name string, p []byte, off int64) (int, error)
 }
 
+// Media is what a Disk may also tell (sim/memfs does): whether a file
+// holds bytes its medium cannot read. A log's scan reads past its last
+// frame to find its end, so an unreadable range there, which no frame the
+// parser follows covers, still leaves the copy unable to prove its end.
+type Media interface {
+	HasUnreadable(name string) bool
+}
+
 // ChangeLog is what a Disk may also tell (sim/memfs does): where durable
 // bytes changed. With it, reading a log again after a crash or an injected
 // fault reads only the frames, headers and header copies whose bytes may
@@ -608,6 +616,25 @@ const (
 func (l *DiskLog) Unrepaired(d Disk) bool {
 	names, err := d.DurableList(l.dir)
 	return err == nil && slices.Contains(names, dUnrepairedName)
+}
+
+// MediaReadable reports whether every durable segment file of the log's
+// live generation reads whole (always, on a Disk that does not tell).
+func (l *DiskLog) MediaReadable(d Disk) bool {
+	m, ok := d.(Media)
+	if !ok {
+		return true
+	}
+	names, err := d.DurableList(l.dir)
+	if err != nil {
+		return true
+	}
+	for _, n := range names {
+		if strings.HasSuffix(n, ".seg") && m.HasUnreadable(l.dir+"/"+n) {
+			return false
+		}
+	}
+	return true
 }
 
 // SealIntact reports whether the log's durable seal receipt, if it has

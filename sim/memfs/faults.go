@@ -98,6 +98,14 @@ func (fs *FS) DurableSize(name string) (int64, error) {
 	return n.durableSize(), nil
 }
 
+// HasUnreadable reports whether the file that the durable entry name
+// refers to holds an unreadable range within its durable size (false
+// when the entry is not durable): a medium error that no write has cured.
+func (fs *FS) HasUnreadable(name string) bool {
+	n, err := fs.lookupDurable("hasunreadable", name)
+	return err == nil && n.unreadableIn(0, n.durableSize())
+}
+
 // DurableList returns the names durable in dir (files and directories),
 // sorted; vfs.ErrNotExist when dir itself is not durable.
 func (fs *FS) DurableList(dir string) ([]string, error) {

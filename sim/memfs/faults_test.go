@@ -494,7 +494,13 @@ func syncedFile(t *testing.T, fs *FS, n int) vfs.File {
 func TestUnreadableRange(t *testing.T) {
 	fs := New()
 	f := syncedFile(t, fs, 1000)
+	if fs.HasUnreadable("a") {
+		t.Fatal("HasUnreadable before any range was set")
+	}
 	must(t, fs.SetUnreadable("a", 100, 50))
+	if !fs.HasUnreadable("a") || fs.HasUnreadable("missing") {
+		t.Fatalf("HasUnreadable: a %v, missing %v", fs.HasUnreadable("a"), fs.HasUnreadable("missing"))
+	}
 	p := make([]byte, 10)
 	if _, err := f.ReadAt(p, 95); !errors.Is(err, vfs.ErrIO) {
 		t.Fatalf("read overlapping the range: %v", err)
@@ -533,6 +539,15 @@ func TestUnreadableRange(t *testing.T) {
 	}
 	if _, err := f.ReadAt(p[:1], 105); !errors.Is(err, vfs.ErrIO) {
 		t.Fatalf("below the truncation: %v", err)
+	}
+	must(t, f.Sync())
+	if !fs.HasUnreadable("a") {
+		t.Fatal("HasUnreadable lost the range below the truncation")
+	}
+	mustWrite(t, f, 100, fill(10, 'C'))
+	must(t, f.Sync())
+	if fs.HasUnreadable("a") {
+		t.Fatal("HasUnreadable after every unreadable byte was rewritten")
 	}
 	// Bounds: 16 ranges; touching ones merge.
 	g := mustCreate(t, fs, "b")
