@@ -11,11 +11,12 @@ package core
 //	<one line per effect, in order, in their stable text forms>
 //	refused=N           (only when the node's refused counter changed)
 //
-// A block ends at a blank line. `go test ./core -run TestTranscripts
-// -rewrite` writes what the node does now into every expected block;
-// review the diff before committing it. After every step the harness also
-// runs node.Invariants(); a panic in Step or in the invariants fails the
-// test at the command's file:line.
+// internal/transcript reads the files (its doc.go gives the format, the
+// words of a command and how failures are reported). `go test ./core -run
+// TestTranscripts -rewrite` writes what the node does now into every
+// expected block; review the diff before committing it. After every step
+// the harness also runs node.Invariants(); a panic in Step or in the
+// invariants fails the test at the command's file:line.
 //
 // Commands. Every one takes an optional t=<time>, absolute (150ms) or
 // relative (+100ms); time stays put when not given and never goes back.
@@ -55,10 +56,7 @@ package core
 
 import (
 	"encoding/hex"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -69,66 +67,23 @@ import (
 	"github.com/sluicemq/sluice/core/queue"
 	"github.com/sluicemq/sluice/core/record"
 	"github.com/sluicemq/sluice/core/seam"
+	"github.com/sluicemq/sluice/internal/transcript"
 	"github.com/sluicemq/sluice/io/meta"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the core/testdata transcripts")
-
 func TestTranscripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no transcripts in testdata: %v", err)
-	}
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runTranscript(t, f) })
-	}
-}
-
-func runTranscript(t *testing.T, path string) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
-	var out strings.Builder
-	h := &harness{t: t}
-	for i := 0; i < len(lines); i++ {
-		out.WriteString(lines[i] + "\n")
-		if lines[i] == "" || strings.HasPrefix(lines[i], "#") {
-			continue
-		}
-		cmd := lines[i]
-		h.pos = fmt.Sprintf("%s:%d", path, i+1)
-		if i+1 >= len(lines) || lines[i+1] != "----" {
-			h.fatalf("a command must be followed by ----")
-		}
-		var want []string
-		for i += 2; i < len(lines) && lines[i] != ""; i++ {
-			want = append(want, lines[i])
-		}
-		got := h.run(cmd)
-		out.WriteString("----\n" + strings.Join(append(got, ""), "\n"))
-		if i < len(lines) {
-			out.WriteString("\n") // the blank line that ends the block
-		}
-		if g, w := strings.Join(got, "\n"), strings.Join(want, "\n"); !*rewrite && g != w {
-			t.Errorf("%s: %s\ngot:\n%s\nwant:\n%s", h.pos, cmd, g, w)
-		}
-	}
-	if *rewrite {
-		if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	transcript.RunDir(t, "testdata/*.txt", func(*testing.T) transcript.Runner {
+		h := &harness{}
+		return transcript.Runner{Step: h.run, After: h.invariants}
+	})
 }
 
 // harness is one transcript's world: the node, the clock, and the storage
 // operations the node issued that a driver has not completed yet.
 type harness struct {
-	t       *testing.T
-	pos     string // file:line of the command being run
+	cmd     *transcript.Cmd // the command being run
 	cfg     Config
 	node    *Node
 	nowNs   int64
@@ -138,61 +93,17 @@ type harness struct {
 }
 
 func (h *harness) fatalf(format string, a ...any) {
-	h.t.Helper()
-	h.t.Fatalf("%s: "+format, append([]any{h.pos}, a...)...)
+	h.cmd.Fatalf(format, a...)
 }
 
-// arg is one word of a command: key=val, or a bare word (val empty).
-type arg struct{ key, val string }
-
-// split cuts a command into words at spaces outside "quotes" and [brackets].
-func split(s string) (args []arg) {
-	depth, quoted, from := 0, false, 0
-	for i := 0; i <= len(s); i++ {
-		if i < len(s) {
-			switch s[i] {
-			case '"':
-				quoted = !quoted
-			case '[':
-				depth++
-			case ']':
-				depth--
-			}
-			if s[i] != ' ' || quoted || depth > 0 {
-				continue
-			}
-		}
-		if w := s[from:i]; w != "" {
-			k, v, _ := strings.Cut(w, "=")
-			args = append(args, arg{k, v})
-		}
-		from = i + 1
+// invariants checks the node's invariants after every step: Invariants
+// panics with what broke, which the runner reports at the command's line.
+func (h *harness) invariants() error {
+	if h.node != nil {
+		h.node.Invariants()
 	}
-	return args
+	return nil
 }
-
-// get returns the value of the first key in args, unquoted.
-func (h *harness) get(args []arg, key string) (string, bool) {
-	for _, a := range args {
-		if a.key != key {
-			continue
-		}
-		if !strings.HasPrefix(a.val, `"`) {
-			return a.val, true
-		}
-		v, err := strconv.Unquote(a.val)
-		if err != nil {
-			h.fatalf("%s=%s: %v", key, a.val, err)
-		}
-		return v, true
-	}
-	return "", false
-}
-
-func (h *harness) str(args []arg, key string) string { v, _ := h.get(args, key); return v }
-
-// num returns the number that key says (0 if absent).
-func (h *harness) num(args []arg, key string) uint64 { return h.uint(h.str(args, key)) }
 
 func (h *harness) uint(s string) uint64 {
 	n, err := strconv.ParseUint(s, 10, 64)
@@ -231,9 +142,10 @@ func (h *harness) records(v string, first uint64) (out []record.Record) {
 }
 
 // run carries out one command and returns its output lines.
-func (h *harness) run(line string) []string {
-	args := split(line)
-	if v, ok := h.get(args, "t"); ok {
+func (h *harness) run(c *transcript.Cmd) []string {
+	h.cmd = c
+	if c.Has("t") {
+		v := c.Str("t", "")
 		d, err := time.ParseDuration(strings.TrimPrefix(v, "+"))
 		at := int64(d)
 		if strings.HasPrefix(v, "+") {
@@ -244,36 +156,36 @@ func (h *harness) run(line string) []string {
 		}
 		h.nowNs = at
 	}
-	if args[0].key == "node" {
-		h.newNode(args[1:])
+	if c.Name == "node" {
+		h.newNode(c.Args)
 		return nil
 	}
 	if h.node == nil {
 		h.fatalf("the first command must be node")
 	}
-	in := Input{NowNs: h.nowNs, Group: QueueGroup(QueueID(h.num(args, "q"))), Client: ClientID(h.num(args, "c"))}
-	switch args[0].key {
+	in := Input{NowNs: h.nowNs, Group: QueueGroup(QueueID(c.Uint("q", 0))), Client: ClientID(c.Uint("c", 0))}
+	switch c.Name {
 	case "start":
 		in.Kind = InStart
-		h.start(&in, args[1:])
+		h.start(&in, c.Args)
 	case "recv":
-		in.Kind, in.From = InMessage, NodeID(h.num(args, "from"))
+		in.Kind, in.From = InMessage, NodeID(c.Uint("from", 0))
 		in.Group = max(in.Group, 1)
-		h.recv(&in, args[1:])
+		h.recv(&in, c)
 	case "peer-lost":
-		in.Kind, in.From, in.Process = InPeerLost, NodeID(h.num(args, "from")), h.num(args, "process")
+		in.Kind, in.From, in.Process = InPeerLost, NodeID(c.Uint("from", 0)), c.Uint("process", 0)
 	case "client":
 		kinds := map[string]RequestKind{"publish": ReqPublish, "subscribe": ReqSubscribe, "ack": ReqAck, "meta": ReqMeta, "topology": ReqTopology}
-		in.Kind, in.Req = InClient, Request{Kind: kinds[append(args, arg{})[2].key], ID: h.num(args, "id"),
-			Queue: QueueID(h.num(args, "q")), Body: []byte(h.str(args, "body")), Offset: h.num(args, "o"), Prefetch: int(h.num(args, "prefetch"))}
-		if n := h.num(args, "size"); n > 0 {
+		in.Kind, in.Req = InClient, Request{Kind: kinds[word(c, 1)], ID: c.Uint("id", 0),
+			Queue: QueueID(c.Uint("q", 0)), Body: []byte(c.Str("body", "")), Offset: c.Uint("o", 0), Prefetch: int(c.Uint("prefetch", 0))}
+		if n := c.Uint("size", 0); n > 0 {
 			in.Req.Body = []byte(strings.Repeat("x", int(n)))
 		}
 		if in.Req.Kind == ReqMeta {
-			in.Req.Body = h.metaCmd(h.str(args, "cmd"))
+			in.Req.Body = h.metaCmd(c.Str("cmd", ""))
 		}
 		if in.Req.Kind == ReqTopology {
-			in.Req.Body = []byte(h.str(args, "name"))
+			in.Req.Body = []byte(c.Str("name", ""))
 		}
 		if in.Req.Kind == 0 {
 			h.fatalf("client: want publish, subscribe or ack")
@@ -282,16 +194,24 @@ func (h *harness) run(line string) []string {
 		in.Kind = InClientGone
 	case "done":
 		in.Kind = InStorage
-		h.done(&in, args)
+		h.done(&in, c)
 	case "tick":
-		in.Kind, in.Draw = InTick, h.num(args, "draw")
+		in.Kind, in.Draw = InTick, c.Uint("draw", 0)
 	default:
-		h.fatalf("unknown command %q", args[0].key)
+		h.fatalf("unknown command %q", c.Name)
 	}
 	return h.step(&in)
 }
 
-func (h *harness) newNode(args []arg) {
+// word is the key of c's argument i (a subcommand's name), or "".
+func word(c *transcript.Cmd, i int) string {
+	if i < len(c.Args) {
+		return c.Args[i].Key
+	}
+	return ""
+}
+
+func (h *harness) newNode(args []transcript.Arg) {
 	h.cfg, h.ops, h.failed, h.refused = Config{Process: 1}, map[GroupID][]Effect{}, map[GroupID]bool{}, 0
 	l := &h.cfg.Limits
 	ints := map[string]*int{"window": &l.WindowBatchesMax, "batch-recs": &l.BatchRecordsMax, "batch-bytes": &l.BatchBytesMax,
@@ -299,37 +219,37 @@ func (h *harness) newNode(args []arg) {
 		"consumers": &l.ConsumersMax, "prefetch-max": &l.PrefetchMax, "epochs-max": &l.EpochsMax, "retain-recs": &l.RetainRecordsMin}
 	ms := map[string]*int64{"resend": &l.ResendMs, "scrub": &l.ScrubIntervalMs, "heartbeat": &l.HeartbeatMs, "retain-silent": &l.RetainSilentMs}
 	for _, a := range args {
-		switch f := strings.Split(a.val, ":"); {
-		case a.val == "":
-			h.cfg.Node = NodeID(h.uint(a.key))
-		case a.key == "process":
-			h.cfg.Process = h.uint(a.val)
-		case a.key == "storage":
-			h.cfg.Storage = h.uint(a.val)
-		case a.key == "ctrl" || a.key == "learners":
+		switch f := strings.Split(a.Val, ":"); {
+		case a.Bare:
+			h.cfg.Node = NodeID(h.uint(a.Key))
+		case a.Key == "process":
+			h.cfg.Process = h.uint(a.Val)
+		case a.Key == "storage":
+			h.cfg.Storage = h.uint(a.Val)
+		case a.Key == "ctrl" || a.Key == "learners":
 			if h.cfg.Ctrl == nil {
 				h.cfg.Ctrl = &ctrl.Config{}
 			}
 			var ids []uint64
-			for _, v := range strings.Split(a.val, ",") {
+			for _, v := range strings.Split(a.Val, ",") {
 				ids = append(ids, h.uint(v))
 			}
-			if a.key == "ctrl" {
+			if a.Key == "ctrl" {
 				h.cfg.Ctrl.Voters = ids
 			} else {
 				h.cfg.Ctrl.Learners = ids
 			}
-		case a.key == "cache-bytes":
-			l.CacheBytesMax = int64(h.uint(a.val))
-		case ints[a.key] != nil:
-			*ints[a.key] = int(h.uint(a.val))
-		case ms[a.key] != nil:
-			d, err := time.ParseDuration(a.val)
+		case a.Key == "cache-bytes":
+			l.CacheBytesMax = int64(h.uint(a.Val))
+		case ints[a.Key] != nil:
+			*ints[a.Key] = int(h.uint(a.Val))
+		case ms[a.Key] != nil:
+			d, err := time.ParseDuration(a.Val)
 			if err != nil {
-				h.fatalf("%s=%s: %v", a.key, a.val, err)
+				h.fatalf("%s=%s: %v", a.Key, a.Val, err)
 			}
-			*ms[a.key] = d.Milliseconds()
-		case a.key == "queue" && len(f) == 4 && strings.HasPrefix(f[2], "owner="):
+			*ms[a.Key] = d.Milliseconds()
+		case a.Key == "queue" && len(f) == 4 && strings.HasPrefix(f[2], "owner="):
 			qc := QueueConfig{Queue: QueueID(h.uint(f[0])), Owner: NodeID(h.uint(f[2][len("owner="):]))}
 			for _, r := range strings.Split(strings.Trim(f[1], "[]"), ",") {
 				qc.Replicas = append(qc.Replicas, NodeID(h.uint(r)))
@@ -339,8 +259,8 @@ func (h *harness) newNode(args []arg) {
 				h.fatalf("%v", err)
 			}
 			h.cfg.Queues = append(h.cfg.Queues, qc)
-		case a.key != "t":
-			h.fatalf("node: cannot read %s=%s", a.key, a.val)
+		case a.Key != "t":
+			h.fatalf("node: cannot read %s=%s", a.Key, a.Val)
 		}
 	}
 	if c := h.cfg.Ctrl; c != nil {
@@ -374,25 +294,25 @@ func (h *harness) metaCmd(s string) []byte {
 	return c.Encode(nil)
 }
 
-func (h *harness) start(in *Input, args []arg) {
+func (h *harness) start(in *Input, args []transcript.Arg) {
 	for _, a := range args {
 		n := len(in.Logs) - 1
 		switch {
-		case a.key == "q":
-			in.Logs = append(in.Logs, LogState{Group: GroupID(h.uint(a.val))})
-		case a.key == "t":
+		case a.Key == "q":
+			in.Logs = append(in.Logs, LogState{Group: GroupID(h.uint(a.Val))})
+		case a.Key == "t":
 		case n < 0:
-			h.fatalf("start: %s before q=", a.key)
-		case a.key == "end":
-			in.Logs[n].End = h.uint(a.val)
-		case a.key == "epochs":
-			in.Logs[n].Epochs = h.epochs(a.val)
-		case a.key == "damage":
-			in.Logs[n].Damage = h.str([]arg{a}, a.key)
-		case a.key == "unrepaired":
+			h.fatalf("start: %s before q=", a.Key)
+		case a.Key == "end":
+			in.Logs[n].End = h.uint(a.Val)
+		case a.Key == "epochs":
+			in.Logs[n].Epochs = h.epochs(a.Val)
+		case a.Key == "damage":
+			in.Logs[n].Damage = a.Val
+		case a.Key == "unrepaired":
 			in.Logs[n].Unrepaired = true
 		default:
-			h.fatalf("start: cannot read %s", a.key)
+			h.fatalf("start: cannot read %s", a.Key)
 		}
 	}
 	for i := 0; len(in.Logs) == 0 && i < len(h.cfg.Queues); i++ {
@@ -403,66 +323,66 @@ func (h *harness) start(in *Input, args []arg) {
 	}
 }
 
-func (h *harness) recv(in *Input, args []arg) {
+func (h *harness) recv(in *Input, c *transcript.Cmd) {
 	i := 0
-	for i < len(args) && args[i].val != "" {
+	for i < len(c.Args) && !c.Args[i].Bare {
 		i++ // from=, q=, t= come before the kind
 	}
-	if i == len(args) {
+	if i == len(c.Args) {
 		h.fatalf("recv: no message kind")
 	}
-	f := args[i+1:]
-	m := queue.Msg{Epoch: h.num(f, "e"), Process: h.num(f, "p"), Prev: h.num(f, "prev"), PrevEpoch: h.num(f, "preve"),
-		Commit: h.num(f, "commit"), End: h.num(f, "end"), Start: h.num(f, "start"), Epochs: h.epochs(h.str(f, "epochs"))}
-	_, m.Reset = h.get(f, "reset")
-	m.Records = h.records(h.str(f, "recs"), m.Prev)
+	kind, f := c.Args[i].Key, c.Tail(i+1)
+	m := queue.Msg{Epoch: f.Uint("e", 0), Process: f.Uint("p", 0), Prev: f.Uint("prev", 0), PrevEpoch: f.Uint("preve", 0),
+		Commit: f.Uint("commit", 0), End: f.Uint("end", 0), Start: f.Uint("start", 0), Epochs: h.epochs(f.Str("epochs", ""))}
+	m.Reset = f.Has("reset")
+	m.Records = h.records(f.Str("recs", ""), m.Prev)
 	kinds := map[string]queue.MsgKind{"append": queue.MsgAppend, "append-reply": queue.MsgAppendReply}
-	switch m.Kind = kinds[args[i].key]; {
-	case args[i].key == "raft":
+	switch m.Kind = kinds[kind]; {
+	case kind == "raft":
 		in.Group = GroupCtrl
 		types := map[string]pb.MessageType{"MsgVoteResp": pb.MsgVoteResp, "MsgPreVoteResp": pb.MsgPreVoteResp,
 			"MsgAppResp": pb.MsgAppResp, "MsgHeartbeatResp": pb.MsgHeartbeatResp}
-		typ, ok := types[h.str(f, "type")]
+		typ, ok := types[f.Str("type", "")]
 		if !ok {
-			h.fatalf("raft: type=%q is not one the harness writes", h.str(f, "type"))
+			h.fatalf("raft: type=%q is not one the harness writes", f.Str("type", ""))
 		}
-		_, reject := h.get(f, "reject")
+		reject := f.Has("reject")
 		b, err := proto.Marshal(&pb.Message{Type: typ.Enum(), From: new(uint64(in.From)), To: new(uint64(h.cfg.Node)),
-			Term: new(h.num(f, "term")), Index: new(h.num(f, "index")), LogTerm: new(h.num(f, "logterm")),
-			Commit: new(h.num(f, "commit")), Reject: new(reject)})
+			Term: new(f.Uint("term", 0)), Index: new(f.Uint("index", 0)), LogTerm: new(f.Uint("logterm", 0)),
+			Commit: new(f.Uint("commit", 0)), Reject: new(reject)})
 		if err != nil {
 			h.fatalf("raft: %v", err)
 		}
 		in.Data = b
 		return
-	case args[i].key == "heartbeat":
+	case kind == "heartbeat":
 		in.Group = seam.GroupCtrlPeer
-		in.Data = ctrl.AppendHeartbeat(nil, uint64(in.From), h.num(f, "process"), h.num(f, "storage"))
+		in.Data = ctrl.AppendHeartbeat(nil, uint64(in.From), f.Uint("process", 0), f.Uint("storage", 0))
 		return
-	case args[i].key == "raw":
-		b, err := hex.DecodeString(h.str(f, "bytes"))
+	case kind == "raw":
+		b, err := hex.DecodeString(f.Str("bytes", ""))
 		if err != nil {
 			h.fatalf("bytes: %v", err)
 		}
 		in.Data = b
 		return
 	case m.Kind == 0:
-		h.fatalf("unknown message kind %q", args[i].key)
+		h.fatalf("unknown message kind %q", kind)
 	}
-	_, m.Ok = h.get(f, "ok")
+	m.Ok = f.Has("ok")
 	in.Data = queue.AppendMsg(nil, &m)
 }
 
 // done builds a storage completion and holds it to the driver contract.
-func (h *harness) done(in *Input, args []arg) {
+func (h *harness) done(in *Input, c *transcript.Cmd) {
 	d := &in.Done
-	d.Group, d.Offset, d.Tag, d.Err = in.Group, h.num(args, "o"), h.num(args, "tag"), h.str(args, "err")
-	d.Records = h.records(h.str(args, "recs"), d.Offset)
-	if d.Op = 0; d.Group == 0 && len(args) > 1 && args[1].key == OpPersist.String() {
-		d.Group, d.Tag = GroupCtrl, h.num(args, "seq")
+	d.Group, d.Offset, d.Tag, d.Err = in.Group, c.Uint("o", 0), c.Uint("tag", 0), c.Str("err", "")
+	d.Records = h.records(c.Str("recs", ""), d.Offset)
+	if d.Op = 0; d.Group == 0 && word(c, 0) == OpPersist.String() {
+		d.Group, d.Tag = GroupCtrl, c.Uint("seq", 0)
 	}
 	for op := OpAppend; op <= OpReseed; op++ {
-		if len(args) > 1 && args[1].key == op.String() {
+		if word(c, 0) == op.String() {
 			d.Op = op
 		}
 	}
@@ -470,7 +390,7 @@ func (h *harness) done(in *Input, args []arg) {
 		return op != OpSync && op != OpRead && op != OpVerify && op != OpPersist && op != OpOpen && op != OpRetain
 	}
 	if d.Op == OpOpen && d.Err == "" {
-		d.State = &LogState{Group: d.Group, End: h.num(args, "end")} // a new, empty log unless end= says
+		d.State = &LogState{Group: d.Group, End: c.Uint("end", 0)} // a new, empty log unless end= says
 	}
 	q := h.ops[d.Group]
 	for len(q) > 0 && q[0].Op != d.Op && silent(q[0].Op) {
@@ -488,36 +408,24 @@ func (h *harness) done(in *Input, args []arg) {
 	}
 	h.ops[d.Group], h.failed[d.Group] = q[1:], d.Err != ""
 	if d.Op == OpVerify {
-		d.Offset += h.num(args, "n") // the end verified: from o, n records
+		d.Offset += c.Uint("n", 0) // the end verified: from o, n records
 	}
 }
 
-// step passes one input to the node, checks its invariants and renders the
-// input and its effects.
+// step passes one input to the node and renders the input and its
+// effects.
 func (h *harness) step(in *Input) []string {
 	lines := []string{"> " + string(in.AppendText(nil, MsgTexts))}
-	var effects []Effect
-	h.try("Step", func() { effects = h.node.Step(in) })
+	effects := h.node.Step(in)
 	for i := range effects {
 		lines = append(lines, string(effects[i].AppendText(nil, MsgTexts)))
 		if g := effects[i].Group; effects[i].Kind == EfStorage {
 			h.ops[g] = append(h.ops[g], effects[i])
 		}
 	}
-	h.try("Invariants", h.node.Invariants)
 	if r := h.node.Refused(); r != h.refused {
 		h.refused = r
 		lines = append(lines, fmt.Sprintf("refused=%d", r))
 	}
 	return lines
-}
-
-// try runs f and turns a panic into a failure at the command's line.
-func (h *harness) try(what string, f func()) {
-	defer func() {
-		if p := recover(); p != nil {
-			h.fatalf("%s panicked: %v", what, p)
-		}
-	}()
-	f()
 }

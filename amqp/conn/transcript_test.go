@@ -1,15 +1,11 @@
 package conn
 
 // Transcript tests: each file under testdata/ drives one Conn, each command
-// followed by the effects its inputs produced, in their stable text forms:
-//
-//	# comments and blank lines are kept as they are
-//	<command>
-//	----
-//	<one line per effect>
-//
-// `go test ./amqp/conn -run TestTranscripts -update` writes what the machine
-// does now into every expected block; review the diff before committing.
+// followed by the effects its inputs produced, one line each in their
+// stable text forms. internal/transcript reads the files (its doc.go gives
+// the format and the words of a command); `go test ./amqp/conn -run
+// TestTranscripts -rewrite` (or -update) writes what the machine does now
+// into every expected block; review the diff before committing.
 // After every Step the test checks CheckInvariants and amqp/replycheck's
 // view of the two byte streams (no reply that answers nothing or answers
 // out of order); at the end of a machine's transcript the harness answers
@@ -44,10 +40,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"flag"
-	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -56,77 +49,42 @@ import (
 
 	"github.com/sluicemq/sluice/amqp/replycheck"
 	"github.com/sluicemq/sluice/amqp/wire"
+	"github.com/sluicemq/sluice/internal/transcript"
 )
 
 // transcriptBoundNs bounds nothing the transcripts check: they leave
 // operations open on purpose, and answerAll checks the end instead.
 const transcriptBoundNs = 1 << 62
 
-var update = flag.Bool("update", false, "rewrite the expected blocks of amqp/conn/testdata")
+// -update is -rewrite under the name golden-file tests often give it.
+func init() { flag.Var(flag.Lookup("rewrite").Value, "update", "the same as -rewrite") }
 
 func TestTranscripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no transcripts: %v", err)
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) { runTranscript(t, f) })
-	}
-}
-
-func runTranscript(t *testing.T, path string) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	var out []string
-	h := &harness{t: t}
-	for i := 0; i < len(lines); i++ {
-		line := lines[i]
-		if line == "" || strings.HasPrefix(line, "#") {
-			out = append(out, line)
-			continue
-		}
-		cmd := line
-		if i+1 >= len(lines) || lines[i+1] != "----" {
-			t.Fatalf("%s:%d: command without ----", path, i+1)
-		}
-		i += 2
-		var want []string
-		for ; i < len(lines) && lines[i] != ""; i++ {
-			want = append(want, lines[i])
-		}
-		i--
-		h.where = fmt.Sprintf("%s:%d", path, i)
-		got := h.run(cmd)
-		if !*update && strings.Join(got, "\n") != strings.Join(want, "\n") {
-			t.Errorf("%s: %s\ngot:\n%s\nwant:\n%s", h.where, cmd, strings.Join(got, "\n"), strings.Join(want, "\n"))
-		}
-		out = append(out, cmd, "----")
-		out = append(out, got...)
-	}
-	h.where = path + ": end"
-	h.answerAll()
-	if *update {
-		if err := os.WriteFile(path, []byte(strings.Join(out, "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	transcript.RunDir(t, "testdata/*.txt", func(t *testing.T) transcript.Runner {
+		h := &harness{t: t}
+		return transcript.Runner{Step: h.run, End: h.end}
+	})
 }
 
 // harness drives one Conn for a transcript.
 type harness struct {
 	t     *testing.T
-	where string
+	cmd   *transcript.Cmd // the command being run, or the end of the file
 	c     *Conn
 	nowNs int64
 	rc    *replycheck.Checker // the two byte streams of c
 }
 
+// end answers what the last machine left open, as a new machine does for
+// the one before it.
+func (h *harness) end(end *transcript.Cmd) {
+	h.cmd = end
+	h.answerAll()
+}
+
 func (h *harness) fatalf(format string, args ...any) {
 	h.t.Helper()
-	h.t.Fatalf("%s: "+format, append([]any{h.where}, args...)...)
+	h.cmd.Fatalf(format, args...)
 }
 
 // step feeds one input and returns its effects' texts.
@@ -191,69 +149,32 @@ func (h *harness) answerAll() {
 
 func (h *harness) bytes(b []byte) []string { return h.step(InBytes{NowNs: h.nowNs, Bytes: b}) }
 
-// args splits "k=v" words (values may not hold spaces except for the last
-// word of some commands) and bare flags.
-type args struct {
-	kv    map[string]string
-	flags map[string]bool
-	rest  []string // words in order, for methods' fields
-}
-
-func parseArgs(words []string) args {
-	a := args{kv: map[string]string{}, flags: map[string]bool{}}
-	for _, w := range words {
-		if k, v, ok := strings.Cut(w, "="); ok {
-			a.kv[k] = v
-		} else {
-			a.flags[w] = true
-		}
-		a.rest = append(a.rest, w)
+func (h *harness) run(cmd *transcript.Cmd) []string {
+	h.cmd = cmd
+	if cmd.Has("t") {
+		h.nowNs = cmd.Int("t", 0) * 1_000_000
 	}
-	return a
-}
-
-func (h *harness) num(a args, k string, def int64) int64 {
-	s, ok := a.kv[k]
-	if !ok {
-		return def
-	}
-	n, err := strconv.ParseInt(s, 0, 64)
-	if err != nil {
-		h.fatalf("%s=%s: %v", k, s, err)
-	}
-	return n
-}
-
-func (h *harness) run(cmd string) []string {
-	words := strings.Fields(cmd)
-	a := parseArgs(words[1:])
-	if _, ok := a.kv["t"]; ok {
-		h.nowNs = h.num(a, "t", 0) * 1_000_000
-	}
-	ch := uint16(h.num(a, "ch", 0))
-	switch words[0] {
+	ch := uint16(cmd.Int("ch", 0))
+	words := rawWords(cmd)
+	switch cmd.Name {
 	case "new":
 		cfg := Config{
-			FrameMaxBytes: uint32(h.num(a, "framemax", 0)), ChannelMax: uint16(h.num(a, "channelmax", 0)),
-			MessageBytesMax: uint64(h.num(a, "msgmax", 0)), PublishesInFlightMax: int(h.num(a, "inflight", 0)),
-			QueuedRequestsMax: int(h.num(a, "queued", 0)), PrefetchMax: uint16(h.num(a, "prefetchmax", 0)),
-			ConsumersPerChannelMax: int(h.num(a, "consumersmax", 0)), GetUnackedPerChannelMax: int(h.num(a, "getmax", 0)),
-			InputBytesMax: int(h.num(a, "inputmax", 0)),
+			FrameMaxBytes: uint32(cmd.Int("framemax", 0)), ChannelMax: uint16(cmd.Int("channelmax", 0)),
+			MessageBytesMax: uint64(cmd.Int("msgmax", 0)), PublishesInFlightMax: int(cmd.Int("inflight", 0)),
+			QueuedRequestsMax: int(cmd.Int("queued", 0)), PrefetchMax: uint16(cmd.Int("prefetchmax", 0)),
+			ConsumersPerChannelMax: int(cmd.Int("consumersmax", 0)), GetUnackedPerChannelMax: int(cmd.Int("getmax", 0)),
+			InputBytesMax: int(cmd.Int("inputmax", 0)),
 		}
-		if s, ok := a.kv["heartbeat"]; ok {
-			n, _ := strconv.Atoi(s)
+		if cmd.Has("heartbeat") {
+			n := cmd.Int("heartbeat", 0)
 			cfg.HeartbeatS, cfg.HeartbeatOff = uint16(n), n == 0
 		}
-		users := "guest:guest:loopback"
-		if s, ok := a.kv["users"]; ok {
-			users = s
-		}
-		for _, u := range strings.Split(users, ",") {
+		for _, u := range strings.Split(cmd.Str("users", "guest:guest:loopback"), ",") {
 			p := strings.Split(u, ":")
 			cfg.Users = append(cfg.Users, User{Name: p[0], Password: p[1], LoopbackOnly: len(p) > 2 && p[2] == "loopback"})
 		}
 		h.answerAll()
-		c, err := New(cfg, Peer{Loopback: a.flags["loopback"]})
+		c, err := New(cfg, Peer{Loopback: cmd.Has("loopback")})
 		if err != nil {
 			h.fatalf("new: %v", err)
 		}
@@ -262,17 +183,12 @@ func (h *harness) run(cmd string) []string {
 		return h.step(InAccept{NowNs: 0})
 	case "header":
 		b := wire.ProtocolHeader[:]
-		if len(words) > 1 {
-			b = []byte(strings.Join(words[1:], " "))
+		if len(words) > 0 {
+			b = []byte(strings.Join(words, " "))
 		}
 		return h.bytes(b)
 	case "handshake":
-		get := func(k, def string) string {
-			if v, ok := a.kv[k]; ok {
-				return v
-			}
-			return def
-		}
+		get := cmd.Str
 		var got []string
 		got = append(got, h.bytes(wire.ProtocolHeader[:])...)
 		mech, resp := get("mech", "PLAIN"), "\x00"+get("user", "guest")+"\x00"+get("pass", "guest")
@@ -287,24 +203,24 @@ func (h *harness) run(cmd string) []string {
 			return got
 		}
 		got = append(got, h.bytes(methodFrame(0, &wire.ConnectionTuneOk{
-			ChannelMax: uint16(h.num(a, "channelmax", 2047)), FrameMax: uint32(h.num(a, "framemax", 131072)),
-			Heartbeat: uint16(h.num(a, "heartbeat", 60))}))...)
+			ChannelMax: uint16(cmd.Int("channelmax", 2047)), FrameMax: uint32(cmd.Int("framemax", 131072)),
+			Heartbeat: uint16(cmd.Int("heartbeat", 60))}))...)
 		if h.c.Closed() {
 			return got
 		}
 		got = append(got, h.bytes(methodFrame(0, &wire.ConnectionOpen{VirtualHost: get("vhost", "/")}))...)
 		return got
 	case "send":
-		m := h.buildMethod(words[1:])
+		m := h.buildMethod(cmd.Args)
 		return h.bytes(methodFrame(ch, m))
 	case "rawmethod":
-		p := binary.BigEndian.AppendUint16(nil, uint16(h.num(a, "class", 0)))
-		p = binary.BigEndian.AppendUint16(p, uint16(h.num(a, "method", 0)))
-		p = append(p, h.hex(a.kv["hex"])...)
+		p := binary.BigEndian.AppendUint16(nil, uint16(cmd.Int("class", 0)))
+		p = binary.BigEndian.AppendUint16(p, uint16(cmd.Int("method", 0)))
+		p = append(p, h.hex(cmd.Str("hex", ""))...)
 		return h.bytes(frame(wire.FrameMethod, ch, p, -1))
 	case "header-frame":
-		hd := wire.ContentHeader{ClassID: wire.ClassBasic, BodySize: uint64(h.num(a, "size", 0))}
-		if mode := h.num(a, "mode", 0); mode != 0 {
+		hd := wire.ContentHeader{ClassID: wire.ClassBasic, BodySize: uint64(cmd.Int("size", 0))}
+		if mode := cmd.Int("mode", 0); mode != 0 {
 			hd.Properties.Flags |= wire.FlagDeliveryMode
 			hd.Properties.DeliveryMode = uint8(mode)
 		}
@@ -314,12 +230,12 @@ func (h *harness) run(cmd string) []string {
 		}
 		return h.bytes(frame(wire.FrameHeader, ch, p, -1))
 	case "body":
-		return h.bytes(frame(wire.FrameBody, ch, []byte(lastWord(words, 2)), -1))
+		return h.bytes(frame(wire.FrameBody, ch, []byte(text(words)), -1))
 	case "frame":
-		return h.bytes(frame(uint8(h.num(a, "type", 0)), ch, h.hex(a.kv["hex"]), int(h.num(a, "size", -1))))
+		return h.bytes(frame(uint8(cmd.Int("type", 0)), ch, h.hex(cmd.Str("hex", "")), int(cmd.Int("size", -1))))
 	case "publish":
-		body := []byte(a.kv["body"])
-		b := methodFrame(ch, &wire.BasicPublish{Exchange: a.kv["exchange"], RoutingKey: a.kv["rk"], Mandatory: a.flags["mandatory"]})
+		body := []byte(cmd.Str("body", ""))
+		b := methodFrame(ch, &wire.BasicPublish{Exchange: cmd.Str("exchange", ""), RoutingKey: cmd.Str("rk", ""), Mandatory: cmd.Has("mandatory")})
 		hd := wire.ContentHeader{ClassID: wire.ClassBasic, BodySize: uint64(len(body))}
 		p, _ := wire.AppendContentHeader(nil, &hd)
 		b = append(b, frame(wire.FrameHeader, ch, p, -1)...)
@@ -329,17 +245,17 @@ func (h *harness) run(cmd string) []string {
 		return h.bytes(b)
 	case "heartbeats":
 		var b []byte
-		for range h.num(a, "n", 1) {
+		for range cmd.Int("n", 1) {
 			b = append(b, frame(wire.FrameHeartbeat, 0, nil, -1)...)
 		}
 		return h.bytes(b)
 	case "raw":
-		return h.bytes(h.hex(strings.Join(words[1:], "")))
+		return h.bytes(h.hex(strings.Join(words, "")))
 	case "time":
 		return h.step(InTime{NowNs: h.nowNs})
 	case "published":
 		in := InPublished{NowNs: h.nowNs}
-		for _, w := range words[1:] {
+		for _, w := range words {
 			if strings.HasPrefix(w, "t=") {
 				continue
 			}
@@ -360,29 +276,40 @@ func (h *harness) run(cmd string) []string {
 		}
 		return h.step(in)
 	case "result":
-		in := InResult{NowNs: h.nowNs, Op: OpID(h.num(a, "op", 0)), Code: uint16(h.num(a, "code", 0)), Text: a.kv["text"],
-			MessageCount: uint32(h.num(a, "messages", 0)), ConsumerCount: uint32(h.num(a, "consumers", 0))}
-		if _, ok := a.kv["handle"]; ok {
-			in.Message = &Message{Handle: Handle(h.num(a, "handle", 0)), Redelivered: a.flags["redelivered"],
-				RoutingKey: a.kv["rk"], Content: Content{Body: []byte(a.kv["body"])}}
+		in := InResult{NowNs: h.nowNs, Op: OpID(cmd.Int("op", 0)), Code: uint16(cmd.Int("code", 0)), Text: cmd.Str("text", ""),
+			MessageCount: uint32(cmd.Int("messages", 0)), ConsumerCount: uint32(cmd.Int("consumers", 0))}
+		if cmd.Has("handle") {
+			in.Message = &Message{Handle: Handle(cmd.Int("handle", 0)), Redelivered: cmd.Has("redelivered"),
+				RoutingKey: cmd.Str("rk", ""), Content: Content{Body: []byte(cmd.Str("body", ""))}}
 		}
 		return h.step(in)
 	case "deliver":
-		return h.step(InDelivery{NowNs: h.nowNs, Sub: SubID(h.num(a, "sub", 0)), Queue: a.kv["queue"],
-			Message: Message{Handle: Handle(h.num(a, "handle", 0)), Redelivered: a.flags["redelivered"],
-				RoutingKey: a.kv["rk"], Content: Content{Body: []byte(a.kv["body"])}}})
+		return h.step(InDelivery{NowNs: h.nowNs, Sub: SubID(cmd.Int("sub", 0)), Queue: cmd.Str("queue", ""),
+			Message: Message{Handle: Handle(cmd.Int("handle", 0)), Redelivered: cmd.Has("redelivered"),
+				RoutingKey: cmd.Str("rk", ""), Content: Content{Body: []byte(cmd.Str("body", ""))}}})
 	case "cancelled":
-		return h.step(InCancelled{NowNs: h.nowNs, Sub: SubID(h.num(a, "sub", 0))})
+		return h.step(InCancelled{NowNs: h.nowNs, Sub: SubID(cmd.Int("sub", 0))})
 	case "broker-lost":
-		return h.step(InBrokerLost{NowNs: h.nowNs, Reason: strings.Join(words[1:], " ")})
+		return h.step(InBrokerLost{NowNs: h.nowNs, Reason: strings.Join(words, " ")})
 	}
-	h.fatalf("unknown command %q", words[0])
+	h.fatalf("unknown command %q", cmd.Name)
 	return nil
 }
 
-func lastWord(words []string, from int) string {
+// rawWords is the words after the command's name as written, for the
+// commands that take text.
+func rawWords(c *transcript.Cmd) []string {
+	var out []string
+	for _, a := range c.Args {
+		out = append(out, a.Raw)
+	}
+	return out
+}
+
+// text is the words but ch= and t=, joined: a body's text.
+func text(words []string) string {
 	var keep []string
-	for _, w := range words[1:] {
+	for _, w := range words {
 		if !strings.HasPrefix(w, "ch=") && !strings.HasPrefix(w, "t=") {
 			keep = append(keep, w)
 		}
@@ -460,16 +387,16 @@ var clientMethods = map[string]func() wire.Method{
 
 // buildMethod makes a method from "class.method Field=value ..." by
 // reflection over the codec's structs.
-func (h *harness) buildMethod(words []string) wire.Method {
+func (h *harness) buildMethod(args []transcript.Arg) wire.Method {
 	var name string
-	var fields []string
-	for _, w := range words {
+	var fields []transcript.Arg
+	for _, a := range args {
 		switch {
-		case strings.HasPrefix(w, "ch=") || strings.HasPrefix(w, "t="):
+		case !a.Bare && (a.Key == "ch" || a.Key == "t"):
 		case name == "":
-			name = w
+			name = a.Key
 		default:
-			fields = append(fields, w)
+			fields = append(fields, a)
 		}
 	}
 	mk, ok := clientMethods[name]
@@ -479,7 +406,7 @@ func (h *harness) buildMethod(words []string) wire.Method {
 	m := mk()
 	v := reflect.ValueOf(m).Elem()
 	for _, f := range fields {
-		k, val, _ := strings.Cut(f, "=")
+		k, val := f.Key, f.Val
 		fv := v.FieldByName(k)
 		if !fv.IsValid() {
 			h.fatalf("%s has no field %s", name, k)

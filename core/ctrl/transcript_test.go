@@ -1,16 +1,12 @@
 package ctrl
 
 // Transcript tests, in the manner of core/testdata: each file under
-// testdata/ drives one Group through Step, each command followed by what
-// that step must produce:
-//
-//	# comments and blank lines are kept as they are
-//	<command>
-//	----
-//	<one line per effect, in order, in their stable text forms>
-//
-// `go test ./core/ctrl -run TestTranscripts -rewrite` writes what the group
-// does now into every expected block; review the diff before committing.
+// testdata/ drives one Group through Step, each command followed by the
+// effects that step must produce, one line each in their stable text
+// forms. internal/transcript reads the files (its doc.go gives the format
+// and the words of a command); `go test ./core/ctrl -run TestTranscripts
+// -rewrite` writes what the group does now into every expected block;
+// review the diff before committing.
 //
 // Commands (t is absolute, in ms; time never goes back):
 //
@@ -22,142 +18,82 @@ package ctrl
 //	status                         term, known leader, whether it leads
 
 import (
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/sluicemq/sluice/core/metadata"
+	"github.com/sluicemq/sluice/internal/transcript"
 	"github.com/sluicemq/sluice/io/meta"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected blocks of core/ctrl/testdata")
-
 func TestTranscripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no transcripts: %v", err)
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) { runTranscript(t, f) })
-	}
+	transcript.RunDir(t, "testdata/*.txt", func(*testing.T) transcript.Runner {
+		h := &harness{}
+		return transcript.Runner{Step: h.step}
+	})
 }
 
-func runTranscript(t *testing.T, path string) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	var out []string
-	var g *Group
-	var nowNs int64
-	for i := 0; i < len(lines); i++ {
-		line := lines[i]
-		if line == "" || strings.HasPrefix(line, "#") {
-			out = append(out, line)
-			continue
-		}
-		cmd := line
-		if i+1 >= len(lines) || lines[i+1] != "----" {
-			t.Fatalf("%s:%d: command without ----", path, i+1)
-		}
-		i += 2
-		var want []string
-		for ; i < len(lines) && lines[i] != ""; i++ {
-			want = append(want, lines[i])
-		}
-		i-- // the blank line is kept by the loop
-		got := transcriptStep(t, fmt.Sprintf("%s:%d", path, i), cmd, &g, &nowNs)
-		if !*rewrite && strings.Join(got, "\n") != strings.Join(want, "\n") {
-			t.Errorf("%s: %s\ngot:\n%s\nwant:\n%s", path, cmd, strings.Join(got, "\n"), strings.Join(want, "\n"))
-		}
-		out = append(out, cmd, "----")
-		out = append(out, got...)
-	}
-	if *rewrite {
-		if err := os.WriteFile(path, []byte(strings.Join(out, "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+// harness is one transcript's group and clock.
+type harness struct {
+	g     *Group
+	nowNs int64
 }
 
-func transcriptStep(t *testing.T, where, cmd string, gp **Group, nowNs *int64) []string {
-	f := strings.Fields(cmd)
-	args := map[string]string{}
-	var pos []string
-	for _, a := range f[1:] {
-		if k, v, ok := strings.Cut(a, "="); ok {
-			args[k] = v
-		} else {
-			pos = append(pos, a)
-		}
+func (h *harness) step(c *transcript.Cmd) []string {
+	if c.Has("t") {
+		h.nowNs = int64(c.Uint("t", 0)) * 1_000_000
 	}
-	num := func(k string) uint64 {
-		v, ok := args[k]
-		if !ok {
-			return 0
-		}
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("%s: %s=%q: %v", where, k, v, err)
-		}
-		return n
-	}
-	if _, ok := args["t"]; ok {
-		*nowNs = int64(num("t")) * 1_000_000
-	}
-	if f[0] == "group" {
+	if c.Name == "group" {
 		var vs []uint64
-		for _, s := range strings.Split(args["voters"], ",") {
+		for _, s := range strings.Split(c.Str("voters", ""), ",") {
 			v, err := strconv.ParseUint(s, 10, 64)
 			if err != nil {
-				t.Fatalf("%s: voters: %v", where, err)
+				c.Fatalf("voters: %v", err)
 			}
 			vs = append(vs, v)
 		}
-		g, err := New(DefaultConfig(num("id"), vs), meta.State{})
+		g, err := New(DefaultConfig(c.Uint("id", 0), vs), meta.State{})
 		if err != nil {
 			return []string{"error: " + err.Error()}
 		}
-		*gp = g
+		h.g = g
 		return nil
 	}
-	g := *gp
+	g := h.g
 	if g == nil {
-		t.Fatalf("%s: no group yet", where)
+		c.Fatalf("no group yet")
 	}
 	var in Input
-	switch f[0] {
+	switch c.Name {
 	case "tick":
-		in = Input{Kind: InTick, Draw: num("draw")}
+		in = Input{Kind: InTick, Draw: c.Uint("draw", 0)}
 	case "recv":
-		typ, ok := pb.MessageType_value[args["type"]]
+		typ, ok := pb.MessageType_value[c.Str("type", "")]
 		if !ok {
-			t.Fatalf("%s: type %q", where, args["type"])
+			c.Fatalf("type %q", c.Str("type", ""))
 		}
-		m := &pb.Message{Type: pb.MessageType(typ).Enum(), From: new(num("from")), To: new(g.cfg.ID),
-			Term: new(num("term")), Index: new(num("index")), LogTerm: new(num("logterm")),
-			Commit: new(num("commit")), Reject: new(args["reject"] == "true")}
+		m := &pb.Message{Type: pb.MessageType(typ).Enum(), From: new(c.Uint("from", 0)), To: new(g.cfg.ID),
+			Term: new(c.Uint("term", 0)), Index: new(c.Uint("index", 0)), LogTerm: new(c.Uint("logterm", 0)),
+			Commit: new(c.Uint("commit", 0)), Reject: new(c.Has("reject"))}
 		bs, err := proto.Marshal(m)
 		if err != nil {
-			t.Fatal(err)
+			c.Fatalf("%v", err)
 		}
-		in = Input{Kind: InMessage, From: num("from"), Msg: bs}
+		in = Input{Kind: InMessage, From: c.Uint("from", 0), Msg: bs}
 	case "persisted":
-		in = Input{Kind: InPersisted, Seq: num("seq"), Err: args["err"]}
+		in = Input{Kind: InPersisted, Seq: c.Uint("seq", 0), Err: c.Str("err", "")}
 	case "propose":
+		pos := c.Positional()
 		if len(pos) != 2 {
-			t.Fatalf("%s: propose key value", where)
+			c.Fatalf("propose key value")
 		}
 		v, err := strconv.ParseInt(pos[1], 10, 64)
 		if err != nil {
-			t.Fatalf("%s: propose key value: %v", where, err)
+			c.Fatalf("propose key value: %v", err)
 		}
 		// Encoded as given, unvalidated: the group must refuse a bad one.
 		in = Input{Kind: InPropose, Msg: setCmd(pos[0], v)}
@@ -167,9 +103,9 @@ func transcriptStep(t *testing.T, where, cmd string, gp **Group, nowNs *int64) [
 		return []string{fmt.Sprintf("term=%d lead=%d leader=%t applied=%d liveness.expiry_ms=%d", term, lead, leader, g.AppliedIndex(),
 			md.Setting(metadata.LivenessExpiryMs))}
 	default:
-		t.Fatalf("%s: unknown command %q", where, f[0])
+		c.Fatalf("unknown command %q", c.Name)
 	}
-	in.NowNs = *nowNs
+	in.NowNs = h.nowNs
 	var out []string
 	for _, e := range g.Step(in) {
 		out = append(out, e.String())
