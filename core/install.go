@@ -90,6 +90,33 @@ type installer struct {
 	done []recovery.Installed // this process's receipts, oldest first
 }
 
+// invariants checks what holds of the installer between steps; it panics
+// with what broke.
+func (in *installer) invariants() {
+	if len(in.done) > installsKeptMax {
+		panic(fmt.Sprintf("core: %d installation receipts kept", len(in.done)))
+	}
+	j := in.job
+	if j == nil {
+		return
+	}
+	bad := func(format string, a ...any) {
+		panic(fmt.Sprintf("core: installation of q=%d epoch=%d (phase %d): ", j.req.Queue, j.req.Epoch, j.phase) + fmt.Sprintf(format, a...))
+	}
+	if j.phase < installFresh || j.phase > installPublish {
+		bad("no such phase")
+	}
+	if j.phase >= installCopy && (j.st.Start != j.req.Start || j.st.End > j.req.End) {
+		bad("its log [%d,%d) is not within the history [%d,%d)", j.st.Start, j.st.End, j.req.Start, j.req.End)
+	}
+	if j.inPlace && (j.phase < installSync || j.st.End != j.req.End) {
+		bad("in place, yet copying (end %d of %d)", j.st.End, j.req.End)
+	}
+	if j.stagedBytes < 0 || (j.stagedBytes > 0 && j.stagedBytes > j.stageBytesMax) {
+		bad("%d bytes staged of at most %d", j.stagedBytes, j.stageBytesMax)
+	}
+}
+
 // sameHistory reports whether a and b install one history of one
 // transition, whichever source serves it.
 func sameHistory(a, b *recovery.InstallRequest) bool {

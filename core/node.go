@@ -360,17 +360,18 @@ func (n *Node) emitDeadline() {
 	n.out.Deadline(at)
 }
 
-// Invariants checks every group's invariants; it panics with what broke.
+// Invariants checks every group's invariants and those of the recovery
+// roles (the workers, the sealer, the installer, the placed groups); it
+// panics with what broke.
 // The simulator calls it after every Step.
 func (n *Node) Invariants() {
 	for _, r := range n.queues {
 		r.Invariants()
 	}
-	for i := range n.placed {
-		if p := &n.placed[i]; len(p.held) > 0 && !p.replacing {
-			panic(fmt.Sprintf("core: queue %d holds %d messages and is not being replaced", p.queue, len(p.held)))
-		}
-	}
+	n.placedInvariants()
+	n.recoveriesInvariants()
+	n.sealer.invariants()
+	n.installer.invariants()
 }
 
 // stepCtrl steps the metadata group and turns its effects into the node's:

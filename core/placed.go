@@ -273,6 +273,32 @@ func (n *Node) placedIndex(q QueueID) int {
 	return slices.IndexFunc(n.placed, func(p placedGroup) bool { return p.queue == q })
 }
 
+// placedInvariants checks the placed groups between steps: one a queue,
+// within the catalogue's bound; messages held only while a group is
+// replaced, within their bounds; a fresh copy's quiet sync in flight or
+// done, never both. It panics with what broke.
+func (n *Node) placedInvariants() {
+	if len(n.placed) > placedMax {
+		panic(fmt.Sprintf("core: %d placed queues", len(n.placed)))
+	}
+	for i := range n.placed {
+		p := &n.placed[i]
+		for _, o := range n.placed[:i] {
+			if o.queue == p.queue {
+				panic(fmt.Sprintf("core: queue %d placed twice", p.queue))
+			}
+		}
+		switch {
+		case len(p.held) > 0 && !p.replacing:
+			panic(fmt.Sprintf("core: queue %d holds %d messages and is not being replaced", p.queue, len(p.held)))
+		case len(p.held) > replacingHeldMax || p.heldBytes > replacingHeldBytesMax || (len(p.held) == 0 && p.heldBytes != 0):
+			panic(fmt.Sprintf("core: queue %d holds %d messages of %d bytes", p.queue, len(p.held), p.heldBytes))
+		case p.quieting && p.quiet:
+			panic(fmt.Sprintf("core: queue %d's quiet sync is both in flight and done", p.queue))
+		}
+	}
+}
+
 // brokerLive reports whether the metadata holds broker id live.
 func (n *Node) brokerLive(id NodeID) bool {
 	b, ok := n.ctrl.Metadata().Broker(id)

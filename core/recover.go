@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/core/ctrl"
@@ -94,20 +95,51 @@ type recoveryAsk struct {
 	askedNs int64 // when it was last asked
 }
 
+// recoveryPhase is where an attempt stands. It only moves forward, from
+// collecting to installing; an attempt that must go back (a witness
+// stopped counting) collects again with its verification dropped, and
+// one whose evidence changed starts over as a new attempt. A block
+// (blockedWhy) is not a phase: it may strike in any of them, and it holds
+// the attempt where it is until the attempt is set aside.
+type recoveryPhase uint8
+
+const (
+	// recoveryCollect: asking the previous members for their seals until
+	// the collection names a source
+	recoveryCollect recoveryPhase = iota + 1
+	// recoveryVerify: the source's (and the other witnesses') sealed reads
+	recoveryVerify
+	// recoveryInstall: the source accepted; its plan committed, the
+	// proposed members asked to install it, then the activation
+	recoveryInstall
+)
+
+func (p recoveryPhase) String() string {
+	switch p {
+	case recoveryCollect:
+		return "collect"
+	case recoveryVerify:
+		return "verify"
+	case recoveryInstall:
+		return "install"
+	}
+	return "phase(" + strconv.Itoa(int(p)) + ")"
+}
+
 // recoveryWork is the worker's current recovery.
 type recoveryWork struct {
 	t       recovery.Transition
 	name    string
+	phase   recoveryPhase
 	coll    *recovery.Collection
 	asks    []recoveryAsk
 	src     recovery.Seal      // the source being verified
-	verify  *recovery.Verifier // its sealed reads; nil until the collection completes
+	verify  *recovery.Verifier // its sealed reads; nil while collecting
 	askedNs int64              // when a page wanted was last asked for
 	// asked: the pages wanted when they were last asked for (each is asked
 	// once, until the tick asks them all again)
 	asked      [recovery.ReadsAtOnce]recovery.Want
 	askedN     int
-	selected   bool             // the source was verified (and marked)
 	blocked    string           // the block's detail
 	blockedWhy seam.AsideReason // non-zero: blocked, and why
 	// sealRefused, installRefused: a previous member refused (not busy) to
@@ -133,6 +165,68 @@ type recoveryWork struct {
 	// (0: none), asked for its seal again at blockedAskNs
 	blockedOn    NodeID
 	blockedAskNs int64
+}
+
+// invariants checks what holds of attempt w between steps; it panics with
+// what broke.
+func (w *recoveryWork) invariants(nowNs int64) {
+	bad := func(format string, a ...any) {
+		panic(fmt.Sprintf("core: recovery q=%d epoch=%d (%s): ", w.t.Queue, w.t.Epoch, w.phase) + fmt.Sprintf(format, a...))
+	}
+	switch w.phase {
+	case recoveryCollect:
+		if w.verify != nil {
+			bad("a verification while collecting")
+		}
+	case recoveryVerify, recoveryInstall:
+		if w.verify == nil {
+			bad("no verification of its source")
+		}
+	default:
+		bad("no such phase")
+	}
+	if w.phase != recoveryInstall && (len(w.installs) > 0 || w.srcEpochs != nil) {
+		bad("installations asked before its source was accepted")
+	}
+	if w.coll == nil || len(w.asks) != len(w.t.Previous) {
+		bad("%d previous members asked of %d", len(w.asks), len(w.t.Previous))
+	}
+	if len(w.installs) > seam.ReplicasMax {
+		bad("%d installations asked", len(w.installs))
+	}
+	if w.askedN < 0 || w.askedN > len(w.asked) {
+		bad("%d pages asked", w.askedN)
+	}
+	if w.detectNs > w.startNs || w.startNs > nowNs {
+		bad("detected at %d, started at %d, now %d", w.detectNs, w.startNs, nowNs)
+	}
+	if w.blockedWhy == 0 && (w.blockedOn != 0 || w.blocked != "") {
+		bad("a block's detail without its reason")
+	}
+}
+
+// recoveriesInvariants checks the attempts and the set-aside queues: one
+// attempt a queue, one retry a transition, each within the catalogue's
+// bound.
+func (n *Node) recoveriesInvariants() {
+	if len(n.recoveries) > placedMax || len(n.recoveryRetries) > placedMax {
+		panic(fmt.Sprintf("core: %d recoveries, %d set aside", len(n.recoveries), len(n.recoveryRetries)))
+	}
+	for i, w := range n.recoveries {
+		w.invariants(n.x.NowNs)
+		for _, o := range n.recoveries[:i] {
+			if o.t.Queue == w.t.Queue {
+				panic(fmt.Sprintf("core: two recoveries of queue %d", w.t.Queue))
+			}
+		}
+	}
+	for i, r := range n.recoveryRetries {
+		for _, o := range n.recoveryRetries[:i] {
+			if o.queue == r.queue && o.digest == r.digest {
+				panic(fmt.Sprintf("core: queue %d set aside twice for one transition", r.queue))
+			}
+		}
+	}
 }
 
 // leaseMarginNs covers the clocks' drift over an owner lease.
@@ -289,11 +383,11 @@ func (n *Node) recoveryWorkTick(md *metadata.State, w *recoveryWork) {
 		}
 		return
 	}
-	if w.selected {
+	switch w.phase {
+	case recoveryInstall:
 		n.recoveryInstallTick(w)
 		return
-	}
-	if w.verify != nil {
+	case recoveryVerify:
 		if n.x.NowNs-w.askedNs >= recoveryBackoffMinNs {
 			w.askedN = 0
 			n.recoveryAskPage(w) // a page or its answer was lost: ask again
@@ -347,7 +441,7 @@ func (n *Node) recoveryStart(q *metadata.Queue) *recoveryWork {
 	a := &q.Assignment
 	t := recovery.Transition{Queue: q.ID, Incarnation: q.Incarnation, Epoch: a.Pending.Epoch, Digest: recovery.Digest(a.Pending.Digest),
 		W: q.Policy.WriteQuorum(a.Members.N, q.MinInsync), ISR: q.Policy == seam.ISR, InSync: slices.Clone(a.InSync.Slice())}
-	w := &recoveryWork{t: t, name: q.Name, detectNs: n.x.NowNs, startNs: n.x.NowNs, retries: a.Pending.Retries}
+	w := &recoveryWork{t: t, name: q.Name, phase: recoveryCollect, detectNs: n.x.NowNs, startNs: n.x.NowNs, retries: a.Pending.Retries}
 	if i := n.recoveryRetryIndex(q.ID, t.Digest); i >= 0 {
 		w.detectNs = n.recoveryRetries[i].firstNs
 	}
@@ -429,14 +523,14 @@ func (n *Node) recoveryRetryLater(w *recoveryWork, why seam.AsideReason, detail 
 // deadlineWhy names what attempt w still waited for at its deadline.
 func (w *recoveryWork) deadlineWhy() seam.AsideReason {
 	switch {
-	case w.selected && slices.ContainsFunc(w.installs, func(a installAsk) bool { return a.receipt == nil }):
+	case w.phase == recoveryInstall && slices.ContainsFunc(w.installs, func(a installAsk) bool { return a.receipt == nil }):
 		if w.installRefused {
 			return seam.AsideInstallRefused
 		}
 		return seam.AsideInstallsMissing
-	case w.selected:
+	case w.phase == recoveryInstall:
 		return seam.AsideActivationWaiting
-	case w.verify != nil && !w.sealRefused:
+	case w.phase == recoveryVerify && !w.sealRefused:
 		return seam.AsideReadsMissing
 	case w.sealRefused:
 		return seam.AsideSealRefused
@@ -566,7 +660,7 @@ func (n *Node) sealArrived(s recovery.Seal) {
 			return
 		}
 	}
-	if w.selected {
+	if w.phase == recoveryInstall {
 		if s.Node == w.src.Node && !sameSealEvidence(&s, &w.src) {
 			// The source met damage since it was chosen (its seal says
 			// so now): the installations would wait for pages its log no
@@ -583,7 +677,7 @@ func (n *Node) sealArrived(s recovery.Seal) {
 	case !pinned:
 		var ok bool
 		if src, ok = w.coll.Source(); !ok {
-			w.verify = nil // a witness stopped counting: collect again
+			w.phase, w.verify = recoveryCollect, nil // a witness stopped counting: collect again
 			return
 		}
 		if n.x.Bugs.Has(bugs.RecoveryFirstWitness) {
@@ -593,7 +687,7 @@ func (n *Node) sealArrived(s recovery.Seal) {
 			src = longestWitness(w.coll, src) // planted
 		}
 	}
-	if w.verify != nil && src == w.src {
+	if w.phase == recoveryVerify && src == w.src {
 		return // the verification of this source goes on
 	}
 	md := n.ctrl.Metadata()
@@ -603,7 +697,7 @@ func (n *Node) sealArrived(s recovery.Seal) {
 		// The committed plan was verified against R witnesses when it was
 		// made: its holder's log is read only to hash it to its seal and
 		// learn its epochs (or taken by its seal, when it is this node's).
-		w.src, w.verify, w.askedN = src, recovery.NewVerifier(src, nil, budget), 0
+		w.phase, w.src, w.verify, w.askedN = recoveryVerify, src, recovery.NewVerifier(src, nil, budget), 0
 		n.recoveryTakeOwnSource(w)
 		n.recoveryAskPage(w)
 		return
@@ -618,7 +712,7 @@ func (n *Node) sealArrived(s recovery.Seal) {
 			witnesses = append(witnesses, s)
 		}
 	}
-	w.src, w.verify, w.askedN = src, recovery.NewVerifier(src, witnesses, budget), 0
+	w.phase, w.src, w.verify, w.askedN = recoveryVerify, src, recovery.NewVerifier(src, witnesses, budget), 0
 	if w.t.ISR && w.coll.Witnesses() >= w.coll.Threshold() {
 		w.verify = recovery.NewISRVerifier(src, witnesses, budget)
 	}
@@ -770,7 +864,7 @@ func (n *Node) recoveryAskPage(w *recoveryWork) {
 			n.recoveryBlocked(w, why, v.Blocked())
 			return
 		}
-		w.selected = true
+		w.phase = recoveryInstall
 		src := &w.src
 		pages, records, bytes := v.Inspected()
 		n.out.Recovery(w.t.Queue, seam.StageSelect, w.t.Epoch, recovery.AppendSeal(n.out.Grow(128), src),
@@ -816,7 +910,7 @@ func (n *Node) pageArrived(p *recovery.ReadPage) {
 		return
 	}
 	w := n.recoveryOf(p.Queue)
-	if w == nil || w.verify == nil || w.selected || p.Transition != w.t.Digest {
+	if w == nil || w.phase != recoveryVerify || p.Transition != w.t.Digest {
 		return
 	}
 	w.verify.AddPage(p.Node, p.From, p.Records)
@@ -1095,7 +1189,7 @@ func (n *Node) recoveryInstallTick(w *recoveryWork) {
 // installedArrived takes a proposed member's installation receipt.
 func (n *Node) installedArrived(r recovery.Installed) {
 	w := n.recoveryOf(r.Queue)
-	if w == nil || !w.selected || r.Transition != w.t.Digest || r.Identity != w.src.Identity {
+	if w == nil || w.phase != recoveryInstall || r.Transition != w.t.Digest || r.Identity != w.src.Identity {
 		return
 	}
 	i := slices.IndexFunc(w.installs, func(a installAsk) bool { return a.node == r.Node })

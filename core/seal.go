@@ -80,6 +80,22 @@ type sealer struct {
 	serving    *serving // the sealed read in flight
 }
 
+// invariants checks what holds of the sealer between steps; it panics
+// with what broke.
+func (s *sealer) invariants() {
+	if len(s.done) > sealsKeptMax || len(s.doneEpochs) != len(s.done) {
+		panic(fmt.Sprintf("core: %d seals kept, %d epoch histories", len(s.done), len(s.doneEpochs)))
+	}
+	if j := s.job; j != nil {
+		if j.phase < sealFresh || j.phase > sealReceipt {
+			panic(fmt.Sprintf("core: seal of q=%d in no such phase %d", j.req.Queue, j.phase))
+		}
+		if len(j.waiters) > sealWaitersMax {
+			panic(fmt.Sprintf("core: seal of q=%d has %d waiters", j.req.Queue, len(j.waiters)))
+		}
+	}
+}
+
 // onRecoveryMsg handles a message of the recovery group from peer from
 // (its identity is the transport's, which authenticated it).
 func (n *Node) onRecoveryMsg(from NodeID, data []byte) {
