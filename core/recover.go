@@ -290,7 +290,7 @@ func (n *Node) recoveryTick() {
 		case candidate(&q) != n.x.Node:
 			// Handed to another proposed member (this one drains): one
 			// worker drives a transition.
-			n.recoveryNote(w.t.Queue, "recovery q=%d epoch=%d ended: handed to n%d", w.t.Queue, w.t.Epoch, candidate(&q))
+			n.out.Recovery(w.t.Queue, seam.StageHandedOff, w.t.Epoch, nil, fmt.Sprintf("handed to n%d", candidate(&q)))
 			n.recoveryEnd(w)
 		case w.blockedWhy != 0 && n.x.NowNs >= w.blockedNs+recoveryBlockedSetAsideNs:
 			// Blocked (contradictory evidence, a budget spent): the queue

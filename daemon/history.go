@@ -34,6 +34,7 @@ const (
 	outcomeActivated  = "activated"  // its activation committed
 	outcomeSetAside   = "set-aside"  // set aside (Aside: why); the queue stays fenced
 	outcomeSuperseded = "superseded" // replaced by a later attempt (its evidence changed) or a later transition
+	outcomeHandedOff  = "handed-off" // the metadata handed the recovery to another proposed member
 	outcomeObserved   = "observed"   // the stages this broker took part in of an attempt another broker ran
 )
 
@@ -128,6 +129,8 @@ func (h *history) record(e *core.Effect, nowUnixMs int64) {
 		last.Outcome, last.Aside, last.Detail = outcomeSetAside, e.Aside.String(), cut(e.Reason)
 	case seam.StageActivate:
 		last.Outcome, last.Aside, last.Detail = outcomeActivated, "", cut(e.Reason)
+	case seam.StageHandedOff:
+		last.Outcome, last.Aside, last.Detail = outcomeHandedOff, "", cut(e.Reason)
 	}
 }
 

@@ -63,6 +63,12 @@ func TestHistoryAttempts(t *testing.T) {
 	if as := h.snapshot(1).Attempts; as[len(as)-2].Outcome != outcomeSuperseded || as[len(as)-1].Outcome != outcomeRunning {
 		t.Fatalf("started over: %+v", as[len(as)-2:])
 	}
+	// A handoff ends the running attempt with its own outcome, naming
+	// the new candidate; it is no longer running.
+	h.record(mark(9, seam.StageHandedOff, 5, nil, "handed to n4"), 9800)
+	if as := h.snapshot(1).Attempts; as[len(as)-1].Outcome != outcomeHandedOff || as[len(as)-1].Detail != "handed to n4" {
+		t.Fatalf("handed off: %+v", as[len(as)-1])
+	}
 }
 
 // Every buffer is bounded: attempts a queue, stages an attempt, queues.

@@ -20,7 +20,8 @@ id, replicas, policy, min in-sync, epoch, owner, members, in-sync set, and
 a pending transition if the queue is fenced. Under a fenced queue, one
 indented line for each of its last attempts at recovery (at most 8, by
 start): the broker that saw it, the transition's epoch, its start (UTC),
-its outcome (running, activated, set-aside with its reason, superseded, or
+its outcome (running, activated, set-aside with its reason, superseded,
+handed-off to another proposed member, or
 observed: the stages this broker did of an attempt another ran), and the
 stage chain with each stage's ms since the attempt's start and the broker
 it names (the sealer, the source, the installer). A broker sees only its

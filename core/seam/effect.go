@@ -84,8 +84,14 @@ const (
 	// past its deadline (Aside: the typed cause; Reason: the detail); the
 	// queue stays fenced and the attempt starts afresh after a backoff.
 	StageSetAside RecoveryStage = 8
+	// StageHandedOff: the worker ended its attempt because the metadata
+	// handed the transition's recovery to another proposed member (this
+	// one is gone from the candidacy: it drains, or was taken for gone);
+	// Reason names the new candidate. The attempt's history ends here;
+	// the new candidate's detect begins the next.
+	StageHandedOff RecoveryStage = 9
 	// StageMax is the highest stage.
-	StageMax = StageSetAside
+	StageMax = StageHandedOff
 )
 
 func (s RecoveryStage) String() string {
@@ -106,6 +112,8 @@ func (s RecoveryStage) String() string {
 		return "reattach"
 	case StageSetAside:
 		return "set-aside"
+	case StageHandedOff:
+		return "handed-off"
 	}
 	return "stage?"
 }

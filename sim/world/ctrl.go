@@ -188,11 +188,11 @@ func (w *World) adminSend() {
 	if !declaring {
 		drain, drainNextNs = w.drainDue()
 	}
-	if !w.working && a.probed && !declaring && drain < 0 {
+	if !w.working && a.probed && !declaring && drain < 0 && !w.scriptOwed() {
 		a.asleep = true
 		return
 	}
-	scripted := len(w.script) > 0 && w.working && !declaring && drain < 0
+	scripted := w.scriptRuns() && !declaring && drain < 0
 	var c metadata.Command
 	switch {
 	case declaring:
@@ -217,7 +217,7 @@ func (w *World) adminSend() {
 	}
 	b := w.brokers[a.target%len(w.voters)]
 	a.seq++
-	a.waiting, a.probing, a.declaring = true, !w.working && drain < 0, declaring
+	a.waiting, a.probing, a.declaring = true, !w.working && drain < 0 && !scripted, declaring
 	a.drainOut, a.asleep = drain >= 0, false
 	// Its connections have ids of their own, apart from the queue
 	// clients' (whose ids stay as they were before the group came).
@@ -417,7 +417,7 @@ func (w *World) adminReply(eff *core.Effect) {
 		a.uncertainAdd()
 		a.target++
 	}
-	if len(w.script) > 0 && w.working {
+	if w.scriptRuns() {
 		// A scripted operator sends its next step when it is due (a
 		// script that declares 90 queues at 0 s gets them in a second, not
 		// in half a minute); the instant is its own (scriptCommand).

@@ -148,6 +148,30 @@ func (w *World) scriptCommand() (c metadata.Command, due bool, nextNs int64) {
 	return s.cmd, true, 0
 }
 
+// scriptOwed reports whether, in the drain, the scripted operator still
+// owes a setting or declaration that came due in the workload phase: its
+// steps are the operator's, not the workload's, so one that had not
+// committed when the workload ended (its requests lost to a broker's
+// death, or waiting out a leader change) is still sent, before the
+// drain's probe. A step due after the workload's end is never sent.
+func (w *World) scriptOwed() bool {
+	if w.working {
+		return false
+	}
+	for i := w.admin.scriptNext; i < len(w.script); i++ {
+		if s := &w.script[i]; s.cmd.Kind != 0 {
+			return s.atNs <= w.prof.DurationMs*1e6
+		}
+	}
+	return false
+}
+
+// scriptRuns reports whether the scripted operator sends its steps now:
+// in the workload phase, and in the drain for the steps it still owes.
+func (w *World) scriptRuns() bool {
+	return len(w.script) > 0 && (w.working || w.scriptOwed())
+}
+
 // scriptGap returns the gap between one placed publisher's publishes to
 // queue name at now (0: stopped), and when the rate changes next (0:
 // never).
@@ -172,7 +196,7 @@ func (w *World) scriptGap(name string, publishers int) (gapNs, nextNs int64) {
 // scriptDone moves the scripted operator past the step it sent, once the
 // metadata group committed it (confirmed, or refused by the metadata).
 func (w *World) scriptDone() {
-	if len(w.script) > 0 && w.working && !w.admin.probing {
+	if w.scriptRuns() && !w.admin.probing {
 		w.admin.scriptNext++
 	}
 }
