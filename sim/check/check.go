@@ -361,12 +361,10 @@ type ackRec struct {
 // durability from the fake disks' durable bytes (Disk), and deliveries from
 // what live consumers received.
 type Checker struct {
-	queues map[core.QueueID]*queueTruth
-	order  []*queueTruth // by queue id
-	disks  func(core.NodeID) Disk
-	pubs   map[uint64]pubInfo // publish key -> outcome
-	// deliveredKeys: publish keys handed to a consumer at least once
-	deliveredKeys map[uint64]bool
+	queues        map[core.QueueID]*queueTruth
+	order         []*queueTruth // by queue id
+	disks         func(core.NodeID) Disk
+	pubs          pubTable // by publish key: its outcome, and whether it was delivered
 	failures      []Failure
 	total         int
 	lines         func() uint64                         // the trace's latest line number; nil: none
@@ -429,16 +427,6 @@ func (c *Checker) SetAway(away func(q core.QueueID, node core.NodeID) bool) { c.
 // line, so that failures name the lines to look at.
 func (c *Checker) SetLines(lines func() uint64) { c.lines = lines }
 
-// Expect presizes the checker's tables for about publishes publishes in
-// all, so that a run does not spend its time growing them; the queues'
-// own tables are presized by QueueSpec.Publishes. It is a hint: any count
-// works, and it must come before the first event.
-func (c *Checker) Expect(publishes int) {
-	publishes = min(max(publishes, 0), 1<<22) // a hint, never a huge allocation
-	c.pubs = make(map[uint64]pubInfo, publishes)
-	c.deliveredKeys = make(map[uint64]bool, publishes)
-}
-
 // presize sizes q's tables for about publishes publishes.
 func (q *queueTruth) presize(publishes int) {
 	publishes = min(max(publishes, 0), 1<<20) // a hint, never a huge allocation
@@ -460,7 +448,7 @@ func (q *queueTruth) presize(publishes int) {
 
 // New returns a checker for the given queues. disks returns a broker's disk.
 func New(specs []QueueSpec, disks func(core.NodeID) Disk) *Checker {
-	c := &Checker{queues: map[core.QueueID]*queueTruth{}, disks: disks, pubs: map[uint64]pubInfo{}, deliveredKeys: map[uint64]bool{}}
+	c := &Checker{queues: map[core.QueueID]*queueTruth{}, disks: disks}
 	for _, s := range specs {
 		c.AddQueue(s)
 	}
@@ -889,7 +877,9 @@ func (c *Checker) AckAppended(q core.QueueID, node core.NodeID, o uint64, id Ide
 
 // PublishStarted records a publish attempt whose body has n bytes.
 func (c *Checker) PublishStarted(key uint64, n int) {
-	c.pubs[key] = pubInfo{state: pubPending, len: uint32(n)}
+	e := c.pubs.get(key)
+	e.pubInfo, e.started = pubInfo{state: pubPending, len: uint32(n)}, true
+	c.pubs.put(key, e)
 }
 
 // ConfirmEmitted checks, at the instant a broker confirms the publish at
@@ -1024,7 +1014,8 @@ func (c *Checker) DeliverEmitted(atNs int64, q core.QueueID, o uint64, key uint6
 	if id.Intact() && (id.Kind != record.KindPublish || id.Val != key) {
 		c.fail("deliver-confirmed", atNs, "q=%d o=%d: delivered body %#x, the owner wrote %s there", q, o, key, id)
 	}
-	p, known := c.pubs[key]
+	p := c.pubs.get(key)
+	known := p.started
 	if p.state == pubFailed {
 		c.fail("failed-delivered", atNs, "q=%d o=%d: publish %#x was reported failed", q, o, key)
 	}
@@ -1040,7 +1031,10 @@ func (c *Checker) DeliverEmitted(atNs int64, q core.QueueID, o uint64, key uint6
 	}
 	qt.deliveredAt = growTo(qt.deliveredAt, o)
 	qt.deliveredAt[o] = deliveredKey{key: key, has: true}
-	c.deliveredKeys[key] = true
+	if !p.delivered {
+		p.delivered = true
+		c.pubs.put(key, p)
+	}
 	if emitted {
 		// A duplicate must be a redelivery of an unacked record: no ack of
 		// it may be confirmed (durable on W replicas) already.
@@ -1064,7 +1058,7 @@ func (c *Checker) DeliverEmitted(atNs int64, q core.QueueID, o uint64, key uint6
 func (c *Checker) DeliveryReceived(atNs int64, q core.QueueID, o uint64, conn core.ClientID, b []byte) {
 	qt := c.queue(q)
 	key := keyOf(b)
-	if p, ok := c.pubs[key]; ok && (p.len != uint32(len(b)) || !bytes.Equal(b[min(8, len(b)):], zeros[:len(b)-min(8, len(b))])) {
+	if p := c.pubs.get(key); p.started && (p.len != uint32(len(b)) || !bytes.Equal(b[min(8, len(b)):], zeros[:len(b)-min(8, len(b))])) {
 		c.fail("deliver-confirmed", atNs, "q=%d o=%d: c%d received a body of %d bytes that is not the one published with key %#x (%d bytes)",
 			q, o, conn, len(b), key, p.len)
 	}
@@ -1116,7 +1110,7 @@ func (c *Checker) ConsumerLost(q core.QueueID, conn core.ClientID, offsets []uin
 
 // PublishEnded records how a publish ended, as the client learned it.
 func (c *Checker) PublishEnded(atNs int64, key uint64, o core.Outcome, q core.QueueID, offset uint64) {
-	p := c.pubs[key]
+	p := c.pubs.get(key)
 	switch o {
 	case core.Confirmed:
 		p.state = pubConfirmed
@@ -1133,7 +1127,7 @@ func (c *Checker) PublishEnded(atNs int64, key uint64, o core.Outcome, q core.Qu
 			c.fail("confirm-durable", atNs, "publish %#x both confirmed and failed", key)
 		}
 		p.state = pubFailed
-		if c.deliveredKeys[key] {
+		if p.delivered {
 			c.fail("failed-delivered", atNs, "publish %#x reported failed after it was delivered", key)
 		}
 	case core.Unknown:
@@ -1141,7 +1135,7 @@ func (c *Checker) PublishEnded(atNs int64, key uint64, o core.Outcome, q core.Qu
 			p.state = pubUnknown
 		}
 	}
-	c.pubs[key] = p
+	c.pubs.put(key, p)
 }
 
 // Undelivered returns how many confirmed publishes of q no live consumer
