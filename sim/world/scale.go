@@ -51,6 +51,36 @@ const (
 	deepBudgetRecords    = 4_000_000
 )
 
+// longStoredBytesMax bounds the body bytes a long seed's queues store,
+// every copy counted: the swarm's rates and bodies drawn for a minute
+// would fill 10 minutes with tens of GiB (scale seed 557: 2 publishers at
+// 62/s, bodies to 64 KiB, 9 copies, no consumer: the run was killed at
+// 24 GiB), which no sweep's worker holds. Ten minutes of the workload,
+// not its bytes, is the long shape's dimension.
+const longStoredBytesMax = 1 << 30
+
+// storedBytes is about how many body bytes the profile's publishes put
+// in its queues' copies, if none were deleted.
+func (p *Profile) storedBytes() int64 {
+	copies := int64(0)
+	for _, q := range p.Queues {
+		copies += int64(q.Replicas)
+	}
+	publishes := int64(p.PublishersPerQueue) * int64(p.PublishesPerSec) * p.DurationMs / 1000
+	return copies * publishes * int64(p.BodyBytesMin+p.BodyBytesMax) / 2
+}
+
+// boundStoredBytes halves the profile's largest body, then its rate, until
+// what it stores (storedBytes) is within maxBytes; no draw.
+func (p *Profile) boundStoredBytes(maxBytes int64) {
+	for p.storedBytes() > maxBytes && p.BodyBytesMax > p.BodyBytesMin {
+		p.BodyBytesMax = max(p.BodyBytesMin, p.BodyBytesMax/2)
+	}
+	for p.storedBytes() > maxBytes && p.PublishesPerSec > 1 {
+		p.PublishesPerSec /= 2
+	}
+}
+
 // ScaleShapeOf returns the shape the scale profile draws for seed.
 func ScaleShapeOf(seed uint64) ScaleShape {
 	return ScaleShape(prng.New(prng.Derive(seed, "profile-scale")).Intn(int(scaleShapes)))
@@ -122,6 +152,7 @@ func DrawScale(seed uint64) Profile {
 	case ShapeLong:
 		queues(1 + r.Intn(3))
 		p.DurationMs, p.DrainMs = DurationMsMax, 30_000
+		p.boundStoredBytes(longStoredBytesMax)
 	case ShapeWide:
 		p.Brokers = 5 + r.Intn(3)
 		queues(ManyQueues + r.Intn(21))

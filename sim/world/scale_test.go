@@ -11,7 +11,7 @@ import (
 // held to the drain, the owner's kill scheduled once the queue passes a
 // million records and below ReadyMax at the publishes' end, the budgets
 // raised by the operator; the rate shape 10,000 publishes/s in all; the
-// long shape 10 simulated minutes; the wide shape 30 to 50 queues. A
+// long shape 10 simulated minutes, within the bytes a worker holds; the wide shape 30 to 50 queues. A
 // shape drawn wrongly would pass every seed while testing nothing at
 // scale.
 func TestScaleProfileShapes(t *testing.T) {
@@ -45,8 +45,8 @@ func TestScaleProfileShapes(t *testing.T) {
 				t.Fatalf("seed %d: rate shape %s", seed, p)
 			}
 		case ShapeLong:
-			if p.DurationMs != DurationMsMax {
-				t.Fatalf("seed %d: long shape %s", seed, p)
+			if p.DurationMs != DurationMsMax || p.storedBytes() > longStoredBytesMax {
+				t.Fatalf("seed %d: long shape %s (%d body bytes stored)", seed, p, p.storedBytes())
 			}
 		case ShapeWide:
 			if len(p.Queues) < ManyQueues || len(p.Queues) > 50 {
