@@ -22,8 +22,11 @@
 // generation's segments ("SLUICGEN01", generation u64, CRC32C u32; written
 // to GEN.tmp, synced, renamed, directory synced). Open follows the
 // pointer: with one, the log is generation G's segments and receipt, and
-// the generations before it stay untouched; a pointer that does not check
-// fails Open (ErrPointer), never guessed around.
+// the generation it replaced stays untouched (for inspection); Publish
+// removes the files of the generations before that one and of older
+// stages never published, so a log holds at most two generations; a
+// pointer that does not check fails Open (ErrPointer), never guessed
+// around.
 // Retention (retain.go): Retain deletes the log's head a whole segment at
 // a time, after making the new start durable in the file START beside the
 // segments ("SLUICSTART", start u64, count u32, count entries of (epoch

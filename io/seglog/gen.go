@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"strconv"
+	"strings"
 
 	"github.com/sluicemq/sluice/io/vfs"
 )
@@ -23,8 +24,19 @@ import (
 // installation that staged it). A stage is opened by OpenStage in its
 // subdirectory, and Publish makes it the log: it writes the pointer to
 // GEN.tmp, syncs it, renames it over GEN and syncs dir, so that a crash
-// leaves the old generation or the new, never neither. Earlier generations
-// stay on the disk untouched (no reclamation yet).
+// leaves the old generation or the new, never neither.
+//
+// Reclamation. The generation a publish replaces stays on the disk
+// untouched, readable for inspection (a returning replica's older history
+// is kept apart, never truncated). The ones before it are unreachable:
+// no Open, seal or read uses a generation that is neither the live one
+// nor a stage, so Publish removes their files before it writes the pointer
+// (reclaim): a log keeps at most two generations, whatever the number of
+// recoveries it went through, instead of a full copy per recovery. A
+// stage older than the one published (an installation that never
+// published, its recovery gone to a later epoch) goes too. Directories
+// stay, empty (vfs has no directory removal); a crash part way leaves
+// files the next publish removes.
 //
 // Layout of GEN: the magic "SLUICGEN01", the generation (u64 little
 // endian), and the CRC32C of what precedes it (u32). A pointer that does
@@ -118,6 +130,15 @@ func (l *Log) Publish() error {
 	if l.gen == 0 {
 		return errors.New("seglog: publish of a log that is no stage")
 	}
+	// A pointer that does not check names no live generation: nothing is
+	// removed on a guess.
+	if live, err := LiveGeneration(l.fs, l.base); err == nil {
+		if err := reclaim(l.fs, l.base, live, l.gen); err != nil {
+			return l.fail(err)
+		}
+	} else if !errors.Is(err, ErrPointer) {
+		return l.fail(err)
+	}
 	b := make([]byte, 0, genBytes)
 	b = append(b, genMagic...)
 	b = binary.LittleEndian.AppendUint64(b, l.gen)
@@ -127,6 +148,65 @@ func (l *Log) Publish() error {
 	}
 	l.published = true
 	return l.writeMarker()
+}
+
+// reclaim removes, durably, the files of every generation of the log in
+// dir that is older than gen, about to be published, except live, the
+// generation it replaces: generation 0's are dir's own files but the
+// pointer's, a later one's those of its subdirectory.
+func reclaim(fs vfs.FS, dir string, live, gen uint64) error {
+	names, err := fs.List(dir)
+	if err != nil {
+		return err
+	}
+	removeIn := func(d string, keep func(string) bool) error {
+		files, err := fs.List(d)
+		if err != nil {
+			return err
+		}
+		removed := false
+		for _, f := range files {
+			if keep(f) {
+				continue
+			}
+			if err := fs.Remove(path.Join(d, f)); err != nil && !errors.Is(err, vfs.ErrNotExist) {
+				return err
+			}
+			removed = true
+		}
+		if !removed {
+			return nil
+		}
+		return fs.SyncDir(d)
+	}
+	if live != 0 {
+		err := removeIn(dir, func(f string) bool {
+			return f == genPointerName || f == genPointerTemp || strings.HasPrefix(f, genPrefix)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for _, n := range names {
+		g, ok := genOfDir(n)
+		if !ok || g == live || g >= gen {
+			continue
+		}
+		if err := removeIn(path.Join(dir, n), func(string) bool { return false }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// genOfDir returns the generation a subdirectory name gen-G names.
+func genOfDir(name string) (uint64, bool) {
+	digits, ok := strings.CutPrefix(name, genPrefix)
+	if !ok {
+		return 0, false
+	}
+	g, err := strconv.ParseUint(digits, 10, 64)
+	return g, err == nil && g > 0 && strconv.FormatUint(g, 10) == digits
 }
 
 // Generation returns the log's generation.

@@ -3,10 +3,12 @@ package seglog
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/sluicemq/sluice/core/record"
+	"github.com/sluicemq/sluice/io/vfs"
 	"github.com/sluicemq/sluice/sim/memfs"
 )
 
@@ -145,4 +147,88 @@ func rewriteFile(t *testing.T, fs *memfs.FS, name string, change func([]byte) []
 	must(t, err)
 	must(t, g.Sync())
 	g.Close()
+}
+
+// A publish keeps the generation it replaces and removes the ones before
+// it, and stages older than the one it publishes: a log holds at most two
+// generations however many recoveries installed one. A removal that fails
+// fails the publish before its pointer: the live log is as it was, and the
+// next publish removes what is left.
+func TestPublishReclaimsOlderGenerations(t *testing.T) {
+	fs := memfs.New()
+	_, _ = sealedLog(t, fs, 4, "generation 0")
+	publish := func(gen uint64, n int) []record.Record {
+		t.Helper()
+		st, _, err := OpenStage(fs, "q/log", gen, Options{})
+		must(t, err)
+		recs := appendN(t, st, gen, n, 16)
+		must(t, st.Sync())
+		must(t, st.Publish())
+		must(t, st.Close())
+		return recs
+	}
+	files := func(dir string) []string {
+		t.Helper()
+		names, err := fs.DurableList(dir)
+		must(t, err)
+		return names
+	}
+	gen5 := publish(5, 3)
+	if g0 := files("q/log"); !slices.ContainsFunc(g0, func(n string) bool { return strings.HasSuffix(n, segSuffix) }) {
+		t.Fatalf("generation 0, replaced by 5, was removed: %v", g0)
+	}
+	abandoned, _, err := OpenStage(fs, "q/log", 7, Options{})
+	must(t, err)
+	appendN(t, abandoned, 7, 2, 16)
+	must(t, abandoned.Sync())
+	must(t, abandoned.Close())
+
+	// A removal fails part way: nothing is published.
+	fs.SetInjector(memfs.InjectorFunc(func(a memfs.Access) error {
+		if a.Op == memfs.OpRemove && strings.HasPrefix(a.Name, "q/log/gen-7/") {
+			return vfs.ErrIO
+		}
+		return nil
+	}))
+	st, _, err := OpenStage(fs, "q/log", 9, Options{})
+	must(t, err)
+	gen9 := appendN(t, st, 9, 5, 16)
+	must(t, st.Sync())
+	if err := st.Publish(); err == nil {
+		t.Fatal("a publish whose removal failed succeeded")
+	}
+	_ = st.Close() // (the log failed: its Close reports it)
+	fs.SetInjector(nil)
+	fs.CrashClean()
+	l, r := open(t, fs, Options{})
+	if r.Generation != 5 {
+		t.Fatalf("after a failed publish the live generation is %d, want 5", r.Generation)
+	}
+	sameRecords(t, readAll(t, l), gen5)
+	must(t, l.Close())
+
+	publish(9, 0) // the stage resumed: its 5 records, durable before
+	l, r = open(t, fs, Options{})
+	if r.Generation != 9 {
+		t.Fatalf("the live generation is %d, want 9", r.Generation)
+	}
+	sameRecords(t, readAll(t, l), gen9)
+	must(t, l.Close())
+	gen11 := publish(11, 2)
+	for dir, want := range map[string]int{"q/log/gen-7": 0, "q/log/gen-5": 0} {
+		if got := len(files(dir)); got != want {
+			t.Fatalf("%s holds %d files after generations 9 and 11 were published: %v", dir, got, files(dir))
+		}
+	}
+	if root := files("q/log"); slices.ContainsFunc(root, func(n string) bool { return strings.HasSuffix(n, segSuffix) || n == sealName }) {
+		t.Fatalf("generation 0's files are still there: %v", root)
+	}
+	if len(files("q/log/gen-9")) == 0 {
+		t.Fatal("generation 9, replaced by 11, was removed")
+	}
+	l, r = open(t, fs, Options{})
+	if r.Generation != 11 {
+		t.Fatalf("the live generation is %d, want 11", r.Generation)
+	}
+	sameRecords(t, readAll(t, l), gen11)
 }

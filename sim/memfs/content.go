@@ -143,8 +143,16 @@ func (c *content) write(p []byte, off int64) {
 	}
 	for len(p) > 0 {
 		k := off % chunkBytes
-		n := copy(c.at(off)[k:], p)
-		p, off = p[n:], off+int64(n)
+		n := min(int64(len(p)), chunkBytes-k)
+		if c.chunks[off/chunkBytes] == nil && bytes.Equal(p[:n], zeroChunk[:n]) {
+			// Zeros onto a chunk that reads as zeros: nothing to keep. The
+			// simulator's bodies are a key and zeros, so a log of large
+			// bodies costs its frames' headers, not its size.
+			p, off = p[n:], off+n
+			continue
+		}
+		copy(c.at(off)[k:], p[:n])
+		p, off = p[n:], off+n
 	}
 }
 

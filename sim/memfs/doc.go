@@ -16,7 +16,9 @@
 //
 // A file's contents are kept in 4 KiB chunks (one per sector; a chunk
 // never written reads as zeros), so a file grown by appends allocates its
-// size once and copies nothing as it grows.
+// size once and copies nothing as it grows; zeros written where no chunk
+// is yet allocate none (a simulated body is its key and zeros, so a log of
+// large bodies costs little more than its frames' headers).
 //
 // A file that nothing can ever reach again is freed and its chunks are
 // reused (cleared) by the files written after it, so a run that deletes

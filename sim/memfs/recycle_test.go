@@ -553,7 +553,7 @@ func TestChunksAreReused(t *testing.T) {
 		}
 		f = mustCreate(t, fs, fmt.Sprintf("s%03d", i))
 		for off := 0; off < segBytes; off += 1024 {
-			mustWrite(t, f, int64(off), fill(1024, byte(i)))
+			mustWrite(t, f, int64(off), fill(1024, byte(i%255+1))) // (zeros cost no chunk)
 		}
 		must(t, f.Sync())
 		must(t, fs.SyncDir("."))
@@ -577,7 +577,7 @@ func TestChunksAreReused(t *testing.T) {
 			st.FilesFreed, st.ChunksReused, rounds-live, (rounds-live-1)*perFile)
 	}
 	for i := rounds - live; i < rounds; i++ {
-		if c := contents(t, fs, fmt.Sprintf("s%03d", i)); !bytes.Equal(c, fill(segBytes, byte(i))) {
+		if c := contents(t, fs, fmt.Sprintf("s%03d", i)); !bytes.Equal(c, fill(segBytes, byte(i%255+1))) {
 			t.Fatalf("segment %d does not hold its bytes", i)
 		}
 	}
@@ -667,4 +667,23 @@ func TestFreedWhenUnreachable(t *testing.T) {
 	freed(fs, 4, "created, pending")
 	fs.CrashClean()
 	freed(fs, 5, "the crash forgot the creation")
+}
+
+// Zeros written where a file reads as zeros cost no chunk (a simulated
+// body is a key and zeros), and read back as written; zeros written over
+// bytes that are not zero overwrite them.
+func TestZerosCostNoChunk(t *testing.T) {
+	fs := New()
+	f := mustCreate(t, fs, "z")
+	mustWrite(t, f, 0, make([]byte, 64<<10))
+	mustWrite(t, f, 70000, []byte("key"))
+	must(t, f.Sync())
+	if st := fs.Stats(); st.ChunksAllocated > slabChunks {
+		t.Fatalf("%d chunks allocated for 64 KiB of zeros and one sector of bytes", st.ChunksAllocated)
+	}
+	mustWrite(t, f, 70000, make([]byte, 3))
+	want := make([]byte, 70003)
+	if c := contents(t, fs, "z"); !bytes.Equal(c, want) {
+		t.Fatalf("contents after zeros over bytes: %d bytes, not all zero", len(c))
+	}
 }
