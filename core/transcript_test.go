@@ -34,20 +34,42 @@ package core
 //	  raw bytes=<hex>     (bytes as they came: for messages that must be refused)
 //	  raft type=MsgVoteResp term=1 [index= logterm= commit= reject]   (the metadata group's)
 //	  heartbeat process= storage=   (a controller heartbeat of node from)
+//	  plan-request source=N last-epoch= [start=] recs=[...]
+//	  | activate-request owner=N members=[1,3]
+//	    (a recovery worker's request to the leader, for q's pending
+//	    transition: the plan of source N's history recs=, or the
+//	    activation of the members, as the metadata registered them)
+//	  the recovery group's messages (core/recovery's Append* functions),
+//	  for q's pending transition as the node applied it unless
+//	  incarnation=, e= or transition=<hex> (zero-padded) say otherwise;
+//	  an identity is that of recs=[...] retained from start= (default 0)
+//	  to end= (default: the records' end), or id=<hex>:
+//	  seal-request | seal p= storage= last-epoch= [start= end=] recs=[...]|id= [damaged|lost]
+//	  | seal-refused|read-refused|install-refused code=busy|refused|... reason="..."
+//	  | read-request o= [count=] | read-page o= recs=[...]
+//	  | install-request source=N [start= end=] recs=[...]|id= epochs=[e@o,...]
+//	  | installed p= storage= [start= end=] recs=[...]|id=
+//	  (a seal, page or receipt speaks for its sender: node from)
 //	peer-lost from=2 process=3      (eager failover's signal)
 //	client c=9 publish q=1 id=1 body=hello|size=N | subscribe q=1 id=2 prefetch=8 | ack q=1 id=3 o=5
-//	  | meta id=4 cmd="set liveness.expiry_ms 5000"|"declare NAME REPLICAS POLICY MIN-INSYNC"
+//	  | meta id=4 cmd="set liveness.expiry_ms 5000"|"declare NAME REPLICAS POLICY MIN-INSYNC"|"drain NODE true"
 //	  | topology id=5 name=NAME
 //	gone c=9              (the client's connection closed)
-//	done <op> q=1 [o=N] [tag=N recs=[...]] [n=N] [err="..."]
+//	done <op> q=1 [log=stage] [o=N] [tag=N recs=[...]] [n=N] [err="..."]
 //	    (verify: o is where it started, n how many records it verified)
 //	  a storage completion; op is append, sync, read, truncate, discard,
-//	  repaired, persist (with seq=N: the metadata group's batch) or open
-//	  (a placed queue's log, new and empty unless end= says). The harness holds it to the driver contract (core/doc.go):
-//	  it must complete the group's oldest outstanding operation (earlier
-//	  appends, truncations, discards and repaired marks complete silently),
-//	  with the sync's offset or the read's offset and tag; nothing queued
-//	  behind a failure ever completes.
+//	  repaired, persist (with seq=N: the metadata group's batch), open
+//	  (a placed queue's log, new and empty unless end= says; with
+//	  log=stage, an installation's stage of generation o=), seal (a seal
+//	  receipt stored) or publish (a stage made the queue's log). The
+//	  harness holds it to the driver contract (core/doc.go): it must
+//	  complete the oldest outstanding operation of its log (the group's
+//	  log 0, or its stage with log=stage; earlier appends, truncations,
+//	  discards, repaired marks, reseeds and bindings complete silently),
+//	  with the operation's tag, and the sync's or read's offset; nothing
+//	  queued behind a failure ever completes. The recovery roles' tags
+//	  have names: tag=seal, serve (a sealed read served), install,
+//	  bind, replace (the sync behind a replaced group) and quiet.
 //	tick [draw=N]
 //
 // Records are epoch:kind[:body], kinds pub, ack (body: the acked offset)
@@ -66,6 +88,7 @@ import (
 	"github.com/sluicemq/sluice/core/metadata"
 	"github.com/sluicemq/sluice/core/queue"
 	"github.com/sluicemq/sluice/core/record"
+	"github.com/sluicemq/sluice/core/recovery"
 	"github.com/sluicemq/sluice/core/seam"
 	"github.com/sluicemq/sluice/internal/transcript"
 	"github.com/sluicemq/sluice/io/meta"
@@ -88,8 +111,15 @@ type harness struct {
 	node    *Node
 	nowNs   int64
 	refused uint64
-	ops     map[GroupID][]Effect // outstanding storage operations, oldest first
-	failed  map[GroupID]bool     // a completion failed: nothing behind it runs
+	ops     map[logKey][]Effect // outstanding storage operations, oldest first
+	failed  map[logKey]bool     // a completion failed: nothing behind it runs
+}
+
+// logKey names one log: a group's log 0, or its stage (seam.LogStage),
+// each of which runs its operations in order of its own (core/doc.go).
+type logKey struct {
+	group GroupID
+	log   LogID
 }
 
 func (h *harness) fatalf(format string, a ...any) {
@@ -212,7 +242,7 @@ func word(c *transcript.Cmd, i int) string {
 }
 
 func (h *harness) newNode(args []transcript.Arg) {
-	h.cfg, h.ops, h.failed, h.refused = Config{Process: 1}, map[GroupID][]Effect{}, map[GroupID]bool{}, 0
+	h.cfg, h.ops, h.failed, h.refused = Config{Process: 1}, map[logKey][]Effect{}, map[logKey]bool{}, 0
 	l := &h.cfg.Limits
 	ints := map[string]*int{"window": &l.WindowBatchesMax, "batch-recs": &l.BatchRecordsMax, "batch-bytes": &l.BatchBytesMax,
 		"read-recs": &l.ReadRecordsMax, "pending": &l.PendingPublishesMax, "ready": &l.ReadyMax,
@@ -288,8 +318,10 @@ func (h *harness) metaCmd(s string) []byte {
 			h.fatalf("cmd %q: %v", s, err)
 		}
 		c = metadata.Command{Kind: metadata.DeclareQueue, Queue: f[1], Replicas: int(h.uint(f[2])), Policy: p, MinInsync: int(h.uint(f[4]))}
+	case len(f) == 3 && f[0] == "drain" && (f[2] == "true" || f[2] == "false"):
+		c = metadata.Command{Kind: metadata.Drain, Node: NodeID(h.uint(f[1])), Draining: f[2] == "true"}
 	default:
-		h.fatalf("cmd %q: want set KEY VALUE or declare NAME REPLICAS POLICY MIN-INSYNC", s)
+		h.fatalf("cmd %q: want set KEY VALUE, declare NAME REPLICAS POLICY MIN-INSYNC or drain NODE true|false", s)
 	}
 	return c.Encode(nil)
 }
@@ -366,6 +398,14 @@ func (h *harness) recv(in *Input, c *transcript.Cmd) {
 		}
 		in.Data = b
 		return
+	case kind == "plan-request" || kind == "activate-request":
+		in.Group = seam.GroupCtrlPeer
+		in.Data = h.activateRequest(kind, QueueID(c.Uint("q", 1)), f)
+		return
+	case recoveryKinds[kind]:
+		in.Group = seam.GroupRecovery
+		in.Data = h.recoveryMsg(kind, QueueID(c.Uint("q", 1)), in.From, f)
+		return
 	case m.Kind == 0:
 		h.fatalf("unknown message kind %q", kind)
 	}
@@ -373,40 +413,65 @@ func (h *harness) recv(in *Input, c *transcript.Cmd) {
 	in.Data = queue.AppendMsg(nil, &m)
 }
 
+// storageTags name the tags of the recovery roles' storage operations,
+// which the node's text forms print as numbers.
+var storageTags = map[string]uint64{"seal": sealTag, "serve": sealTag | sealServe, "install": sealTag | installTag,
+	"bind": sealTag | bindTag, "replace": sealTag | replaceTag, "quiet": sealTag | quietTag}
+
+// tag reads a completion's tag=: a number, or a name of storageTags.
+func (h *harness) tag(c *transcript.Cmd) uint64 {
+	if t, ok := storageTags[c.Str("tag", "")]; ok {
+		return t
+	}
+	return c.Uint("tag", 0)
+}
+
 // done builds a storage completion and holds it to the driver contract.
 func (h *harness) done(in *Input, c *transcript.Cmd) {
 	d := &in.Done
-	d.Group, d.Offset, d.Tag, d.Err = in.Group, c.Uint("o", 0), c.Uint("tag", 0), c.Str("err", "")
+	d.Group, d.Offset, d.Tag, d.Err = in.Group, c.Uint("o", 0), h.tag(c), c.Str("err", "")
 	d.Records = h.records(c.Str("recs", ""), d.Offset)
+	if v := c.Str("log", ""); v == "stage" {
+		d.Log = LogStage
+	} else if v != "" {
+		h.fatalf("done: log=%s: want log=stage (or no log=: log 0)", v)
+	}
 	if d.Op = 0; d.Group == 0 && word(c, 0) == OpPersist.String() {
 		d.Group, d.Tag = GroupCtrl, c.Uint("seq", 0)
 	}
-	for op := OpAppend; op <= OpReseed; op++ {
+	for op := OpAppend; op <= OpBind; op++ {
 		if word(c, 0) == op.String() {
 			d.Op = op
 		}
 	}
 	silent := func(op StorageOp) bool {
-		return op != OpSync && op != OpRead && op != OpVerify && op != OpPersist && op != OpOpen && op != OpRetain
+		return op == OpAppend || op == OpTruncate || op == OpDiscard || op == OpRepaired || op == OpReseed || op == OpBind
 	}
 	if d.Op == OpOpen && d.Err == "" {
-		d.State = &LogState{Group: d.Group, End: c.Uint("end", 0)} // a new, empty log unless end= says
+		// A new, empty log unless end= says; a stage opens as the
+		// generation asked (o=).
+		d.State = &LogState{Group: d.Group, Log: d.Log, End: c.Uint("end", 0)}
+		if d.Log == LogStage {
+			d.State.Generation = d.Offset
+		}
 	}
-	q := h.ops[d.Group]
+	key := logKey{d.Group, d.Log}
+	q := h.ops[key]
 	for len(q) > 0 && q[0].Op != d.Op && silent(q[0].Op) {
 		q = q[1:] // completed silently
 	}
 	switch {
 	case d.Op == 0:
-		h.fatalf("done: want append, sync, read, verify, truncate, discard, repaired, retain or reseed")
-	case h.failed[d.Group]:
+		h.fatalf("done: want append, sync, read, verify, truncate, discard, repaired, persist, open, seal, publish, retain or reseed")
+	case h.failed[key]:
 		h.fatalf("done: nothing behind a failed operation completes")
-	case len(q) == 0 || q[0].Op != d.Op || (!silent(d.Op) && (q[0].Offset != d.Offset && !(d.Op == OpRetain && d.Offset <= q[0].Offset) || q[0].Tag != d.Tag)):
+	case len(q) == 0 || q[0].Op != d.Op || q[0].Tag != d.Tag || (!silent(d.Op) && q[0].Offset != d.Offset && !(d.Op == OpRetain && d.Offset <= q[0].Offset)):
 		// (A retention completes with the log's start: at most the
-		// offset asked for.)
-		h.fatalf("done: the oldest outstanding operation of q=%d is not %s o=%d tag=%d", d.Group, d.Op, d.Offset, d.Tag)
+		// offset asked for. Every completion carries its operation's
+		// tag: the node routes a recovery role's by it.)
+		h.fatalf("done: the oldest outstanding operation of q=%d log=%d is not %s o=%d tag=%d", d.Group, d.Log, d.Op, d.Offset, d.Tag)
 	}
-	h.ops[d.Group], h.failed[d.Group] = q[1:], d.Err != ""
+	h.ops[key], h.failed[key] = q[1:], d.Err != ""
 	if d.Op == OpVerify {
 		d.Offset += c.Uint("n", 0) // the end verified: from o, n records
 	}
@@ -419,8 +484,8 @@ func (h *harness) step(in *Input) []string {
 	effects := h.node.Step(in)
 	for i := range effects {
 		lines = append(lines, string(effects[i].AppendText(nil, MsgTexts)))
-		if g := effects[i].Group; effects[i].Kind == EfStorage {
-			h.ops[g] = append(h.ops[g], effects[i])
+		if k := (logKey{effects[i].Group, effects[i].Log}); effects[i].Kind == EfStorage {
+			h.ops[k] = append(h.ops[k], effects[i])
 		}
 	}
 	if r := h.node.Refused(); r != h.refused {
@@ -428,4 +493,135 @@ func (h *harness) step(in *Input) []string {
 		lines = append(lines, fmt.Sprintf("refused=%d", r))
 	}
 	return lines
+}
+
+// recoveryKinds are the recv kinds of the recovery group's messages.
+var recoveryKinds = map[string]bool{"seal-request": true, "seal": true, "seal-refused": true, "read-refused": true,
+	"install-refused": true, "read-request": true, "read-page": true, "install-request": true, "installed": true}
+
+// recoveryMsg encodes a recovery message of queue q from peer from. What
+// binds it to a transition (incarnation, epoch, digest) defaults to the
+// queue's pending transition in the metadata the node applied, so that a
+// transcript names only what the step is about; e=, incarnation= and
+// transition= (hex, zero-padded to 32 bytes) override it.
+func (h *harness) recoveryMsg(kind string, q QueueID, from NodeID, f *transcript.Cmd) []byte {
+	var incarnation, epoch uint64
+	var transition recovery.Digest
+	if h.node.ctrl != nil {
+		if mq, ok := placedQueue(h.node.ctrl.Metadata(), q); ok {
+			incarnation, epoch, transition = mq.Incarnation, mq.Assignment.Pending.Epoch, recovery.Digest(mq.Assignment.Pending.Digest)
+		}
+	}
+	incarnation, epoch = f.Uint("incarnation", incarnation), f.Uint("e", epoch)
+	if f.Has("transition") {
+		transition = h.digest(f.Str("transition", ""))
+	}
+	start := f.Uint("start", 0)
+	// identity: id= (hex), else the content identity of recs= retained as
+	// [start, end), end defaulting to the records' end
+	identity := func() (recovery.Digest, uint64) {
+		recs := h.records(f.Str("recs", ""), start)
+		end := f.Uint("end", start+uint64(len(recs)))
+		if f.Has("id") {
+			return h.digest(f.Str("id", "")), end
+		}
+		id, err := recovery.IdentityOf(q, start, end, recs)
+		if err != nil {
+			h.fatalf("%s: %v", kind, err)
+		}
+		return id, end
+	}
+	switch kind {
+	case "seal-request":
+		return recovery.AppendSealRequest(nil, &recovery.SealRequest{Queue: q, Incarnation: incarnation, Epoch: epoch, Transition: transition})
+	case "seal":
+		id, end := identity()
+		return recovery.AppendSeal(nil, &recovery.Seal{Queue: q, Incarnation: incarnation, Epoch: epoch, Transition: transition,
+			Node: from, Process: f.Uint("p", 0), Storage: f.Uint("storage", 0), Start: start, End: end,
+			LastEpoch: f.Uint("last-epoch", 0), Identity: id, Damaged: f.Has("damaged") || f.Has("lost"), Lost: f.Has("lost")})
+	case "seal-refused", "read-refused", "install-refused":
+		codes := map[string]recovery.Refusal{}
+		for r := recovery.RefusedFor; r <= recovery.RefusedStorageReplaced; r++ {
+			codes[r.String()] = r
+		}
+		code, ok := codes[f.Str("code", "refused")]
+		if !ok {
+			h.fatalf("%s: code=%q is no refusal", kind, f.Str("code", ""))
+		}
+		return recovery.AppendSealRefused(nil, &recovery.SealRefused{Queue: q, Transition: transition, Code: code,
+			Reason: f.Str("reason", ""), Read: kind == "read-refused", Install: kind == "install-refused"})
+	case "read-request":
+		return recovery.AppendReadRequest(nil, &recovery.ReadRequest{Queue: q, Incarnation: incarnation, Epoch: epoch, Transition: transition,
+			From: f.Uint("o", 0), Count: int(f.Uint("count", recovery.PageRecordsMax))})
+	case "read-page":
+		o := f.Uint("o", 0)
+		return recovery.AppendReadPage(nil, &recovery.ReadPage{Queue: q, Transition: transition, Node: from, From: o,
+			Records: h.records(f.Str("recs", ""), o)})
+	case "install-request":
+		id, end := identity()
+		return recovery.AppendInstallRequest(nil, &recovery.InstallRequest{Queue: q, Incarnation: incarnation, Epoch: epoch, Transition: transition,
+			Source: NodeID(f.Uint("source", 0)), Start: start, End: end, Identity: id, Epochs: h.epochs(f.Str("epochs", ""))})
+	case "installed":
+		id, end := identity()
+		return recovery.AppendInstalled(nil, &recovery.Installed{Queue: q, Transition: transition, Node: from,
+			Process: f.Uint("p", 0), Storage: f.Uint("storage", 0), End: end, Identity: id})
+	}
+	h.fatalf("unknown recovery message kind %q", kind)
+	return nil
+}
+
+// digest reads a hex digest, zero-padded to its 32 bytes.
+func (h *harness) digest(v string) (d recovery.Digest) {
+	b, err := hex.DecodeString(v)
+	if err != nil || len(b) > len(d) {
+		h.fatalf("digest %q: want at most %d bytes of hex (%v)", v, len(d), err)
+	}
+	copy(d[:], b)
+	return d
+}
+
+// activateRequest encodes a recovery worker's request to the leader to
+// commit queue q's recovery plan (plan-request: the source node= and
+// the history of recs=, as a seal names it) or its activation
+// (activate-request: owner= and the installed members=, with the
+// instances the metadata holds live), for the queue's pending
+// transition as the node applied it.
+func (h *harness) activateRequest(kind string, q QueueID, f *transcript.Cmd) []byte {
+	md := h.node.ctrl.Metadata()
+	mq, ok := placedQueue(md, q)
+	if !ok {
+		h.fatalf("%s: no queue %d in the metadata", kind, q)
+	}
+	c := metadata.Command{Queue: mq.Name, Incarnation: mq.Incarnation, Epoch: mq.Assignment.Epoch, Digest: mq.Assignment.Pending.Digest}
+	member := func(v string) metadata.Member {
+		b, ok := md.Broker(NodeID(h.uint(v)))
+		if !ok {
+			h.fatalf("%s: no broker n%s in the metadata", kind, v)
+		}
+		return metadata.Member{Node: b.Node, Process: b.Process, Storage: b.Storage}
+	}
+	switch kind {
+	case "plan-request":
+		src := member(f.Str("source", ""))
+		start := f.Uint("start", 0)
+		recs := h.records(f.Str("recs", ""), start)
+		end := start + uint64(len(recs))
+		id, err := recovery.IdentityOf(q, start, end, recs)
+		if err != nil {
+			h.fatalf("%s: %v", kind, err)
+		}
+		c.Kind = metadata.Plan
+		c.Plan = metadata.RecoveryPlan{Source: src.Node, Storage: src.Storage, Start: start, End: end,
+			LastEpoch: f.Uint("last-epoch", 0), Identity: metadata.Digest(id)}
+	case "activate-request":
+		c.Kind, c.Owner = metadata.Activate, NodeID(f.Uint("owner", 0))
+		for _, v := range strings.Split(strings.Trim(f.Str("members", ""), "[]"), ",") {
+			m := member(v)
+			c.Members.M[c.Members.N] = m
+			c.Members.N++
+			c.InSync.ID[c.InSync.N] = m.Node
+			c.InSync.N++
+		}
+	}
+	return ctrl.AppendActivateRequest(nil, &c)
 }
