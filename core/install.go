@@ -74,9 +74,11 @@ type installJob struct {
 	localEnd uint64
 	// liveSeal: the live log's seal receipt, if it has one
 	liveSeal []byte
-	// askedNs: when the page wanted from the source was asked for
-	askedNs int64
-	id      *recovery.Identity
+	// askedNs: when the page wanted from the source was asked for;
+	// progressNs: when the copy last took a page (or began), from which
+	// its deadline runs (installSilentNs)
+	askedNs, progressNs int64
+	id                  *recovery.Identity
 	// stageRecordsMax, stageBytesMax: the staging budget as the fresh
 	// view gave it; stagedBytes: what this installation wrote to its
 	// stage so far (a resumed stage's earlier records are not counted
@@ -223,7 +225,7 @@ func (n *Node) installFreshDone(e *ctrl.Effect) bool {
 	}
 	i := n.placedIndex(req.Queue)
 	switch {
-	case i >= 0 && n.placed[i].opening:
+	case i >= 0 && n.placed[i].phase == placedOpening:
 		n.installEnd(recovery.RefusedBusy, "its log is opening")
 	case i >= 0:
 		st := n.placed[i].state
@@ -243,7 +245,7 @@ func (n *Node) installFreshDone(e *ctrl.Effect) bool {
 			panic("core: more placed queues than the catalogue holds")
 		}
 		j.phase = installOpen
-		n.placed = append(n.placed, placedGroup{queue: req.Queue, incarnation: req.Incarnation, opening: true, forSeal: true})
+		n.placed = append(n.placed, placedGroup{queue: req.Queue, incarnation: req.Incarnation, phase: placedOpening, forSeal: true})
 		n.out.Storage(seam.Effect{Op: seam.OpOpen, Group: seam.QueueGroup(req.Queue)})
 	}
 	return true
@@ -297,7 +299,7 @@ func (n *Node) installBegin(st *seam.LogState) {
 		n.installEnd(recovery.RefusedSourceChanged, "its own log parts from its history")
 		return
 	}
-	if p.publishing != nil || p.fresh != 0 {
+	if p.publishing != nil || p.copy == copyOpening {
 		n.installEnd(recovery.RefusedBusy, "publishing its stage")
 		return
 	}
@@ -382,7 +384,7 @@ func (n *Node) stageOpened(d *StorageDone) {
 		j.st.End = d
 		j.st.Epochs = slices.DeleteFunc(j.st.Epochs, func(e seam.EpochStart) bool { return e.Offset >= d })
 	}
-	j.phase = installCopy
+	j.phase, j.progressNs = installCopy, n.x.NowNs
 	n.installNext()
 }
 
@@ -466,14 +468,18 @@ func (n *Node) stageAppend(page []record.Record) {
 	}
 	n.stageStorage(seam.Effect{Op: seam.OpAppend, Records: recs})
 	j.st.End += uint64(len(recs))
+	j.progressNs = n.x.NowNs
 	n.installNext()
 }
 
 // installTick asks again for a page not answered, and ends an installation
 // whose transition is no longer pending (activated without it, replaced,
-// or its queue deleted): one runs at a time on a broker, and one waiting
-// for a source that can no longer answer would keep every other queue's
-// installation out for good. A publish under way is waited for.
+// or its queue deleted), or whose source sent no page for installSilentNs
+// (its deadline): one runs at a time on a broker, and one waiting for a
+// source that can no longer answer would keep every other queue's
+// installation out for good, also when the worker that asked for it is
+// gone and no later attempt supersedes it. A publish under way is waited
+// for.
 func (n *Node) installTick() {
 	j := n.installer.job
 	if j == nil {
@@ -487,10 +493,20 @@ func (n *Node) installTick() {
 			return
 		}
 	}
+	if j.phase == installCopy && j.st.End >= j.localEnd && n.x.NowNs-j.progressNs >= installSilentNs {
+		n.installEnd(recovery.RefusedSourceSilent, fmt.Sprintf("no page from the source n%d for %d s", j.req.Source, installSilentNs/1_000_000_000))
+		return
+	}
 	if j.phase == installCopy && j.st.End >= j.localEnd && n.x.NowNs-j.askedNs >= recoveryBackoffMinNs {
 		n.installNext()
 	}
 }
+
+// installSilentNs is an installation's deadline: the longest its copy
+// waits for a page of the source. A page (at most 16 MiB) takes well
+// under a second on any link a cluster runs on; the page is asked again
+// every second meanwhile.
+const installSilentNs = 10_000_000_000
 
 // installStorage takes the completion of an installation's storage effect.
 func (n *Node) installStorage(d *StorageDone) {

@@ -76,8 +76,18 @@ func TestRecoveryRolesInvariants(t *testing.T) {
 
 	n = &Node{placed: []placedGroup{{queue: 1}, {queue: 1}}}
 	wantPanic(t, "a queue placed twice", "placed twice", n.placedInvariants)
-	n = &Node{placed: []placedGroup{{queue: 1, quieting: true, quiet: true}}}
-	wantPanic(t, "quiet twice over", "both in flight and done", n.placedInvariants)
-	n = &Node{placed: []placedGroup{{queue: 1, heldBytes: 3}}}
+	n = &Node{placed: []placedGroup{{queue: 1, phase: placedOpen, heldBytes: 3}}}
 	wantPanic(t, "bytes held of no message", "holds 0 messages", n.placedInvariants)
+	n = &Node{placed: []placedGroup{{queue: 1, phase: placedOpen, copy: copyQuieting}, {queue: 2, phase: placedOpen, copy: copyOpening, fresh: 4}}}
+	n.placedInvariants()
+	n.placed[0].copy = copyQuiet
+	wantPanic(t, "quiet past its step", "outlived the step", n.placedInvariants)
+	n.placed[0].copy, n.placed[1].fresh = copyQuieting, 0
+	wantPanic(t, "a fresh copy opening no generation", "fresh generation 0", n.placedInvariants)
+	n.placed[1].fresh, n.placed[1].phase = 4, placedOpening
+	wantPanic(t, "a fresh copy begun on an opening log", "is opening", n.placedInvariants)
+	n.placed[1].phase = placedReplacing
+	wantPanic(t, "replaced with no old group", "no sealed old group", n.placedInvariants)
+	n.placed[1].phase = placedOpen + 7
+	wantPanic(t, "a phase out of range", "in phase placedPhase(8)", n.placedInvariants)
 }

@@ -26,7 +26,7 @@ import (
 type placedGroup struct {
 	queue       QueueID
 	incarnation uint64
-	opening     bool
+	phase       placedPhase
 	// forSeal: the log was opened for a seal (seal.go), never for a group.
 	forSeal bool
 	// state: what the log recovered when it opened (its receipt), and its
@@ -35,11 +35,8 @@ type placedGroup struct {
 	// log since, and state is the log as it issued it.
 	state     *seam.LogState
 	byInstall bool
-	// epoch: the assignment epoch of the group running on it (0: none);
-	// replacing: its old group is sealed and a sync behind its operations
-	// is in flight, after which the new group starts (activated)
-	epoch     uint64
-	replacing bool
+	// epoch: the assignment epoch of the group running on it (0: none)
+	epoch uint64
 	// held: the peer messages that reached the group while it was being
 	// replaced, in arrival order, for the new group (holdForReplacement);
 	// heldBytes: their size
@@ -53,19 +50,68 @@ type placedGroup struct {
 	generation           uint64
 	publishing           *seam.LogState
 	activateAfterPublish bool
-	// fresh: the generation a new copy's learner opens for its copy, its
-	// log holding an older history of the queue (keepApart); 0: none;
-	// activateAfterSeal: such a copy waits for a seal of the old log
-	// still under way, and its group starts once that seal ends
-	fresh             uint64
-	activateAfterSeal bool
-	// quieting: the sync behind the old log's effects is in flight, the
-	// fresh generation waits for it; quiet: it completed, and the copy
-	// may begin (keepApart)
-	quieting, quiet bool
+	// copy: where a new copy's learner is in beginning a fresh generation
+	// for its copy, its log holding an older history of the queue
+	// (keepApart); fresh: the generation it opens (copyOpening only)
+	copy  copyPhase
+	fresh uint64
 	// binding: what the live log's storage binding says of it
 	// (bindingChecked)
 	binding bindState
+}
+
+// placedPhase is where a placed queue's log is on this node.
+type placedPhase uint8
+
+const (
+	// placedOpening: its OpOpen is in flight (for a group or a seal)
+	placedOpening placedPhase = iota
+	// placedOpen: open; a group runs on it (epoch > 0) or none does
+	// (fenced as it opened, opened for a seal, or its assignment moved on)
+	placedOpen
+	// placedReplacing: its old group is sealed and a sync behind the old
+	// group's operations is in flight, after which the new group starts
+	// (replaced); peer messages for the group are held meanwhile
+	placedReplacing
+)
+
+var placedPhaseNames = [...]string{placedOpening: "opening", placedOpen: "open", placedReplacing: "replacing"}
+
+func (ph placedPhase) String() string {
+	if int(ph) < len(placedPhaseNames) {
+		return placedPhaseNames[ph]
+	}
+	return fmt.Sprintf("placedPhase(%d)", uint8(ph))
+}
+
+// copyPhase is where a new copy's learner is in beginning the fresh
+// generation its copy starts in (keepApart): its log holds an older
+// history of the queue, which is never truncated to fit the owner's.
+type copyPhase uint8
+
+const (
+	// copyNone: no fresh generation is being begun
+	copyNone copyPhase = iota
+	// copyAfterSeal: a seal of the old log is under way; the copy begins
+	// once it ends (sealEnded)
+	copyAfterSeal
+	// copyQuieting: the sync behind the old log's effects is in flight
+	copyQuieting
+	// copyQuiet: it completed, and the copy may begin (within quieted's
+	// step only: a later activation syncs again)
+	copyQuiet
+	// copyOpening: the fresh generation's open is in flight (freshOpened);
+	// its publish follows (publishing)
+	copyOpening
+)
+
+var copyPhaseNames = [...]string{copyNone: "none", copyAfterSeal: "after-seal", copyQuieting: "quieting", copyQuiet: "quiet", copyOpening: "opening"}
+
+func (ph copyPhase) String() string {
+	if int(ph) < len(copyPhaseNames) {
+		return copyPhaseNames[ph]
+	}
+	return fmt.Sprintf("copyPhase(%d)", uint8(ph))
 }
 
 // bindState is what a placed log's storage binding says of it.
@@ -112,7 +158,7 @@ func (n *Node) reconcile() {
 			continue
 		}
 		if j := n.placedIndex(q.ID); j >= 0 {
-			if p := &n.placed[j]; !p.opening && p.epoch != q.Assignment.Epoch {
+			if p := &n.placed[j]; p.phase != placedOpening && p.epoch != q.Assignment.Epoch {
 				n.activated(p, q)
 			}
 			continue
@@ -120,7 +166,7 @@ func (n *Node) reconcile() {
 		if len(n.placed) >= placedMax {
 			panic("core: more placed queues than the catalogue holds")
 		}
-		n.placed = append(n.placed, placedGroup{queue: q.ID, incarnation: q.Incarnation, opening: true})
+		n.placed = append(n.placed, placedGroup{queue: q.ID, incarnation: q.Incarnation, phase: placedOpening})
 		n.out.Storage(seam.Effect{Op: seam.OpOpen, Group: seam.QueueGroup(q.ID)})
 	}
 	for _, p := range n.placed {
@@ -133,7 +179,7 @@ func (n *Node) reconcile() {
 				r.Fence(why)
 			}
 		}
-		if why := retireReason(md, &p, n); why != "" && !r.Sealed() && !p.replacing {
+		if why := retireReason(md, &p, n); why != "" && !r.Sealed() && p.phase != placedReplacing {
 			// Nothing this group holds matters to the queue any more: it
 			// answers its publishes in flight (unknown: each may or may not
 			// be in the history the recovery installed) and goes inert,
@@ -275,8 +321,10 @@ func (n *Node) placedIndex(q QueueID) int {
 
 // placedInvariants checks the placed groups between steps: one a queue,
 // within the catalogue's bound; messages held only while a group is
-// replaced, within their bounds; a fresh copy's quiet sync in flight or
-// done, never both. It panics with what broke.
+// replaced, within their bounds; phases that agree with the groups that
+// run (none while a log opens, a sealed old one while it is replaced) and
+// with each other (a fresh copy begun only on an open log, its generation
+// named only while it opens). It panics with what broke.
 func (n *Node) placedInvariants() {
 	if len(n.placed) > placedMax {
 		panic(fmt.Sprintf("core: %d placed queues", len(n.placed)))
@@ -288,13 +336,24 @@ func (n *Node) placedInvariants() {
 				panic(fmt.Sprintf("core: queue %d placed twice", p.queue))
 			}
 		}
+		g := seam.QueueGroup(p.queue)
 		switch {
-		case len(p.held) > 0 && !p.replacing:
+		case len(p.held) > 0 && p.phase != placedReplacing:
 			panic(fmt.Sprintf("core: queue %d holds %d messages and is not being replaced", p.queue, len(p.held)))
 		case len(p.held) > replacingHeldMax || p.heldBytes > replacingHeldBytesMax || (len(p.held) == 0 && p.heldBytes != 0):
 			panic(fmt.Sprintf("core: queue %d holds %d messages of %d bytes", p.queue, len(p.held), p.heldBytes))
-		case p.quieting && p.quiet:
-			panic(fmt.Sprintf("core: queue %d's quiet sync is both in flight and done", p.queue))
+		case p.phase > placedReplacing || p.copy > copyOpening:
+			panic(fmt.Sprintf("core: queue %d in phase %s, copy %s", p.queue, p.phase, p.copy))
+		case p.phase == placedOpening && (p.epoch != 0 || p.copy != copyNone || n.queue(g) != nil):
+			panic(fmt.Sprintf("core: queue %d's log is opening, with a group of epoch %d (copy %s)", p.queue, p.epoch, p.copy))
+		case p.phase == placedReplacing && (n.queue(g) == nil || !n.queue(g).Sealed()):
+			panic(fmt.Sprintf("core: queue %d is being replaced, with no sealed old group", p.queue))
+		case p.copy != copyNone && p.phase != placedOpen:
+			panic(fmt.Sprintf("core: queue %d begins a fresh copy (%s) while %s", p.queue, p.copy, p.phase))
+		case p.copy == copyQuiet:
+			panic(fmt.Sprintf("core: queue %d's quiet old log outlived the step that found it quiet", p.queue))
+		case (p.copy == copyOpening) != (p.fresh != 0):
+			panic(fmt.Sprintf("core: queue %d's copy %s with fresh generation %d", p.queue, p.copy, p.fresh))
 		}
 	}
 }
@@ -332,11 +391,11 @@ func fenceReason(md *metadata.State, p placedGroup) string {
 // starts from what its log recovered.
 func (n *Node) opened(d *StorageDone) {
 	i := n.placedIndex(QueueID(d.Group))
-	if i < 0 || !n.placed[i].opening {
+	if i < 0 || n.placed[i].phase != placedOpening {
 		panic(fmt.Sprintf("core: open completion for group %d, which is not opening", d.Group))
 	}
 	p := &n.placed[i]
-	p.opening = false
+	p.phase = placedOpen
 	if d.Err == "" && d.State != nil {
 		d.State = n.bindingChecked(p, d.State)
 	}
@@ -385,13 +444,13 @@ func (n *Node) activated(p *placedGroup, q *metadata.Queue) {
 	g := seam.QueueGroup(p.queue)
 	st := p.state
 	if r := n.queue(g); r != nil {
-		if !p.replacing {
+		if p.phase != placedReplacing {
 			// The old group may have storage operations in flight (one
 			// that never sealed follows whoever owns): seal it, inert,
 			// and start the new one once a sync behind them all completed,
 			// so that no completion of the old reaches the new.
 			r.Seal(fmt.Sprintf("replaced by the assignment of epoch %d", q.Assignment.Epoch))
-			p.replacing = true
+			p.phase = placedReplacing
 			_, end, _, _ := r.Retained()
 			if p.byInstall {
 				end = p.state.End // an installation wrote the log since
@@ -419,14 +478,14 @@ const (
 // still stands.
 func (n *Node) quieted(d *StorageDone) {
 	i := n.placedIndex(QueueID(d.Group))
-	if i < 0 || !n.placed[i].quieting {
+	if i < 0 || n.placed[i].copy != copyQuieting {
 		return // the queue left this broker meanwhile
 	}
 	p := &n.placed[i]
-	p.quieting, p.quiet = false, true // (a failed sync ended the process: sealStorage)
+	p.copy = copyQuiet // (a failed sync ended the process: sealStorage)
 	n.activateDeferred(p)
-	if i := n.placedIndex(QueueID(d.Group)); i >= 0 {
-		n.placed[i].quiet = false // (once: a later activation syncs again)
+	if i := n.placedIndex(QueueID(d.Group)); i >= 0 && n.placed[i].copy == copyQuiet {
+		n.placed[i].copy = copyNone // (once: a later activation syncs again)
 	}
 }
 
@@ -452,7 +511,7 @@ const (
 // the owner's resend (ResendMs, 100 ms) asked again.
 func (n *Node) holdForReplacement(from NodeID, g GroupID, data []byte) bool {
 	i := n.placedIndex(QueueID(g))
-	if i < 0 || !n.placed[i].replacing {
+	if i < 0 || n.placed[i].phase != placedReplacing {
 		return false
 	}
 	p := &n.placed[i]
@@ -467,11 +526,11 @@ func (n *Node) holdForReplacement(from NodeID, g GroupID, data []byte) bool {
 // new one starts if the assignment still names this process.
 func (n *Node) replaced(d *StorageDone) {
 	i := n.placedIndex(QueueID(d.Group))
-	if i < 0 || !n.placed[i].replacing {
+	if i < 0 || n.placed[i].phase != placedReplacing {
 		panic(fmt.Sprintf("core: a replacement sync for group %d, which is not being replaced", d.Group))
 	}
 	p := &n.placed[i]
-	p.replacing = false
+	p.phase = placedOpen
 	held := p.held
 	p.held, p.heldBytes = nil, 0
 	r := n.queue(d.Group)
@@ -603,7 +662,7 @@ func (n *Node) keepApart(p *placedGroup, q *metadata.Queue, st *seam.LogState) b
 	if slices.ContainsFunc(a.Members.Slice(), func(m metadata.Member) bool { return m.Node == n.x.Node }) {
 		return false // a member, or its successor: the copy is the member's
 	}
-	if p.fresh != 0 || p.publishing != nil || p.quieting {
+	if p.copy == copyOpening || p.copy == copyQuieting || p.publishing != nil {
 		return true
 	}
 	if (st.End == st.Start && len(st.Epochs) == 0 && st.Damage == "") || st.Generation >= a.Epoch {
@@ -614,22 +673,21 @@ func (n *Node) keepApart(p *placedGroup, q *metadata.Queue, st *seam.LogState) b
 		// that has activated since): publishing the fresh generation
 		// now would leave it describing a log that is no longer the
 		// live one. The copy starts once the seal ends.
-		p.activateAfterSeal = true
+		p.copy = copyAfterSeal
 		return true
 	}
-	if !p.quiet && !n.x.Bugs.Has(bugs.FreshWithoutQuiet) { // (planted: publish at once)
+	if p.copy != copyQuiet && !n.x.Bugs.Has(bugs.FreshWithoutQuiet) { // (planted: publish at once)
 		// Storage effects on the old log may still be in flight (an
 		// installation's in place, whose transition activated without
 		// it): published now, the fresh generation would be the log they
 		// complete on. A sync behind them all first (a log's effects
 		// complete in order); the copy begins once it completes
 		// (quieted).
-		p.quieting = true
+		p.copy = copyQuieting
 		n.out.Storage(seam.Effect{Op: seam.OpSync, Group: seam.QueueGroup(p.queue), Offset: st.End, Tag: sealTag | quietTag})
 		return true
 	}
-	p.quiet = false
-	p.fresh = a.Epoch
+	p.copy, p.fresh = copyOpening, a.Epoch
 	n.recoveryNote(p.queue, "queue %d: n%d's log [%d,%d) generation %d is an older history: its copy for epoch %d starts in generation %d",
 		p.queue, n.x.Node, st.Start, st.End, st.Generation, a.Epoch, p.fresh)
 	n.out.Storage(seam.Effect{Op: seam.OpOpen, Group: seam.QueueGroup(p.queue), Log: seam.LogStage, Offset: p.fresh})
@@ -642,11 +700,11 @@ func (n *Node) keepApart(p *placedGroup, q *metadata.Queue, st *seam.LogState) b
 // learner's group starts (stagePublished).
 func (n *Node) freshOpened(d *StorageDone) bool {
 	i := n.placedIndex(QueueID(d.Group))
-	if i < 0 || n.placed[i].fresh == 0 || d.Offset != n.placed[i].fresh {
+	if i < 0 || n.placed[i].copy != copyOpening || d.Offset != n.placed[i].fresh {
 		return false
 	}
 	p := &n.placed[i]
-	p.fresh = 0
+	p.copy, p.fresh = copyNone, 0
 	if d.Err != "" {
 		return true // the failure policy: the process exits
 	}

@@ -996,6 +996,9 @@ func (n *Node) sealRefusedBy(from NodeID, r recovery.SealRefused) {
 	case r.Install && r.Code == recovery.RefusedSourceChanged:
 		n.recoveryStartOver(w, "n%d: the source's sealed log changed: %s", from, r.Reason)
 		return
+	case r.Install && r.Code == recovery.RefusedSourceSilent:
+		n.recoveryStartOver(w, "n%d: the source is silent: %s", from, r.Reason)
+		return
 	case r.Install && r.Code == recovery.RefusedStageBudget:
 		what = "install"
 		// The stage the member would build exceeds the staging budget:

@@ -322,7 +322,7 @@ func (n *Node) sealFreshDone(e *ctrl.Effect) {
 	}
 	i := n.placedIndex(q.ID)
 	switch {
-	case i >= 0 && n.placed[i].opening:
+	case i >= 0 && n.placed[i].phase == placedOpening:
 		n.sealEnd("its log is opening")
 	case i >= 0:
 		// The log is open and no group runs on it (fenced as it opened):
@@ -334,7 +334,7 @@ func (n *Node) sealFreshDone(e *ctrl.Effect) {
 		if len(n.placed) >= placedMax {
 			panic("core: more placed queues than the catalogue holds")
 		}
-		n.placed = append(n.placed, placedGroup{queue: q.ID, incarnation: q.Incarnation, opening: true, forSeal: true})
+		n.placed = append(n.placed, placedGroup{queue: q.ID, incarnation: q.Incarnation, phase: placedOpening, forSeal: true})
 		n.out.Storage(seam.Effect{Op: seam.OpOpen, Group: g})
 	}
 }
@@ -564,8 +564,8 @@ func (n *Node) sealMade() {
 // sealEnded starts a new copy's group that waited for the seal of queue q
 // to end (keepApart).
 func (n *Node) sealEnded(q QueueID) {
-	if i := n.placedIndex(q); i >= 0 && n.placed[i].activateAfterSeal {
-		n.placed[i].activateAfterSeal = false
+	if i := n.placedIndex(q); i >= 0 && n.placed[i].copy == copyAfterSeal {
+		n.placed[i].copy = copyNone
 		n.activateDeferred(&n.placed[i])
 	}
 }

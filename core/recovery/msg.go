@@ -110,7 +110,11 @@ const (
 	// the transition names (its disk was replaced): it never seals this
 	// transition, so the worker counts it out of the witnesses for good.
 	RefusedStorageReplaced Refusal = 5
-	refusalMax                     = RefusedStorageReplaced
+	// RefusedSourceSilent: the installation's source sent no page it
+	// asked for within the installation's deadline (the source paused,
+	// cut off or gone): the worker chooses again.
+	RefusedSourceSilent Refusal = 6
+	refusalMax                  = RefusedSourceSilent
 )
 
 func (r Refusal) String() string {
@@ -127,6 +131,8 @@ func (r Refusal) String() string {
 		return "stage-budget"
 	case RefusedStorageReplaced:
 		return "storage-replaced"
+	case RefusedSourceSilent:
+		return "source-silent"
 	}
 	return "refusal?"
 }
