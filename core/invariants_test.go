@@ -74,6 +74,14 @@ func TestRecoveryRolesInvariants(t *testing.T) {
 	s := &sealer{done: make([]recovery.Seal, 1)}
 	wantPanic(t, "a seal without its epochs", "epoch histories", s.invariants)
 
+	l := &lease{askedNs: 100, untilNs: 100 + ownerLeaseNs}
+	l.invariants(100)
+	wantPanic(t, "a lease asked in the future", "after now", func() { l.invariants(99) })
+	l.untilNs++
+	wantPanic(t, "a lease past its read's", "past its last read", func() { l.invariants(200) })
+	l.askedNs = 0
+	wantPanic(t, "a lease longer than a lease from now", "ns after now (0)", func() { l.invariants(0) })
+
 	n = &Node{placed: []placedGroup{{queue: 1}, {queue: 1}}}
 	wantPanic(t, "a queue placed twice", "placed twice", n.placedInvariants)
 	n = &Node{placed: []placedGroup{{queue: 1, phase: placedOpen, heldBytes: 3}}}

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/sluicemq/sluice/core/ctrl"
@@ -31,6 +32,22 @@ type lease struct {
 	token   uint64 // the fresh read in flight (0: none)
 	askedNs int64  // when it was asked
 	untilNs int64  // the lease holds until then
+}
+
+// invariants checks the lease between steps: asked no later than now, and
+// valid no longer than ownerLeaseNs from now (it runs from when its read
+// was asked, never from when the answer came: a lease that outlived that
+// would let an owner fenced meanwhile serve beside the next one). It
+// panics with what broke.
+func (l *lease) invariants(nowNs int64) {
+	switch {
+	case l.askedNs > nowNs:
+		panic(fmt.Sprintf("core: the lease's read asked at %d, after now (%d)", l.askedNs, nowNs))
+	case l.untilNs > nowNs+ownerLeaseNs:
+		panic(fmt.Sprintf("core: the lease holds until %d, more than %d ns after now (%d)", l.untilNs, int64(ownerLeaseNs), nowNs))
+	case l.untilNs != 0 && l.untilNs > l.askedNs+ownerLeaseNs:
+		panic(fmt.Sprintf("core: the lease holds until %d, past its last read's %d + %d", l.untilNs, l.askedNs, int64(ownerLeaseNs)))
+	}
 }
 
 // leaseTick renews the lease when this node owns a placed queue; now

@@ -372,6 +372,7 @@ func (n *Node) Invariants() {
 	n.recoveriesInvariants()
 	n.sealer.invariants()
 	n.installer.invariants()
+	n.lease.invariants(n.x.NowNs)
 }
 
 // stepCtrl steps the metadata group and turns its effects into the node's:
