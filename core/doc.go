@@ -119,7 +119,9 @@
 //     generation pointer durable, file and directory) comes back like a
 //     sync's; once it completes, log 0 of the group is the stage's log
 //     (what is queued on log 0 runs on it) and the stage is closed. Its
-//     completions, like every storage completion, name the log.
+//     completions, like every storage completion, name the log. The core
+//     never reads a generation older than the one a publish replaces, so
+//     the driver may remove those (io/seglog's Publish does).
 //
 // A restarted process is a new Node: memory is gone, the logs remain.
 //
