@@ -47,6 +47,7 @@ const (
 	ReqPublish   = seam.ReqPublish
 	ReqSubscribe = seam.ReqSubscribe
 	ReqAck       = seam.ReqAck
+	ReqRequeue   = seam.ReqRequeue
 	ReqMeta      = seam.ReqMeta
 	ReqTopology  = seam.ReqTopology
 

@@ -331,6 +331,8 @@ func (n *Node) onClient(c ClientID, req *Request) {
 		r.OnSubscribe(c, req)
 	case ReqAck:
 		r.OnAck(c, req)
+	case ReqRequeue:
+		r.OnRequeue(c, req)
 	default:
 		n.out.Reply(c, req.ID, Failed, req.Queue, 0, "unknown request kind")
 	}

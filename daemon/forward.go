@@ -429,7 +429,7 @@ func decodeClientRequest(b []byte) (core.ClientID, core.Request, error) {
 	c := core.ClientID(binary.LittleEndian.Uint64(b))
 	r.Kind = core.RequestKind(b[8])
 	switch r.Kind {
-	case core.ReqPublish, core.ReqSubscribe, core.ReqAck, core.ReqMeta, core.ReqTopology:
+	case core.ReqPublish, core.ReqSubscribe, core.ReqAck, core.ReqRequeue, core.ReqMeta, core.ReqTopology:
 	default:
 		return 0, r, fmt.Errorf("%w: request kind %d", errForwarded, b[8])
 	}

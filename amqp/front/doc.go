@@ -134,11 +134,11 @@
 //
 // # Not supported yet (answered, never silently ignored)
 //
-// basic.nack and basic.reject with requeue: the core cannot return one
-// delivery alone, so the delivery stays with its consumer until the
-// consumer is cancelled or its channel or connection ends, and then comes
-// back redelivered. Without requeue they drop the message (an ack; no dead
-// lettering). basic.get, queue.delete, queue.purge, exchanges other than
+// basic.nack and basic.reject with requeue are a ReqRequeue of the
+// delivery: the core returns it to the queue at once, its prefetch slot
+// free, and delivers it again, redelivered, ahead of what was never
+// delivered. Without requeue they drop the message (an ack; no dead
+// lettering yet). basic.get, queue.delete, queue.purge, exchanges other than
 // the default one and bindings are refused with 540 NOT_IMPLEMENTED (a
 // connection error); a policy the core does not have with 406.
 package front

@@ -1062,10 +1062,9 @@ func (f *Front) settle(c *connState, x conn.EfSettle) {
 	if !ok {
 		return // its subscription is gone: the delivery went back already
 	}
+	kind := seam.ReqAck // (basic.nack and basic.reject without requeue drop it: no dead-lettering yet)
 	if x.How != conn.SettleAck && x.Requeue {
-		// The core returns deliveries only when their consumer goes: this
-		// one stays outstanding until then (doc.go, "Not supported yet").
-		return
+		kind = seam.ReqRequeue
 	}
 	delete(c.held, k)
 	q, ok := f.names[x.Queue]
@@ -1076,7 +1075,7 @@ func (f *Front) settle(c *connState, x conn.EfSettle) {
 	if s := c.sub(f.clients[cl].sub); s != nil {
 		node = s.node
 	}
-	f.request(c, cl, seam.Request{Kind: seam.ReqAck, Queue: q, Offset: uint64(x.Handle) - 1}, nil, node)
+	f.request(c, cl, seam.Request{Kind: kind, Queue: q, Offset: uint64(x.Handle) - 1}, nil, node)
 }
 
 // cancelled takes the core's end of a subscription: the queue's group

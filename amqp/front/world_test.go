@@ -363,6 +363,52 @@ func worldRoundTrip(t *testing.T) string {
 	return fmt.Sprint(transcript)
 }
 
+// TestWorldRequeue: basic.nack and basic.reject with requeue return the
+// delivery to the queue while its consumer lives, its prefetch slot free
+// again: a prefetch-1 consumer that requeues gets the message again,
+// redelivered, ahead of the rest, and after its ack the next one; a
+// reject without requeue drops the message.
+func TestWorldRequeue(t *testing.T) {
+	w := newMemWorld(t)
+	w.settle(1e9)
+	w.login(t, 1)
+	cl := newClient(t)
+	cl.method(t, 1, &wire.QueueDeclare{Queue: "q", Durable: true}).method(t, 1, &wire.ConfirmSelect{})
+	for i := range 3 {
+		cl.publish(t, 1, "q", fmt.Sprintf("m%d", i))
+	}
+	w.send(1, cl.take())
+	w.settle(1e9)
+	w.frames(1)
+	step := func(what string, want ...string) {
+		t.Helper()
+		w.send(1, cl.take())
+		w.settle(1e8)
+		if got := w.frames(1); !slices.Equal(got, want) {
+			t.Fatalf("%s: got %v, want %v", what, got, want)
+		}
+	}
+	cl.method(t, 2, &wire.ChannelOpen{}).
+		method(t, 2, &wire.BasicQos{PrefetchCount: 1}).
+		method(t, 2, &wire.BasicConsume{Queue: "q", ConsumerTag: "c"})
+	step("consume", "20.11", "60.11", "60.21", "60.60 deliver tag=1 redelivered=false", "body m0")
+	cl.method(t, 2, &wire.BasicNack{DeliveryTag: 1, Requeue: true})
+	step("nack with requeue", "60.60 deliver tag=2 redelivered=true", "body m0")
+	cl.method(t, 2, &wire.BasicReject{DeliveryTag: 2, Requeue: true})
+	step("reject with requeue", "60.60 deliver tag=3 redelivered=true", "body m0")
+	cl.method(t, 2, &wire.BasicAck{DeliveryTag: 3})
+	step("ack", "60.60 deliver tag=4 redelivered=false", "body m1")
+	cl.method(t, 2, &wire.BasicReject{DeliveryTag: 4, Requeue: false})
+	step("reject without requeue", "60.60 deliver tag=5 redelivered=false", "body m2")
+	cl.method(t, 2, &wire.BasicNack{DeliveryTag: 5, Requeue: true}).
+		method(t, 2, &wire.BasicCancel{ConsumerTag: "c"}).
+		method(t, 2, &wire.BasicConsume{Queue: "q", ConsumerTag: "d"})
+	step("requeued, cancelled, consumed again", "60.31", "60.21", "60.60 deliver tag=6 redelivered=true", "body m2")
+	if w.closed[1] {
+		t.Fatal("the connection closed")
+	}
+}
+
 // FuzzFront feeds arbitrary client bytes, in arbitrary chunks, to a
 // logged-in connection with a declared queue and a consumer, through the
 // front and a real core in simulated time: no panic anywhere, the

@@ -400,6 +400,21 @@ func (r *Replica) OnAck(c seam.ClientID, req *seam.Request) {
 	}
 }
 
+// OnRequeue returns a delivery to the queue, unsettled (seam.ReqRequeue):
+// no reply when accepted, as OnAck.
+func (r *Replica) OnRequeue(c seam.ClientID, req *seam.Request) {
+	switch {
+	case r.owner == nil:
+		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, 0, "not the owner")
+	case r.failed:
+		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, req.Offset, "log failed: "+r.failReason)
+	case r.fenced != "":
+		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, req.Offset, r.fenced)
+	case !r.owner.state.requeue(c, req.Offset):
+		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, req.Offset, "no such delivery")
+	}
+}
+
 // OnClientGone returns a lost connection's deliveries.
 func (r *Replica) OnClientGone(c seam.ClientID) {
 	if r.owner != nil {

@@ -90,6 +90,18 @@ func (s *queueState) settle(c seam.ClientID, o uint64) bool {
 	return true
 }
 
+// requeue returns the delivery at o by consumer c to the queue, to be
+// delivered again (redelivered, ahead of what was never delivered); it
+// reports false when c holds no such delivery.
+func (s *queueState) requeue(c seam.ClientID, o uint64) bool {
+	if !s.settle(c, o) {
+		return false
+	}
+	s.redeliver = insertSorted(s.redeliver, o)
+	s.dispatch()
+	return true
+}
+
 func (k *consumer) remove(o uint64) {
 	for i, v := range k.outstanding {
 		if v == o {

@@ -82,6 +82,13 @@ const (
 	// owner's node id (Offset), or failed (no such queue, not placed,
 	// fenced). Any node holding the metadata group answers.
 	ReqTopology RequestKind = 5
+	// ReqRequeue returns the delivery at Offset of Queue, unsettled, to
+	// the queue (AMQP's basic.nack and basic.reject with requeue): its
+	// consumer's prefetch slot is free again, and it is delivered again,
+	// redelivered, to any consumer, ahead of what was never delivered. An
+	// accepted one has no reply and writes nothing to the log (a delivery
+	// is this process's, and a failover returns every unsettled one).
+	ReqRequeue RequestKind = 6
 )
 
 // Request is a client request.
@@ -90,7 +97,7 @@ type Request struct {
 	ID       uint64 // the client's request id, echoed in the reply
 	Queue    QueueID
 	Body     []byte // publish; meta: the command
-	Offset   uint64 // ack
+	Offset   uint64 // ack, requeue
 	Prefetch int    // subscribe
 }
 
@@ -268,6 +275,11 @@ func (in *Input) AppendText(dst []byte, msgs MsgText) []byte {
 			dst = AppendKVInt(dst, "prefetch", int64(r.Prefetch))
 		case ReqAck:
 			dst = append(dst, " ack"...)
+			dst = AppendKV(dst, "q", uint64(r.Queue))
+			dst = AppendKV(dst, "id", r.ID)
+			dst = AppendKV(dst, "o", r.Offset)
+		case ReqRequeue:
+			dst = append(dst, " requeue"...)
 			dst = AppendKV(dst, "q", uint64(r.Queue))
 			dst = AppendKV(dst, "id", r.ID)
 			dst = AppendKV(dst, "o", r.Offset)
