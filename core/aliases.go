@@ -48,6 +48,7 @@ const (
 	ReqSubscribe = seam.ReqSubscribe
 	ReqAck       = seam.ReqAck
 	ReqRequeue   = seam.ReqRequeue
+	ReqCount     = seam.ReqCount
 	ReqMeta      = seam.ReqMeta
 	ReqTopology  = seam.ReqTopology
 

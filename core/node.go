@@ -333,6 +333,8 @@ func (n *Node) onClient(c ClientID, req *Request) {
 		r.OnAck(c, req)
 	case ReqRequeue:
 		r.OnRequeue(c, req)
+	case ReqCount:
+		r.OnCount(c, req)
 	default:
 		n.out.Reply(c, req.ID, Failed, req.Queue, 0, "unknown request kind")
 	}

@@ -52,7 +52,7 @@ package core
 //	  (a seal, page or receipt speaks for its sender: node from)
 //	peer-lost from=2 process=3      (eager failover's signal)
 //	client c=9 publish q=1 id=1 body=hello|size=N | subscribe q=1 id=2 prefetch=8 | ack q=1 id=3 o=5
-//	  | requeue q=1 id=3 o=5
+//	  | requeue q=1 id=3 o=5 | count q=1 id=4
 //	  | meta id=4 cmd="set liveness.expiry_ms 5000"|"declare NAME REPLICAS POLICY MIN-INSYNC"|"drain NODE true"
 //	  | topology id=5 name=NAME
 //	gone c=9              (the client's connection closed)
@@ -206,7 +206,7 @@ func (h *harness) run(c *transcript.Cmd) []string {
 	case "peer-lost":
 		in.Kind, in.From, in.Process = InPeerLost, NodeID(c.Uint("from", 0)), c.Uint("process", 0)
 	case "client":
-		kinds := map[string]RequestKind{"publish": ReqPublish, "subscribe": ReqSubscribe, "ack": ReqAck, "requeue": ReqRequeue, "meta": ReqMeta, "topology": ReqTopology}
+		kinds := map[string]RequestKind{"publish": ReqPublish, "subscribe": ReqSubscribe, "ack": ReqAck, "requeue": ReqRequeue, "count": ReqCount, "meta": ReqMeta, "topology": ReqTopology}
 		in.Kind, in.Req = InClient, Request{Kind: kinds[word(c, 1)], ID: c.Uint("id", 0),
 			Queue: QueueID(c.Uint("q", 0)), Body: []byte(c.Str("body", "")), Offset: c.Uint("o", 0), Prefetch: int(c.Uint("prefetch", 0))}
 		if n := c.Uint("size", 0); n > 0 {

@@ -131,6 +131,23 @@ func TestClusterInProcess(t *testing.T) {
 	}
 	publishConfirmed(t, ch2, "orders", 0, 50)
 	c2.Close()
+	// declare-ok counts the owner's ready messages, wherever it is asked
+	// (the owner folds what it confirmed as it reads it: a moment later).
+	c3 := mustDial(t, ss[3])
+	ch3, _ := c3.Channel()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		q, err := ch3.QueueDeclarePassive("orders", true, false, false, false, nil)
+		if err != nil {
+			t.Fatalf("a passive declare at n3: %v", err)
+		}
+		if q.Messages == 50 && q.Consumers == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("declare-ok at n3 says %d messages and %d consumers, want 50 and 0", q.Messages, q.Consumers)
+		}
+	}
+	c3.Close()
 	got := consume(t, ss[3], "orders", 50)
 	for i, b := range got {
 		if b != fmt.Sprintf("m%d", i) {
@@ -359,6 +376,11 @@ func TestForwardCodec(t *testing.T) {
 	if err != nil || d.Client != 42 || d.Kind != e.Kind || d.ReqID != 9 || d.Outcome != e.Outcome || d.Queue != 7 || d.Offset != 5 || d.Reason != e.Reason || d.Body != nil {
 		t.Fatalf("effect round trip: %+v %v", d, err)
 	}
+	counts := core.Effect{Kind: core.EfReply, Client: 42, ReqID: 10, Outcome: core.Confirmed, Queue: 7, Offset: 1200, Count: 3}
+	d, err = decodeClientEffect(appendClientEffect(nil, 42, &counts))
+	if err != nil || d.Offset != 1200 || d.Count != 3 {
+		t.Fatalf("a count's reply round trip: %+v %v", d, err)
+	}
 	del := core.Effect{Kind: core.EfDeliver, Client: 3, Queue: 7, Offset: 11, Body: []byte("m"), Redelivered: true}
 	d, err = decodeClientEffect(appendClientEffect(nil, 3, &del))
 	if err != nil || d.Kind != core.EfDeliver || !d.Redelivered || string(d.Body) != "m" || d.Offset != 11 {
@@ -379,6 +401,7 @@ func TestForwardCodec(t *testing.T) {
 		"effect outcome":      appendClientEffect(nil, 42, &core.Effect{Kind: core.EfReply, Outcome: 7}),
 		"cancel with a body":  appendClientEffect(nil, 42, &core.Effect{Kind: core.EfCancel, Queue: 7, Body: []byte("x")}),
 		"cancel with outcome": appendClientEffect(nil, 42, &core.Effect{Kind: core.EfCancel, Queue: 7, Outcome: core.Confirmed}),
+		"delivery with count": appendClientEffect(nil, 42, &core.Effect{Kind: core.EfDeliver, Queue: 7, Count: 2}),
 	} {
 		var err error
 		if strings.HasPrefix(name, "request") {

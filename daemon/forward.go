@@ -400,13 +400,14 @@ func (fw *forwarder) closeAll() {
 //	ClientGone     u64 client (exactly 8 bytes)
 //	ClientEffect   u64 client, u8 kind (3 reply, 4 delivery), u64 request
 //	               id, u8 outcome, u64 queue, u64 offset, u8 redelivered,
-//	               u16 reason length, the reason, then the body
+//	               u32 count (a reply's: a count's consumers), u16 reason
+//	               length, the reason, then the body
 //
 // Decoding is strict: a field out of its range or a reason longer than
 // the body is refused with why; the body takes the rest.
 const (
 	clientRequestHead = 8 + 1 + 8 + 8 + 8 + 4
-	clientEffectHead  = 8 + 1 + 8 + 1 + 8 + 8 + 1 + 2
+	clientEffectHead  = 8 + 1 + 8 + 1 + 8 + 8 + 1 + 4 + 2
 )
 
 var errForwarded = errors.New("daemon: malformed forwarded frame")
@@ -429,7 +430,7 @@ func decodeClientRequest(b []byte) (core.ClientID, core.Request, error) {
 	c := core.ClientID(binary.LittleEndian.Uint64(b))
 	r.Kind = core.RequestKind(b[8])
 	switch r.Kind {
-	case core.ReqPublish, core.ReqSubscribe, core.ReqAck, core.ReqRequeue, core.ReqMeta, core.ReqTopology:
+	case core.ReqPublish, core.ReqSubscribe, core.ReqAck, core.ReqRequeue, core.ReqCount, core.ReqMeta, core.ReqTopology:
 	default:
 		return 0, r, fmt.Errorf("%w: request kind %d", errForwarded, b[8])
 	}
@@ -478,6 +479,7 @@ func appendClientEffect(dst []byte, c core.ClientID, e *core.Effect) []byte {
 		red = 1
 	}
 	dst = append(dst, red)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(max(e.Count, 0)))
 	reason := e.Reason
 	if len(reason) > math.MaxUint16 {
 		reason = reason[:math.MaxUint16]
@@ -500,7 +502,8 @@ func decodeClientEffect(b []byte) (core.Effect, error) {
 	e.Queue = core.QueueID(q)
 	e.Offset = binary.LittleEndian.Uint64(b[26:])
 	red := b[34]
-	n := int(binary.LittleEndian.Uint16(b[35:]))
+	count := binary.LittleEndian.Uint32(b[35:])
+	n := int(binary.LittleEndian.Uint16(b[39:]))
 	switch {
 	case e.Client == 0:
 		return e, fmt.Errorf("%w: client 0", errForwarded)
@@ -516,10 +519,12 @@ func decodeClientEffect(b []byte) (core.Effect, error) {
 		return e, fmt.Errorf("%w: a delivery with outcome %d", errForwarded, b[17])
 	case red > 1:
 		return e, fmt.Errorf("%w: redelivered %d", errForwarded, red)
+	case count > math.MaxInt32 || (count != 0 && e.Kind != core.EfReply):
+		return e, fmt.Errorf("%w: count %d on effect kind %d", errForwarded, count, b[8])
 	case len(b) < clientEffectHead+n:
 		return e, fmt.Errorf("%w: reason of %d bytes in %d", errForwarded, n, len(b)-clientEffectHead)
 	}
-	e.Redelivered = red == 1
+	e.Redelivered, e.Count = red == 1, int(count)
 	e.Reason = string(b[clientEffectHead : clientEffectHead+n])
 	if body := b[clientEffectHead+n:]; len(body) > 0 {
 		e.Body = body

@@ -49,8 +49,10 @@
 // (ReqMeta; x-sluice-replicas, x-sluice-policy, x-sluice-min-insync, with
 // defaults 1 (with Forward: 3, or as many brokers as there are below
 // that), majority_durable and 1), then asks the topology until the
-// controller has placed the queue (declare-ok) or says why it cannot serve
-// it. Not the leader yet, an unknown outcome (a declaration is idempotent),
+// controller has placed the queue or says why it cannot serve it, then
+// the queue's owner for what declare-ok reports (ReqCount: the messages
+// ready, not those delivered and unacked, and the consumers, as RabbitMQ
+// counts them; a refused count asks the topology again). Not the leader yet, an unknown outcome (a declaration is idempotent),
 // "not placed yet", metadata still catching up and a recovery under way
 // ("fenced", "owner down") are retried every RetryNs until
 // DeclareTimeoutNs.

@@ -260,7 +260,13 @@ func TestForwardDeclare(t *testing.T) {
 	h.reply(h.next(seam.ReqTopology), seam.Failed, 1, 0, "fenced: pending transition to epoch 2")
 	h.tick()
 	h.reply(h.next(seam.ReqTopology), seam.Confirmed, 1, 2, "owner=n2")
-	if got := h.methods(); len(got) != 1 || got[0] != "50.11" {
+	// The counts are the owner's: asked of n2.
+	cnt := h.next(seam.ReqCount)
+	if cnt.Node != 2 {
+		t.Fatalf("%s: want the count asked of the owner n2", cnt.String())
+	}
+	h.reply(cnt, seam.Confirmed, 1, 0, "")
+	if got := h.methods(); len(got) != 1 || got[0] != "50.11 messages=0 consumers=0" {
 		t.Fatalf("client got %v, want queue.declare-ok", got)
 	}
 	if n, ok := h.f.routes[1]; !ok || n != 2 {

@@ -217,13 +217,18 @@ type pubItem struct {
 
 // declare is a queue.declare in progress.
 type declare struct {
-	op      conn.OpID
-	leader  seam.NodeID // where its command goes (Forward: the leader last named; 0: this broker)
-	spec    conn.QueueSpec
-	cmd     []byte // the DeclareQueue command, nil for a passive one
-	meta    bool   // still committing the command (else asking the topology)
-	atNs    int64  // next attempt (in timed)
-	untilNs int64  // give up after
+	op     conn.OpID
+	leader seam.NodeID // where its command goes (Forward: the leader last named; 0: this broker)
+	spec   conn.QueueSpec
+	cmd    []byte // the DeclareQueue command, nil for a passive one
+	meta   bool   // still committing the command (else asking the topology)
+	// counting: the queue is servable, and its owner is asked what
+	// declare-ok reports (a ReqCount to queue, at node)
+	counting bool
+	queue    seam.QueueID
+	node     seam.NodeID
+	atNs     int64 // next attempt (in timed)
+	untilNs  int64 // give up after
 }
 
 type pendingKind uint8
@@ -1328,6 +1333,10 @@ func (f *Front) declareCommand(q conn.QueueSpec) (metadata.Command, error) {
 // declareAsk sends a declaration's next request: its command, or a
 // topology question.
 func (f *Front) declareAsk(c *connState, d *declare) {
+	if d.counting {
+		f.request(c, c.client, seam.Request{Kind: seam.ReqCount, Queue: d.queue}, &pending{kind: pDeclare, decl: d}, d.node)
+		return
+	}
 	if d.meta {
 		f.request(c, c.client, seam.Request{Kind: seam.ReqMeta, Body: d.cmd}, &pending{kind: pDeclare, decl: d}, d.leader)
 		return
@@ -1348,6 +1357,17 @@ func (f *Front) declareLater(c *connState, d *declare, why string) {
 }
 
 func (f *Front) declareAnswer(c *connState, d *declare, e *seam.Effect) {
+	if d.counting {
+		d.counting = false
+		if e.Outcome != seam.Confirmed {
+			// The owner moved or fenced it since the topology answered:
+			// ask where it lives again.
+			f.declareLater(c, d, e.Reason)
+			return
+		}
+		f.input(c, conn.InResult{NowNs: f.nowNs, Op: d.op, MessageCount: uint32(min(e.Offset, math.MaxUint32)), ConsumerCount: uint32(e.Count)})
+		return
+	}
 	if d.meta {
 		switch {
 		case e.Outcome == seam.Confirmed:
@@ -1377,7 +1397,13 @@ func (f *Front) declareAnswer(c *connState, d *declare, e *seam.Effect) {
 		if f.cfg.Forward {
 			f.learnRoute(e)
 		}
-		f.input(c, conn.InResult{NowNs: f.nowNs, Op: d.op})
+		// declare-ok reports the queue's ready messages and consumers,
+		// which only its owner knows.
+		d.counting, d.queue, d.node = true, e.Queue, f.cfg.Node
+		if n, ok := f.route(e.Queue); ok {
+			d.node = n
+		}
+		f.declareAsk(c, d)
 		return
 	} else if e.Outcome == seam.Confirmed && why != reasonNotServed {
 		f.input(c, conn.InResult{NowNs: f.nowNs, Op: d.op, Code: wire.ResourceLocked, Text: fmt.Sprintf("queue '%s': %s", d.spec.Name, why)})

@@ -196,6 +196,9 @@ func (h *harness) methods() []string {
 		if a, ok := m.(*wire.BasicAck); ok {
 			s += fmt.Sprintf(" tag=%d multiple=%t", a.DeliveryTag, a.Multiple)
 		}
+		if d, ok := m.(*wire.QueueDeclareOk); ok {
+			s += fmt.Sprintf(" messages=%d consumers=%d", d.MessageCount, d.ConsumerCount)
+		}
 		if c, ok := m.(*wire.ChannelClose); ok {
 			s += fmt.Sprintf(" %d %s", c.ReplyCode, c.ReplyText)
 		}
@@ -314,7 +317,9 @@ func TestDeterministic(t *testing.T) {
 
 // TestDeclare: queue.declare commits a DeclareQueue command, asks again
 // while the node is not the leader, then asks the topology until the queue
-// is placed and served here, and only then answers declare-ok.
+// is placed and served here, then its owner for its counts (asking the
+// topology again when the owner no longer serves it), and only then
+// answers declare-ok, with the owner's counts.
 func TestDeclare(t *testing.T) {
 	h := newHarness(t)
 	served := false
@@ -342,8 +347,21 @@ func TestDeclare(t *testing.T) {
 	served = true
 	tp = h.next(seam.ReqTopology)
 	h.reply(tp, seam.Confirmed, 1, 1, "owner=n1")
-	if got := h.methods(); len(got) != 1 || got[0] != "50.11" {
-		t.Fatalf("client got %v, want queue.declare-ok (50.11)", got)
+	cnt := h.next(seam.ReqCount)
+	if cnt.Req.Queue != 1 || cnt.Node != 0 {
+		t.Fatalf("%s: want a count of queue 1 here", cnt.String())
+	}
+	h.reply(cnt, seam.Failed, 1, 0, "not the owner")
+	if got := h.methods(); len(got) != 0 {
+		t.Fatalf("answered on a refused count: %v", got)
+	}
+	h.tick()
+	h.reply(h.next(seam.ReqTopology), seam.Confirmed, 1, 1, "owner=n1")
+	cnt = h.next(seam.ReqCount)
+	h.now++
+	h.take(h.f.Core(h.now, &seam.Effect{Kind: seam.EfReply, Client: cnt.Client, ReqID: cnt.Req.ID, Outcome: seam.Confirmed, Queue: 1, Offset: 1200, Count: 2}))
+	if got := h.methods(); len(got) != 1 || got[0] != "50.11 messages=1200 consumers=2" {
+		t.Fatalf("client got %v, want queue.declare-ok (50.11) with 1200 messages and 2 consumers", got)
 	}
 }
 

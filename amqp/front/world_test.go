@@ -257,6 +257,10 @@ func (w *memWorld) frames(id ConnID) []string {
 				s += fmt.Sprintf(" ack tag=%d multiple=%t", x.DeliveryTag, x.Multiple)
 			case *wire.BasicDeliver:
 				s += fmt.Sprintf(" deliver tag=%d redelivered=%t", x.DeliveryTag, x.Redelivered)
+			case *wire.QueueDeclareOk:
+				if x.MessageCount != 0 || x.ConsumerCount != 0 { // (an empty queue's reads as before)
+					s += fmt.Sprintf(" messages=%d consumers=%d", x.MessageCount, x.ConsumerCount)
+				}
 			case *wire.ChannelClose:
 				s += fmt.Sprintf(" close %d", x.ReplyCode)
 			case *wire.ConnectionClose:
@@ -404,6 +408,12 @@ func TestWorldRequeue(t *testing.T) {
 		method(t, 2, &wire.BasicCancel{ConsumerTag: "c"}).
 		method(t, 2, &wire.BasicConsume{Queue: "q", ConsumerTag: "d"})
 	step("requeued, cancelled, consumed again", "60.31", "60.21", "60.60 deliver tag=6 redelivered=true", "body m2")
+	// declare-ok counts the owner's ready messages (not the one delivered
+	// and unacked) and its consumers, as RabbitMQ does.
+	cl.publish(t, 1, "q", "m3").publish(t, 1, "q", "m4")
+	step("two publishes more", "60.80 ack tag=4 multiple=false", "60.80 ack tag=5 multiple=false")
+	cl.method(t, 1, &wire.QueueDeclare{Queue: "q", Passive: true})
+	step("a passive declare", "50.11 messages=2 consumers=1")
 	if w.closed[1] {
 		t.Fatal("the connection closed")
 	}

@@ -415,6 +415,22 @@ func (r *Replica) OnRequeue(c seam.ClientID, req *seam.Request) {
 	}
 }
 
+// OnCount answers how many messages are ready and how many consumers the
+// queue has (seam.ReqCount), on its owner.
+func (r *Replica) OnCount(c seam.ClientID, req *seam.Request) {
+	switch {
+	case r.owner == nil:
+		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, 0, "not the owner")
+	case r.failed:
+		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, 0, "log failed: "+r.failReason)
+	case r.fenced != "":
+		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, 0, r.fenced)
+	default:
+		s := &r.owner.state
+		r.x.Out.ReplyCounts(c, req.ID, r.cfg.Queue, s.ready(), len(s.consumers))
+	}
+}
+
 // OnClientGone returns a lost connection's deliveries.
 func (r *Replica) OnClientGone(c seam.ClientID) {
 	if r.owner != nil {

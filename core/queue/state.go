@@ -44,6 +44,13 @@ func (s *queueState) init(o *owner) {
 	s.outstanding = map[uint64]seam.ClientID{}
 }
 
+// ready counts the messages a consumer with credit would be handed next:
+// confirmed and folded in, neither delivered nor settled (those returned
+// included; an ack of an earlier process still in readyQ is settled).
+func (s *queueState) ready() uint64 {
+	return uint64(len(s.readyQ) - s.readyHead - len(s.ackedEarly) + len(s.redeliver))
+}
+
 // backlog counts the records the queue holds for consumers.
 func (s *queueState) backlog() int {
 	return len(s.readyQ) - s.readyHead + len(s.redeliver) + len(s.outstanding)

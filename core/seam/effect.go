@@ -246,7 +246,7 @@ type Effect struct {
 	Records []record.Record // storage append
 	Epochs  []EpochStart    // storage reseed: the history below Offset
 	Offset  uint64          // storage, reply (confirmed publish), deliver
-	Count   int             // storage read
+	Count   int             // storage read; reply (confirmed count: the consumers)
 	Tag     uint64          // storage read, persist (its sequence number); applied (the term)
 
 	Client      ClientID // reply, deliver, cancel
@@ -306,6 +306,9 @@ func (e *Effect) AppendText(dst []byte, msgs MsgText) []byte {
 		if e.Outcome == Confirmed {
 			dst = AppendKV(dst, "q", uint64(e.Queue))
 			dst = AppendKV(dst, "o", e.Offset)
+			if e.Count != 0 {
+				dst = AppendKVInt(dst, "count", int64(e.Count))
+			}
 			if e.Reason != "" {
 				dst = AppendKVStr(dst, "result", e.Reason) // a metadata request's
 			}

@@ -89,6 +89,12 @@ const (
 	// accepted one has no reply and writes nothing to the log (a delivery
 	// is this process's, and a failover returns every unsettled one).
 	ReqRequeue RequestKind = 6
+	// ReqCount asks Queue's owner what queue.declare-ok reports: how many
+	// messages are ready (confirmed, neither delivered nor settled; those
+	// returned included) and how many consumers it has. Confirmed with
+	// Offset the ready count and Count the consumers; failed where this
+	// node does not own the queue.
+	ReqCount RequestKind = 7
 )
 
 // Request is a client request.
@@ -283,6 +289,10 @@ func (in *Input) AppendText(dst []byte, msgs MsgText) []byte {
 			dst = AppendKV(dst, "q", uint64(r.Queue))
 			dst = AppendKV(dst, "id", r.ID)
 			dst = AppendKV(dst, "o", r.Offset)
+		case ReqCount:
+			dst = append(dst, " count"...)
+			dst = AppendKV(dst, "q", uint64(r.Queue))
+			dst = AppendKV(dst, "id", r.ID)
 		case ReqTopology:
 			dst = append(dst, " topology"...)
 			dst = AppendKV(dst, "id", r.ID)

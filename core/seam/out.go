@@ -85,6 +85,12 @@ func (o *Out) Reply(c ClientID, id uint64, oc Outcome, q QueueID, offset uint64,
 	o.Effects = append(o.Effects, Effect{Kind: EfReply, Client: c, ReqID: id, Outcome: oc, Queue: q, Offset: offset, Reason: reason})
 }
 
+// ReplyCounts emits the confirmed answer to a ReqCount: ready messages and
+// consumers of queue q.
+func (o *Out) ReplyCounts(c ClientID, id uint64, q QueueID, ready uint64, consumers int) {
+	o.Effects = append(o.Effects, Effect{Kind: EfReply, Client: c, ReqID: id, Outcome: Confirmed, Queue: q, Offset: ready, Count: consumers})
+}
+
 // Deliver emits a delivery of rec to consumer c.
 func (o *Out) Deliver(c ClientID, q QueueID, rec *record.Record, redelivered bool) {
 	o.Effects = append(o.Effects, Effect{Kind: EfDeliver, Client: c, Queue: q, Offset: rec.Offset, Body: rec.Body, Redelivered: redelivered})
