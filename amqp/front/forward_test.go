@@ -424,6 +424,7 @@ func TestSubscribeRouteWait(t *testing.T) {
 // reply: a declaration whose command went to it is refused at
 // DeclareTimeoutNs, a subscription forwarded to it after RouteWaitNs
 // (and ended there), each with 405; answers that come later find nothing.
+// A declaration's count at a silent owner asks the topology again.
 func TestForwardedRequestsBounded(t *testing.T) {
 	h := newHarnessWith(t, func(c *Config) {
 		c.Forward, c.Brokers, c.DeclareTimeoutNs, c.RouteWaitNs = true, 3, 100e6, 200e6
@@ -445,6 +446,47 @@ func TestForwardedRequestsBounded(t *testing.T) {
 	h.reply(m, seam.Confirmed, 7, 0, "") // late: nothing waits for it
 	if got := h.methods(); len(got) != 0 {
 		t.Fatalf("a late answer reached the client: %v", got)
+	}
+
+	// A count asked of an owner that is gone (the topology still names it)
+	// is asked again where the queue lives after countWaitNs, within the
+	// declaration's time: the client gets declare-ok from the new owner.
+	h = newHarnessWith(t, func(c *Config) { c.Forward, c.Brokers = true, 3 })
+	h.cl.method(t, 1, &wire.QueueDeclare{Queue: "orders", Passive: true})
+	h.send()
+	h.reply(h.next(seam.ReqTopology), seam.Confirmed, 1, 2, "owner=n2")
+	cnt := h.next(seam.ReqCount)
+	if cnt.Node != 2 {
+		t.Fatalf("%s: want the count asked of n2", cnt.String())
+	}
+	for i := 0; i < 1000 && len(h.req) == 0; i++ {
+		h.tick()
+	}
+	h.reply(h.next(seam.ReqTopology), seam.Confirmed, 1, 3, "owner=n3")
+	if cnt = h.next(seam.ReqCount); cnt.Node != 3 {
+		t.Fatalf("%s: want the count asked of the new owner n3", cnt.String())
+	}
+	h.reply(cnt, seam.Confirmed, 1, 4, "")
+	if got := h.methods(); len(got) != 1 || got[0] != "50.11 messages=4 consumers=0" {
+		t.Fatalf("a count at a silent owner, then at the new one: the client got %v", got)
+	}
+	// The same when the owner's link reports it unreachable: the topology
+	// is asked again, not the unreachable owner.
+	h.cl.method(t, 1, &wire.QueueDeclare{Queue: "orders", Passive: true})
+	h.send()
+	h.reply(h.next(seam.ReqTopology), seam.Confirmed, 1, 3, "owner=n3")
+	if cnt = h.next(seam.ReqCount); cnt.Node != 3 {
+		t.Fatalf("%s: want the count asked of n3", cnt.String())
+	}
+	h.take(h.f.NodeUnreachable(h.now+1, 3, "n3 unreachable"))
+	h.tick()
+	h.reply(h.next(seam.ReqTopology), seam.Confirmed, 1, 2, "owner=n2")
+	if cnt = h.next(seam.ReqCount); cnt.Node != 2 {
+		t.Fatalf("%s: want the count asked of n2 after n3 was unreachable", cnt.String())
+	}
+	h.reply(cnt, seam.Confirmed, 1, 5, "")
+	if got := h.methods(); len(got) != 1 || got[0] != "50.11 messages=5 consumers=0" {
+		t.Fatalf("a count at an unreachable owner, then at the new one: the client got %v", got)
 	}
 
 	h2, sr := consumingAtN2(t)

@@ -750,6 +750,11 @@ func (f *Front) deferPublish(c *connState, p pubItem) {
 	f.askRoute(c, p.name)
 }
 
+// countWaitNs bounds the wait for a declaration's count (ReqCount): the
+// owner answers from memory, so a count not answered by then went to a
+// broker that is gone, and the topology is asked again.
+const countWaitNs = 500_000_000
+
 // overdueNs is when a request in flight must have its answer, or the
 // front answers its client itself (0: no bound): a declaration at its
 // DeclareTimeoutNs, a subscription RouteWaitNs after its first try. A
@@ -759,6 +764,9 @@ func (f *Front) deferPublish(c *connState, p pubItem) {
 func (f *Front) overdueNs(p *pending) int64 {
 	switch p.kind {
 	case pDeclare:
+		if p.decl.counting {
+			return p.untilNs
+		}
 		return p.decl.untilNs
 	case pSubscribe:
 		return p.firstNs + f.cfg.RouteWaitNs
@@ -782,6 +790,13 @@ func (f *Front) answerOverdue(c *connState) {
 		delete(c.reqs, id)
 		switch p.kind {
 		case pDeclare:
+			if d := p.decl; d.counting {
+				// The owner the topology named did not answer (gone,
+				// its loss not yet in the metadata): ask again where
+				// the queue lives, until the declaration's own time.
+				f.declareLater(c, d, fmt.Sprintf("no count from n%d within %d ms", f.nodeOf(p), countWaitNs/1_000_000))
+				continue
+			}
 			f.input(c, conn.InResult{NowNs: f.nowNs, Op: p.decl.op, Code: wire.ResourceLocked,
 				Text: fmt.Sprintf("queue '%s' not ready in time: no answer from n%d within %d ms", p.decl.spec.Name, f.nodeOf(p), f.cfg.DeclareTimeoutNs/1e6)})
 		case pSubscribe:
@@ -1334,7 +1349,8 @@ func (f *Front) declareCommand(q conn.QueueSpec) (metadata.Command, error) {
 // topology question.
 func (f *Front) declareAsk(c *connState, d *declare) {
 	if d.counting {
-		f.request(c, c.client, seam.Request{Kind: seam.ReqCount, Queue: d.queue}, &pending{kind: pDeclare, decl: d}, d.node)
+		f.request(c, c.client, seam.Request{Kind: seam.ReqCount, Queue: d.queue},
+			&pending{kind: pDeclare, decl: d, untilNs: min(d.untilNs, f.nowNs+countWaitNs)}, d.node)
 		return
 	}
 	if d.meta {
@@ -1345,8 +1361,10 @@ func (f *Front) declareAsk(c *connState, d *declare) {
 }
 
 // declareLater asks again after RetryNs, or gives up (why) past the
-// declaration's time.
+// declaration's time. A count under way is asked again from the topology
+// on: the owner it went to may be gone.
 func (f *Front) declareLater(c *connState, d *declare, why string) {
+	d.counting = false
 	if f.nowNs+f.cfg.RetryNs > d.untilNs {
 		f.input(c, conn.InResult{NowNs: f.nowNs, Op: d.op, Code: wire.ResourceLocked,
 			Text: fmt.Sprintf("queue '%s' not ready in time: %s", d.spec.Name, why)})
@@ -1358,7 +1376,6 @@ func (f *Front) declareLater(c *connState, d *declare, why string) {
 
 func (f *Front) declareAnswer(c *connState, d *declare, e *seam.Effect) {
 	if d.counting {
-		d.counting = false
 		if e.Outcome != seam.Confirmed {
 			// The owner moved or fenced it since the topology answered:
 			// ask where it lives again.
