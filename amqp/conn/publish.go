@@ -74,6 +74,13 @@ func (c *Conn) onContentHeader(ch *channel, payload []byte) {
 			"message body of %d bytes is larger than the maximum of %d", h.BodySize, c.cfg.MessageBytesMax))
 		return
 	}
+	if p := &h.Properties; p.Flags&wire.FlagUserID != 0 && p.UserID != c.user {
+		// RabbitMQ's validated user-id: a message never claims a sender
+		// other than the connection's login (the words are RabbitMQ's).
+		c.fail(ch, errorf(wire.PreconditionFailed, wire.ClassBasic, wire.MethodBasicPublish,
+			"user_id property set to '%s' but authenticated user was '%s'", p.UserID, c.user))
+		return
+	}
 	if c.assemblyBytes+h.BodySize > c.cfg.AssemblyBytesMax {
 		c.connError(errorf(wire.ResourceError, wire.ClassBasic, wire.MethodBasicPublish,
 			"contents being assembled would hold %d bytes, over the limit of %d", c.assemblyBytes+h.BodySize, c.cfg.AssemblyBytesMax))

@@ -32,11 +32,13 @@ func checkName(what, name string, cls, id uint16) *wire.Error {
 }
 
 // queueName resolves a queue name: empty means the channel's last declared
-// queue (spec rule default-queue; with none, 530 NOT_ALLOWED).
+// queue (spec rule default-queue). With none, 404 NOT_FOUND on the channel,
+// with RabbitMQ's words, as clients expect (the spec's rule says 530 on the
+// connection; RabbitMQ, which the clients are written against, does not).
 func (c *Conn) queueName(ch *channel, name string, cls, id uint16) (string, bool) {
 	if name == "" {
 		if ch.lastQueue == "" {
-			c.fail(ch, errorf(wire.NotAllowed, cls, id, "no queue name given and no queue declared on channel %d", ch.id))
+			c.fail(ch, errorf(wire.NotFound, cls, id, "no previously declared queue"))
 			return "", false
 		}
 		return ch.lastQueue, true

@@ -23,7 +23,7 @@ package conn
 //	    values: strings, true/false, numbers; tables as name:type:value;...
 //	    with type S (string), I (int32), l (int64), t (bool)
 //	rawmethod ch=N class=C method=M [hex=..]        a method frame of any ids
-//	header-frame ch=N size=N [mode=2]               a content header frame
+//	header-frame ch=N size=N [mode=2] [user=U]      a content header frame (user: its user-id property)
 //	body ch=N text                                  a body frame
 //	frame type=T ch=N [hex=..] [size=N]             any frame (size overrides the length field)
 //	publish ch=N [exchange=x] [rk=k] [mandatory] body=text   method, header and body in one chunk
@@ -223,6 +223,10 @@ func (h *harness) run(cmd *transcript.Cmd) []string {
 		if mode := cmd.Int("mode", 0); mode != 0 {
 			hd.Properties.Flags |= wire.FlagDeliveryMode
 			hd.Properties.DeliveryMode = uint8(mode)
+		}
+		if cmd.Has("user") {
+			hd.Properties.Flags |= wire.FlagUserID
+			hd.Properties.UserID = cmd.Str("user", "")
 		}
 		p, err := wire.AppendContentHeader(nil, &hd)
 		if err != nil {
