@@ -597,9 +597,19 @@ func (f *Front) broker(c *connState, e conn.Effect) {
 	case conn.EfPurgeQueue:
 		f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: wire.NotImplemented, Text: "queue.purge is not implemented yet"})
 	case conn.EfDeclareExchange:
+		if x.Passive {
+			// No exchange but the default one exists: a passive declare
+			// (an existence check) finds none, on the channel, as
+			// RabbitMQ answers one it does not have.
+			f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: wire.NotFound, Text: fmt.Sprintf("no exchange '%s' in vhost '/'", x.Exchange)})
+			return
+		}
 		f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: wire.NotImplemented, Text: "exchanges other than the default one are not implemented yet"})
 	case conn.EfDeleteExchange:
-		f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: wire.NotImplemented, Text: "exchanges other than the default one are not implemented yet"})
+		// exchange.delete is idempotent (RabbitMQ's): an exchange that does
+		// not exist, as every one but the default does not here, is as
+		// deleted.
+		f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op})
 	case conn.EfBind:
 		f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: wire.NotImplemented, Text: "bindings are not implemented yet"})
 	default:

@@ -418,6 +418,30 @@ func TestDeclareRefusals(t *testing.T) {
 	}
 }
 
+// TestExchanges: with no exchange but the default one, a passive
+// exchange.declare (an existence check) is 404 on the channel and an
+// exchange.delete is delete-ok (idempotent, as RabbitMQ's), never the
+// connection's 540; declaring one is still 540.
+func TestExchanges(t *testing.T) {
+	h := newHarness(t)
+	h.cl.method(t, 1, &wire.ExchangeDeclare{Exchange: "logs", Type: "direct", Passive: true})
+	h.send()
+	if got := h.methods(); len(got) != 1 || !strings.HasPrefix(got[0], "20.40 404 NOT_FOUND - no exchange 'logs'") {
+		t.Fatalf("a passive declare: client got %v, want channel.close 404", got)
+	}
+	h.cl.method(t, 1, &wire.ChannelCloseOk{}).method(t, 1, &wire.ChannelOpen{}).
+		method(t, 1, &wire.ExchangeDelete{Exchange: "logs", IfUnused: true})
+	h.send()
+	if got := h.methods(); len(got) != 2 || got[0] != "20.11" || got[1] != "40.21" {
+		t.Fatalf("a delete: client got %v, want channel.open-ok and exchange.delete-ok", got)
+	}
+	h.cl.method(t, 1, &wire.ExchangeDeclare{Exchange: "logs", Type: "direct", Durable: true})
+	h.send()
+	if got := h.methods(); len(got) != 1 || got[0] != "10.50" {
+		t.Fatalf("a declare: client got %v, want connection.close (540)", got)
+	}
+}
+
 // TestBody: a record body round-trips; every truncation and a padded one
 // are refused.
 func TestBody(t *testing.T) {
