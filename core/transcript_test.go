@@ -51,7 +51,7 @@ package core
 //	  | installed p= storage= [start= end=] recs=[...]|id=
 //	  (a seal, page or receipt speaks for its sender: node from)
 //	peer-lost from=2 process=3      (eager failover's signal)
-//	client c=9 publish q=1 id=1 body=hello|size=N | subscribe q=1 id=2 prefetch=8 | ack q=1 id=3 o=5
+//	client c=9 publish q=1 id=1 body=hello|size=N | subscribe q=1 id=2 prefetch=8 [exclusive] | ack q=1 id=3 o=5
 //	  | requeue q=1 id=3 o=5 | count q=1 id=4
 //	  | meta id=4 cmd="set liveness.expiry_ms 5000"|"declare NAME REPLICAS POLICY MIN-INSYNC"|"drain NODE true"
 //	  | topology id=5 name=NAME
@@ -208,7 +208,7 @@ func (h *harness) run(c *transcript.Cmd) []string {
 	case "client":
 		kinds := map[string]RequestKind{"publish": ReqPublish, "subscribe": ReqSubscribe, "ack": ReqAck, "requeue": ReqRequeue, "count": ReqCount, "meta": ReqMeta, "topology": ReqTopology}
 		in.Kind, in.Req = InClient, Request{Kind: kinds[word(c, 1)], ID: c.Uint("id", 0),
-			Queue: QueueID(c.Uint("q", 0)), Body: []byte(c.Str("body", "")), Offset: c.Uint("o", 0), Prefetch: int(c.Uint("prefetch", 0))}
+			Queue: QueueID(c.Uint("q", 0)), Body: []byte(c.Str("body", "")), Offset: c.Uint("o", 0), Prefetch: int(c.Uint("prefetch", 0)), Exclusive: c.Has("exclusive")}
 		if n := c.Uint("size", 0); n > 0 {
 			in.Req.Body = []byte(strings.Repeat("x", int(n)))
 		}

@@ -371,6 +371,14 @@ func TestForwardCodec(t *testing.T) {
 	if err != nil || c != 42 || r.Kind != req.Kind || r.ID != 9 || r.Queue != req.Queue || r.Offset != 3 || r.Prefetch != 16 || string(r.Body) != "body" {
 		t.Fatalf("request round trip: %d %+v %v", c, r, err)
 	}
+	sub := core.Request{Kind: core.ReqSubscribe, ID: 2, Queue: 7, Prefetch: 1, Exclusive: true}
+	if _, r, err = decodeClientRequest(appendClientRequest(nil, 42, &sub)); err != nil || !r.Exclusive || r.Prefetch != 1 {
+		t.Fatalf("an exclusive subscribe's round trip: %+v %v", r, err)
+	}
+	refused := core.Effect{Kind: core.EfReply, Client: 42, ReqID: 2, Outcome: core.Failed, Queue: 7, Refusal: seam.RefusalExclusive, Reason: "exclusive"}
+	if d, err := decodeClientEffect(appendClientEffect(nil, 42, &refused)); err != nil || d.Refusal != seam.RefusalExclusive || d.Reason != "exclusive" {
+		t.Fatalf("a typed refusal's round trip: %+v %v", d, err)
+	}
 	e := core.Effect{Kind: core.EfReply, Client: 42, ReqID: 9, Outcome: core.Failed, Queue: 7, Offset: 5, Reason: "not the owner"}
 	d, err := decodeClientEffect(appendClientEffect(nil, 42, &e))
 	if err != nil || d.Client != 42 || d.Kind != e.Kind || d.ReqID != 9 || d.Outcome != e.Outcome || d.Queue != 7 || d.Offset != 5 || d.Reason != e.Reason || d.Body != nil {
@@ -392,16 +400,19 @@ func TestForwardCodec(t *testing.T) {
 		t.Fatalf("cancel round trip: %+v %v", d, err)
 	}
 	for name, bad := range map[string][]byte{
-		"request truncated":   b[:clientRequestHead-1],
-		"request kind":        append(append([]byte{}, b[:8]...), append([]byte{99}, b[9:]...)...),
-		"request client 0":    appendClientRequest(nil, 0, &req),
-		"effect truncated":    appendClientEffect(nil, 42, &e)[:clientEffectHead-1],
-		"effect reason short": appendClientEffect(nil, 42, &e)[:clientEffectHead+3],
-		"effect kind":         appendClientEffect(nil, 42, &core.Effect{Kind: core.EfSend}),
-		"effect outcome":      appendClientEffect(nil, 42, &core.Effect{Kind: core.EfReply, Outcome: 7}),
-		"cancel with a body":  appendClientEffect(nil, 42, &core.Effect{Kind: core.EfCancel, Queue: 7, Body: []byte("x")}),
-		"cancel with outcome": appendClientEffect(nil, 42, &core.Effect{Kind: core.EfCancel, Queue: 7, Outcome: core.Confirmed}),
-		"delivery with count": appendClientEffect(nil, 42, &core.Effect{Kind: core.EfDeliver, Queue: 7, Count: 2}),
+		"request truncated":         b[:clientRequestHead-1],
+		"request kind":              append(append([]byte{}, b[:8]...), append([]byte{99}, b[9:]...)...),
+		"request client 0":          appendClientRequest(nil, 0, &req),
+		"effect truncated":          appendClientEffect(nil, 42, &e)[:clientEffectHead-1],
+		"effect reason short":       appendClientEffect(nil, 42, &e)[:clientEffectHead+3],
+		"effect kind":               appendClientEffect(nil, 42, &core.Effect{Kind: core.EfSend}),
+		"effect outcome":            appendClientEffect(nil, 42, &core.Effect{Kind: core.EfReply, Outcome: 7}),
+		"cancel with a body":        appendClientEffect(nil, 42, &core.Effect{Kind: core.EfCancel, Queue: 7, Body: []byte("x")}),
+		"cancel with outcome":       appendClientEffect(nil, 42, &core.Effect{Kind: core.EfCancel, Queue: 7, Outcome: core.Confirmed}),
+		"delivery with count":       appendClientEffect(nil, 42, &core.Effect{Kind: core.EfDeliver, Queue: 7, Count: 2}),
+		"confirmed refusal":         appendClientEffect(nil, 42, &core.Effect{Kind: core.EfReply, Outcome: core.Confirmed, Refusal: seam.RefusalExclusive}),
+		"unknown refusal":           appendClientEffect(nil, 42, &core.Effect{Kind: core.EfReply, Outcome: core.Failed, Refusal: seam.RefusalMax + 1}),
+		"request exclusive publish": appendClientRequest(nil, 42, &core.Request{Kind: core.ReqPublish, Exclusive: true}),
 	} {
 		var err error
 		if strings.HasPrefix(name, "request") {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicemq/sluice/core"
+	"github.com/sluicemq/sluice/core/seam"
 	"github.com/sluicemq/sluice/netio"
 )
 
@@ -396,18 +397,20 @@ func (fw *forwarder) closeAll() {
 // The bodies, little-endian like the frame:
 //
 //	ClientRequest  u64 client, u8 kind, u64 request id, u64 queue,
-//	               u64 offset, u32 prefetch, then the request body
+//	               u64 offset, u32 prefetch, u8 flags (bit 0: an
+//	               exclusive subscribe), then the request body
 //	ClientGone     u64 client (exactly 8 bytes)
 //	ClientEffect   u64 client, u8 kind (3 reply, 4 delivery), u64 request
 //	               id, u8 outcome, u64 queue, u64 offset, u8 redelivered,
-//	               u32 count (a reply's: a count's consumers), u16 reason
-//	               length, the reason, then the body
+//	               u32 count (a reply's: a count's consumers), u8 refusal
+//	               (a failed reply's typed cause), u16 reason length, the
+//	               reason, then the body
 //
 // Decoding is strict: a field out of its range or a reason longer than
 // the body is refused with why; the body takes the rest.
 const (
-	clientRequestHead = 8 + 1 + 8 + 8 + 8 + 4
-	clientEffectHead  = 8 + 1 + 8 + 1 + 8 + 8 + 1 + 4 + 2
+	clientRequestHead = 8 + 1 + 8 + 8 + 8 + 4 + 1
+	clientEffectHead  = 8 + 1 + 8 + 1 + 8 + 8 + 1 + 4 + 1 + 2
 )
 
 var errForwarded = errors.New("daemon: malformed forwarded frame")
@@ -419,6 +422,11 @@ func appendClientRequest(dst []byte, c core.ClientID, r *core.Request) []byte {
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(r.Queue))
 	dst = binary.LittleEndian.AppendUint64(dst, r.Offset)
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(r.Prefetch))
+	flags := byte(0)
+	if r.Exclusive {
+		flags |= 1
+	}
+	dst = append(dst, flags)
 	return append(dst, r.Body...)
 }
 
@@ -447,6 +455,10 @@ func decodeClientRequest(b []byte) (core.ClientID, core.Request, error) {
 		return 0, r, fmt.Errorf("%w: prefetch %d", errForwarded, p)
 	}
 	r.Prefetch = int(p)
+	if flags := b[37]; flags > 1 || (flags != 0 && r.Kind != core.ReqSubscribe) {
+		return 0, r, fmt.Errorf("%w: flags %#x on request kind %d", errForwarded, flags, b[8])
+	}
+	r.Exclusive = b[37] == 1
 	if body := b[clientRequestHead:]; len(body) > 0 {
 		r.Body = body
 	}
@@ -480,6 +492,7 @@ func appendClientEffect(dst []byte, c core.ClientID, e *core.Effect) []byte {
 	}
 	dst = append(dst, red)
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(max(e.Count, 0)))
+	dst = append(dst, byte(e.Refusal))
 	reason := e.Reason
 	if len(reason) > math.MaxUint16 {
 		reason = reason[:math.MaxUint16]
@@ -503,7 +516,8 @@ func decodeClientEffect(b []byte) (core.Effect, error) {
 	e.Offset = binary.LittleEndian.Uint64(b[26:])
 	red := b[34]
 	count := binary.LittleEndian.Uint32(b[35:])
-	n := int(binary.LittleEndian.Uint16(b[39:]))
+	refusal := seam.Refusal(b[39])
+	n := int(binary.LittleEndian.Uint16(b[40:]))
 	switch {
 	case e.Client == 0:
 		return e, fmt.Errorf("%w: client 0", errForwarded)
@@ -521,10 +535,12 @@ func decodeClientEffect(b []byte) (core.Effect, error) {
 		return e, fmt.Errorf("%w: redelivered %d", errForwarded, red)
 	case count > math.MaxInt32 || (count != 0 && e.Kind != core.EfReply):
 		return e, fmt.Errorf("%w: count %d on effect kind %d", errForwarded, count, b[8])
+	case refusal > seam.RefusalMax || (refusal != seam.RefusalNone && (e.Kind != core.EfReply || e.Outcome != core.Failed)):
+		return e, fmt.Errorf("%w: refusal %d on effect kind %d outcome %d", errForwarded, refusal, b[8], b[17])
 	case len(b) < clientEffectHead+n:
 		return e, fmt.Errorf("%w: reason of %d bytes in %d", errForwarded, n, len(b)-clientEffectHead)
 	}
-	e.Redelivered, e.Count = red == 1, int(count)
+	e.Redelivered, e.Count, e.Refusal = red == 1, int(count), refusal
 	e.Reason = string(b[clientEffectHead : clientEffectHead+n])
 	if body := b[clientEffectHead+n:]; len(body) > 0 {
 		e.Body = body

@@ -1061,7 +1061,7 @@ func (f *Front) subscribeAt(c *connState, q seam.QueueID, x conn.EfSubscribe, fi
 	if x.NoAck || prefetch == 0 || prefetch > f.cfg.PrefetchMax {
 		prefetch = f.cfg.PrefetchMax
 	}
-	f.request(c, s.client, seam.Request{Kind: seam.ReqSubscribe, Queue: q, Prefetch: prefetch},
+	f.request(c, s.client, seam.Request{Kind: seam.ReqSubscribe, Queue: q, Prefetch: prefetch, Exclusive: x.Exclusive},
 		&pending{kind: pSubscribe, op: x.Op, sub: x.Sub, subReq: x, queue: q, firstNs: firstNs}, node)
 }
 
@@ -1204,6 +1204,12 @@ func (f *Front) reply(c *connState, e *seam.Effect) {
 		if s != nil {
 			c.dropSubID(s.id)
 			delete(f.clients, s.client)
+		}
+		if e.Refusal == seam.RefusalExclusive {
+			// RabbitMQ's answer and words for a queue in exclusive use.
+			f.input(c, conn.InResult{NowNs: f.nowNs, Op: p.op, Code: wire.AccessRefused,
+				Text: fmt.Sprintf("queue '%s' in vhost '/' in exclusive use", p.subReq.Queue)})
+			return
 		}
 		if f.cfg.Forward && staleRoute(e.Reason) {
 			// The broker it went to does not serve the queue (any more,

@@ -419,6 +419,44 @@ func TestWorldRequeue(t *testing.T) {
 	}
 }
 
+// TestWorldExclusiveConsumer: an exclusive consumer is the queue's only
+// one: a second consumer, exclusive or not, is refused with 403 on its
+// channel (RabbitMQ's words), and an exclusive one asked of a queue that
+// has a consumer too; once the exclusive one is cancelled, another may
+// consume and gets what is ready.
+func TestWorldExclusiveConsumer(t *testing.T) {
+	w := newMemWorld(t)
+	w.settle(1e9)
+	w.login(t, 1)
+	cl := newClient(t)
+	cl.method(t, 1, &wire.QueueDeclare{Queue: "q", Durable: true}).method(t, 1, &wire.ConfirmSelect{}).publish(t, 1, "q", "m0")
+	w.send(1, cl.take())
+	w.settle(1e9)
+	w.frames(1)
+	step := func(what string, want ...string) {
+		t.Helper()
+		w.send(1, cl.take())
+		w.settle(1e8)
+		if got := w.frames(1); !slices.Equal(got, want) {
+			t.Fatalf("%s: got %v, want %v", what, got, want)
+		}
+	}
+	cl.method(t, 2, &wire.ChannelOpen{}).method(t, 2, &wire.BasicQos{PrefetchCount: 1}).
+		method(t, 2, &wire.BasicConsume{Queue: "q", ConsumerTag: "x", Exclusive: true})
+	step("an exclusive consumer", "20.11", "60.11", "60.21", "60.60 deliver tag=1 redelivered=false", "body m0")
+	cl.method(t, 3, &wire.ChannelOpen{}).method(t, 3, &wire.BasicConsume{Queue: "q", ConsumerTag: "y"})
+	step("a second consumer", "20.11", "20.40 close 403")
+	cl.method(t, 3, &wire.ChannelCloseOk{}).method(t, 2, &wire.BasicCancel{ConsumerTag: "x"})
+	step("the exclusive one cancelled", "60.31")
+	cl.method(t, 4, &wire.ChannelOpen{}).method(t, 4, &wire.BasicConsume{Queue: "q", ConsumerTag: "z"})
+	step("a consumer after it", "20.11", "60.21", "60.60 deliver tag=1 redelivered=true", "body m0")
+	cl.method(t, 5, &wire.ChannelOpen{}).method(t, 5, &wire.BasicConsume{Queue: "q", ConsumerTag: "e", Exclusive: true})
+	step("an exclusive one beside it", "20.11", "20.40 close 403")
+	if w.closed[1] {
+		t.Fatal("the connection closed")
+	}
+}
+
 // FuzzFront feeds arbitrary client bytes, in arbitrary chunks, to a
 // logged-in connection with a declared queue and a consumer, through the
 // front and a real core in simulated time: no panic anywhere, the

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/core/record"
@@ -35,6 +36,7 @@ type queueState struct {
 type consumer struct {
 	client      seam.ClientID
 	prefetch    int
+	exclusive   bool // the queue's only consumer while it lasts
 	outstanding []uint64
 }
 
@@ -68,9 +70,17 @@ func (s *queueState) onSubscribe(c seam.ClientID, req *seam.Request) {
 			r.x.Out.Reply(c, req.ID, seam.Failed, q, 0, "already subscribed")
 			return
 		}
+		if k.exclusive {
+			r.x.Out.Refuse(c, req.ID, q, seam.RefusalExclusive, "the queue has an exclusive consumer")
+			return
+		}
+	}
+	if req.Exclusive && len(s.consumers) > 0 {
+		r.x.Out.Refuse(c, req.ID, q, seam.RefusalExclusive, fmt.Sprintf("an exclusive consumer asked of a queue with %d consumers", len(s.consumers)))
+		return
 	}
 	pf := min(max(req.Prefetch, 1), r.x.Lim.PrefetchMax)
-	k := &consumer{client: c, prefetch: pf}
+	k := &consumer{client: c, prefetch: pf, exclusive: req.Exclusive}
 	i := len(s.consumers)
 	for i > 0 && s.consumers[i-1].client > c {
 		i--
@@ -364,6 +374,9 @@ func (s *queueState) invariants() {
 				panic(fmt.Sprintf("queue %d: delivery of %d outstanding beyond what is applied (%d)", q, o, s.applied))
 			}
 		}
+	}
+	if len(s.consumers) > 1 && slices.ContainsFunc(s.consumers, func(k *consumer) bool { return k.exclusive }) {
+		panic(fmt.Sprintf("queue %d: an exclusive consumer among %d", q, len(s.consumers)))
 	}
 	if held != len(s.outstanding) {
 		panic(fmt.Sprintf("queue %d: consumers hold %d deliveries, the state counts %d", q, held, len(s.outstanding)))

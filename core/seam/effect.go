@@ -230,6 +230,29 @@ func (o Outcome) String() string {
 	return "outcome?"
 }
 
+// Refusal is a failed reply's typed cause, where the asker decides by it
+// (RefusalNone: the reason's words are all there is).
+type Refusal uint8
+
+const (
+	RefusalNone Refusal = 0
+	// RefusalExclusive: a subscription refused because the queue has an
+	// exclusive consumer, or an exclusive one asked of a queue that has
+	// consumers (AMQP's 403 ACCESS_REFUSED).
+	RefusalExclusive Refusal = 1
+	RefusalMax               = RefusalExclusive
+)
+
+func (r Refusal) String() string {
+	switch r {
+	case RefusalNone:
+		return "none"
+	case RefusalExclusive:
+		return "exclusive"
+	}
+	return "refusal?"
+}
+
 // Effect is one thing the driver must do. Effects are values; the slice
 // Step returns is valid until the next Step.
 type Effect struct {
@@ -252,6 +275,7 @@ type Effect struct {
 	Client      ClientID // reply, deliver, cancel
 	ReqID       uint64   // reply
 	Outcome     Outcome  // reply
+	Refusal     Refusal  // reply (failed): its typed cause, if any
 	Reason      string   // reply (failed, unknown; a confirmed meta request's result); applied (the command and result); note; cancel
 	Body        []byte   // deliver; applied (the command)
 	Redelivered bool     // deliver
@@ -313,6 +337,9 @@ func (e *Effect) AppendText(dst []byte, msgs MsgText) []byte {
 				dst = AppendKVStr(dst, "result", e.Reason) // a metadata request's
 			}
 		} else {
+			if e.Refusal != RefusalNone {
+				dst = append(append(dst, " refusal="...), e.Refusal.String()...)
+			}
 			dst = AppendKVStr(dst, "reason", e.Reason)
 		}
 		return dst

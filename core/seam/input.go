@@ -105,6 +105,10 @@ type Request struct {
 	Body     []byte // publish; meta: the command
 	Offset   uint64 // ack, requeue
 	Prefetch int    // subscribe
+	// Exclusive: a subscribe that must be the queue's only consumer
+	// (AMQP's basic.consume exclusive); refused while it has others, and
+	// every other subscribe refused while it lasts
+	Exclusive bool
 }
 
 // StorageOp names a storage effect and its completion.
@@ -279,6 +283,9 @@ func (in *Input) AppendText(dst []byte, msgs MsgText) []byte {
 			dst = AppendKV(dst, "q", uint64(r.Queue))
 			dst = AppendKV(dst, "id", r.ID)
 			dst = AppendKVInt(dst, "prefetch", int64(r.Prefetch))
+			if r.Exclusive {
+				dst = append(dst, " exclusive"...)
+			}
 		case ReqAck:
 			dst = append(dst, " ack"...)
 			dst = AppendKV(dst, "q", uint64(r.Queue))

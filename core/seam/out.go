@@ -85,6 +85,11 @@ func (o *Out) Reply(c ClientID, id uint64, oc Outcome, q QueueID, offset uint64,
 	o.Effects = append(o.Effects, Effect{Kind: EfReply, Client: c, ReqID: id, Outcome: oc, Queue: q, Offset: offset, Reason: reason})
 }
 
+// Refuse emits a failed reply with its typed cause.
+func (o *Out) Refuse(c ClientID, id uint64, q QueueID, r Refusal, reason string) {
+	o.Effects = append(o.Effects, Effect{Kind: EfReply, Client: c, ReqID: id, Outcome: Failed, Queue: q, Refusal: r, Reason: reason})
+}
+
 // ReplyCounts emits the confirmed answer to a ReqCount: ready messages and
 // consumers of queue q.
 func (o *Out) ReplyCounts(c ClientID, id uint64, q QueueID, ready uint64, consumers int) {
