@@ -334,7 +334,11 @@ func (n *Node) onClient(c ClientID, req *Request) {
 	case ReqRequeue:
 		r.OnRequeue(c, req)
 	case ReqCount:
-		r.OnCount(c, req)
+		var incarnation uint64 // (a static queue's: 0)
+		if i := n.placedIndex(req.Queue); i >= 0 {
+			incarnation = n.placed[i].incarnation
+		}
+		r.OnCount(c, req, incarnation)
 	default:
 		n.out.Reply(c, req.ID, Failed, req.Queue, 0, "unknown request kind")
 	}

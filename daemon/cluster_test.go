@@ -384,9 +384,9 @@ func TestForwardCodec(t *testing.T) {
 	if err != nil || d.Client != 42 || d.Kind != e.Kind || d.ReqID != 9 || d.Outcome != e.Outcome || d.Queue != 7 || d.Offset != 5 || d.Reason != e.Reason || d.Body != nil {
 		t.Fatalf("effect round trip: %+v %v", d, err)
 	}
-	counts := core.Effect{Kind: core.EfReply, Client: 42, ReqID: 10, Outcome: core.Confirmed, Queue: 7, Offset: 1200, Count: 3}
+	counts := core.Effect{Kind: core.EfReply, Client: 42, ReqID: 10, Outcome: core.Confirmed, Queue: 7, Offset: 1200, Count: 3, Tag: 11}
 	d, err = decodeClientEffect(appendClientEffect(nil, 42, &counts))
-	if err != nil || d.Offset != 1200 || d.Count != 3 {
+	if err != nil || d.Offset != 1200 || d.Count != 3 || d.Tag != 11 {
 		t.Fatalf("a count's reply round trip: %+v %v", d, err)
 	}
 	del := core.Effect{Kind: core.EfDeliver, Client: 3, Queue: 7, Offset: 11, Body: []byte("m"), Redelivered: true}

@@ -157,6 +157,60 @@ func TestServeRoundTrip(t *testing.T) {
 	}
 }
 
+// TestServeQueueDelete: amqp091-go's QueueDelete, as against RabbitMQ: a
+// conditional delete of a queue with messages is refused (406) and leaves
+// it; a delete reports its ready messages, a passive declare after it is
+// 404, and deleting it again is no error (0 messages); a requeued delivery
+// comes back at once, and a passive declare counts what is ready.
+func TestServeQueueDelete(t *testing.T) {
+	s := startServer(t, t.TempDir())
+	defer stopServer(t, s)
+	c := mustDial(t, s)
+	defer c.Close()
+	ch, _ := c.Channel()
+	if _, err := ch.QueueDeclare("tmp", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	publishConfirmed(t, ch, "tmp", 0, 3)
+	if q, err := ch.QueueDeclarePassive("tmp", true, false, false, false, nil); err != nil || q.Messages != 3 {
+		t.Fatalf("a passive declare: %+v %v, want 3 messages", q, err)
+	}
+	c2, _ := c.Channel()
+	c2.Qos(1, 0, false)
+	msgs, err := c2.Consume("tmp", "", false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := <-msgs
+	if err := d.Nack(false, true); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case d = <-msgs:
+		if string(d.Body) != "m0" || !d.Redelivered {
+			t.Fatalf("after a requeue: %q redelivered %t, want m0 again", d.Body, d.Redelivered)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a requeued delivery did not come back within 5 s")
+	}
+	d.Ack(false)
+	c2.Close()
+	if _, err := ch.QueueDelete("tmp", false, true, false); err == nil || !strings.Contains(err.Error(), "406") {
+		t.Fatalf("if-empty of a queue with 2 messages: %v, want 406", err)
+	}
+	ch, _ = c.Channel()
+	if n, err := ch.QueueDelete("tmp", false, false, false); err != nil || n != 2 {
+		t.Fatalf("a delete: %d messages, %v; want 2", n, err)
+	}
+	if _, err := ch.QueueDeclarePassive("tmp", true, false, false, false, nil); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("a passive declare of the deleted queue: %v, want 404", err)
+	}
+	ch, _ = c.Channel()
+	if n, err := ch.QueueDelete("tmp", false, false, false); err != nil || n != 0 {
+		t.Fatalf("deleting it again: %d, %v; want 0 and no error", n, err)
+	}
+}
+
 // TestServeUnackedReturn: deliveries a consumer did not ack come back,
 // redelivered, to the next consumer once the first's channel closes; the
 // acked ones do not.

@@ -402,7 +402,8 @@ func (fw *forwarder) closeAll() {
 //	ClientGone     u64 client (exactly 8 bytes)
 //	ClientEffect   u64 client, u8 kind (3 reply, 4 delivery), u64 request
 //	               id, u8 outcome, u64 queue, u64 offset, u8 redelivered,
-//	               u32 count (a reply's: a count's consumers), u8 refusal
+//	               u32 count (a reply's: a count's consumers), u64 tag (a
+//	               count's: the queue's incarnation), u8 refusal
 //	               (a failed reply's typed cause), u16 reason length, the
 //	               reason, then the body
 //
@@ -410,7 +411,7 @@ func (fw *forwarder) closeAll() {
 // the body is refused with why; the body takes the rest.
 const (
 	clientRequestHead = 8 + 1 + 8 + 8 + 8 + 4 + 1
-	clientEffectHead  = 8 + 1 + 8 + 1 + 8 + 8 + 1 + 4 + 1 + 2
+	clientEffectHead  = 8 + 1 + 8 + 1 + 8 + 8 + 1 + 4 + 8 + 1 + 2
 )
 
 var errForwarded = errors.New("daemon: malformed forwarded frame")
@@ -492,6 +493,7 @@ func appendClientEffect(dst []byte, c core.ClientID, e *core.Effect) []byte {
 	}
 	dst = append(dst, red)
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(max(e.Count, 0)))
+	dst = binary.LittleEndian.AppendUint64(dst, e.Tag)
 	dst = append(dst, byte(e.Refusal))
 	reason := e.Reason
 	if len(reason) > math.MaxUint16 {
@@ -516,8 +518,9 @@ func decodeClientEffect(b []byte) (core.Effect, error) {
 	e.Offset = binary.LittleEndian.Uint64(b[26:])
 	red := b[34]
 	count := binary.LittleEndian.Uint32(b[35:])
-	refusal := seam.Refusal(b[39])
-	n := int(binary.LittleEndian.Uint16(b[40:]))
+	tag := binary.LittleEndian.Uint64(b[39:])
+	refusal := seam.Refusal(b[47])
+	n := int(binary.LittleEndian.Uint16(b[48:]))
 	switch {
 	case e.Client == 0:
 		return e, fmt.Errorf("%w: client 0", errForwarded)
@@ -533,14 +536,14 @@ func decodeClientEffect(b []byte) (core.Effect, error) {
 		return e, fmt.Errorf("%w: a delivery with outcome %d", errForwarded, b[17])
 	case red > 1:
 		return e, fmt.Errorf("%w: redelivered %d", errForwarded, red)
-	case count > math.MaxInt32 || (count != 0 && e.Kind != core.EfReply):
-		return e, fmt.Errorf("%w: count %d on effect kind %d", errForwarded, count, b[8])
+	case count > math.MaxInt32 || ((count != 0 || tag != 0) && e.Kind != core.EfReply):
+		return e, fmt.Errorf("%w: count %d, tag %d on effect kind %d", errForwarded, count, tag, b[8])
 	case refusal > seam.RefusalMax || (refusal != seam.RefusalNone && (e.Kind != core.EfReply || e.Outcome != core.Failed)):
 		return e, fmt.Errorf("%w: refusal %d on effect kind %d outcome %d", errForwarded, refusal, b[8], b[17])
 	case len(b) < clientEffectHead+n:
 		return e, fmt.Errorf("%w: reason of %d bytes in %d", errForwarded, n, len(b)-clientEffectHead)
 	}
-	e.Redelivered, e.Count, e.Refusal = red == 1, int(count), refusal
+	e.Redelivered, e.Count, e.Tag, e.Refusal = red == 1, int(count), tag, refusal
 	e.Reason = string(b[clientEffectHead : clientEffectHead+n])
 	if body := b[clientEffectHead+n:]; len(body) > 0 {
 		e.Body = body

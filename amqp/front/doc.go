@@ -140,7 +140,14 @@
 // delivery: the core returns it to the queue at once, its prefetch slot
 // free, and delivers it again, redelivered, ahead of what was never
 // delivered. Without requeue they drop the message (an ack; no dead
-// lettering yet). basic.get, queue.delete, queue.purge, exchanges other than
+// lettering yet). basic.get, queue.purge, declaring an exchange other than
 // the default one and bindings are refused with 540 NOT_IMPLEMENTED (a
 // connection error); a policy the core does not have with 406.
+//
+// queue.delete asks the topology, then the owner's count (its ready
+// messages, consumers and the incarnation it serves), checks if-empty and
+// if-unused on it (406), and commits the metadata's DeleteQueue of that
+// incarnation (a queue declared again meanwhile is not deleted: the
+// delete starts over); a queue that does not exist is delete-ok with no
+// message, as RabbitMQ's delete is idempotent.
 package front

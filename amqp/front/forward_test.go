@@ -424,7 +424,8 @@ func TestSubscribeRouteWait(t *testing.T) {
 // reply: a declaration whose command went to it is refused at
 // DeclareTimeoutNs, a subscription forwarded to it after RouteWaitNs
 // (and ended there), each with 405; answers that come later find nothing.
-// A declaration's count at a silent owner asks the topology again.
+// A declaration's count at a silent owner asks the topology again, and a
+// queue.delete refused for a changed incarnation starts over.
 func TestForwardedRequestsBounded(t *testing.T) {
 	h := newHarnessWith(t, func(c *Config) {
 		c.Forward, c.Brokers, c.DeclareTimeoutNs, c.RouteWaitNs = true, 3, 100e6, 200e6
@@ -487,6 +488,37 @@ func TestForwardedRequestsBounded(t *testing.T) {
 	h.reply(cnt, seam.Confirmed, 1, 5, "")
 	if got := h.methods(); len(got) != 1 || got[0] != "50.11 messages=5 consumers=0" {
 		t.Fatalf("a count at an unreachable owner, then at the new one: the client got %v", got)
+	}
+
+	// queue.delete: the count (and the incarnation) of the owner n2, then
+	// the metadata's delete of that incarnation; refused because the
+	// queue was declared again meanwhile, it starts over and deletes the
+	// new incarnation.
+	h = newHarnessWith(t, func(c *Config) { c.Forward, c.Brokers = true, 3 })
+	h.cl.method(t, 1, &wire.QueueDelete{Queue: "orders"})
+	h.send()
+	for _, inc := range []uint64{5, 7} {
+		h.reply(h.next(seam.ReqTopology), seam.Confirmed, 1, 2, "owner=n2")
+		cnt = h.next(seam.ReqCount)
+		if cnt.Node != 2 {
+			t.Fatalf("%s: want the count asked of the owner n2", cnt.String())
+		}
+		h.now++
+		h.take(h.f.Core(h.now, &seam.Effect{Kind: seam.EfReply, Client: cnt.Client, ReqID: cnt.Req.ID, Outcome: seam.Confirmed, Queue: 1, Offset: 3, Tag: inc}))
+		m := h.next(seam.ReqMeta)
+		cmd, err := metadata.Decode(m.Req.Body)
+		if err != nil || cmd.Kind != metadata.DeleteQueue || cmd.Queue != "orders" || cmd.Incarnation != inc {
+			t.Fatalf("command %+v %v, want the delete of incarnation %d", cmd, err, inc)
+		}
+		if inc == 5 {
+			h.reply(m, seam.Failed, 0, 9, `refused: queue "orders" is incarnation 7`)
+			h.tick()
+			continue
+		}
+		h.reply(m, seam.Confirmed, 0, 10, "deleted")
+	}
+	if got := h.methods(); len(got) != 1 || got[0] != "50.41" {
+		t.Fatalf("a delete: the client got %v, want queue.delete-ok", got)
 	}
 
 	h2, sr := consumingAtN2(t)

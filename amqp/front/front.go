@@ -227,6 +227,12 @@ type declare struct {
 	counting bool
 	queue    seam.QueueID
 	node     seam.NodeID
+	// del: a queue.delete (with its conditions), not a declaration: the
+	// topology, the owner's count (its messages, consumers and the
+	// incarnation it serves), then the metadata's DeleteQueue of that
+	// incarnation (cmd, meta); messages: what delete-ok reports
+	del      *conn.EfDeleteQueue
+	messages uint32
 	atNs     int64 // next attempt (in timed)
 	untilNs  int64 // give up after
 }
@@ -593,7 +599,7 @@ func (f *Front) broker(c *connState, e conn.Effect) {
 	case conn.EfGet:
 		f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: wire.NotImplemented, Text: "basic.get is not implemented yet; use basic.consume"})
 	case conn.EfDeleteQueue:
-		f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: wire.NotImplemented, Text: "queue.delete is not implemented yet"})
+		f.declareAsk(c, &declare{op: x.Op, spec: conn.QueueSpec{Name: x.Queue}, del: &x, untilNs: f.nowNs + f.cfg.DeclareTimeoutNs})
 	case conn.EfPurgeQueue:
 		f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: wire.NotImplemented, Text: "queue.purge is not implemented yet"})
 	case conn.EfDeclareExchange:
@@ -1398,11 +1404,24 @@ func (f *Front) declareAnswer(c *connState, d *declare, e *seam.Effect) {
 			f.declareLater(c, d, e.Reason)
 			return
 		}
+		if d.del != nil {
+			f.deleteCounted(c, d, e)
+			return
+		}
 		f.input(c, conn.InResult{NowNs: f.nowNs, Op: d.op, MessageCount: uint32(min(e.Offset, math.MaxUint32)), ConsumerCount: uint32(e.Count)})
 		return
 	}
 	if d.meta {
 		switch {
+		case e.Outcome == seam.Confirmed && d.del != nil:
+			delete(f.names, d.spec.Name)
+			f.input(c, conn.InResult{NowNs: f.nowNs, Op: d.op, MessageCount: d.messages})
+		case e.Outcome == seam.Failed && d.del != nil && e.Offset != 0:
+			// Committed and refused: the queue is no longer the
+			// incarnation counted (deleted, or deleted and declared
+			// again meanwhile): start over.
+			d.meta = false
+			f.declareLater(c, d, e.Reason)
 		case e.Outcome == seam.Confirmed:
 			d.meta = false
 			f.declareAsk(c, d)
@@ -1450,6 +1469,10 @@ func (f *Front) declareAnswer(c *connState, d *declare, e *seam.Effect) {
 		// a declaration the leader committed that this broker has not
 		// applied yet: ask again.
 		f.declareLater(c, d, e.Reason)
+	case e.Reason == "no such queue" && d.del != nil:
+		// queue.delete is idempotent (RabbitMQ's): a queue that does not
+		// exist is as deleted, with no message.
+		f.input(c, conn.InResult{NowNs: f.nowNs, Op: d.op})
 	case e.Reason == "no such queue" && d.spec.Passive:
 		f.input(c, conn.InResult{NowNs: f.nowNs, Op: d.op, Code: wire.NotFound, Text: fmt.Sprintf("no queue '%s' in vhost '/'", d.spec.Name)})
 	case e.Reason == "no such queue":
@@ -1459,6 +1482,29 @@ func (f *Front) declareAnswer(c *connState, d *declare, e *seam.Effect) {
 		// Fenced (a pending transition that only recovery activates).
 		f.input(c, conn.InResult{NowNs: f.nowNs, Op: d.op, Code: wire.ResourceLocked, Text: fmt.Sprintf("queue '%s' cannot be served: %s", d.spec.Name, e.Reason)})
 	}
+}
+
+// deleteCounted takes the owner's count for queue.delete d: its conditions
+// are checked on it (406, RabbitMQ's words), then the metadata is asked
+// to delete the incarnation the owner serves.
+func (f *Front) deleteCounted(c *connState, d *declare, e *seam.Effect) {
+	d.counting = false
+	switch {
+	case d.del.IfUnused && e.Count > 0:
+		f.input(c, conn.InResult{NowNs: f.nowNs, Op: d.op, Code: wire.PreconditionFailed, Text: fmt.Sprintf("queue '%s' in vhost '/' in use", d.spec.Name)})
+		return
+	case d.del.IfEmpty && e.Offset > 0:
+		f.input(c, conn.InResult{NowNs: f.nowNs, Op: d.op, Code: wire.PreconditionFailed, Text: fmt.Sprintf("queue '%s' in vhost '/' is not empty", d.spec.Name)})
+		return
+	case e.Tag == 0:
+		f.input(c, conn.InResult{NowNs: f.nowNs, Op: d.op, Code: wire.NotImplemented, Text: fmt.Sprintf("queue '%s' is configured, not declared: it cannot be deleted", d.spec.Name)})
+		return
+	}
+	d.messages = uint32(min(e.Offset, math.MaxUint32))
+	cmd := metadata.Command{Kind: metadata.DeleteQueue, Queue: d.spec.Name, Incarnation: e.Tag}
+	d.cmd = cmd.Encode(nil)
+	d.meta = true
+	f.declareAsk(c, d)
 }
 
 // leaderMoved says whether a refusal names a leader other than the broker

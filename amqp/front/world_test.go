@@ -257,6 +257,10 @@ func (w *memWorld) frames(id ConnID) []string {
 				s += fmt.Sprintf(" ack tag=%d multiple=%t", x.DeliveryTag, x.Multiple)
 			case *wire.BasicDeliver:
 				s += fmt.Sprintf(" deliver tag=%d redelivered=%t", x.DeliveryTag, x.Redelivered)
+			case *wire.QueueDeleteOk:
+				if x.MessageCount != 0 {
+					s += fmt.Sprintf(" messages=%d", x.MessageCount)
+				}
 			case *wire.QueueDeclareOk:
 				if x.MessageCount != 0 || x.ConsumerCount != 0 { // (an empty queue's reads as before)
 					s += fmt.Sprintf(" messages=%d consumers=%d", x.MessageCount, x.ConsumerCount)
@@ -452,6 +456,53 @@ func TestWorldExclusiveConsumer(t *testing.T) {
 	step("a consumer after it", "20.11", "60.21", "60.60 deliver tag=1 redelivered=true", "body m0")
 	cl.method(t, 5, &wire.ChannelOpen{}).method(t, 5, &wire.BasicConsume{Queue: "q", ConsumerTag: "e", Exclusive: true})
 	step("an exclusive one beside it", "20.11", "20.40 close 403")
+	if w.closed[1] {
+		t.Fatal("the connection closed")
+	}
+}
+
+// TestWorldQueueDelete: queue.delete through the metadata, of the
+// incarnation the owner serves: if-empty and if-unused are checked on the
+// owner's count (406, RabbitMQ's words); a delete reports the ready
+// messages, ends the queue's consumers (basic.cancel to a client that
+// announced consumer_cancel_notify; this one did not) and makes the name
+// unknown (a passive declare is 404); deleting a queue that does not exist
+// is delete-ok (idempotent, as RabbitMQ's).
+func TestWorldQueueDelete(t *testing.T) {
+	w := newMemWorld(t)
+	w.settle(1e9)
+	w.login(t, 1)
+	cl := newClient(t)
+	cl.method(t, 1, &wire.QueueDeclare{Queue: "q", Durable: true}).method(t, 1, &wire.ConfirmSelect{}).
+		publish(t, 1, "q", "m0").publish(t, 1, "q", "m1")
+	w.send(1, cl.take())
+	w.settle(1e9)
+	w.frames(1)
+	step := func(what string, want ...string) {
+		t.Helper()
+		w.send(1, cl.take())
+		w.settle(1e9)
+		if got := w.frames(1); !slices.Equal(got, want) {
+			t.Fatalf("%s: got %v, want %v", what, got, want)
+		}
+	}
+	cl.method(t, 2, &wire.ChannelOpen{}).method(t, 2, &wire.QueueDelete{Queue: "q", IfEmpty: true})
+	step("if-empty of a queue with 2 messages", "20.11", "20.40 close 406")
+	cl.method(t, 2, &wire.ChannelCloseOk{}).
+		method(t, 3, &wire.ChannelOpen{}).method(t, 3, &wire.BasicQos{PrefetchCount: 1}).
+		method(t, 3, &wire.BasicConsume{Queue: "q", ConsumerTag: "c"})
+	step("a consumer", "20.11", "60.11", "60.21", "60.60 deliver tag=1 redelivered=false", "body m0")
+	cl.method(t, 4, &wire.ChannelOpen{}).method(t, 4, &wire.QueueDelete{Queue: "q", IfUnused: true})
+	step("if-unused of a queue with a consumer", "20.11", "20.40 close 406")
+	cl.method(t, 4, &wire.ChannelCloseOk{}).method(t, 5, &wire.ChannelOpen{}).method(t, 5, &wire.QueueDelete{Queue: "q"})
+	step("a delete", "20.11", "50.41 messages=1")
+	if c := w.f.Stats().Cancelled; c != 1 {
+		t.Fatalf("%d subscriptions ended by the core, want the deleted queue's consumer's", c)
+	}
+	cl.method(t, 5, &wire.QueueDeclare{Queue: "q", Passive: true})
+	step("a passive declare after it", "20.40 close 404")
+	cl.method(t, 5, &wire.ChannelCloseOk{}).method(t, 6, &wire.ChannelOpen{}).method(t, 6, &wire.QueueDelete{Queue: "q"})
+	step("a delete of a queue that does not exist", "20.11", "50.41")
 	if w.closed[1] {
 		t.Fatal("the connection closed")
 	}

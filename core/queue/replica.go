@@ -416,8 +416,9 @@ func (r *Replica) OnRequeue(c seam.ClientID, req *seam.Request) {
 }
 
 // OnCount answers how many messages are ready and how many consumers the
-// queue has (seam.ReqCount), on its owner.
-func (r *Replica) OnCount(c seam.ClientID, req *seam.Request) {
+// queue has (seam.ReqCount), on its owner, and the incarnation of the queue
+// it serves (a deletion names it).
+func (r *Replica) OnCount(c seam.ClientID, req *seam.Request, incarnation uint64) {
 	switch {
 	case r.owner == nil:
 		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, 0, "not the owner")
@@ -427,7 +428,7 @@ func (r *Replica) OnCount(c seam.ClientID, req *seam.Request) {
 		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, 0, r.fenced)
 	default:
 		s := &r.owner.state
-		r.x.Out.ReplyCounts(c, req.ID, r.cfg.Queue, s.ready(), len(s.consumers))
+		r.x.Out.ReplyCounts(c, req.ID, r.cfg.Queue, s.ready(), len(s.consumers), incarnation)
 	}
 }
 

@@ -270,7 +270,7 @@ type Effect struct {
 	Epochs  []EpochStart    // storage reseed: the history below Offset
 	Offset  uint64          // storage, reply (confirmed publish), deliver
 	Count   int             // storage read; reply (confirmed count: the consumers)
-	Tag     uint64          // storage read, persist (its sequence number); applied (the term)
+	Tag     uint64          // storage read, persist (its sequence number); applied (the term); reply (a count's: the queue's incarnation)
 
 	Client      ClientID // reply, deliver, cancel
 	ReqID       uint64   // reply
@@ -332,6 +332,9 @@ func (e *Effect) AppendText(dst []byte, msgs MsgText) []byte {
 			dst = AppendKV(dst, "o", e.Offset)
 			if e.Count != 0 {
 				dst = AppendKVInt(dst, "count", int64(e.Count))
+			}
+			if e.Tag != 0 {
+				dst = AppendKV(dst, "incarnation", e.Tag)
 			}
 			if e.Reason != "" {
 				dst = AppendKVStr(dst, "result", e.Reason) // a metadata request's

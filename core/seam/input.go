@@ -92,8 +92,9 @@ const (
 	// ReqCount asks Queue's owner what queue.declare-ok reports: how many
 	// messages are ready (confirmed, neither delivered nor settled; those
 	// returned included) and how many consumers it has. Confirmed with
-	// Offset the ready count and Count the consumers; failed where this
-	// node does not own the queue.
+	// Offset the ready count, Count the consumers and Tag the incarnation
+	// of the queue it serves; failed where this node does not own the
+	// queue.
 	ReqCount RequestKind = 7
 )
 

@@ -91,9 +91,9 @@ func (o *Out) Refuse(c ClientID, id uint64, q QueueID, r Refusal, reason string)
 }
 
 // ReplyCounts emits the confirmed answer to a ReqCount: ready messages and
-// consumers of queue q.
-func (o *Out) ReplyCounts(c ClientID, id uint64, q QueueID, ready uint64, consumers int) {
-	o.Effects = append(o.Effects, Effect{Kind: EfReply, Client: c, ReqID: id, Outcome: Confirmed, Queue: q, Offset: ready, Count: consumers})
+// consumers of queue q, and the incarnation of q the owner serves.
+func (o *Out) ReplyCounts(c ClientID, id uint64, q QueueID, ready uint64, consumers int, incarnation uint64) {
+	o.Effects = append(o.Effects, Effect{Kind: EfReply, Client: c, ReqID: id, Outcome: Confirmed, Queue: q, Offset: ready, Count: consumers, Tag: incarnation})
 }
 
 // Deliver emits a delivery of rec to consumer c.
