@@ -323,8 +323,8 @@ func (n *Node) placedIndex(q QueueID) int {
 // within the catalogue's bound; messages held only while a group is
 // replaced, within their bounds; phases that agree with the groups that
 // run (none while a log opens, a sealed old one while it is replaced) and
-// with each other (a fresh copy begun only on an open log, its generation
-// named only while it opens). It panics with what broke.
+// with each other (a fresh copy begun only once the log is open, its
+// generation named only while it opens). It panics with what broke.
 func (n *Node) placedInvariants() {
 	if len(n.placed) > placedMax {
 		panic(fmt.Sprintf("core: %d placed queues", len(n.placed)))
@@ -348,8 +348,6 @@ func (n *Node) placedInvariants() {
 			panic(fmt.Sprintf("core: queue %d's log is opening, with a group of epoch %d (copy %s)", p.queue, p.epoch, p.copy))
 		case p.phase == placedReplacing && (n.queue(g) == nil || !n.queue(g).Sealed()):
 			panic(fmt.Sprintf("core: queue %d is being replaced, with no sealed old group", p.queue))
-		case p.copy != copyNone && p.phase != placedOpen:
-			panic(fmt.Sprintf("core: queue %d begins a fresh copy (%s) while %s", p.queue, p.copy, p.phase))
 		case p.copy == copyQuiet:
 			panic(fmt.Sprintf("core: queue %d's quiet old log outlived the step that found it quiet", p.queue))
 		case (p.copy == copyOpening) != (p.fresh != 0):
