@@ -493,7 +493,8 @@ func (n *Node) installTick() {
 			return
 		}
 	}
-	if j.phase == installCopy && j.st.End >= j.localEnd && n.x.NowNs-j.progressNs >= installSilentNs {
+	if j.phase == installCopy && j.st.End >= j.localEnd && n.x.NowNs-j.progressNs >= installSilentNs &&
+		!n.x.Bugs.Has(bugs.InstallerAsksReplacedSource) { // (planted: no deadline either)
 		n.installEnd(recovery.RefusedSourceSilent, fmt.Sprintf("no page from the source n%d for %d s", j.req.Source, installSilentNs/1_000_000_000))
 		return
 	}

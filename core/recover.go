@@ -1043,6 +1043,16 @@ func (n *Node) sealRefusedBy(from NodeID, r recovery.SealRefused) {
 		if why := w.coll.BlockedWhy(); why != 0 && w.blockedWhy == 0 {
 			n.recoveryBlocked(w, why, w.coll.Blocked())
 		}
+		if w.phase == recoveryVerify && w.verifyReads(from) && !n.x.Bugs.Has(bugs.VerifierReadsReplacedDisk) { // (planted: read on)
+			// A log the verification reads lies on a disk that was
+			// replaced: it never serves those pages again (its reads say
+			// not-sealed-here, its seal storage-replaced), and the
+			// verification would ask for them every second for ever.
+			// Start over: the collection, without that copy, chooses
+			// again.
+			n.recoveryStartOver(w, "n%d, read by the verification, runs on a new disk: %s", from, r.Reason)
+			return
+		}
 	}
 	n.recoveryNote(w.t.Queue, "recovery q=%d n%d did not %s (%s): %s", w.t.Queue, from, what, r.Code, r.Reason)
 	if r.Read && !busy && from != n.x.Node {
@@ -1051,6 +1061,19 @@ func (n *Node) sealRefusedBy(from NodeID, r recovery.SealRefused) {
 		req := recovery.SealRequest{Queue: w.t.Queue, Incarnation: w.t.Incarnation, Epoch: w.t.Epoch, Transition: w.t.Digest}
 		n.out.Send(seam.GroupRecovery, from, recovery.AppendSealRequest(n.out.Grow(64), &req))
 	}
+}
+
+// verifyReads reports whether the verification reads node's sealed log:
+// the source's, or a witness's it has pages to ask of.
+func (w *recoveryWork) verifyReads(node NodeID) bool {
+	if w.src.Node == node {
+		return true
+	}
+	if w.verify == nil {
+		return false
+	}
+	var wants [recovery.ReadsAtOnce]recovery.Want
+	return slices.ContainsFunc(w.verify.Wants(wants[:0]), func(x recovery.Want) bool { return x.Node == node })
 }
 
 // recoveryHeard takes a message from peer from, of any group: the peer is

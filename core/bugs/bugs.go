@@ -170,8 +170,14 @@ const (
 	BranchContradiction
 	// InstallerAsksReplacedSource: an installation whose source answers a
 	// seal with storage-replaced (it runs on a new disk) asks it again for
-	// ever instead of ending, so the worker never chooses another source.
+	// ever instead of ending, nor ends at its deadline, so the worker never
+	// chooses another source.
 	InstallerAsksReplacedSource
+	// VerifierReadsReplacedDisk: a recovery worker whose verification
+	// reads a log whose disk was replaced since it sealed (its reads say
+	// not-sealed-here, its seal storage-replaced) asks it for pages for
+	// ever instead of starting over without that copy.
+	VerifierReadsReplacedDisk
 	end
 )
 
@@ -226,7 +232,8 @@ var Registry = []Bug{
 	{ISRWatermarkAtZero, "isr-watermark-at-zero", "in-sync tracking", "an owner restored on a retained log starts its high watermark at 0, below its confirmed end"},
 	{FreshWithoutQuiet, "fresh-without-quiet", "learners", "a new copy's fresh generation is published with the old log's storage effects still in flight"},
 	{BranchContradiction, "branch-contradiction", "sealed recovery", "the verifier blocks on a witness's branch of an epoch the source's later epoch passed over"},
-	{InstallerAsksReplacedSource, "installer-asks-replaced-source", "sealed recovery", "an installation keeps asking a source that runs on a new disk for its seal, never ending"},
+	{InstallerAsksReplacedSource, "installer-asks-replaced-source", "sealed recovery", "an installation keeps asking a source that runs on a new disk for its seal, never ending (nor at its deadline)"},
+	{VerifierReadsReplacedDisk, "verifier-reads-replaced-disk", "sealed recovery", "a recovery's verification keeps reading a log whose disk was replaced since it sealed, never choosing again"},
 }
 
 // Has reports whether every bug of b is in s.
