@@ -24,7 +24,9 @@
 //
 // Each opcode has a class, and the class sets the body limit: control
 // bodies at most 64 KiB (ControlBodyBytesMax), data bodies at most 64 MiB
-// (DataBodyBytesMax), as seed 004 has them.
+// (DataBodyBytesMax): a control message never needs more, and a data
+// envelope holds a page of sealed records (docs/design/recovery.md,
+// "Budgets and limits").
 //
 //	opcode  name          class    body
 //	1       Hello         control  exactly 44 bytes: u32 node id, u64 process, nonce_c[32]

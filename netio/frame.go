@@ -24,7 +24,7 @@ const (
 	Version     = 1
 
 	// ControlBodyBytesMax and DataBodyBytesMax are the body limits of the two
-	// opcode classes (seed 004: 64 KiB requests and replies, 64 MiB envelopes).
+	// opcode classes: 64 KiB requests and replies, 64 MiB envelopes.
 	ControlBodyBytesMax = 64 << 10
 	DataBodyBytesMax    = 64 << 20
 
