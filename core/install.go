@@ -12,8 +12,7 @@ import (
 	"github.com/sluicemq/sluice/core/seam"
 )
 
-// Installation (issue 11, point 5; seed 004's "Non-serving recovery
-// staging"). A proposed member of a pending transition, asked by the
+// Installation (docs/design/recovery.md, "Installation in a stage"). A proposed member of a pending transition, asked by the
 // recovery worker, makes its log of the queue the verified source's
 // history: after a fresh committed view shows the transition pending and
 // this node proposed (and, if it held the queue before, after its own seal

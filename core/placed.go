@@ -20,7 +20,7 @@ import (
 // or the queue deleted or recreated, the group is fenced: it admits no
 // more writes. A restarted process is named by no assignment (its process
 // instance is new), so it serves none of the queues it held: their logs
-// wait, untouched, for recovery (issue 11).
+// wait, untouched, for recovery (docs/design/recovery.md).
 
 // placedGroup is one placed queue this node holds (or is opening).
 type placedGroup struct {
@@ -135,7 +135,7 @@ const (
 const bindTag uint64 = 4
 
 // placedMax bounds the placed queues a node tracks: the catalogue's limit.
-// TODO(issue 10): a deleted queue's group and entry stay (fenced) for the
+// TODO: a deleted queue's group and entry stay (fenced) for the
 // process's life, and its log stays open in the host; a long-lived daemon
 // with queue churn needs them retired once the group's storage is idle.
 const placedMax = metadata.QueuesMax
@@ -428,7 +428,7 @@ func (n *Node) opened(d *StorageDone) {
 }
 
 // activated follows a recovered assignment that names this process for
-// queue p (issue 11): the old group, sealed and inert, goes; a new one
+// queue p (docs/design/recovery.md, "Activation"): the old group, sealed and inert, goes; a new one
 // runs on the log as it is now (as the installation left it, if one
 // wrote it).
 func (n *Node) activated(p *placedGroup, q *metadata.Queue) {
@@ -652,7 +652,8 @@ func (n *Node) topology(c ClientID, req *Request) {
 // reports whether it did (or one is under way). The older history is never
 // truncated to fit the owner's: it stays untouched in the generation it
 // was, readable for inspection, and the copy catches up from empty
-// (seed 004: a returning replica's older history is kept apart). A log of
+// (docs/design/recovery.md, "Learners and admission": a returning
+// replica's older history is kept apart). A log of
 // this assignment's generation or later (an installation of its recovery,
 // or a learner's copy resumed after a restart) is the copy already.
 func (n *Node) keepApart(p *placedGroup, q *metadata.Queue, st *seam.LogState) bool {

@@ -14,9 +14,10 @@ import (
 	"github.com/sluicemq/sluice/core/seam"
 )
 
-// The recovery workers (seed 004, "Automatic recovery bounds"; issue 11).
+// The recovery workers (docs/design/recovery.md, "Workers, backoff and
+// deadlines").
 // Every node drives up to recovery.workers_per_broker queue recoveries at
-// once (default 1, the seed's rule): those of the fenced queues whose
+// once (default 1): those of the fenced queues whose
 // candidate it is, the smallest first by what its own log of each retains
 // (ties by name), at each tick and at the end of any step that applied
 // metadata, once the metadata entries its log holds beyond what it applied
@@ -53,7 +54,8 @@ import (
 // broker's one seal and one installation at a time (a busy refusal is
 // asked again within 50 ms, recoveryBusyRetryNs).
 
-// Backoff bounds of the worker's seal requests (seed 004). The backoff
+// Backoff bounds of the worker's seal requests (docs/design/recovery.md,
+// "Workers, backoff and deadlines"). The backoff
 // grows to recoveryBackoffMaxNs only for a broker the metadata does not
 // hold live: one it holds live (heartbeating to the controller) is asked
 // again within recoveryBackoffLiveMaxNs, since its silence is a lost
@@ -307,7 +309,7 @@ func (n *Node) recoveryTick() {
 	if workers := n.recoveryWorkers(md); len(n.recoveries) < workers {
 		// The smallest first, by what this node's own log of each retains:
 		// a recovery's sealed reads and installation grow with its log, and
-		// one worker a node (seed 004) would otherwise keep every other
+		// one worker a node (the default) would otherwise keep every other
 		// queue fenced behind the largest (an owner kill's pause behind a
 		// 20,000-record queue: 300 ms instead of 15). Ties keep the
 		// catalogue's order.
@@ -501,8 +503,8 @@ type recoveryRetry struct {
 }
 
 // recoveryRetryLater sets attempt w aside: the queue stays fenced, and is
-// tried again after a backoff from 1 s doubling to 30 s (seed 004: an
-// attempt has a deadline; budget exhaustion schedules a retry).
+// tried again after a backoff from 1 s doubling to 30 s (an attempt has a
+// deadline; budget exhaustion schedules a retry).
 func (n *Node) recoveryRetryLater(w *recoveryWork, why seam.AsideReason, detail string) {
 	n.recoveryEnd(w)
 	i := n.recoveryRetryIndex(w.t.Queue, w.t.Digest)
@@ -919,7 +921,7 @@ func (n *Node) pageArrived(p *recovery.ReadPage) {
 
 // recoveryBlockedSetAsideNs is how long a blocked attempt keeps its worker
 // (asking the replica it blocked on again) before it is set aside, and
-// recoveryAttemptNs how long any attempt may take (seed 004: two minutes).
+// recoveryAttemptNs how long any attempt may take (two minutes).
 const (
 	recoveryBlockedSetAsideNs = 5_000_000_000
 	recoveryAttemptNs         = 120_000_000_000
@@ -1108,8 +1110,8 @@ func (n *Node) recoveryHeard(from NodeID) {
 // recoveryStartOver ends the worker's attempt and begins it again at once:
 // every previous member is asked for its seal again (answered from its
 // receipt where its log still matches) and the source is chosen again.
-// Waiting for a source that changed would wait for ever (issue 7: a
-// recovering owner whose source no longer continued its log did). The
+// Waiting for a source that changed would wait for ever (a recovering
+// owner whose source no longer continues its log would). The
 // lease wait keeps the first attempt's start.
 func (n *Node) recoveryStartOver(w *recoveryWork, format string, a ...any) {
 	n.recoveryNote(w.t.Queue, "recovery q=%d epoch=%d starts over: %s", w.t.Queue, w.t.Epoch, fmt.Sprintf(format, a...))

@@ -10,7 +10,7 @@ import (
 	"github.com/sluicemq/sluice/core/seam"
 )
 
-// Sealing (seed 004, "Request authority"; issue 11). A replica of a fenced
+// Sealing (docs/design/recovery.md, "Seals"). A replica of a fenced
 // queue's previous assignment, asked by the recovery worker, seals its log
 // for the pending transition: it checks the transition against a fresh
 // committed view (a read index of the metadata group, not what it happens

@@ -340,7 +340,7 @@ func TestServeUnroutable(t *testing.T) {
 // confirmed publish and every ack is durable in the queue's log (read
 // here with the segment log's own reader). The restarted broker is a new
 // process instance, so the controller fences the queue's assignment (its
-// member runs another process) and, until recovery (issue 11) activates
+// member runs another process) and, until recovery activates
 // the next epoch, the queue is not served: declare, publish and consume
 // are refused, never answered from a guess. A queue the new process
 // declares is placed on it and serves (here with an auto-ack consumer).

@@ -24,7 +24,8 @@
 //
 // Each opcode has a class, and the class sets the body limit: control
 // bodies at most 64 KiB (ControlBodyBytesMax), data bodies at most 64 MiB
-// (DataBodyBytesMax), as seed 004 has them.
+// (DataBodyBytesMax), checked from the header before any of the body is
+// read (docs/design/recovery.md, "Budgets and limits").
 //
 //	opcode  name          class    body
 //	1       Hello         control  exactly 44 bytes: u32 node id, u64 process, nonce_c[32]
@@ -43,9 +44,10 @@
 //	50      ClientGone    control  a forwarded client is gone
 //
 // Opcode values are wire format: never renumbered, only added. The
-// placeholders get their bodies from the issues that add those operations;
-// they are here so the authentication gate is tested against every kind of
-// peer operation.
+// placeholders have no bodies of their own (sealed recovery's messages
+// travel as GroupMessage frames of group seam.GroupRecovery); they are here
+// so the authentication gate is tested against every kind of peer
+// operation.
 //
 // # Refusals
 //

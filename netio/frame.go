@@ -24,7 +24,7 @@ const (
 	Version     = 1
 
 	// ControlBodyBytesMax and DataBodyBytesMax are the body limits of the two
-	// opcode classes (seed 004: 64 KiB requests and replies, 64 MiB envelopes).
+	// opcode classes: 64 KiB requests and replies, 64 MiB envelopes.
 	ControlBodyBytesMax = 64 << 10
 	DataBodyBytesMax    = 64 << 20
 
@@ -65,8 +65,9 @@ const (
 
 	OpGroupMessage Opcode = 16 // replication: u64 group id + the group's message
 
-	// Placeholders for the control operations of later issues; their bodies
-	// are opaque here. They exist so that the authentication gate is tested
+	// Placeholders for peer control operations with no bodies of their own
+	// (sealed recovery's messages travel as GroupMessage frames); their
+	// bodies are opaque here. They exist so that the authentication gate is tested
 	// against every kind of peer operation.
 	OpSeal         Opcode = 32
 	OpSealReply    Opcode = 33

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// The follower-loss hold's stories (issue 12), each a named scenario whose
+// The follower-loss hold's stories (docs/design/follower-loss-hold.md), each a named scenario whose
 // checkers pass in replayTrace; the test reads from the trace when queue
 // "orders" was fenced (and proposing whom), when it was activated again,
 // and when n3 left and rejoined the live set.

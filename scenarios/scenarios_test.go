@@ -11,8 +11,8 @@ import (
 
 func TestReplayRegressions(t *testing.T) { replayAll(t, "regressions") }
 
-// TestNamedScenarios replays the named scenarios: situations an issue asks
-// to be run by name (the controller's: its leader lost under load, its
+// TestNamedScenarios replays the named scenarios: situations worth running
+// by name (the controller's: its leader lost under load, its
 // leader isolated, declarations and deletions racing).
 func TestNamedScenarios(t *testing.T) { replayAll(t, "named") }
 

@@ -6,13 +6,14 @@ import (
 	"testing"
 )
 
-// Seed 000's bench shape in the simulator (issue 12): three brokers, three
+// The follower-loss hold's bench shape in the simulator
+// (docs/design/follower-loss-hold.md): three brokers, three
 // queues of three copies under majority_durable at 1,000 publishes/s each;
 // the broker that owns one queue and follows the other two is killed. With
 // the follower-loss hold (its default), the two queues it only followed
 // keep their epoch and owner, leave no outcome unknown, and never go 50 ms
-// of simulated time without a confirm; with the hold at 0 (seed 000's
-// "before", the scenario issue 11 times its recoveries with), they are
+// of simulated time without a confirm; with the hold at 0 (no hold: the
+// setting the recovery timings run with), they are
 // fenced, pause and leave outcomes unknown. Both are printed.
 
 // queueShape is what a run's trace says of one queue.

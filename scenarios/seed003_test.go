@@ -8,11 +8,12 @@ import (
 	"testing"
 )
 
-// Seed 003's two timelines, replayed from their named scenarios, with the
-// seed's numbers checked against the trace of the run: the owner's
+// The two in-sync timelines (docs/design/in-sync.md, "Timeline of a
+// shrink"), replayed from their named scenarios, with the timeline's
+// numbers checked against the trace of the run: the owner's
 // announced high watermarks (effect "watermark"), and the metadata every
 // broker applied (the first application of each entry, by the owner's
-// node). The seed's clock starts when the follower stalls (14 s here).
+// node). The timeline's clock starts when the follower stalls (14 s here).
 
 // timeline is what a run's trace says of queue "clicks".
 type timeline struct {
@@ -94,10 +95,10 @@ func (tl *timeline) markAt(atNs int64) uint64 {
 
 func sec(ns int64) string { return fmt.Sprintf("%.3fs", float64(ns)/1e9) }
 
-// TestSeed003Timelines checks the numbers of seed 003's "timeline of a
-// shrink" and of its restart variant.
+// TestSeed003Timelines checks the numbers of the timeline of a shrink
+// (docs/design/in-sync.md) and of its restart variant.
 func TestSeed003Timelines(t *testing.T) {
-	const stallNs = 14e9 // the seed's 0 s
+	const stallNs = 14e9 // the timeline's 0 s
 	t.Run("slow follower", func(t *testing.T) {
 		tl := runTimeline(t, "named/insync-slow-follower.json", "n3")
 		if len(tl.inSync) < 2 {

@@ -14,9 +14,10 @@ import (
 	"github.com/sluicemq/sluice/sim/world"
 )
 
-// Seed 004's story (steps 1 to 8) and its "evidence unavailable" variant,
-// replayed from their named scenarios: the recovery's stages in the order
-// the seed tells them, with their instants, read from the run's trace.
+// The failover story and its "evidence unavailable" variant
+// (docs/design/recovery.md, "A failover, step by step"), replayed from
+// their named scenarios: the recovery's stages in the story's order, with
+// their instants, read from the run's trace.
 
 // recoveryRun is what a run's trace says of queue "orders"'s recovery.
 type recoveryRun struct {
@@ -80,7 +81,7 @@ func readRecovery(t *testing.T, trace, name, askedOf string) recoveryRun {
 	return rr
 }
 
-// ordered checks the stage marks come in the seed's order and returns
+// ordered checks the stage marks come in the story's order and returns
 // each stage's first instant.
 func (rr *recoveryRun) ordered(t *testing.T) []int64 {
 	t.Helper()
@@ -164,12 +165,12 @@ func TestSeed004Story(t *testing.T) {
 	})
 }
 
-// TestOwnerLossUnderLoad: issue 11's owner loss under load; the checkers
+// TestOwnerLossUnderLoad: an owner lost under load; the checkers
 // (0 confirmed records lost, every outcome accounted for) pass in
 // replayTrace, and each queue's recovery is timed by stage from the kill,
 // over the scenario's seed and the next ones (SLUICE_RECOVERY_SEEDS=N runs
 // N seeds; CI runs 6): the median and p99 of every stage across the
-// recoveries, the figures issue 11's closing note asks for.
+// recoveries.
 func TestOwnerLossUnderLoad(t *testing.T) {
 	file := "named/recovery-owner-lost-under-load.json"
 	seeds := 6

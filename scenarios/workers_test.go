@@ -11,8 +11,9 @@ import (
 	"github.com/sluicemq/sluice/sim/world"
 )
 
-// TestRecoveryWorkers answers seed 004's open question (issue 11, point 7):
-// what do 2 and 4 recovery workers per broker gain over the seed's 1 when
+// TestRecoveryWorkers measures what 2 and 4 recovery workers per broker
+// gain over the default 1 (docs/design/recovery.md, "Workers, backoff and
+// deadlines") when
 // 30 queues lose their owner at once? The named scenario kills n1, which
 // owns 30 of 90 queues and follows the other 60; all 90 are fenced and n2
 // is every recovery's candidate. Each run must pass its checkers, recover

@@ -38,8 +38,8 @@
 // fences a placed queue whose member left the live set (or runs another
 // instance) with a pending transition under the next epoch, bound by its
 // digest (placement.go, core/metadata). A fenced queue admits no writes
-// until the recovery of issue 11 activates the proposal: until then it
-// stays fenced.
+// until a recovery activates the proposal (docs/design/recovery.md):
+// until then it stays fenced.
 //
 // # Inputs
 //
@@ -147,7 +147,7 @@
 // with ImageRestoredNote and the image's index, so that a watcher that
 // follows every applied entry knows where it goes on.
 //
-// # Left for later steps of issue 10
+// # Not built yet
 //
 // Membership changes (a broker outside the configured members); retiring
 // the static configuration.

@@ -8,9 +8,9 @@ import (
 )
 
 // Fresh reads. A node that must act on committed metadata it cannot trust
-// to be current (a replica asked to seal its log for a transition: seed
-// 004 wants "a fresh committed view, not stale local metadata") asks for a
-// fresh read. The group asks raft for a read index (ReadIndex, forwarded
+// to be current (a replica asked to seal its log for a transition must
+// act on a fresh committed view, never on stale local metadata:
+// docs/design/metadata-group.md, "Fresh reads") asks for a fresh read. The group asks raft for a read index (ReadIndex, forwarded
 // to the leader, which confirms its leadership with a quorum of heartbeats
 // before it answers with its commit index), then waits until it applied
 // that index: whatever was committed when the read was asked is then in
@@ -21,8 +21,8 @@ import (
 // up), and the caller learns of a read that found no leader for
 // FreshReadTimeoutNs by an Unknown answer.
 
-// FreshReadTimeoutNs is how long a fresh read waits for its answer (seed
-// 004: authorization times out after ten seconds); FreshReadRetryNs how
+// FreshReadTimeoutNs is how long a fresh read waits for its answer (a
+// seal's authorization gives up after ten seconds); FreshReadRetryNs how
 // long it waits for a read index before it asks raft again.
 const (
 	FreshReadTimeoutNs = 10_000_000_000

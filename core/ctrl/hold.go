@@ -8,7 +8,7 @@ import (
 	"github.com/sluicemq/sluice/core/seam"
 )
 
-// The follower-loss hold (issue 12, seed 000). When placement finds a
+// The follower-loss hold (docs/design/follower-loss-hold.md). When placement finds a
 // placed queue whose only lost members are followers, it keeps the queue's
 // assignment, epoch and activation instead of fencing it behind a
 // transition, as long as:
@@ -29,7 +29,8 @@ import (
 // reports, so it is never waited for. A follower back with the same
 // process (after a network fault) counts again as it streams; past the
 // hold, placement proposes the transition that replaces the lost ones.
-// Why it is safe (seed 000): the hold changes neither E (the lost
+// Why it is safe (docs/design/follower-loss-hold.md, "Why it is safe"):
+// the hold changes neither E (the lost
 // follower keeps its place among the previous members a recovery seals)
 // nor W, so R = E - W + 1 seals still meet every confirm set, and a
 // second failure (the owner lost while a follower is held) finds the same

@@ -10,7 +10,7 @@ import (
 	"go.etcd.io/raft/v3"
 )
 
-// In-sync requests (seed 003): a placed queue's owner asks the leader to
+// In-sync requests (docs/design/in-sync.md): a placed queue's owner asks the leader to
 // record a new in-sync set for its assignment (a follower that stopped
 // reaching the log end for replica.lag_time_max_ms leaves it; one that
 // reached the high watermark again comes back). The owner keeps using the
@@ -140,8 +140,9 @@ func (g *Group) onInSync(from uint64, r inSyncReq) {
 		}
 		if i := slices.IndexFunc(a.Members.Slice(), func(m metadata.Member) bool { return m.Node == n }); i < 0 || !g.memberLive(a.Members.Slice()[i]) {
 			// A member the metadata holds down (or running another process)
-			// does not come back into the set (seed 003: it lost its place
-			// as the controller saw it gone). Its owner, which last heard it
+			// does not come back into the set (it lost its place as the
+			// controller saw it gone: docs/design/in-sync.md, "A broker that
+			// leaves the live set"). Its owner, which last heard it
 			// at the log's end, asks it back as long as the queue is idle:
 			// granted, the set flapped with every removal.
 			g.note("in-sync request for %q refused: n%d is not a live member", q.Name, n)

@@ -9,7 +9,7 @@ import (
 	"github.com/sluicemq/sluice/core/seam"
 )
 
-// Learners (issue 12, seed 004's background admission). A follower of a
+// Learners (docs/design/recovery.md, "Learners and admission"). A follower of a
 // held queue whose broker comes back with a new process on the same
 // storage is not replaced through recovery: placement names that exact
 // instance the assignment's learner (AddLearner), and the hold goes on

@@ -226,8 +226,9 @@ func FuzzInSyncRequest(f *testing.F) {
 
 // TestInSyncNeverAddsADownMember: the owner of an idle queue last heard
 // its lost follower at the log's end and asks it back into the in-sync
-// set; the leader refuses while the metadata holds it down (seed 003: a
-// stopped broker loses its place as soon as the controller sees it gone),
+// set; the leader refuses while the metadata holds it down (a stopped
+// broker loses its place as soon as the controller sees it gone:
+// docs/design/in-sync.md, "A broker that leaves the live set"),
 // and grants a live member's return.
 func TestInSyncNeverAddsADownMember(t *testing.T) {
 	s := soloWithBrokers(t)

@@ -21,7 +21,7 @@ import (
 //     else it is fenced by a transition that
 //     proposes the surviving members plus replacements for the rest
 //     (chosen as above), under the next epoch, bound by its digest. The
-//     queue admits no writes until recovery (issue 11) activates the next
+//     queue admits no writes until recovery activates the next
 //     assignment. A queue is never proposed so few members that their W
 //     falls below the W of its configured replica count (a majority queue
 //     of 3 is not moved to one broker, an isr queue not below min_insync):
@@ -96,7 +96,7 @@ func (g *Group) placementCheck() {
 				// requirement: an assignment of fewer members would confirm
 				// on fewer copies than the operator asked for (a majority of
 				// one, say), and a recovery never weakens W to fit what is
-				// left (seed 004). The queue waits, fenced or not, for live
+				// left (docs/design/recovery.md). The queue waits, fenced or not, for live
 				// brokers; its owner, if alive, keeps serving only while its
 				// in-sync set still meets W (an isr queue's lost member left
 				// that set already).
@@ -115,7 +115,8 @@ func (g *Group) placementCheck() {
 }
 
 // proposeHandoff hands a fenced queue's recovery to another proposed
-// member when its candidate left the live set or drains (seed 004): a
+// member when its candidate left the live set or drains
+// (docs/design/recovery.md, "Handoff and re-proposal"): a
 // live, undrained one, a previous member first (its log is a witness
 // already), in the proposed order. The transition stays as it was; with
 // no such member the queue waits for its candidate.
@@ -186,9 +187,9 @@ func (g *Group) available(n seam.NodeID) bool {
 }
 
 // dropLostFromInSync proposes queue q's in-sync set without its followers
-// that left the live set (seed 003: a stopped broker loses its place as
-// soon as the controller sees it gone, not when its owner's lag timer runs
-// out), under the set's current version, so that it commits before the
+// that left the live set (a stopped broker loses its place as soon as the
+// controller sees it gone, not when its owner's lag timer runs out:
+// docs/design/in-sync.md, "A broker that leaves the live set"), under the set's current version, so that it commits before the
 // transition that fences the queue. The owner stays: it is never out of
 // its own set.
 func (g *Group) dropLostFromInSync(q *metadata.Queue) {

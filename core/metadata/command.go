@@ -45,7 +45,7 @@ const (
 	// members under epoch Epoch+1, bound by Digest (TransitionDigest).
 	Transition Kind = 8
 	// SetInSync records queue Name's in-sync set under epoch Epoch (the
-	// owner's proposal, seed 003): InSync, the owner among them, all
+	// owner's proposal, docs/design/in-sync.md): InSync, the owner among them, all
 	// members of the assignment.
 	SetInSync Kind = 9
 	// Activate ends queue Name's pending transition from epoch Epoch
@@ -58,7 +58,8 @@ const (
 	Activate Kind = 10
 	// AddLearner names Learner (a broker's exact process and storage
 	// instances) the learner of queue Name's assignment of epoch Epoch
-	// (seed 004's background admission), whose copy catches up, never
+	// (docs/design/recovery.md, "Learners and admission"), whose copy
+	// catches up, never
 	// counted toward W, instead of going through recovery: a member's
 	// broker back with a new process on the same storage (a successor of
 	// the member on Learner's node), or, while the assignment has fewer

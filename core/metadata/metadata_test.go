@@ -309,7 +309,7 @@ func TestPlacementAndTransitions(t *testing.T) {
 	}
 }
 
-// A learner (issue 12): a member's broker back with a newer process on
+// A learner: a member's broker back with a newer process on
 // the same storage is named by one guarded command, never the owner's;
 // admission makes it the member, and a pending transition refuses it.
 func TestLearnerAddAndAdmit(t *testing.T) {

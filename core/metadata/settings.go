@@ -39,14 +39,15 @@ var Settings = [settingsCount]SettingSpec{
 	FollowerLossHoldMs:       {"replication.follower_loss_hold_ms", 300_000, 0, 86_400_000, "how long a queue that lost only followers keeps its assignment before recovery (0: recover at once)"},
 	RecoveryWorkersPerBroker: {"recovery.workers_per_broker", 1, 1, 16, "how many queue recoveries a broker drives at once"},
 	// A recovery's sealed reads of the logs it verifies, over all of them
-	// (seed 004's defaults); a queue whose history exceeds one stays
+	// (docs/design/recovery.md, "Budgets and limits"); a queue whose
+	// history exceeds one stays
 	// fenced, saying which, until an operator raises it.
 	RecoveryInspectPagesMax:   {"recovery.inspect_pages_max", 1024, 1, 1_000_000, "pages of sealed reads one recovery's inspection may take"},
 	RecoveryInspectRecordsMax: {"recovery.inspect_records_max", 1_000_000, 1, 1_000_000_000, "records one recovery's inspection may read"},
 	RecoveryInspectBytesMax:   {"recovery.inspect_bytes_max", 256 << 20, 1 << 20, 1 << 40, "bytes (bodies and 18 a record) one recovery's inspection may read"},
 	// One installation's stage, the copy of the source's history a
-	// proposed member builds apart from its live log (seed 004's
-	// defaults; separate from the inspection's): a history over one
+	// proposed member builds apart from its live log (separate from the
+	// inspection's: docs/design/recovery.md, "Budgets and limits"): a history over one
 	// keeps the queue fenced, saying which, until an operator raises it.
 	RecoveryStageRecordsMax: {"recovery.stage_records_max", 1_000_000, 1, 1_000_000_000, "records one installation's stage may hold"},
 	RecoveryStageBytesMax:   {"recovery.stage_bytes_max", 1 << 30, 1 << 20, 1 << 42, "bytes (bodies and 18 a record) one installation's stage may hold"},

@@ -36,7 +36,7 @@ type Queue struct {
 }
 
 // UnderReplicated reports a placed queue whose in-sync set is smaller than
-// its replica count (seed 003); UnderMinInSync one whose set is below its
+// its replica count (docs/design/in-sync.md, "Reporting"); UnderMinInSync one whose set is below its
 // min in-sync (an isr queue then refuses publishes).
 func (q *Queue) UnderReplicated() bool { return q.Assigned && q.Assignment.InSync.N < q.Replicas }
 
@@ -59,13 +59,13 @@ func (q *Queue) Health() string {
 // Assignment is where a queue lives: its epoch, owner and members with
 // their exact instances. Fenced: a member left the live set or runs
 // another process, and the pending transition (Pending) proposes the next
-// members; a fenced assignment admits no writes until recovery (issue 11)
-// activates the next.
+// members; a fenced assignment admits no writes until recovery activates
+// the next (docs/design/recovery.md).
 type Assignment struct {
 	Epoch   uint64
 	Owner   seam.NodeID
 	Members Members
-	// InSync is the committed in-sync set (seed 003): every member at
+	// InSync is the committed in-sync set (docs/design/in-sync.md): every member at
 	// placement, then as the owner's proposals commit; InSyncVersion
 	// counts its changes (a change from an older version is refused).
 	InSync        Nodes
@@ -543,8 +543,8 @@ func (s *State) setInSync(c *Command) (string, error) {
 	return fmt.Sprintf("in-sync %q %v version=%d%s", c.Queue, c.InSync.Slice(), a.InSyncVersion, q.Health()), nil
 }
 
-// activate ends a pending transition with the recovered assignment (issue
-// 11, point 6): only the transition it binds (epoch and digest), exactly
+// activate ends a pending transition with the recovered assignment
+// (docs/design/recovery.md, "Activation"): only the transition it binds (epoch and digest), exactly
 // the proposed members, each live with the instances named, and at least
 // the new W of them installed, the owner among them. The new epoch's
 // assignment admits writes; its in-sync set is the installed members.
@@ -561,7 +561,7 @@ func (s *State) activate(c *Command) (string, error) {
 		return "", refuse("queue %q: %d members would confirm on fewer copies than its %d replicas' W", c.Queue, c.Members.N, q.Replicas)
 	}
 	for _, m := range c.Members.Slice() {
-		// The proposed members that are live (seed 004: activation needs
+		// The proposed members that are live (activation needs
 		// the owner and W installed; a proposed member gone meanwhile is
 		// left out, and the queue gets its copy back as a new copy's
 		// learner).
@@ -600,7 +600,8 @@ func (s *State) unfencedAt(c *Command) (*Assignment, error) {
 	return a, nil
 }
 
-// addLearner names a learner (seed 004's background admission): either
+// addLearner names a learner (docs/design/recovery.md, "Learners and
+// admission"): either
 // the broker of a follower runs Learner's process now, live, on the
 // member's storage (a successor, which will replace that member), or the
 // queue runs on fewer members than its declared replicas and Learner is a
@@ -646,7 +647,7 @@ func (s *State) addLearner(c *Command) (string, error) {
 }
 
 // GrowthKeepsW reports whether one member more leaves q's write quorum as
-// it is (seed 004: admission keeps the configured write requirement, so
+// it is (admission keeps the configured write requirement, so
 // that every confirm set of the smaller assignment still meets every
 // R = E - W + 1 seals of the larger one).
 func (q *Queue) GrowthKeepsW() bool {

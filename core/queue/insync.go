@@ -9,7 +9,7 @@ import (
 	"github.com/sluicemq/sluice/core/seam"
 )
 
-// In-sync tracking (seed 003), for queues whose assignment the controller
+// In-sync tracking (docs/design/in-sync.md), for queues whose assignment the controller
 // keeps: the owner records the last moment each follower held its whole
 // log durably (progress.caughtUpNs: a report that reached the owner's end,
 // or one that reached the end the owner had at the follower's previous

@@ -208,8 +208,8 @@ func TestAskedBackCountsAtOnce(t *testing.T) {
 	}
 }
 
-// TestStreamingFollowerStaysInSync (seed 003: "the number of records
-// behind does not enter the rule"): a busy owner appends every 10 ms, and
+// TestStreamingFollowerStaysInSync (the number of records behind does not
+// enter the rule: docs/design/in-sync.md, "The lag rule"): a busy owner appends every 10 ms, and
 // n2 reports, each time, the end the owner had at its previous report,
 // never the owner's end now: it stays in the in-sync set for 3 s, three
 // times the lag time. n3 stops reporting and leaves once its moment is

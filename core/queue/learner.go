@@ -7,7 +7,7 @@ import (
 	"github.com/sluicemq/sluice/core/seam"
 )
 
-// Learners (issue 12, seed 004's background admission). A follower's
+// Learners (docs/design/recovery.md, "Learners and admission"). A follower's
 // broker back with a new process on the same storage is named its queue's
 // learner by the metadata (core/ctrl's learner.go); the node tells the
 // owner (SetLearner), whose progress for that node then follows the

@@ -22,7 +22,7 @@ type progress struct {
 	// slow: a resend timed out; send one batch at a time until it answers,
 	// so a lost or stalled follower costs one message per resend interval.
 	slow bool
-	// caughtUpNs: seed 003's moment, the last instant at which the
+	// caughtUpNs: the lag rule's moment (docs/design/in-sync.md), the last instant at which the
 	// follower held the owner's whole log durably: the instant of a report
 	// that reached the owner's end, or of the report before one that
 	// reached the end the owner had then (a follower streaming a few

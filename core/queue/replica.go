@@ -295,7 +295,8 @@ func (r *Replica) Fence(why string) {
 // Fenced reports whether the replica is fenced.
 func (r *Replica) Fenced() bool { return r.fenced != "" }
 
-// Seal freezes the replica's log for recovery (seed 004): from now on the
+// Seal freezes the replica's log for recovery (docs/design/recovery.md,
+// "Seals"): from now on the
 // replica writes nothing to it (no append, truncation or discard: a
 // follower refuses every append, of whatever epoch), so that what a seal reports is what
 // the log keeps. It goes inert: it takes no peer message and no tick and

@@ -5,7 +5,7 @@ import (
 	"github.com/sluicemq/sluice/core/seam"
 )
 
-// Retention (issue 12, seed 000). The owner deletes its log's head once the
+// Retention (docs/design/retention.md). The owner deletes its log's head once the
 // records there are settled (acked publishes; acks and epoch records, which
 // are never delivered) and held durably by every follower that reported in
 // the last RetainSilentMs: a follower silent that long stops protecting the

@@ -7,7 +7,7 @@ import (
 	"github.com/sluicemq/sluice/core/seam"
 )
 
-// The storage binding (seed 004's storage-binding receipt). A replica's
+// The storage binding (docs/design/recovery.md, "Storage binding"). A replica's
 // log is bound, durably and before it acknowledges anything, to the queue
 // incarnation it is a copy of and the storage instance that holds it
 // (io/seglog's BIND, written by OpBind). A log opened without its binding

@@ -1,5 +1,5 @@
-// Package recovery holds the pure parts of sealed recovery (seed 004,
-// issue 11): the peer messages that ask a replica to seal its log for one
+// Package recovery holds the pure parts of sealed recovery
+// (docs/design/recovery.md): the peer messages that ask a replica to seal its log for one
 // pending transition and carry its answer, the retained content identity a
 // seal reports, and the collection of witnesses that decides when a
 // recovery has enough evidence and which witness is its source.

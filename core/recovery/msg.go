@@ -27,8 +27,8 @@ const (
 
 // Limits of the messages.
 const (
-	// MsgBytesMax bounds every recovery message but a page (seed 004's
-	// control frames: 64 KiB).
+	// MsgBytesMax bounds every recovery message but a page (a control
+	// frame's 64 KiB: docs/design/recovery.md, "Budgets and limits").
 	MsgBytesMax = 64 << 10
 	// PageMsgBytesMax bounds a page of sealed records (a data frame): its
 	// records' bytes within PageBytesMax, and their headers.

@@ -11,8 +11,8 @@ import (
 	"github.com/sluicemq/sluice/core/seam"
 )
 
-// Sealed reads (seed 004, "Explicit sealed-source reads" and "Explicit
-// retained-history inspection"; issue 11 point 4). Before a source is
+// Sealed reads (docs/design/recovery.md, "Sealed reads and
+// verification"). Before a source is
 // accepted, the worker reads the source's whole sealed log and every other
 // complete witness's, a page at a time, two logs at once (ReadsAtOnce),
 // and the Verifier checks:
@@ -54,7 +54,8 @@ import (
 // settings of the metadata); exhausting a bound blocks the recovery with a
 // diagnostic, never weakens a check.
 
-// Page bounds and the default inspection budget (seed 004).
+// Page bounds and the default inspection budget (docs/design/recovery.md,
+// "Budgets and limits").
 const (
 	PageRecordsMax    = 4096
 	PageBytesMax      = 16 << 20
@@ -78,7 +79,7 @@ func BudgetBytes(r *record.Record) int64 {
 	return int64(len(r.Body) + recordWireBytes)
 }
 
-// DefaultBudget is seed 004's: 1,024 pages, 1,000,000 records, 256 MiB.
+// DefaultBudget is the default inspection budget: 1,024 pages, 1,000,000 records, 256 MiB.
 var DefaultBudget = Budget{PagesMax: InspectPagesMax, RecordsMax: InspectRecordsMax, BytesMax: InspectBytesMax}
 
 // SourceHeldBytesMax bounds the source's record bodies a Verifier holds to
@@ -129,8 +130,8 @@ func (v *Verifier) sameRecord(s *srcRecord, r *record.Record) bool {
 	return r.Kind == s.kind && bytes.Equal(r.Body, v.held[s.at:s.at+s.n])
 }
 
-// ReadsAtOnce is how many logs a Verifier reads at once (seed 004: the
-// worker pipelines source inspection for up to two replicas at once).
+// ReadsAtOnce is how many logs a Verifier reads at once: the worker
+// pipelines source inspection for up to two replicas at once.
 const ReadsAtOnce = 2
 
 // Verifier checks a chosen source against the other complete witnesses by

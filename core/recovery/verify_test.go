@@ -290,7 +290,7 @@ func TestVerifierTakesSameIdentityBySeal(t *testing.T) {
 
 // The source is read first, alone; then the witnesses of other
 // identities, compared record by record with it, two logs at a time
-// (seed 004); the witnesses of its identity are not read.
+// (ReadsAtOnce); the witnesses of its identity are not read.
 func TestVerifierReadsTwoLogsAtOnce(t *testing.T) {
 	src := history([]uint64{1, 1, 2, 2, 2, 2}, "")
 	s := sealOf(t, 1, src)

@@ -35,13 +35,14 @@ const (
 	// but trace it.
 	EfNote EffectKind = 7
 	// EfWatermark: the owner of queue Queue (group Group) moved its high
-	// watermark (seed 003: the lowest durable end over its in-sync set) to
+	// watermark (the lowest durable end over its in-sync set:
+	// docs/design/in-sync.md, "The high watermark") to
 	// Offset. Nothing to do: the world may watch it (the simulator's
 	// checkers, the daemon's metrics). Only queues with an in-sync set
 	// (placed by the controller) have one; it never moves back.
 	EfWatermark EffectKind = 8
-	// EfRecovery: a stage of a queue's sealed recovery was reached (issue
-	// 11): Queue, Stage, Offset the pending transition's epoch, Reason
+	// EfRecovery: a stage of a queue's sealed recovery was reached
+	// (docs/design/recovery.md, "Activation"): Queue, Stage, Offset the pending transition's epoch, Reason
 	// the detail; for StageSeal, Body is the seal, for StageSelect the
 	// source's seal (core/recovery's encoding). Nothing to do: the world may watch it (the simulator's
 	// checkers and coverage, the daemon's metrics and recovery timings).
@@ -55,7 +56,7 @@ const (
 	EfCancel EffectKind = 10
 )
 
-// RecoveryStage names a stage of a sealed recovery (issue 11, point 8).
+// RecoveryStage names a stage of a sealed recovery (docs/design/recovery.md).
 type RecoveryStage uint8
 
 const (

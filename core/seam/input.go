@@ -134,8 +134,8 @@ const (
 	// generations), closing any stage of the group open before (none of
 	// its operations may be outstanding).
 	OpOpen StorageOp = 9
-	// OpSeal durably stores Body as the log's seal receipt (recovery,
-	// issue 11), replacing any earlier one; the records do not change.
+	// OpSeal durably stores Body as the log's seal receipt
+	// (docs/design/recovery.md, "Seals"), replacing any earlier one; the records do not change.
 	OpSeal StorageOp = 10
 	// OpPublish, on a group's stage (log LogStage), makes the stage the
 	// group's log: one checksummed pointer file beside the generations,

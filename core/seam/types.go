@@ -36,7 +36,8 @@ const (
 func QueueGroup(q QueueID) GroupID { return GroupID(q) }
 
 // LogID names one log of a group: a queue replica's live log is log 0;
-// LogStage is the stage an installation copies into (issue 11) before it
+// LogStage is the stage an installation copies into
+// (docs/design/recovery.md, "Installation in a stage") before it
 // publishes it as the new generation of log 0.
 type LogID uint32
 
@@ -57,8 +58,8 @@ const (
 	// AllDurable confirms once every replica holds it (W=N).
 	AllDurable Policy = 3
 	// ISR confirms at the high watermark: once every member of the queue's
-	// committed in-sync set holds a publish durably (seed 003, Kafka's
-	// acks=all), and admits publishes only while that set has at least
+	// committed in-sync set holds a publish durably (Kafka's acks=all;
+	// docs/design/in-sync.md), and admits publishes only while that set has at least
 	// min_insync members. Only a queue the controller placed has an
 	// in-sync set; W, the fewest durable copies a confirm guarantees, is
 	// min_insync.
@@ -153,7 +154,8 @@ type QueueConfig struct {
 	// whose reports never count toward W). Nil for a static queue, whose
 	// restarted follower counts again once it reports.
 	Processes []uint64
-	// Learner: this replica runs as its queue's learner (issue 12): a
+	// Learner: this replica runs as its queue's learner
+	// (docs/design/recovery.md, "Learners and admission"): a
 	// follower whose log's loss to damage (its unrepaired mark) stays
 	// marked until it is admitted, so that a seal of it meanwhile says
 	// its copy may lack what the member it succeeds acknowledged.
@@ -222,7 +224,7 @@ type Limits struct {
 	// retention costs a few syncs, so it waits for a batch worth it.
 	RetainRecordsMin int
 	// RetainSilentMs: a follower that has not reported for this long
-	// stops protecting the owner's log (seed 000's retention rule): the
+	// stops protecting the owner's log (docs/design/retention.md): the
 	// owner deletes what it lacks, and it reseeds when it returns.
 	RetainSilentMs int64
 }

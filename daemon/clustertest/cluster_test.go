@@ -16,7 +16,8 @@ import (
 // gives each broker one to own (the fewest owned first).
 var queues = []string{"q0", "q1", "q2"}
 
-// ratePerQueue: 1,000 publishes a second in all, as issue 13 asks.
+// ratePerQueue: 1,000 publishes a second in all (docs/daemon.md, "The
+// real-cluster tests").
 const ratePerQueue = 333
 
 // startPublishers starts one publisher per queue, the i-th connected
@@ -269,7 +270,8 @@ func TestFollowerKill(t *testing.T) {
 	gap := pubs[0].maxGap(killedAt, time.Now())
 	_, _, unknownAfter := pubs[0].counts()
 	t.Logf("q0 after its follower's kill: longest gap between confirms %v, %d unknown outcomes", gap.Round(time.Millisecond), unknownAfter-unknownBefore)
-	// The follower-loss hold (issue 12, its default of 5 min): q0 lost
+	// The follower-loss hold (docs/design/follower-loss-hold.md, its
+	// default of 5 min): q0 lost
 	// only a follower and keeps its assignment, so its owner goes on
 	// confirming with the follower left: no publish ends unknown, and no
 	// confirm waits long.

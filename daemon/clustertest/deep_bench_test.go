@@ -25,7 +25,7 @@ import (
 // SLUICE_DEEP_BODY the body size in bytes (default 1024). The inspection
 // budget is raised to fit the log first (`sluice settings set
 // recovery.inspect_bytes_max`, the operator's knob; its default of
-// 256 MiB is seed 004's), since a 1 KiB body log of 1,000,000 records is
+// 256 MiB: docs/design/recovery.md, "Budgets and limits"), since a 1 KiB body log of 1,000,000 records is
 // 1 GiB of record bytes.
 func BenchmarkDeepQueueOwnerKill(b *testing.B) {
 	sizes := []int{10_000}

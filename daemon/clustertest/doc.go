@@ -1,5 +1,5 @@
 // Package clustertest holds the real-cluster tests of `sluice serve`
-// (issue 13): three broker processes of the sluice binary, built once per
+// (docs/daemon.md): three broker processes of the sluice binary, built once per
 // test run, on loopback, each with its own data directory, joined by
 // --peers and a secret file, and the amqp091-go client publishing with
 // confirms to three replicated queues while brokers are killed (SIGKILL),

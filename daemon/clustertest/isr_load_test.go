@@ -9,8 +9,8 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
-// TestISRHealthyUnderLoad (seed 003: "the number of records behind does
-// not enter the rule"): three healthy brokers, an isr queue of three
+// TestISRHealthyUnderLoad (the number of records behind does not enter
+// the rule: docs/design/in-sync.md, "The lag rule"): three healthy brokers, an isr queue of three
 // replicas with min in-sync 3 and a lag time of 1 s, 5,000 publishes a
 // second through its owner. Followers that stream a few records behind a
 // busy owner are in sync: the in-sync set must never shrink (describe,

@@ -117,8 +117,8 @@
 //     violation too: it would carry the outside world in unguarded. An
 //     entry that no guarded package reaches any more, or that has no
 //     reason, is reported: a stale entry would excuse a later import
-//     without a review. Raft, when the core imports it, goes on this list
-//     with its review (issue 10).
+//     without a review. Raft, which core/ctrl imports, is on this list
+//     with its review.
 //
 // # Reviewed map ranges
 //

@@ -11,7 +11,7 @@ import (
 	"github.com/sluicemq/sluice/io/vfs"
 )
 
-// Generations (issue 11, seed 004's "Non-serving recovery staging"). A
+// Generations (docs/design/recovery.md, "Installation in a stage"). A
 // recovery installs a replica's new history in a stage apart from its live
 // log, so that an interrupted installation leaves the sealed log
 // untouched, and then publishes the stage as the log's new generation with

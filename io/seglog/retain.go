@@ -9,7 +9,7 @@ import (
 	"github.com/sluicemq/sluice/io/vfs"
 )
 
-// Retention (issue 12): the log's head is deleted a whole segment at a
+// Retention (docs/design/retention.md, "On disk"): the log's head is deleted a whole segment at a
 // time, once its records are settled. The log's start is then made durable
 // first, in the file START beside the segments, so that a crash in the
 // middle of the removals (which a directory may apply in any order until

@@ -8,7 +8,7 @@ import (
 	"github.com/sluicemq/sluice/io/vfs"
 )
 
-// The seal receipt (issue 11). A replica that seals its log for a recovery
+// The seal receipt (docs/design/recovery.md, "Seals"). A replica that seals its log for a recovery
 // stores what it reported (the caller's bytes, opaque here) in the file
 // SEAL beside the segments, checksummed, so that a restarted process
 // answers a retry with its original seal and can tell whether the log

@@ -6,7 +6,7 @@ import (
 	"github.com/sluicemq/sluice/core"
 )
 
-// Recovered assignments (issue 11). A placed queue's pending transition
+// Recovered assignments (docs/design/recovery.md, "Activation"). A placed queue's pending transition
 // proposes members the checker may not know yet (AddReplicas: their
 // installations write their logs, judged like any other replica's); its
 // activation makes a new assignment (Reassign): a new owner, members and

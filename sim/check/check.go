@@ -149,7 +149,7 @@ type queueTruth struct {
 	ids identTable
 	// fenced: a placed queue whose assignment was fenced (or which was
 	// deleted): its replicas need not converge, nor its records reach a
-	// consumer, until recovery (issue 11); what it confirmed must still
+	// consumer, until recovery; what it confirmed must still
 	// be durable somewhere
 	fenced    bool
 	reps      []*replicaTruth // in spec.Replicas order
@@ -601,7 +601,7 @@ func (c *Checker) SyncAcked(atNs int64, node core.NodeID, q core.QueueID, offset
 	r := c.rep(node, q)
 	r.disk.Resume(c.diskOf(q, node))
 	// A member whose broker runs another process than the one the
-	// assignment names (a learner, issue 12) makes copies that count only
+	// assignment names (a learner) makes copies that count only
 	// once it is admitted (Admitted reads them then).
 	away := c.away != nil && c.away(q, node)
 	if offset > uint64(len(r.issued)) {
@@ -907,8 +907,8 @@ func (c *Checker) ConfirmEmitted(atNs int64, q core.QueueID, o uint64) {
 // assignment: the node is the owner the assignment names (the committed
 // placement, or the configuration of a static queue), and for a placed
 // queue every confirm comes from one process (its assignment names that
-// exact process; until recovery, issue 11, a placed queue has one
-// assignment epoch).
+// exact process; until a recovery activates the next, a placed queue has
+// one assignment epoch).
 func (c *Checker) ConfirmedBy(atNs int64, q core.QueueID, node core.NodeID, process uint64) {
 	qt := c.queue(q)
 	if qt == nil {
@@ -1218,7 +1218,7 @@ func (c *Checker) Final(atNs int64, drained func(core.QueueID) bool) {
 				continue
 			}
 			if qt.fenced {
-				continue // judged again when recovery activates it (issue 11)
+				continue // judged again when recovery activates it
 			}
 			if id := qt.owner.disk.At(o); (id.Kind != record.KindPublish || id.Val != key) && !(o < qt.owner.disk.Start() && qt.retainedSettled(o)) {
 				c.fail("converged", atNs, "q=%d o=%d: the owner n%d lacks confirmed publish %#x, which%s hold", q, o, qt.spec.Owner, key, qt.names(held))

@@ -708,7 +708,7 @@ func (m *metaTruth) healthChanged(atNs int64, cmd []byte, before modelQueue) {
 }
 
 // InSyncHealth is what the committed metadata said of the placed queues'
-// in-sync sets (seed 003) over a run, by the checker's model.
+// in-sync sets (docs/design/in-sync.md) over a run, by the checker's model.
 type InSyncHealth struct {
 	Placed          int // placed, unfenced queues at the end
 	UnderReplicated int // of them, with an in-sync set smaller than the replicas

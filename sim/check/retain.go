@@ -7,7 +7,7 @@ import (
 	"github.com/sluicemq/sluice/core/record"
 )
 
-// Retention (issue 12): an owner deletes its log's head once its records
+// Retention (docs/design/retention.md): an owner deletes its log's head once its records
 // are settled, and its followers follow; a copy left behind is reseeded.
 // The checkers read each log's durable start themselves (DiskLog, from
 // the START file), and judge:
@@ -20,8 +20,8 @@ import (
 //     its owner took a message in from (the member's named process, by
 //     the world's own account: SetHeard) within the retention window
 //     durably holds the owner's records up to the new start, from its own
-//     start on: a follower that reports protects the owner's log (seed
-//     000; one silent for the window does not). A second's margin below
+//     start on: a follower that reports protects the owner's log (one
+//     silent for the window does not). A second's margin below
 //     the window keeps the judge off the boundary.
 //
 // The end-of-run checks (confirmed-lost, converged) then leave out the
@@ -141,7 +141,7 @@ func (q *queueTruth) retainedSettled(o uint64) bool {
 	return false
 }
 
-// Admitted takes a learner's admission as node's member of q (issue 12),
+// Admitted takes a learner's admission as node's member of q,
 // or an activation that names node: what its disk durably holds of the
 // records issued to it counts as its copies from now on (a learner's syncs
 // did not: SyncAcked). A record a sync acknowledgement verified on its

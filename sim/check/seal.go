@@ -8,7 +8,7 @@ import (
 	"github.com/sluicemq/sluice/core/seam"
 )
 
-// Seals (issue 11). A replica that seals its log for recovery freezes it:
+// Seals (docs/design/recovery.md, "Seals"). A replica that seals its log for recovery freezes it:
 // what its seal reports ([start, end), made durable before the answer)
 // must be what its disk durably holds from then on, with nothing written
 // at or past end, until an installation writes it or a recovery activates

@@ -612,7 +612,7 @@ func (w *World) transitionApplied(c *metadata.Command) {
 }
 
 // activatedApplied follows a recovery's activation as the first broker
-// applies it (issue 11): the checkers judge the new assignment (owner,
+// applies it: the checkers judge the new assignment (owner,
 // members, W), consumers come back to the new owner.
 func (w *World) activatedApplied(c *metadata.Command) {
 	p, ok := w.placed[c.Queue]
@@ -654,7 +654,7 @@ func memberStorages(ms *metadata.Members) []uint64 {
 	return out
 }
 
-// admittedApplied follows a learner's admission (issue 12): the member on
+// admittedApplied follows a learner's admission: the member on
 // its node is its process now, its copy counted (the checkers read it
 // again from the disk: what it synced as a learner counts from now on).
 // learnerAppendingNs: a learner admitted within this of its owner's last

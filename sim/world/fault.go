@@ -74,7 +74,7 @@ const (
 	// gone, its disk and page cache stay, and its peers' connections see
 	// the exit, as TCP reports it) and restarts after Dur: eager failover
 	// in the swarm (its exits otherwise come only from the failure policy),
-	// and seed 003's restarted follower. Its first swarm run found a false
+	// and the in-sync timeline's restarted follower. Its first swarm run found a false
 	// at-least-once failure (regression stale-delivery-after-ack).
 	FaultKill
 	// FaultLostDir: a broker loses power and, before it restarts after

@@ -10,7 +10,8 @@ import (
 	"github.com/sluicemq/sluice/io/driver"
 )
 
-// The follower-loss hold, judged (issue 12, seed 000; core/ctrl/hold.go).
+// The follower-loss hold, judged (docs/design/follower-loss-hold.md;
+// core/ctrl/hold.go).
 // The world follows, from the committed metadata as first applied, what
 // the hold depends on: each broker's live process and when it left the
 // live set, draining, and the hold setting; with it, it judges every

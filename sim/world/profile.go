@@ -207,7 +207,7 @@ func Draw(seed uint64) Profile {
 	}
 	// Retention's limits, from a stream of their own too: in half the
 	// seeds a follower silent for 0.5 to 5 s stops protecting its owner's
-	// log (seed 000's 60 s would outlast every run), and retentions come
+	// log (the default 60 s would outlast every run), and retentions come
 	// in smaller steps.
 	// The faults of lost copies and dying candidates, each from a stream
 	// of its own (so that the rest of a seed's profile stays as it was):

@@ -8,8 +8,8 @@ import (
 	"github.com/sluicemq/sluice/core/seam"
 )
 
-// RecoveryTimes is one queue recovery as its stage marks tell it (issue 11,
-// point 8): for each stage, the simulated time from the propose mark (the
+// RecoveryTimes is one queue recovery as its stage marks tell it: for
+// each stage, the simulated time from the propose mark (the
 // metadata leader applied the transition that fenced the queue) to the
 // stage's first mark, -1 where the run never reached it.
 type RecoveryTimes struct {

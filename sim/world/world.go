@@ -72,7 +72,8 @@ type Stats struct {
 	Armed, Struck [faultKinds]uint64
 	Coverage      Coverage // protocol states reached (see Mark)
 	// InSync: the placed queues' in-sync health by the committed
-	// metadata (seed 003: under-replicated, under min in-sync)
+	// metadata (docs/design/in-sync.md, "Reporting": under-replicated,
+	// under min in-sync)
 	InSync check.InSyncHealth
 	// Recoveries: each queue recovery's time by stage, from its stage
 	// marks (recoveries.go); RecoveriesUntimed: the marks of recoveries

@@ -65,7 +65,7 @@ func TestProfileValidation(t *testing.T) {
 	}
 }
 
-// BenchmarkStandardWorld runs the issue's standard world: 3 brokers, 1 queue
+// BenchmarkStandardWorld runs the standard world: 3 brokers, 1 queue
 // under majority_durable, 200 publishes/s, 1 consumer acking, 60 simulated
 // seconds. It reports simulated events per wall second and how many times
 // faster than real time the world runs.
@@ -85,7 +85,8 @@ func BenchmarkStandardWorldFaults(b *testing.B) {
 // against the standard world's, seed by seed: seed i of the one, then seed
 // i of the other, so that a machine whose speed drifts (these VMs' does,
 // by a fifth from one run to the next) slows both alike. It reports each
-// world's events/s and their ratio, the target of issue 8 (at least 0.8).
+// world's events/s and their ratio, whose target is at least 0.8
+// (docs/performance.md).
 func BenchmarkEveryFaultRatio(b *testing.B) {
 	var events [2]uint64
 	var ns [2]int64
