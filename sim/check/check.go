@@ -91,6 +91,10 @@ type replicaTruth struct {
 	// held a whole log again; damageEnd is how far the copy reached then.
 	injected  bool
 	damageEnd uint64
+	// flips: the bytes of its segment files a fault flipped (FlippedAt),
+	// at most flipsMax; while one lies past a segment's last frame, the
+	// copy counts as damaged for the fault budget (Damaged)
+	flips []flipAt
 	// former: no longer a member of the queue's assignment (activate.go);
 	// installedNs: when it installed a recovered history (0: never)
 	former      bool
@@ -645,6 +649,29 @@ func (c *Checker) Injected(node core.NodeID, q core.QueueID) {
 	}
 }
 
+// flipsMax bounds the flipped bytes remembered per copy (a copy flipped
+// more often within a run is rare; past it a flip is not remembered).
+const flipsMax = 16
+
+// FlippedAt says that a fault flipped bits of the byte at off of node's
+// segment file path of q (the world also calls Injected). A flip past the
+// segment's last frame is no record's damage, yet the replica's own scan
+// cannot tell it from a frame that was torn or lost, and reports the log
+// damaged: for the fault budget the copy counts as damaged until the byte
+// is zero again or a frame covers it (Damaged).
+func (c *Checker) FlippedAt(node core.NodeID, q core.QueueID, path string, off int64) {
+	r := c.rep(node, q)
+	if len(r.flips) < flipsMax {
+		r.flips = append(r.flips, flipAt{path, off})
+	}
+}
+
+// flipAt is one flipped byte of a segment file.
+type flipAt struct {
+	path string
+	off  int64
+}
+
 // noteRepair clears a replica's injected mark once its disk again holds an
 // unbroken log at least as long as the one that was damaged, a seal
 // receipt that checks (a receipt damaged on the disk makes the replica a
@@ -680,11 +707,15 @@ func (c *Checker) DiskReplaced(node core.NodeID) {
 }
 
 // Damaged returns the replicas of q whose copy is damaged and not yet
-// repaired, in spec order.
+// repaired, or holds a flipped byte past a segment's last frame (which
+// its own scan reports as damage), in spec order.
 func (c *Checker) Damaged(q core.QueueID) []core.NodeID {
 	var out []core.NodeID
 	for _, r := range c.queue(q).reps {
-		if r.injected {
+		if len(r.flips) > 0 {
+			r.flips = r.disk.FlipsPastFrames(c.diskOf(q, r.node), r.flips)
+		}
+		if r.injected || len(r.flips) > 0 {
 			out = append(out, r.node)
 		}
 	}

@@ -555,6 +555,36 @@ func TestUnreadablePastTheLastFrameIsDamage(t *testing.T) {
 	}
 }
 
+// A byte flipped past a segment's last frame damages no record, yet the
+// copy's own scan reports its log damaged (it cannot tell the garbage from
+// a torn frame): the copy counts as damaged for the fault budget, repaired
+// or not, until the byte is zero again or frames cover it.
+func TestFlipPastTheLastFrameIsDamage(t *testing.T) {
+	c, fd := newChecker()
+	recs := []record.Record{pub(1, 0, 7), pub(1, 1, 8)}
+	garbage := func() int64 {
+		fd.write(2, recs...)
+		d := fd.disk(2).(*fakeDisk)
+		name := fmt.Sprintf("q1/%020d.seg", 0)
+		off := int64(len(d.files[name])) + 100
+		d.files[name] = append(d.files[name], make([]byte, 200)...)
+		d.files[name][off] = 0x10
+		return off
+	}
+	written(c, fd, 2, recs...)
+	off := garbage()
+	c.Injected(2, 1)
+	c.FlippedAt(2, 1, fmt.Sprintf("q1/%020d.seg", 0), off)
+	c.SyncAcked(2, 2, 1, 2) // (the disk is read again: whole, the flip past its frames)
+	if dm := c.Damaged(1); len(dm) != 1 || dm[0] != 2 {
+		t.Fatalf("a copy with a flipped byte past its last frame counts as whole: damaged = %v", dm)
+	}
+	written(c, fd, 2, recs...) // rewritten, the flipped byte zero again
+	if dm := c.Damaged(1); len(dm) != 0 {
+		t.Fatalf("a copy whole, its flipped byte zero again, stays damaged: %v", dm)
+	}
+}
+
 // Records a damaged copy writes after its damage lie past it in the log:
 // the copy is not whole again until it holds them too (seed 14235, where a
 // copy counted as repaired at the length it had when struck, and a second

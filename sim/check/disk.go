@@ -637,6 +637,28 @@ func (l *DiskLog) MediaReadable(d Disk) bool {
 	return true
 }
 
+// FlipsPastFrames returns those of flips that still lie past their
+// segment's last frame with their byte not zero: garbage after the frames,
+// which the log's own scan takes for a torn or lost frame. A flip in
+// another file (an older generation, a segment gone), or that frames now
+// cover (the parse judges those bytes), or whose byte is zero again, is
+// dropped. It reuses flips' storage.
+func (l *DiskLog) FlipsPastFrames(d Disk, flips []flipAt) []flipAt {
+	kept := flips[:0]
+	for _, f := range flips {
+		i := slices.IndexFunc(l.segs, func(s diskSeg) bool { return s.path == f.path })
+		if i < 0 || f.off < l.segs[i].pos {
+			continue
+		}
+		var b [1]byte
+		if n, _ := d.ReadDurable(f.path, b[:], f.off); n == 1 && b[0] != 0 {
+			kept = append(kept, f)
+		}
+	}
+	clear(flips[len(kept):])
+	return kept
+}
+
 // SealIntact reports whether the log's durable seal receipt, if it has
 // one, checks (magic, length and CRC): a receipt that does not makes the
 // log's seals damaged witnesses, so the fault budget counts it as damage.

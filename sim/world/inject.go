@@ -465,6 +465,7 @@ func (w *World) corrupt(b *broker, f Fault) bool {
 		if err := b.fs.CorruptMask(name, off, byte(1)<<w.rFault.Intn(8)); err != nil {
 			continue
 		}
+		w.checker.FlippedAt(b.id, q.id, name, off)
 		w.injected(b, q)
 		w.notef("fault %s: %s byte %d flipped", f, name, off)
 		return true
