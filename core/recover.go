@@ -848,6 +848,9 @@ func (n *Node) recoveryTakeOwnSource(w *recoveryWork) {
 	for i := len(s.done) - 1; i >= 0; i-- {
 		if s.done[i] == *src {
 			if s.doneEpochs[i] != nil || src.Start == src.End {
+				if n.x.Bugs.Has(bugs.OwnSourceEpochsWhole) {
+					w.verify.PlantEpochsWhole()
+				}
 				w.verify.TakeSource(s.doneEpochs[i])
 			}
 			return

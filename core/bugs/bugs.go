@@ -178,6 +178,11 @@ const (
 	// not-sealed-here, its seal storage-replaced) asks it for pages for
 	// ever instead of starting over without that copy.
 	VerifierReadsReplacedDisk
+	// OwnSourceEpochsWhole: a worker that takes its own log as the source
+	// by its seal installs it with the log's whole epoch history, entries
+	// below the retained start among them: the members refuse to decode
+	// such a request, and the installation never begins.
+	OwnSourceEpochsWhole
 	end
 )
 
@@ -234,6 +239,7 @@ var Registry = []Bug{
 	{BranchContradiction, "branch-contradiction", "sealed recovery", "the verifier blocks on a witness's branch of an epoch the source's later epoch passed over"},
 	{InstallerAsksReplacedSource, "installer-asks-replaced-source", "sealed recovery", "an installation keeps asking a source that runs on a new disk for its seal, never ending (nor at its deadline)"},
 	{VerifierReadsReplacedDisk, "verifier-reads-replaced-disk", "sealed recovery", "a recovery's verification keeps reading a log whose disk was replaced since it sealed, never choosing again"},
+	{OwnSourceEpochsWhole, "own-source-epochs-whole", "sealed recovery", "a worker taking its own retained log as the source sends install requests with epochs below the sealed start, which members refuse"},
 }
 
 // Has reports whether every bug of b is in s.

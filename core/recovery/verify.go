@@ -175,9 +175,15 @@ type Verifier struct {
 	// confirm needs every member of the set)
 	past bool
 	// pastSameEpochOnly: planted (plantPastSameEpochOnly); branchBlocks:
-	// planted (PlantBranchBlocks)
-	pastSameEpochOnly, branchBlocks bool
+	// planted (PlantBranchBlocks); epochsWhole: planted
+	// (PlantEpochsWhole)
+	pastSameEpochOnly, branchBlocks, epochsWhole bool
 }
+
+// PlantEpochsWhole plants the bug own-source-epochs-whole (planted by its
+// caller): a source taken by its seal keeps its whole epoch history, its
+// entries below the sealed start among them.
+func (v *Verifier) PlantEpochsWhole() { v.epochsWhole = true }
 
 // PlantBranchBlocks plants the bug branch-contradiction (planted by its
 // caller): a witness's record of an epoch
@@ -246,9 +252,30 @@ func (v *Verifier) TakeSource(epochs []seam.EpochStart) bool {
 	}
 	v.reads = slices.DeleteFunc(v.reads, func(r reading) bool { return r.log == 0 })
 	v.srcDone, v.tookSource = true, true
-	v.epochs = slices.Clone(epochs)
+	v.epochs = epochsFrom(epochs, v.logs[0].Start)
+	if v.epochsWhole {
+		v.epochs = slices.Clone(epochs) // planted
+	}
 	v.start()
 	return true
+}
+
+// epochsFrom returns epoch history h of a log from start on, as a read of
+// its records from start builds it (and an installation request carries
+// it, within the sealed range): the entries below start fold into one at
+// start, the epoch of the first retained record. A log whose retention
+// went past the start of its first epoch keeps that entry in its history
+// (its START file), which a request must not carry below its range.
+func epochsFrom(h []seam.EpochStart, start uint64) []seam.EpochStart {
+	i := 0
+	for i+1 < len(h) && h[i+1].Offset <= start {
+		i++
+	}
+	out := slices.Clone(h[i:])
+	if len(out) > 0 && out[0].Offset < start {
+		out[0].Offset = start
+	}
+	return out
 }
 
 // TookSource says whether the source was taken by its seal (TakeSource).

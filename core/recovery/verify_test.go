@@ -351,6 +351,28 @@ func TestVerifierTakeSource(t *testing.T) {
 	if pages, _, _ := v.Inspected(); pages != 0 || len(v.SourceEpochs()) != 2 {
 		t.Fatalf("inspected %d pages, epochs %v", pages, v.SourceEpochs())
 	}
+	// A source whose retention passed its first epochs' starts: the history
+	// the installation carries begins at its sealed start, as a read of
+	// its records would have built it (an entry below the start would make
+	// an install request its members refuse to decode).
+	retained := s
+	retained.Start = 3
+	v = NewVerifier(retained, nil, DefaultBudget)
+	long := []seam.EpochStart{{Epoch: 1, Offset: 0}, {Epoch: 2, Offset: 1}, {Epoch: 3, Offset: 3}, {Epoch: 5, Offset: 4}}
+	if !v.TakeSource(long) {
+		t.Fatal("took no retained source")
+	}
+	if got := v.SourceEpochs(); len(got) != 2 || got[0] != (seam.EpochStart{Epoch: 3, Offset: 3}) || got[1] != (seam.EpochStart{Epoch: 5, Offset: 4}) {
+		t.Fatalf("a retained source's epochs from its start: %v", got)
+	}
+	v = NewVerifier(retained, nil, DefaultBudget)
+	if v.TakeSource(long[:2]); v.SourceEpochs()[0] != (seam.EpochStart{Epoch: 2, Offset: 3}) || len(v.SourceEpochs()) != 1 {
+		t.Fatalf("an epoch begun below the start, moved to it: %v", v.SourceEpochs())
+	}
+	r := InstallRequest{Queue: 1, Incarnation: 1, Epoch: 6, Source: 1, Start: 3, End: 4, Epochs: v.SourceEpochs()}
+	if _, err := DecodeInstallRequest(AppendInstallRequest(nil, &r)); err != nil {
+		t.Fatalf("an install request with those epochs: %v", err)
+	}
 	other := history([]uint64{1, 1, 2}, "x")
 	v = NewVerifier(s, []Seal{sealOf(t, 3, other)}, DefaultBudget)
 	if v.TakeSource(epochs) {
