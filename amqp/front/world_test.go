@@ -371,19 +371,18 @@ func worldRoundTrip(t *testing.T) string {
 	return fmt.Sprint(transcript)
 }
 
-// TestWorldRequeue: basic.nack and basic.reject with requeue return the
-// delivery to the queue while its consumer lives, its prefetch slot free
-// again: a prefetch-1 consumer that requeues gets the message again,
-// redelivered, ahead of the rest, and after its ack the next one; a
-// reject without requeue drops the message.
-func TestWorldRequeue(t *testing.T) {
+// queueWorld is a logged-in connection on a one-broker world with queue q
+// declared and the bodies published to it, confirmed; step sends what the
+// client queued, lets settleNs pass and wants exactly the frames given.
+func queueWorld(t *testing.T, settleNs int64, bodies ...string) (*memWorld, *client, func(what string, want ...string)) {
+	t.Helper()
 	w := newMemWorld(t)
 	w.settle(1e9)
 	w.login(t, 1)
 	cl := newClient(t)
 	cl.method(t, 1, &wire.QueueDeclare{Queue: "q", Durable: true}).method(t, 1, &wire.ConfirmSelect{})
-	for i := range 3 {
-		cl.publish(t, 1, "q", fmt.Sprintf("m%d", i))
+	for _, b := range bodies {
+		cl.publish(t, 1, "q", b)
 	}
 	w.send(1, cl.take())
 	w.settle(1e9)
@@ -391,11 +390,21 @@ func TestWorldRequeue(t *testing.T) {
 	step := func(what string, want ...string) {
 		t.Helper()
 		w.send(1, cl.take())
-		w.settle(1e8)
+		w.settle(settleNs)
 		if got := w.frames(1); !slices.Equal(got, want) {
 			t.Fatalf("%s: got %v, want %v", what, got, want)
 		}
 	}
+	return w, cl, step
+}
+
+// TestWorldRequeue: basic.nack and basic.reject with requeue return the
+// delivery to the queue while its consumer lives, its prefetch slot free
+// again: a prefetch-1 consumer that requeues gets the message again,
+// redelivered, ahead of the rest, and after its ack the next one; a
+// reject without requeue drops the message.
+func TestWorldRequeue(t *testing.T) {
+	w, cl, step := queueWorld(t, 1e8, "m0", "m1", "m2")
 	cl.method(t, 2, &wire.ChannelOpen{}).
 		method(t, 2, &wire.BasicQos{PrefetchCount: 1}).
 		method(t, 2, &wire.BasicConsume{Queue: "q", ConsumerTag: "c"})
@@ -429,22 +438,7 @@ func TestWorldRequeue(t *testing.T) {
 // has a consumer too; once the exclusive one is cancelled, another may
 // consume and gets what is ready.
 func TestWorldExclusiveConsumer(t *testing.T) {
-	w := newMemWorld(t)
-	w.settle(1e9)
-	w.login(t, 1)
-	cl := newClient(t)
-	cl.method(t, 1, &wire.QueueDeclare{Queue: "q", Durable: true}).method(t, 1, &wire.ConfirmSelect{}).publish(t, 1, "q", "m0")
-	w.send(1, cl.take())
-	w.settle(1e9)
-	w.frames(1)
-	step := func(what string, want ...string) {
-		t.Helper()
-		w.send(1, cl.take())
-		w.settle(1e8)
-		if got := w.frames(1); !slices.Equal(got, want) {
-			t.Fatalf("%s: got %v, want %v", what, got, want)
-		}
-	}
+	w, cl, step := queueWorld(t, 1e8, "m0")
 	cl.method(t, 2, &wire.ChannelOpen{}).method(t, 2, &wire.BasicQos{PrefetchCount: 1}).
 		method(t, 2, &wire.BasicConsume{Queue: "q", ConsumerTag: "x", Exclusive: true})
 	step("an exclusive consumer", "20.11", "60.11", "60.21", "60.60 deliver tag=1 redelivered=false", "body m0")
@@ -469,23 +463,7 @@ func TestWorldExclusiveConsumer(t *testing.T) {
 // unknown (a passive declare is 404); deleting a queue that does not exist
 // is delete-ok (idempotent, as RabbitMQ's).
 func TestWorldQueueDelete(t *testing.T) {
-	w := newMemWorld(t)
-	w.settle(1e9)
-	w.login(t, 1)
-	cl := newClient(t)
-	cl.method(t, 1, &wire.QueueDeclare{Queue: "q", Durable: true}).method(t, 1, &wire.ConfirmSelect{}).
-		publish(t, 1, "q", "m0").publish(t, 1, "q", "m1")
-	w.send(1, cl.take())
-	w.settle(1e9)
-	w.frames(1)
-	step := func(what string, want ...string) {
-		t.Helper()
-		w.send(1, cl.take())
-		w.settle(1e9)
-		if got := w.frames(1); !slices.Equal(got, want) {
-			t.Fatalf("%s: got %v, want %v", what, got, want)
-		}
-	}
+	w, cl, step := queueWorld(t, 1e9, "m0", "m1")
 	cl.method(t, 2, &wire.ChannelOpen{}).method(t, 2, &wire.QueueDelete{Queue: "q", IfEmpty: true})
 	step("if-empty of a queue with 2 messages", "20.11", "20.40 close 406")
 	cl.method(t, 2, &wire.ChannelCloseOk{}).

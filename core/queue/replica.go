@@ -370,16 +370,26 @@ func (r *Replica) Retained() (start, end, lastEpoch uint64, damaged bool) {
 	return l.start, l.end, lastEpoch, r.unrepaired
 }
 
-// OnSubscribe starts a consumer.
-func (r *Replica) OnSubscribe(c seam.ClientID, req *seam.Request) {
+// refusedHere answers a request only a serving owner takes when this
+// replica cannot take it (not the owner, its log failed, fenced), and
+// reports whether it did.
+func (r *Replica) refusedHere(c seam.ClientID, req *seam.Request) bool {
 	switch {
 	case r.owner == nil:
 		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, 0, "not the owner")
 	case r.failed:
-		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, 0, "log failed: "+r.failReason)
+		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, req.Offset, "log failed: "+r.failReason)
 	case r.fenced != "":
-		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, 0, r.fenced)
+		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, req.Offset, r.fenced)
 	default:
+		return false
+	}
+	return true
+}
+
+// OnSubscribe starts a consumer.
+func (r *Replica) OnSubscribe(c seam.ClientID, req *seam.Request) {
+	if !r.refusedHere(c, req) {
 		r.owner.state.onSubscribe(c, req)
 	}
 }
@@ -404,14 +414,7 @@ func (r *Replica) OnAck(c seam.ClientID, req *seam.Request) {
 // OnRequeue returns a delivery to the queue, unsettled (seam.ReqRequeue):
 // no reply when accepted, as OnAck.
 func (r *Replica) OnRequeue(c seam.ClientID, req *seam.Request) {
-	switch {
-	case r.owner == nil:
-		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, 0, "not the owner")
-	case r.failed:
-		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, req.Offset, "log failed: "+r.failReason)
-	case r.fenced != "":
-		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, req.Offset, r.fenced)
-	case !r.owner.state.requeue(c, req.Offset):
+	if !r.refusedHere(c, req) && !r.owner.state.requeue(c, req.Offset) {
 		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, req.Offset, "no such delivery")
 	}
 }
@@ -420,14 +423,7 @@ func (r *Replica) OnRequeue(c seam.ClientID, req *seam.Request) {
 // queue has (seam.ReqCount), on its owner, and the incarnation of the queue
 // it serves (a deletion names it).
 func (r *Replica) OnCount(c seam.ClientID, req *seam.Request, incarnation uint64) {
-	switch {
-	case r.owner == nil:
-		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, 0, "not the owner")
-	case r.failed:
-		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, 0, "log failed: "+r.failReason)
-	case r.fenced != "":
-		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, 0, r.fenced)
-	default:
+	if !r.refusedHere(c, req) {
 		s := &r.owner.state
 		r.x.Out.ReplyCounts(c, req.ID, r.cfg.Queue, s.ready(), len(s.consumers), incarnation)
 	}
