@@ -15,8 +15,8 @@
 //     with go/parser; string literals, identifiers and test names are
 //     code, not prose, and are never judged);
 //   - every Markdown (.md) file of the module, its whole text, except those
-//     under docs/archive/ (history, kept as history) and under scenarios/
-//     (scenario material).
+//     under scenarios/ (scenario material). History belongs in commit
+//     messages.
 //
 // Directories named testdata, vendor, or starting with "." or "_" are
 // skipped.

@@ -138,10 +138,9 @@ func skipDir(name string) bool {
 }
 
 // markdownExempt reports whether Markdown file rel (slash-separated) is
-// outside the rule: history in docs/archive/, scenario material under
-// scenarios/.
+// outside the rule: scenario material under scenarios/.
 func markdownExempt(rel string) bool {
-	return strings.HasPrefix(rel, "docs/archive/") || strings.HasPrefix(rel, "scenarios/")
+	return strings.HasPrefix(rel, "scenarios/")
 }
 
 // Scan walks the tree at root and returns every history reference in its
