@@ -77,11 +77,14 @@ const (
 
 var placedPhaseNames = [...]string{placedOpening: "opening", placedOpen: "open", placedReplacing: "replacing"}
 
-func (ph placedPhase) String() string {
-	if int(ph) < len(placedPhaseNames) {
-		return placedPhaseNames[ph]
+func (ph placedPhase) String() string { return phaseName(placedPhaseNames[:], ph, "placedPhase") }
+
+// phaseName names phase v of a phase type by its table, or by its number.
+func phaseName[P ~uint8](names []string, v P, typ string) string {
+	if int(v) < len(names) {
+		return names[v]
 	}
-	return fmt.Sprintf("placedPhase(%d)", uint8(ph))
+	return fmt.Sprintf("%s(%d)", typ, uint8(v))
 }
 
 // copyPhase is where a new copy's learner is in beginning the fresh
@@ -107,12 +110,7 @@ const (
 
 var copyPhaseNames = [...]string{copyNone: "none", copyAfterSeal: "after-seal", copyQuieting: "quieting", copyQuiet: "quiet", copyOpening: "opening"}
 
-func (ph copyPhase) String() string {
-	if int(ph) < len(copyPhaseNames) {
-		return copyPhaseNames[ph]
-	}
-	return fmt.Sprintf("copyPhase(%d)", uint8(ph))
-}
+func (ph copyPhase) String() string { return phaseName(copyPhaseNames[:], ph, "copyPhase") }
 
 // bindState is what a placed log's storage binding says of it.
 type bindState uint8
