@@ -46,6 +46,8 @@ type Node struct {
 	x       queue.Ctx
 	out     seam.Out
 	started bool
+	// routed is a route answer's names, reused
+	routed []string
 	// queues holds the replica groups, ascending by group id: the order in
 	// which a tick visits them, and so the order of their effects.
 	queues []*queue.Replica
@@ -311,6 +313,10 @@ func (n *Node) onClient(c ClientID, req *Request) {
 		n.topology(c, req)
 		return
 	}
+	if req.Kind == seam.ReqRoute {
+		n.route(c, req)
+		return
+	}
 	if req.Kind == seam.ReqMeta {
 		if n.ctrl == nil {
 			n.out.Reply(c, req.ID, Failed, 0, 0, "no metadata group here")
@@ -452,6 +458,7 @@ func (n *Node) ctrlOutcome(e *ctrl.Effect) {
 		n.out.Reply(c, id, Failed, 0, 0, "not the leader: "+e.Note)
 	case ctrl.Rejected:
 		n.out.Reply(c, id, Failed, 0, e.Index, e.Note)
+		n.out.Effects[len(n.out.Effects)-1].Refusal = e.Refusal
 	default:
 		n.out.Reply(c, id, Failed, 0, 0, e.Note)
 	}

@@ -644,6 +644,40 @@ func (n *Node) topology(c ClientID, req *Request) {
 	}
 }
 
+// route answers a route request (seam.ReqRoute) from the applied
+// metadata: the queues the query's message reaches.
+func (n *Node) route(c ClientID, req *Request) {
+	if n.ctrl == nil {
+		n.out.Reply(c, req.ID, Failed, 0, 0, "no metadata here")
+		return
+	}
+	q, err := metadata.DecodeRouteQuery(req.Body)
+	if err != nil {
+		n.out.Reply(c, req.ID, Failed, 0, 0, err.Error())
+		return
+	}
+	md := n.ctrl.Metadata()
+	if !n.ctrl.CaughtUp() || md.Applied() < q.MinApplied {
+		n.out.Refuse(c, req.ID, 0, seam.RefusalBehind, fmt.Sprintf("metadata applied to %d, asked for %d", md.Applied(), q.MinApplied))
+		return
+	}
+	names, refusal := md.Route(n.routed[:0], q.Exchange, q.Key, q.Headers)
+	n.routed = names[:0]
+	switch refusal {
+	case seam.RefusalNone:
+		buf := n.out.Grow(metadata.QueueNameBytesMax + 16)
+		start := len(buf)
+		buf = metadata.AppendRouted(buf, names)
+		n.out.Effects = append(n.out.Effects, seam.Effect{Kind: seam.EfReply, Client: c, ReqID: req.ID, Outcome: Confirmed,
+			Count: len(names), Body: buf[start:len(buf):len(buf)]})
+		n.out.Keep(buf)
+	case seam.RefusalNotFound:
+		n.out.Refuse(c, req.ID, 0, refusal, fmt.Sprintf("no exchange '%s' in vhost '/'", q.Exchange))
+	default:
+		n.out.Refuse(c, req.ID, 0, refusal, fmt.Sprintf("cannot publish to internal exchange '%s' in vhost '/'", q.Exchange))
+	}
+}
+
 // keepApart begins, for a new copy's learner (no member of q is this
 // broker) whose log holds an older history of the queue (of an assignment
 // it left: a returning broker's), a fresh generation for the copy, and

@@ -91,8 +91,10 @@
 // x-sluice-min-insync 1..replicas; any other x- argument is 406 rather than
 // silently ignored. Exclusive and auto-delete queues are 406 (queues are
 // replicated logs, like quorum queues); server-named queues are refused.
-// Exchanges are direct only: fanout, topic and headers are 540, unknown
-// types 503 (the spec's rule for a type the server does not support).
+// Exchanges of the four standard types (direct, fanout, topic, headers)
+// with their flags and alternate-exchange argument, and bindings with
+// their arguments, go to the broker, which owns the catalogue; unknown
+// types are 503 (the spec's rule for a type the server does not support).
 // Transactions (tx.*) are 540, as amqp/wire refuses them.
 //
 // # Limits

@@ -1,6 +1,10 @@
 package conn
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/sluicemq/sluice/amqp/wire"
+)
 
 // Effect is one thing the driver must do. Effects of one Step are carried
 // out in the order given; byte slices in them belong to the driver.
@@ -77,12 +81,18 @@ type EfPurgeQueue struct {
 	Queue string
 }
 
-// EfDeclareExchange asks the broker to declare (or check) a direct exchange.
+// EfDeclareExchange asks the broker to declare (or, Passive, check) an
+// exchange of type Type (direct, fanout, topic or headers) with its flags
+// and alternate exchange (the alternate-exchange argument, "" none).
 type EfDeclareExchange struct {
-	Op       OpID
-	Exchange string
-	Passive  bool
-	Durable  bool
+	Op         OpID
+	Exchange   string
+	Type       string
+	Passive    bool
+	Durable    bool
+	AutoDelete bool
+	Internal   bool
+	Alternate  string
 }
 
 // EfDeleteExchange asks the broker to delete an exchange.
@@ -92,14 +102,16 @@ type EfDeleteExchange struct {
 	IfUnused bool
 }
 
-// EfBind asks the broker to bind (Unbind false) or unbind a queue to a
-// direct exchange with a routing key.
+// EfBind asks the broker to bind (Unbind false) or unbind a queue to an
+// exchange with a routing key and arguments (a headers exchange matches
+// them).
 type EfBind struct {
 	Op         OpID
 	Unbind     bool
 	Queue      string
 	Exchange   string
 	RoutingKey string
+	Arguments  wire.Table
 }
 
 // EfPublish hands a message to the broker, which resolves the exchange and
@@ -207,7 +219,8 @@ func (e EfPurgeQueue) String() string {
 	return fmt.Sprintf("purge-queue op=%d queue=%q", e.Op, e.Queue)
 }
 func (e EfDeclareExchange) String() string {
-	return fmt.Sprintf("declare-exchange op=%d exchange=%q passive=%t durable=%t", e.Op, e.Exchange, e.Passive, e.Durable)
+	return fmt.Sprintf("declare-exchange op=%d exchange=%q type=%q passive=%t durable=%t auto-delete=%t internal=%t alternate=%q",
+		e.Op, e.Exchange, e.Type, e.Passive, e.Durable, e.AutoDelete, e.Internal, e.Alternate)
 }
 func (e EfDeleteExchange) String() string {
 	return fmt.Sprintf("delete-exchange op=%d exchange=%q if-unused=%t", e.Op, e.Exchange, e.IfUnused)
@@ -217,7 +230,11 @@ func (e EfBind) String() string {
 	if e.Unbind {
 		verb = "unbind"
 	}
-	return fmt.Sprintf("%s op=%d queue=%q exchange=%q routing-key=%q", verb, e.Op, e.Queue, e.Exchange, e.RoutingKey)
+	s := fmt.Sprintf("%s op=%d queue=%q exchange=%q routing-key=%q", verb, e.Op, e.Queue, e.Exchange, e.RoutingKey)
+	if len(e.Arguments) > 0 {
+		s += fmt.Sprintf(" args=%s", e.Arguments)
+	}
+	return s
 }
 func (e EfPublish) String() string {
 	return fmt.Sprintf("publish id=%d exchange=%q routing-key=%q mandatory=%t props={%s} body=%s",

@@ -110,10 +110,13 @@ func TestInteropAmqp091(t *testing.T) {
 	if _, ok, err := ch.Get("orders", false); err != nil || ok {
 		t.Fatalf("get on an empty queue: ok %t err %v", ok, err)
 	}
-	if err := ch.ExchangeDeclare("fan", "fanout", true, false, false, false, nil); err == nil {
-		t.Fatalf("a fanout exchange was accepted")
-	} else if e, ok := err.(*amqp.Error); !ok || e.Code != 540 {
-		t.Fatalf("fanout refused with %v, want 540", err)
+	if err := ch.ExchangeDeclare("fan", "fanout", true, false, false, false, nil); err != nil {
+		t.Fatalf("a fanout exchange: %v", err)
+	}
+	if err := ch.ExchangeDeclare("odd", "x-weird", true, false, false, false, nil); err == nil {
+		t.Fatalf("an exchange of an unknown type was accepted")
+	} else if e, ok := err.(*amqp.Error); !ok || e.Code != 503 {
+		t.Fatalf("an unknown type refused with %v, want 503", err)
 	}
 	conn.Close()
 }
@@ -220,6 +223,8 @@ func (b *pipeBroker) take(e Effect, now int64) []Input {
 			r.Returned = &x.Content
 		}
 		ins = append(ins, InPublished{NowNs: now, Results: []PublishResult{r}})
+	case EfDeclareExchange:
+		ins = append(ins, InResult{NowNs: now, Op: x.Op})
 	case EfSubscribe:
 		ins = append(ins, InResult{NowNs: now, Op: x.Op})
 		b.subs = append(b.subs, &pipeSub{id: x.Sub, queue: x.Queue, prefetch: int(x.PrefetchCount)})

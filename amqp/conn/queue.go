@@ -193,7 +193,7 @@ func (c *Conn) onQueueBind(ch *channel, x *wire.QueueBind) {
 		c.fail(ch, e)
 		return
 	}
-	c.enqueue(ch, &request{kind: reqBind, effect: EfBind{Queue: q, Exchange: x.Exchange, RoutingKey: x.RoutingKey},
+	c.enqueue(ch, &request{kind: reqBind, effect: EfBind{Queue: q, Exchange: x.Exchange, RoutingKey: x.RoutingKey, Arguments: x.Arguments},
 		noWait: x.NoWait, classID: cls, methodID: id, queue: q})
 }
 
@@ -207,15 +207,15 @@ func (c *Conn) onQueueUnbind(ch *channel, x *wire.QueueUnbind) {
 		c.fail(ch, e)
 		return
 	}
-	c.enqueue(ch, &request{kind: reqUnbind, effect: EfBind{Unbind: true, Queue: q, Exchange: x.Exchange, RoutingKey: x.RoutingKey},
+	c.enqueue(ch, &request{kind: reqUnbind, effect: EfBind{Unbind: true, Queue: q, Exchange: x.Exchange, RoutingKey: x.RoutingKey, Arguments: x.Arguments},
 		classID: cls, methodID: id, queue: q})
 }
 
-// onExchangeDeclare accepts direct exchanges. The spec's other standard
-// types (fanout, topic, headers) are 540 NOT_IMPLEMENTED: the spec defines
-// them and this server does not implement them yet; any other type is 503
-// COMMAND_INVALID, the spec's code for a type the server does not support
-// (exchange.declare type, rule support).
+// onExchangeDeclare accepts the spec's standard types (direct, fanout,
+// topic, headers); any other type is 503 COMMAND_INVALID, the spec's code
+// for a type the server does not support (exchange.declare type, rule
+// support). The amq. prefix is the broker's to refuse (403 for a new
+// name; a predeclared exchange may be declared as it is).
 func (c *Conn) onExchangeDeclare(ch *channel, x *wire.ExchangeDeclare) {
 	cls, id := x.ID()
 	if x.Exchange == "" {
@@ -226,26 +226,29 @@ func (c *Conn) onExchangeDeclare(ch *channel, x *wire.ExchangeDeclare) {
 		c.fail(ch, e)
 		return
 	}
+	var alternate string
 	if !x.Passive {
 		switch x.Type {
-		case "direct":
-		case "fanout", "topic", "headers":
-			c.fail(ch, errorf(wire.NotImplemented, cls, id, "exchange type %q is not implemented; Sluice has direct exchanges", x.Type))
-			return
+		case "direct", "fanout", "topic", "headers":
 		default:
-			c.fail(ch, errorf(wire.CommandInvalid, cls, id, "unknown exchange type %q", x.Type))
+			c.fail(ch, errorf(wire.CommandInvalid, cls, id, "unknown exchange type '%s'", x.Type))
 			return
 		}
-		if strings.HasPrefix(x.Exchange, "amq.") {
-			c.fail(ch, errorf(wire.AccessRefused, cls, id, "exchange name %q: the amq. prefix is reserved", x.Exchange))
-			return
-		}
-		if x.AutoDelete || x.Internal {
-			c.fail(ch, errorf(wire.NotImplemented, cls, id, "auto-delete and internal exchanges are not implemented"))
-			return
+		if v, ok := x.Arguments.Get("alternate-exchange"); ok {
+			s, isStr := v.(string)
+			if !isStr {
+				c.fail(ch, errorf(wire.PreconditionFailed, cls, id, "invalid arg 'alternate-exchange' for exchange '%s' in vhost '/': a longstr is required", x.Exchange))
+				return
+			}
+			if e := checkName("exchange", s, cls, id); e != nil {
+				c.fail(ch, e)
+				return
+			}
+			alternate = s
 		}
 	}
-	c.enqueue(ch, &request{kind: reqDeclareExchange, effect: EfDeclareExchange{Exchange: x.Exchange, Passive: x.Passive, Durable: x.Durable},
+	c.enqueue(ch, &request{kind: reqDeclareExchange, effect: EfDeclareExchange{Exchange: x.Exchange, Type: x.Type, Passive: x.Passive,
+		Durable: x.Durable, AutoDelete: x.AutoDelete, Internal: x.Internal, Alternate: alternate},
 		noWait: x.NoWait, classID: cls, methodID: id})
 }
 

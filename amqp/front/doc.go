@@ -39,11 +39,23 @@
 // committed at its start, the answer says so (seam.ReasonCatchingUp) and
 // the operations naming the queue wait, asked again every RetryNs (up to
 // RouteWaitNs): a queue missing then may exist, and a publish acked as
-// unroutable would be lost. Only the default exchange exists: a publish
-// routes to the queue named by its routing key; a name the catalogue does
-// not hold is unroutable (acked, and returned when mandatory, as
-// RabbitMQ). Publishes and subscriptions naming a queue not yet resolved
-// wait for its answer, in order.
+// unroutable would be lost. A publish to the default exchange routes to
+// the queue named by its routing key; a name the catalogue does not hold
+// is unroutable (acked, and returned when mandatory, as RabbitMQ).
+// Publishes and subscriptions naming a queue not yet resolved wait for its
+// answer, in order.
+//
+// Exchanges (exchange.go). exchange.declare, exchange.delete, queue.bind
+// and queue.unbind commit a metadata command (retried as a declaration
+// is: each is idempotent), then ask this broker's core a route question
+// (seam.ReqRoute) carrying the committed index, until it has applied it,
+// so that what the client does next here sees it. A publish to another
+// exchange asks the core which queues the message reaches (ReqRoute, at
+// least as new as the last command the connection saw committed); it and
+// every later publish of the connection wait in order until the answer,
+// then it goes to each queue; reaching none it is unroutable; reaching
+// several, the client's answer waits for every queue's (confirmed only if
+// none failed, nacked if one did).
 //
 // queue.declare commits a DeclareQueue command through the metadata group
 // (ReqMeta; x-sluice-replicas, x-sluice-policy, x-sluice-min-insync, with

@@ -173,6 +173,16 @@ type connState struct {
 	// nodes: the other brokers the connection's own client sent requests
 	// to (Forward), each told when the connection ends.
 	nodes []seam.NodeID
+	// catalogTimed: exchange and binding operations waiting to ask again.
+	catalogTimed []*catalogOp
+	// routeQ: publishes in order behind an exchange publish whose route
+	// is not known yet (exchange.go); fans: publishes routed to several
+	// queues, by id, until each queue answered.
+	routeQ []*routed
+	fans   map[conn.PublishID]*fan
+	// seenIndex: the highest metadata entry this connection saw
+	// committed (its declarations and bindings); its routes reflect it.
+	seenIndex uint64
 }
 
 type heldKey struct {
@@ -245,17 +255,21 @@ const (
 	pDeclare
 	pSubscribe
 	pRoute // a topology question for a waiting publish's owner (Forward)
+	pCatalog
+	pPublishRoute // a route question for an exchange publish
 )
 
 // pending is a core request awaiting its reply.
 type pending struct {
-	kind pendingKind
-	node seam.NodeID // the broker the request went to
-	pub  pubItem
-	name string   // topology
-	decl *declare // declare
-	op   conn.OpID
-	sub  conn.SubID // subscribe
+	kind   pendingKind
+	node   seam.NodeID // the broker the request went to
+	pub    pubItem
+	name   string     // topology
+	decl   *declare   // declare
+	cat    *catalogOp // catalog
+	routed *routed    // publish route
+	op     conn.OpID
+	sub    conn.SubID // subscribe
 	// subscribe: what was asked, on which queue, first tried when (a
 	// broker that turns out not to serve the queue sends it back to wait).
 	subReq  conn.EfSubscribe
@@ -335,6 +349,14 @@ func (f *Front) finish() []Effect {
 		for _, d := range c.timed {
 			at = min(at, d.atNs)
 		}
+		for _, o := range c.catalogTimed {
+			at = min(at, o.atNs)
+		}
+		for _, r := range c.routeQ {
+			if r.resendNs > 0 {
+				at = min(at, r.resendNs)
+			}
+		}
 		for _, w := range c.awaiting {
 			at = min(at, w.askNs)
 		}
@@ -367,7 +389,7 @@ func (f *Front) Accept(nowNs int64, id ConnID, peer conn.Peer) []Effect {
 	}
 	c := &connState{id: id, m: m, reqs: map[uint64]*pending{},
 		held: map[heldKey]seam.ClientID{}, resolving: map[string][]conn.Effect{},
-		inflight: map[seam.QueueID]int{}, routing: map[string]bool{}}
+		inflight: map[seam.QueueID]int{}, routing: map[string]bool{}, fans: map[conn.PublishID]*fan{}}
 	c.client = f.newClient(id, 0)
 	f.conns[id] = c
 	at, _ := slices.BinarySearch(f.ids, id)
@@ -439,6 +461,18 @@ func (f *Front) Tick(nowNs int64) []Effect {
 		for _, d := range due {
 			f.declareAsk(c, d)
 		}
+		var catDue []*catalogOp
+		c.catalogTimed = slices.DeleteFunc(c.catalogTimed, func(o *catalogOp) bool {
+			if o.atNs <= nowNs {
+				catDue = append(catDue, o)
+				return true
+			}
+			return false
+		})
+		for _, o := range catDue {
+			f.catalogAsk(c, o)
+		}
+		f.resendRoutesDue(c)
 		f.awaitDue(c)
 		f.answerOverdue(c)
 		f.reaskDue(c)
@@ -525,6 +559,13 @@ func (f *Front) route(q seam.QueueID) (seam.NodeID, bool) {
 // input queues an input for connection c's machine; publish outcomes
 // right after the connection's last queued ones join them.
 func (f *Front) input(c *connState, in conn.Input) {
+	if p, ok := in.(conn.InPublished); ok && len(c.fans) > 0 {
+		p.Results = c.foldFans(p.Results)
+		if len(p.Results) == 0 {
+			return
+		}
+		in = p
+	}
 	if p, ok := in.(conn.InPublished); ok {
 		for i := range p.Results {
 			f.countOutcome(&p.Results[i])
@@ -589,7 +630,7 @@ func (f *Front) broker(c *connState, e conn.Effect) {
 	case conn.EfDeclareQueue:
 		f.declareStart(c, x)
 	case conn.EfPublish:
-		f.routePublish(c, x)
+		f.enqueuePublish(c, x)
 	case conn.EfSubscribe:
 		f.resolve(c, x.Queue, x)
 	case conn.EfCancel:
@@ -603,21 +644,11 @@ func (f *Front) broker(c *connState, e conn.Effect) {
 	case conn.EfPurgeQueue:
 		f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: wire.NotImplemented, Text: "queue.purge is not implemented yet"})
 	case conn.EfDeclareExchange:
-		if x.Passive {
-			// No exchange but the default one exists: a passive declare
-			// (an existence check) finds none, on the channel, as
-			// RabbitMQ answers one it does not have.
-			f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: wire.NotFound, Text: fmt.Sprintf("no exchange '%s' in vhost '/'", x.Exchange)})
-			return
-		}
-		f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: wire.NotImplemented, Text: "exchanges other than the default one are not implemented yet"})
+		f.exchangeDeclare(c, x)
 	case conn.EfDeleteExchange:
-		// exchange.delete is idempotent (RabbitMQ's): an exchange that does
-		// not exist, as every one but the default does not here, is as
-		// deleted.
-		f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op})
+		f.exchangeDelete(c, x)
 	case conn.EfBind:
-		f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: wire.NotImplemented, Text: "bindings are not implemented yet"})
+		f.bind(c, x)
 	default:
 		panic("front: unknown broker request " + e.String())
 	}
@@ -627,7 +658,7 @@ func (f *Front) broker(c *connState, e conn.Effect) {
 // name's queue id is known, asking the topology first if it is not.
 func (f *Front) resolve(c *connState, name string, op conn.Effect) {
 	if q, ok := f.names[name]; ok && len(c.resolving[name]) == 0 {
-		f.resolved(c, q, op)
+		f.resolved(c, q, name, op)
 		return
 	}
 	w, asked := c.resolving[name]
@@ -637,8 +668,8 @@ func (f *Front) resolve(c *connState, name string, op conn.Effect) {
 	}
 }
 
-// resolved runs op on queue q.
-func (f *Front) resolved(c *connState, q seam.QueueID, op conn.Effect) {
+// resolved runs op on queue q, named name.
+func (f *Front) resolved(c *connState, q seam.QueueID, name string, op conn.Effect) {
 	switch x := op.(type) {
 	case conn.EfPublish:
 		body, err := encodeBody(nil, x.Exchange, x.RoutingKey, &x.Content)
@@ -646,7 +677,7 @@ func (f *Front) resolved(c *connState, q seam.QueueID, op conn.Effect) {
 			f.input(c, conn.InPublished{NowNs: f.nowNs, Results: []conn.PublishResult{{ID: x.ID, Outcome: conn.Failed, Text: err.Error()}}})
 			return
 		}
-		f.publish(c, pubItem{id: x.ID, firstNs: f.nowNs, queue: q, name: x.RoutingKey, body: body, mandatory: x.Mandatory, content: x.Content})
+		f.publish(c, pubItem{id: x.ID, firstNs: f.nowNs, queue: q, name: name, body: body, mandatory: x.Mandatory, content: x.Content})
 	case conn.EfSubscribe:
 		f.subscribe(c, q, x)
 	default:
@@ -674,15 +705,6 @@ func (f *Front) unresolved(c *connState, op conn.Effect, noSuchQueue bool, why s
 		}
 		f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: code, Text: fmt.Sprintf("queue '%s': %s", x.Queue, why)})
 	}
-}
-
-func (f *Front) routePublish(c *connState, x conn.EfPublish) {
-	if x.Exchange != "" {
-		f.input(c, conn.InPublished{NowNs: f.nowNs, Results: []conn.PublishResult{{ID: x.ID, Outcome: conn.Refused,
-			Code: wire.NotFound, Text: fmt.Sprintf("no exchange '%s' in vhost '/' (only the default exchange exists)", x.Exchange)}}})
-		return
-	}
-	f.resolve(c, x.RoutingKey, x)
 }
 
 // publish sends p to the core of its queue's owner, unless earlier
@@ -786,6 +808,8 @@ func (f *Front) overdueNs(p *pending) int64 {
 		return p.decl.untilNs
 	case pSubscribe:
 		return p.firstNs + f.cfg.RouteWaitNs
+	case pCatalog:
+		return p.cat.untilNs
 	}
 	return 0
 }
@@ -815,6 +839,9 @@ func (f *Front) answerOverdue(c *connState) {
 			}
 			f.input(c, conn.InResult{NowNs: f.nowNs, Op: p.decl.op, Code: wire.ResourceLocked,
 				Text: fmt.Sprintf("queue '%s' not ready in time: no answer from n%d within %d ms", p.decl.spec.Name, f.nodeOf(p), f.cfg.DeclareTimeoutNs/1e6)})
+		case pCatalog:
+			f.input(c, conn.InResult{NowNs: f.nowNs, Op: p.cat.op, Code: wire.ResourceLocked,
+				Text: fmt.Sprintf("exchange '%s': no answer from n%d within %d ms", p.cat.exchange, f.nodeOf(p), f.cfg.DeclareTimeoutNs/1e6)})
 		case pSubscribe:
 			if s := c.sub(p.sub); s != nil {
 				// Its broker may yet set it up: end it there.
@@ -1201,6 +1228,10 @@ func (f *Front) reply(c *connState, e *seam.Effect) {
 		f.learnRoute(e)
 	case pDeclare:
 		f.declareAnswer(c, p.decl, e)
+	case pCatalog:
+		f.catalogAnswer(c, p.cat, e)
+	case pPublishRoute:
+		f.publishRouteAnswer(c, p.routed, e)
 	case pSubscribe:
 		s := c.sub(p.sub)
 		if e.Outcome == seam.Confirmed {
@@ -1303,7 +1334,7 @@ func (f *Front) topologyAnswer(c *connState, name string, e *seam.Effect, untilN
 		f.names[name] = e.Queue
 		f.learnRoute(e)
 		for _, op := range ops {
-			f.resolved(c, e.Queue, op)
+			f.resolved(c, e.Queue, name, op)
 		}
 		return
 	}
@@ -1311,7 +1342,7 @@ func (f *Front) topologyAnswer(c *connState, name string, e *seam.Effect, untilN
 	if ok {
 		f.names[name] = e.Queue
 		for _, op := range ops {
-			f.resolved(c, e.Queue, op)
+			f.resolved(c, e.Queue, name, op)
 		}
 		return
 	}

@@ -49,6 +49,24 @@ func (c *client) publish(t testing.TB, ch uint16, rk, body string) *client {
 	return c
 }
 
+// publishTo writes a basic.publish to exchange ex with its content.
+func (c *client) publishTo(t testing.TB, ch uint16, ex, rk string, mandatory bool, headers wire.Table, body string) *client {
+	t.Helper()
+	c.method(t, ch, &wire.BasicPublish{Exchange: ex, RoutingKey: rk, Mandatory: mandatory})
+	h := &wire.ContentHeader{ClassID: wire.ClassBasic, BodySize: uint64(len(body))}
+	if headers != nil {
+		h.Properties.Flags |= wire.FlagHeaders
+		h.Properties.Headers = headers
+	}
+	if err := c.fw.WriteContentHeader(ch, h); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.fw.WriteBody(ch, []byte(body)); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // take returns the bytes written so far and forgets them.
 func (c *client) take() []byte {
 	b := bytes.Clone(c.buf.Bytes())
@@ -415,30 +433,6 @@ func TestDeclareRefusals(t *testing.T) {
 	}
 	if len(got) != 1 || !strings.HasPrefix(got[0], "20.40 405") || !strings.Contains(got[0], "not ready in time") {
 		t.Fatalf("fenced past the timeout: client got %v, want channel.close 405", got)
-	}
-}
-
-// TestExchanges: with no exchange but the default one, a passive
-// exchange.declare (an existence check) is 404 on the channel and an
-// exchange.delete is delete-ok (idempotent, as RabbitMQ's), never the
-// connection's 540; declaring one is still 540.
-func TestExchanges(t *testing.T) {
-	h := newHarness(t)
-	h.cl.method(t, 1, &wire.ExchangeDeclare{Exchange: "logs", Type: "direct", Passive: true})
-	h.send()
-	if got := h.methods(); len(got) != 1 || !strings.HasPrefix(got[0], "20.40 404 NOT_FOUND - no exchange 'logs'") {
-		t.Fatalf("a passive declare: client got %v, want channel.close 404", got)
-	}
-	h.cl.method(t, 1, &wire.ChannelCloseOk{}).method(t, 1, &wire.ChannelOpen{}).
-		method(t, 1, &wire.ExchangeDelete{Exchange: "logs", IfUnused: true})
-	h.send()
-	if got := h.methods(); len(got) != 2 || got[0] != "20.11" || got[1] != "40.21" {
-		t.Fatalf("a delete: client got %v, want channel.open-ok and exchange.delete-ok", got)
-	}
-	h.cl.method(t, 1, &wire.ExchangeDeclare{Exchange: "logs", Type: "direct", Durable: true})
-	h.send()
-	if got := h.methods(); len(got) != 1 || got[0] != "10.50" {
-		t.Fatalf("a declare: client got %v, want connection.close (540)", got)
 	}
 }
 

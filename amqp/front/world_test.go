@@ -499,6 +499,17 @@ func FuzzFront(f *testing.F) {
 		method(f, 1, &wire.QueueDeclare{Queue: "r", Durable: true, Arguments: wire.Table{{Name: "x-sluice-replicas", Value: int32(2)}}})
 	f.Add(seed.take(), uint8(7))
 	f.Add([]byte{1, 0, 1, 0, 0, 0, 4, 0, 60, 0, 40, 0xce}, uint8(3))
+	// Exchanges, bindings (headers ones too) and publishes through them.
+	ex := newClient(f)
+	ex.method(f, 1, &wire.ConfirmSelect{}).
+		method(f, 1, &wire.ExchangeDeclare{Exchange: "t", Type: "topic", Durable: true}).
+		method(f, 1, &wire.QueueBind{Queue: "q", Exchange: "t", RoutingKey: "a.#"}).
+		method(f, 1, &wire.QueueBind{Queue: "q", Exchange: "amq.match", Arguments: wire.Table{{Name: "x-match", Value: "any"}, {Name: "k", Value: int32(1)}}}).
+		publishTo(f, 1, "t", "a.b", true, nil, "x").publishTo(f, 1, "amq.match", "", false, wire.Table{{Name: "k", Value: int64(1)}}, "y").
+		method(f, 1, &wire.QueueUnbind{Queue: "q", Exchange: "t", RoutingKey: "a.#"}).
+		method(f, 1, &wire.ExchangeDelete{Exchange: "t", IfUnused: true}).
+		method(f, 1, &wire.ExchangeDeclare{Exchange: "t", Passive: true})
+	f.Add(ex.take(), uint8(11))
 	f.Fuzz(func(t *testing.T, data []byte, chunk uint8) {
 		w := newMemWorld(t)
 		w.settle(1e9)
@@ -547,4 +558,85 @@ func TestWorldPause(t *testing.T) {
 	if got := w.frames(1); !slices.Equal(got, []string{"60.80 ack tag=2 multiple=false"}) {
 		t.Fatalf("after the pause: %v", got)
 	}
+}
+
+// TestWorldExchanges: exchanges and bindings through the metadata group,
+// and publishes routed by them with a real core: fanout to every bound
+// queue, topic by pattern, headers by arguments (amq.match), a message
+// routed to several queues confirmed once (every queue confirmed it), an
+// unroutable mandatory one returned, RabbitMQ's refusals on the channel
+// (406 for other attributes or a source in use, 404 for a missing
+// exchange, 403 for a reserved name), and declare-ok counting what each
+// queue received.
+func TestWorldExchanges(t *testing.T) {
+	w := newMemWorld(t)
+	w.settle(1e9)
+	w.login(t, 1)
+	cl := newClient(t)
+	step := func(what string, want ...string) {
+		t.Helper()
+		w.send(1, cl.take())
+		w.settle(1e9)
+		if got := w.frames(1); !slices.Equal(got, want) {
+			t.Fatalf("%s: got %v, want %v", what, got, want)
+		}
+	}
+	for _, q := range []string{"qa", "qb", "qc"} {
+		cl.method(t, 1, &wire.QueueDeclare{Queue: q, Durable: true})
+	}
+	cl.method(t, 1, &wire.ConfirmSelect{})
+	step("three queues", "50.11", "50.11", "50.11", "85.11")
+	cl.method(t, 1, &wire.ExchangeDeclare{Exchange: "logs", Type: "fanout", Durable: true}).
+		method(t, 1, &wire.ExchangeDeclare{Exchange: "topics", Type: "topic", Durable: true}).
+		method(t, 1, &wire.ExchangeDeclare{Exchange: "logs", Type: "fanout", Durable: true}).
+		method(t, 1, &wire.ExchangeDeclare{Exchange: "logs", Passive: true})
+	step("exchanges declared, again, and checked", "40.11", "40.11", "40.11", "40.11")
+	cl.method(t, 1, &wire.QueueBind{Queue: "qa", Exchange: "logs"}).
+		method(t, 1, &wire.QueueBind{Queue: "qb", Exchange: "logs"}).
+		method(t, 1, &wire.QueueBind{Queue: "qa", Exchange: "topics", RoutingKey: "*.orange.*"}).
+		method(t, 1, &wire.QueueBind{Queue: "qc", Exchange: "topics", RoutingKey: "lazy.#"}).
+		method(t, 1, &wire.QueueBind{Queue: "qc", Exchange: "amq.match", Arguments: wire.Table{
+			{Name: "x-match", Value: "any"}, {Name: "format", Value: "pdf"}, {Name: "size", Value: int32(7)}}})
+	step("bindings", "50.21", "50.21", "50.21", "50.21", "50.21")
+	cl.publishTo(t, 1, "logs", "", false, nil, "fan").
+		publishTo(t, 1, "topics", "quick.orange.rabbit", false, nil, "orange").
+		publishTo(t, 1, "topics", "lazy.brown.fox", false, nil, "lazy").
+		publishTo(t, 1, "topics", "quick.brown.fox", true, nil, "nowhere").
+		publishTo(t, 1, "amq.match", "", false, wire.Table{{Name: "size", Value: int64(7)}}, "seven").
+		publishTo(t, 1, "amq.match", "", false, wire.Table{{Name: "size", Value: int64(8)}}, "eight")
+	// The unroutable ones are acked at once (the returned one after its
+	// basic.return), the others once stored: the fanned-out one (tag 1)
+	// once both of its queues confirmed it.
+	step("six publishes: one unroutable and returned, one unroutable",
+		"60.50", "body nowhere", "60.80 ack tag=4 multiple=false", "60.80 ack tag=6 multiple=false",
+		"60.80 ack tag=1 multiple=false", "60.80 ack tag=3 multiple=false", "60.80 ack tag=5 multiple=true")
+	cl.method(t, 1, &wire.QueueDeclare{Queue: "qa", Passive: true}).
+		method(t, 1, &wire.QueueDeclare{Queue: "qb", Passive: true}).
+		method(t, 1, &wire.QueueDeclare{Queue: "qc", Passive: true})
+	step("what each queue holds", "50.11 messages=2 consumers=0", "50.11 messages=1 consumers=0", "50.11 messages=2 consumers=0")
+
+	cl.method(t, 2, &wire.ChannelOpen{}).method(t, 2, &wire.ExchangeDeclare{Exchange: "logs", Type: "direct", Durable: true})
+	step("other attributes", "20.11", "20.40 close 406")
+	cl.method(t, 2, &wire.ChannelCloseOk{}).method(t, 2, &wire.ChannelOpen{}).
+		method(t, 2, &wire.ExchangeDelete{Exchange: "logs", IfUnused: true})
+	step("if-unused of a source", "20.11", "20.40 close 406")
+	cl.method(t, 2, &wire.ChannelCloseOk{}).method(t, 2, &wire.ChannelOpen{}).
+		method(t, 2, &wire.ExchangeDeclare{Exchange: "amq.mine", Type: "direct"})
+	step("a reserved name", "20.11", "20.40 close 403")
+	cl.method(t, 2, &wire.ChannelCloseOk{}).method(t, 2, &wire.ChannelOpen{}).
+		method(t, 2, &wire.QueueUnbind{Queue: "qa", Exchange: "logs"}).
+		method(t, 2, &wire.QueueUnbind{Queue: "qb", Exchange: "logs"}).
+		method(t, 2, &wire.ExchangeDelete{Exchange: "logs", IfUnused: true}).
+		method(t, 2, &wire.ExchangeDelete{Exchange: "logs"})
+	step("unbound, deleted, deleted again", "20.11", "50.51", "50.51", "40.21", "40.21")
+	cl.method(t, 2, &wire.ExchangeDeclare{Exchange: "logs", Passive: true})
+	step("a deleted exchange", "20.40 close 404")
+	cl.method(t, 2, &wire.ChannelCloseOk{}).method(t, 2, &wire.ChannelOpen{}).
+		method(t, 2, &wire.ConfirmSelect{}).
+		publishTo(t, 2, "logs", "", false, nil, "gone")
+	step("a publish to it", "20.11", "85.11", "20.40 close 404")
+	if w.closed[1] {
+		t.Fatal("the connection closed")
+	}
+	w.requireAnswered()
 }

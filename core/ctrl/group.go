@@ -1,12 +1,14 @@
 package ctrl
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
 
 	"github.com/sluicemq/sluice/core/bugs"
 	"github.com/sluicemq/sluice/core/metadata"
+	"github.com/sluicemq/sluice/core/seam"
 	"github.com/sluicemq/sluice/io/meta"
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -402,9 +404,11 @@ type Effect struct {
 	Term  uint64
 	Cmd   []byte
 	Note  string
-	// EfOutcome: the proposal and how it ended.
+	// EfOutcome: the proposal and how it ended; Rejected: the metadata's
+	// typed cause (metadata.Refused's Code).
 	Client, ReqID uint64
 	Result        Result
+	Refusal       seam.Refusal
 }
 
 // String is the effect's stable one-line text form.
@@ -947,6 +951,9 @@ func (g *Group) resolveApplied(index, term uint64, cmd []byte, result string, er
 			g.proposals = slices.Delete(g.proposals, i, i+1)
 			if err != nil {
 				g.outcome(p.client, p.reqID, Rejected, index, err.Error())
+				if rf := (*metadata.Refused)(nil); errors.As(err, &rf) {
+					g.out[len(g.out)-1].Refusal = rf.Code
+				}
 			} else {
 				g.outcome(p.client, p.reqID, Committed, index, result)
 			}

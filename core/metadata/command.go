@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/sluicemq/sluice/core/route"
 	"github.com/sluicemq/sluice/core/seam"
 )
 
@@ -109,16 +110,32 @@ const (
 	// its history any more; a plan that names none, or another, is
 	// refused, and so is the same plan again.
 	Plan Kind = 16
+	// DeclareExchange declares exchange Exchange of kind ExchangeKind
+	// with its flags and alternate exchange; its incarnation id is the
+	// entry's index. An existing exchange with the same attributes is
+	// kept; other attributes are refused (RefusalConflict), and so is a
+	// new name in the reserved amq. namespace (RefusalReserved).
+	DeclareExchange Kind = 17
+	// DeleteExchange deletes exchange Exchange and every binding from or
+	// to it; with IfUnused, refused while it is the source of a binding.
+	DeleteExchange Kind = 18
+	// Bind binds exchange Exchange to queue Queue or to exchange Dest
+	// with routing key RoutingKey and arguments Args (route.AppendFields's
+	// encoding); the same binding again is kept.
+	Bind Kind = 19
+	// Unbind removes the binding Bind would add, if there is one; an
+	// auto-delete exchange left without bindings as a source goes.
+	Unbind Kind = 20
 	// kindEnd is one past the last kind. (Written out: a bare name here
-	// would repeat the line above's value, and did, naming Activate
-	// "kind10" in every trace.)
-	kindEnd Kind = 17
+	// would repeat the line above's value.)
+	kindEnd Kind = 21
 )
 
 var kindNames = [...]string{SetSetting: "set", RegisterBroker: "register", BrokerDown: "down",
 	Drain: "drain", DeclareQueue: "declare", DeleteQueue: "delete", Assign: "assign", Transition: "transition", SetInSync: "in-sync", Activate: "activate",
 	AddLearner: "add-learner", AdmitLearner: "admit", Handoff: "handoff", RetryRecovery: "retry-recovery",
-	Repropose: "repropose", Plan: "plan"}
+	Repropose: "repropose", Plan: "plan", DeclareExchange: "declare-exchange", DeleteExchange: "delete-exchange",
+	Bind: "bind", Unbind: "unbind"}
 
 func (k Kind) String() string {
 	if k > 0 && k < kindEnd {
@@ -132,8 +149,12 @@ const (
 	BrokersMax        = 1024
 	QueuesMax         = 1 << 16
 	QueueNameBytesMax = 255 // AMQP's shortstr
-	// CommandBytesMax bounds an encoded command.
-	CommandBytesMax = 1024
+	// ExchangeNameBytesMax and RoutingKeyBytesMax: AMQP's shortstr too.
+	ExchangeNameBytesMax = 255
+	RoutingKeyBytesMax   = 255
+	// CommandBytesMax bounds an encoded command (a binding with the
+	// longest names, key and arguments fits).
+	CommandBytesMax = 2048
 )
 
 // version is the codec's version byte.
@@ -183,6 +204,20 @@ type Command struct {
 	// identity of the committed plan it replaces; zero for the first)
 	Plan     RecoveryPlan
 	Replaces Digest
+	// DeclareExchange (Exchange, ExchangeKind, Durable, AutoDelete,
+	// Internal, Alternate), DeleteExchange (Exchange, IfUnused); Bind and
+	// Unbind (Exchange: the source; Queue or Dest: the destination;
+	// RoutingKey, Args)
+	Exchange     string
+	ExchangeKind route.Kind
+	Durable      bool
+	AutoDelete   bool
+	Internal     bool
+	Alternate    string
+	IfUnused     bool
+	Dest         string
+	RoutingKey   string
+	Args         string
 }
 
 // RecoveryPlan is a pending transition's recovery plan: the source whose
@@ -341,8 +376,49 @@ func (c *Command) Validate() error {
 			}
 		}
 		return nil
+	case DeclareExchange, DeleteExchange, Bind, Unbind:
+		return c.validateExchange()
 	}
 	return fmt.Errorf("unknown command kind %d", c.Kind)
+}
+
+// validateExchange validates the exchange commands.
+func (c *Command) validateExchange() error {
+	if err := checkName("exchange", c.Exchange, ExchangeNameBytesMax); err != nil {
+		return err
+	}
+	switch c.Kind {
+	case DeclareExchange:
+		if !c.ExchangeKind.Valid() {
+			return fmt.Errorf("declare exchange %s: unknown kind %d", c.Exchange, c.ExchangeKind)
+		}
+		if c.Alternate != "" {
+			return checkName("alternate exchange", c.Alternate, ExchangeNameBytesMax)
+		}
+	case Bind, Unbind:
+		switch {
+		case (c.Queue == "") == (c.Dest == ""):
+			return fmt.Errorf("%s %s: want a queue or an exchange as the destination, one of them", c.Kind, c.Exchange)
+		case c.Queue != "":
+			if err := checkQueueName(c.Queue); err != nil {
+				return err
+			}
+		default:
+			if err := checkName("exchange", c.Dest, ExchangeNameBytesMax); err != nil {
+				return err
+			}
+		}
+		if len(c.RoutingKey) > RoutingKeyBytesMax {
+			return fmt.Errorf("%s %s: routing key of %d bytes, over %d", c.Kind, c.Exchange, len(c.RoutingKey), RoutingKeyBytesMax)
+		}
+		if len(c.Args) > BindingArgsBytesMax {
+			return fmt.Errorf("%s %s: arguments of %d bytes, over %d", c.Kind, c.Exchange, len(c.Args), BindingArgsBytesMax)
+		}
+		if _, err := decodeArgs(c.Args); err != nil {
+			return fmt.Errorf("%s %s: arguments: %v", c.Kind, c.Exchange, err)
+		}
+	}
+	return nil
 }
 
 func checkNodes(ns []seam.NodeID) error {
@@ -357,13 +433,17 @@ func checkNodes(ns []seam.NodeID) error {
 	return nil
 }
 
-func checkQueueName(name string) error {
-	if name == "" || len(name) > QueueNameBytesMax {
-		return fmt.Errorf("queue name of %d bytes, want 1 to %d", len(name), QueueNameBytesMax)
+func checkQueueName(name string) error { return checkName("queue", name, QueueNameBytesMax) }
+
+// checkName refuses a name that is empty, longer than max bytes or not
+// printable ASCII.
+func checkName(what, name string, max int) error {
+	if name == "" || len(name) > max {
+		return fmt.Errorf("%s name of %d bytes, want 1 to %d", what, len(name), max)
 	}
 	for i := 0; i < len(name); i++ {
 		if c := name[i]; c < 0x21 || c > 0x7e {
-			return fmt.Errorf("queue name %q: byte %d is not printable ASCII", name, i)
+			return fmt.Errorf("%s name %q: byte %d is not printable ASCII", what, name, i)
 		}
 	}
 	return nil
@@ -452,6 +532,22 @@ func (c *Command) Encode(dst []byte) []byte {
 		dst = append(dst, c.Digest[:]...)
 		dst = appendPlan(dst, &c.Plan)
 		dst = append(dst, c.Replaces[:]...)
+	case DeclareExchange:
+		dst = appendStr(dst, c.Exchange)
+		dst = append(dst, byte(c.ExchangeKind))
+		dst = appendBool(dst, c.Durable)
+		dst = appendBool(dst, c.AutoDelete)
+		dst = appendBool(dst, c.Internal)
+		dst = appendStr(dst, c.Alternate)
+	case DeleteExchange:
+		dst = appendStr(dst, c.Exchange)
+		dst = appendBool(dst, c.IfUnused)
+	case Bind, Unbind:
+		dst = appendStr(dst, c.Exchange)
+		dst = appendStr(dst, c.Queue)
+		dst = appendStr(dst, c.Dest)
+		dst = appendStr(dst, c.RoutingKey)
+		dst = appendStr(dst, c.Args)
 	default:
 		panic(fmt.Sprintf("metadata: encode of command kind %d", c.Kind))
 	}
@@ -586,6 +682,20 @@ func Decode(b []byte) (Command, error) {
 		copy(c.Digest[:], r.bytes(len(c.Digest)))
 		c.Plan = r.plan()
 		copy(c.Replaces[:], r.bytes(len(c.Replaces)))
+	case DeclareExchange:
+		c.Exchange = r.str(ExchangeNameBytesMax)
+		c.ExchangeKind = route.Kind(r.byte())
+		c.Durable, c.AutoDelete, c.Internal = r.bool(), r.bool(), r.bool()
+		c.Alternate = r.str(ExchangeNameBytesMax)
+	case DeleteExchange:
+		c.Exchange = r.str(ExchangeNameBytesMax)
+		c.IfUnused = r.bool()
+	case Bind, Unbind:
+		c.Exchange = r.str(ExchangeNameBytesMax)
+		c.Queue = r.str(QueueNameBytesMax)
+		c.Dest = r.str(ExchangeNameBytesMax)
+		c.RoutingKey = r.str(RoutingKeyBytesMax)
+		c.Args = r.str(BindingArgsBytesMax)
 	default:
 		if r.err == nil {
 			r.err = fmt.Errorf("unknown kind %d", c.Kind)
@@ -783,6 +893,13 @@ func (c *Command) String() string {
 		return fmt.Sprintf("retry-recovery %q incarnation=%d epoch=%d", c.Queue, c.Incarnation, c.Epoch)
 	case Plan:
 		return fmt.Sprintf("plan %q incarnation=%d epoch=%d digest=%x %s replaces=%x", c.Queue, c.Incarnation, c.Epoch, c.Digest[:6], c.Plan.String(), c.Replaces[:6])
+	case DeclareExchange:
+		x := Exchange{Kind: c.ExchangeKind, Durable: c.Durable, AutoDelete: c.AutoDelete, Internal: c.Internal, Alternate: c.Alternate}
+		return fmt.Sprintf("declare-exchange %q %s", c.Exchange, exchangeText(&x))
+	case DeleteExchange:
+		return fmt.Sprintf("delete-exchange %q if-unused=%t", c.Exchange, c.IfUnused)
+	case Bind, Unbind:
+		return fmt.Sprintf("%s %s", c.Kind, bindingOf(c).String())
 	}
 	return fmt.Sprintf("command kind=%d", c.Kind)
 }

@@ -3,7 +3,8 @@
 // versioned binary codec, and the state they fold into: runtime settings,
 // brokers (their exact process and storage instances, live or not,
 // draining or not) and the catalogue of queues (each with the incarnation
-// id its declaration got in the same command). It is pure and
+// id its declaration got in the same command), exchanges and bindings,
+// with the routing they give (exchange.go, State.Route). It is pure and
 // deterministic: no clock, randomness, goroutines or I/O, and no Go map
 // (state is kept in sorted slices), so every replica folds the same
 // committed commands into the same state.
@@ -33,8 +34,17 @@
 //     AdmitLearner adds as a member (E grows by one; refused unless W
 //     stays what it was). Admission is refused while a transition is
 //     pending; a transition clears the learner (image version 3 holds it).
+//   - Exchanges and bindings: a declaration of an existing exchange with
+//     the same attributes keeps it, with others is refused (typed
+//     seam.RefusalConflict); the predeclared amq.* exchanges exist in
+//     every catalogue and cannot be deleted, and no other amq. name is
+//     declared (RefusalReserved); a deletion of an exchange or queue ends
+//     every binding from or to it, and an auto-delete exchange goes with
+//     its last binding as a source, in turn. Refusals a proposer decides
+//     by carry a typed code (Refused.Code).
 //   - Limits: BrokersMax brokers, QueuesMax queues, QueueNameBytesMax,
-//     and every setting's range (Settings).
+//     ExchangesMax exchanges, BindingsMax bindings within
+//     BindingsBytesMax, and every setting's range (Settings).
 //   - The image (AppendImage, DecodeImage) is the whole State as one
 //     canonical byte string, for snapshots: one State has one image, and a
 //     decoded image is refused unless it is one (image.go). The metadata

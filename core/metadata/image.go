@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strings"
 
+	"github.com/sluicemq/sluice/core/route"
 	"github.com/sluicemq/sluice/core/seam"
 )
 
@@ -22,19 +24,29 @@ import (
 // 3 adds each assignment's learner; 4 the recovery inspection budgets
 // (recovery.inspect_*); 5 the staging budgets (recovery.stage_*); 6 a
 // pending transition's handed-to candidate; 7 its retry count; 8 its
-// recovery plan.
-const imageVersion = 8
+// recovery plan; 9 the exchanges and bindings. A catalogue without
+// exchanges and bindings keeps version 8's image (one State, one image:
+// version 9 with both sections empty is refused), so that the images of
+// metadata that never used them do not change.
+const (
+	imageVersion       = 9
+	imageVersionQueues = 8
+)
 
 // ImageBytesMax bounds an image. The largest metadata the limits allow
 // (BrokersMax brokers, QueuesMax queues with the longest names and widest
-// integers, all placed and fenced) has an image of 29.4 MiB
-// (TestImageLargestFits), so 40 MiB leaves room for the format to grow;
+// integers, all placed and fenced, ExchangesMax exchanges with the longest
+// names and bindings up to BindingsBytesMax) fits (TestImageLargestFits);
 // core/ctrl sends an image as one raft message within its MsgBytesMax.
-const ImageBytesMax = 40 << 20
+const ImageBytesMax = 52 << 20
 
 // AppendImage appends s's image.
 func (s *State) AppendImage(dst []byte) []byte {
-	dst = append(dst, imageVersion)
+	v := byte(imageVersionQueues)
+	if len(s.exchanges) > 0 || len(s.bindings) > 0 {
+		v = imageVersion
+	}
+	dst = append(dst, v)
 	dst = binary.AppendUvarint(dst, s.applied)
 	dst = binary.AppendUvarint(dst, uint64(s.lastQueueID))
 	for i := range Settings {
@@ -77,6 +89,29 @@ func (s *State) AppendImage(dst []byte) []byte {
 		dst = binary.AppendUvarint(dst, a.Learner.Process)
 		dst = binary.AppendUvarint(dst, a.Learner.Storage)
 	}
+	if v == imageVersionQueues {
+		return dst
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(s.exchanges)))
+	for i := range s.exchanges {
+		x := &s.exchanges[i]
+		dst = appendStr(dst, x.Name)
+		dst = append(dst, byte(x.Kind))
+		dst = appendBool(dst, x.Durable)
+		dst = appendBool(dst, x.AutoDelete)
+		dst = appendBool(dst, x.Internal)
+		dst = appendStr(dst, x.Alternate)
+		dst = binary.AppendUvarint(dst, x.Incarnation)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(s.bindings)))
+	for i := range s.bindings {
+		b := &s.bindings[i]
+		dst = appendStr(dst, b.Source)
+		dst = appendStr(dst, b.Queue)
+		dst = appendStr(dst, b.Exchange)
+		dst = appendStr(dst, b.Key)
+		dst = appendStr(dst, b.Args)
+	}
 	return dst
 }
 
@@ -95,8 +130,9 @@ func DecodeImage(b []byte) (State, error) {
 		return State{}, fmt.Errorf("%w: image of %d bytes, over %d", ErrDecode, len(b), ImageBytesMax)
 	}
 	r := reader{b: b}
-	if v := r.byte(); r.err == nil && v != imageVersion {
-		return State{}, fmt.Errorf("%w: image version %d, want %d", ErrDecode, v, imageVersion)
+	v := r.byte()
+	if r.err == nil && v != imageVersion && v != imageVersionQueues {
+		return State{}, fmt.Errorf("%w: image version %d, want %d or %d", ErrDecode, v, imageVersionQueues, imageVersion)
 	}
 	var s State
 	s.applied = r.uvarint()
@@ -144,6 +180,9 @@ func DecodeImage(b []byte) (State, error) {
 		}
 		s.queues = append(s.queues, q)
 	}
+	if v == imageVersion {
+		r.exchanges(&s)
+	}
 	if r.err == nil && len(r.b) > 0 {
 		r.fail(fmt.Sprintf("%d trailing bytes", len(r.b)))
 	}
@@ -151,6 +190,63 @@ func DecodeImage(b []byte) (State, error) {
 		return State{}, fmt.Errorf("%w: image: %v", ErrDecode, r.err)
 	}
 	return s, nil
+}
+
+// exchanges reads the exchanges and bindings of a version 9 image into s:
+// each valid as its command would be, sorted, distinct, their ends in the
+// catalogue, within the limits, and not both empty.
+func (r *reader) exchanges(s *State) {
+	nx := r.count(ExchangesMax)
+	for i := range nx {
+		x := Exchange{Name: r.str(ExchangeNameBytesMax), Kind: route.Kind(r.byte()), Durable: r.bool(), AutoDelete: r.bool(),
+			Internal: r.bool(), Alternate: r.str(ExchangeNameBytesMax), Incarnation: r.uvarint()}
+		if r.err != nil {
+			return
+		}
+		c := Command{Kind: DeclareExchange, Exchange: x.Name, ExchangeKind: x.Kind, Alternate: x.Alternate}
+		switch err := c.Validate(); {
+		case err != nil:
+			r.fail(err.Error())
+		case strings.HasPrefix(x.Name, reservedPrefix):
+			r.fail(fmt.Sprintf("exchange %q: reserved name", x.Name))
+		case x.Incarnation == 0 || x.Incarnation > s.applied:
+			r.fail(fmt.Sprintf("exchange %q: incarnation %d", x.Name, x.Incarnation))
+		case i > 0 && x.Name <= s.exchanges[i-1].Name:
+			r.fail("exchanges not ascending by name")
+		}
+		s.exchanges = append(s.exchanges, x)
+	}
+	nb := r.count(BindingsMax)
+	for i := range nb {
+		b := Binding{Source: r.str(ExchangeNameBytesMax), Queue: r.str(QueueNameBytesMax), Exchange: r.str(ExchangeNameBytesMax),
+			Key: r.str(RoutingKeyBytesMax), Args: r.str(BindingArgsBytesMax)}
+		if r.err != nil {
+			return
+		}
+		c := Command{Kind: Bind, Exchange: b.Source, Queue: b.Queue, Dest: b.Exchange, RoutingKey: b.Key, Args: b.Args}
+		if err := c.Validate(); err != nil {
+			r.fail(err.Error())
+			return
+		}
+		if err := s.bindEnds(&b); err != nil {
+			r.fail(err.Error())
+			return
+		}
+		if i > 0 && compareBindings(&s.bindings[i-1], &b) >= 0 {
+			r.fail("bindings not in order")
+			return
+		}
+		b.fields, _ = decodeArgs(b.Args)
+		s.bindings = append(s.bindings, b)
+		s.bindingsBytes += bindingBytes(&b)
+	}
+	switch {
+	case r.err != nil:
+	case nx == 0 && nb == 0:
+		r.fail(fmt.Sprintf("image version %d without exchanges or bindings (version %d's)", imageVersion, imageVersionQueues))
+	case s.bindingsBytes > BindingsBytesMax:
+		r.fail(fmt.Sprintf("bindings of %d bytes, over %d", s.bindingsBytes, BindingsBytesMax))
+	}
 }
 
 // nodes reads a node list: ascending, distinct, non-zero.

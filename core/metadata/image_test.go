@@ -3,8 +3,10 @@ package metadata
 import (
 	"bytes"
 	"reflect"
+	"strings"
 	"testing"
 
+	"github.com/sluicemq/sluice/core/route"
 	"github.com/sluicemq/sluice/core/seam"
 )
 
@@ -160,6 +162,35 @@ func TestImageLargestFits(t *testing.T) {
 	if len(s.queues) != QueuesMax || len(s.brokers) != BrokersMax {
 		t.Fatalf("%d queues and %d brokers, want the limits", len(s.queues), len(s.brokers))
 	}
+	// ExchangesMax exchanges with the longest names and alternates, and
+	// bindings with the longest names, keys and arguments up to
+	// BindingsBytesMax (in their order, so that each appends).
+	xname := make([]byte, ExchangeNameBytesMax)
+	for i := range xname {
+		xname[i] = 'x'
+	}
+	exchanges := make([]string, 0, ExchangesMax)
+	for i := range ExchangesMax {
+		for j, k := ExchangeNameBytesMax-1, i; j >= ExchangeNameBytesMax-4; j, k = j-1, k/16 {
+			xname[j] = "0123456789abcdef"[k%16]
+		}
+		exchanges = append(exchanges, string(xname))
+		do(&Command{Kind: DeclareExchange, Exchange: string(xname), ExchangeKind: route.Headers, Durable: true, AutoDelete: true,
+			Internal: true, Alternate: string(xname)})
+	}
+	longKey := strings.Repeat("k", RoutingKeyBytesMax)
+	args := BindingArgs([]route.Field{{Key: strings.Repeat("a", 240), Class: route.ClassString, Value: strings.Repeat("v", 250)}})
+	if len(args) > BindingArgsBytesMax {
+		t.Fatalf("the test's arguments are %d bytes, over %d", len(args), BindingArgsBytesMax)
+	}
+	for i := 0; ; i++ {
+		b := Binding{Source: exchanges[i/len(s.queues)], Queue: s.queues[i%len(s.queues)].Name, Key: longKey, Args: args}
+		if s.bindingsBytes+bindingBytes(&b) > BindingsBytesMax {
+			break
+		}
+		do(&Command{Kind: Bind, Exchange: b.Source, Queue: b.Queue, RoutingKey: b.Key, Args: b.Args})
+	}
+	t.Logf("%d bindings of %d bytes", len(s.bindings), s.bindingsBytes)
 	img := s.AppendImage(nil)
 	t.Logf("the largest image: %d bytes (%.1f MiB), limit %d", len(img), float64(len(img))/(1<<20), ImageBytesMax)
 	if len(img) > ImageBytesMax {

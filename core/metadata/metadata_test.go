@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicemq/sluice/core/route"
 	"github.com/sluicemq/sluice/core/seam"
 )
 
@@ -25,6 +26,10 @@ var examples = []Command{
 	{Kind: Handoff, Queue: "orders", Incarnation: 12, Epoch: 1, Digest: Digest{7}, Node: 2, Candidate: 3},
 	{Kind: RetryRecovery, Queue: "orders", Incarnation: 12, Epoch: 2},
 	{Kind: Plan, Queue: "orders", Incarnation: 12, Epoch: 1, Digest: Digest{7}, Plan: RecoveryPlan{Source: 2, Storage: 6, Start: 3, End: 900, LastEpoch: 1, Identity: Digest{8, 9}}, Replaces: Digest{4}},
+	{Kind: DeclareExchange, Exchange: "logs", ExchangeKind: route.Topic, Durable: true, AutoDelete: true, Internal: true, Alternate: "unrouted"},
+	{Kind: DeleteExchange, Exchange: "logs", IfUnused: true},
+	{Kind: Bind, Exchange: "logs", Queue: "orders", RoutingKey: "eu.*.#", Args: BindingArgs([]route.Field{{Key: "x-match", Class: route.ClassString, Value: "any"}})},
+	{Kind: Unbind, Exchange: "logs", Dest: "archive", RoutingKey: ""},
 }
 
 func m(n seam.NodeID, p, s uint64) Member { return Member{Node: n, Process: p, Storage: s} }

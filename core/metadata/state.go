@@ -121,6 +121,11 @@ type State struct {
 	isSet   [settingsCount]bool
 	brokers []Broker // by Node
 	queues  []Queue  // by Name
+	// exchanges by Name; bindings by compareBindings; bindingsBytes is
+	// their image cost (bindingBytes), against BindingsBytesMax
+	exchanges     []Exchange
+	bindings      []Binding
+	bindingsBytes int
 	// lastQueueID is the last queue id given; ids are never reused.
 	lastQueueID seam.QueueID
 	applied     uint64 // the index of the last command applied
@@ -183,12 +188,20 @@ func (s *State) queueIndex(name string) (int, bool) {
 const FirstQueueID seam.QueueID = 1 << 20
 
 // Refused is a command that conflicts with the state: committed, applied
-// as a no-op on every replica.
-type Refused struct{ Reason string }
+// as a no-op on every replica. Code is its typed cause where the proposer
+// decides by it (seam.RefusalNone: the reason's words are all there is).
+type Refused struct {
+	Code   seam.Refusal
+	Reason string
+}
 
 func (r *Refused) Error() string { return "refused: " + r.Reason }
 
 func refuse(format string, a ...any) error { return &Refused{Reason: fmt.Sprintf(format, a...)} }
+
+func refuseAs(code seam.Refusal, format string, a ...any) error {
+	return &Refused{Code: code, Reason: fmt.Sprintf(format, a...)}
+}
 
 // Apply applies the command committed at index (indexes increase; each is
 // applied once). It returns the result's text (for the proposer and the
@@ -253,6 +266,14 @@ func (s *State) Apply(index uint64, c *Command) (string, error) {
 		return s.repropose(c)
 	case Plan:
 		return s.plan(c)
+	case DeclareExchange:
+		return s.declareExchange(index, c)
+	case DeleteExchange:
+		return s.deleteExchange(c)
+	case Bind:
+		return s.bind(c)
+	case Unbind:
+		return s.unbind(c)
 	case DeleteQueue:
 		i, ok := s.queueIndex(c.Queue)
 		if !ok {
@@ -262,6 +283,9 @@ func (s *State) Apply(index uint64, c *Command) (string, error) {
 			return "", refuse("queue %q is incarnation %d now, not %d", c.Queue, q.Incarnation, c.Incarnation)
 		}
 		s.queues = slices.Delete(s.queues, i, i+1)
+		if n := s.unbindWhere(func(b *Binding) bool { return b.Queue == c.Queue }); n > 0 {
+			return fmt.Sprintf("deleted %q incarnation=%d bindings=%d", c.Queue, c.Incarnation, n), nil
+		}
 		return fmt.Sprintf("deleted %q incarnation=%d", c.Queue, c.Incarnation), nil
 	}
 	panic("metadata: validated command of unknown kind")

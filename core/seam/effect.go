@@ -241,15 +241,37 @@ const (
 	// exclusive consumer, or an exclusive one asked of a queue that has
 	// consumers (AMQP's 403 ACCESS_REFUSED).
 	RefusalExclusive Refusal = 1
-	RefusalMax               = RefusalExclusive
+	// RefusalNotFound: a metadata command or a route names an exchange
+	// or queue the catalogue does not hold (AMQP's 404 NOT_FOUND).
+	RefusalNotFound Refusal = 2
+	// RefusalConflict: a declaration of an existing name with other
+	// attributes (AMQP's 406 PRECONDITION_FAILED, inequivalent arg).
+	RefusalConflict Refusal = 3
+	// RefusalInUse: a conditional deletion of an exchange that is the
+	// source of bindings (406 PRECONDITION_FAILED, in use).
+	RefusalInUse Refusal = 4
+	// RefusalReserved: a declaration of a new name in the reserved amq.
+	// namespace, or a change to a predeclared exchange (403 ACCESS_REFUSED).
+	RefusalReserved Refusal = 5
+	// RefusalLimit: the catalogue is at one of its limits.
+	RefusalLimit Refusal = 6
+	// RefusalInternal: a publish to an internal exchange (403
+	// ACCESS_REFUSED: only exchange-to-exchange bindings reach it).
+	RefusalInternal Refusal = 7
+	// RefusalBehind: this node has not applied the metadata the request
+	// needs yet (a route asked for a catalogue index it has not reached,
+	// or its start's metadata is still catching up): ask again.
+	RefusalBehind Refusal = 8
+	RefusalMax            = RefusalBehind
 )
 
+var refusalNames = [...]string{RefusalNone: "none", RefusalExclusive: "exclusive", RefusalNotFound: "not-found",
+	RefusalConflict: "conflict", RefusalInUse: "in-use", RefusalReserved: "reserved", RefusalLimit: "limit",
+	RefusalInternal: "internal", RefusalBehind: "behind"}
+
 func (r Refusal) String() string {
-	switch r {
-	case RefusalNone:
-		return "none"
-	case RefusalExclusive:
-		return "exclusive"
+	if r <= RefusalMax {
+		return refusalNames[r]
 	}
 	return "refusal?"
 }
@@ -278,7 +300,7 @@ type Effect struct {
 	Outcome     Outcome  // reply
 	Refusal     Refusal  // reply (failed): its typed cause, if any
 	Reason      string   // reply (failed, unknown; a confirmed meta request's result); applied (the command and result); note; cancel
-	Body        []byte   // deliver; applied (the command)
+	Body        []byte   // deliver; applied (the command); reply (a confirmed route: the queue names)
 	Redelivered bool     // deliver
 
 	AtNs  int64         // deadline
@@ -339,6 +361,9 @@ func (e *Effect) AppendText(dst []byte, msgs MsgText) []byte {
 			}
 			if e.Reason != "" {
 				dst = AppendKVStr(dst, "result", e.Reason) // a metadata request's
+			}
+			if len(e.Body) != 0 {
+				dst = AppendKV(dst, "bytes", uint64(len(e.Body))) // a route's
 			}
 		} else {
 			if e.Refusal != RefusalNone {

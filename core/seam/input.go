@@ -96,6 +96,16 @@ const (
 	// of the queue it serves; failed where this node does not own the
 	// queue.
 	ReqCount RequestKind = 7
+	// ReqRoute asks which queues a message published to an exchange
+	// reaches, by the bindings this node applied: Body is the query
+	// (metadata.AppendRouteQuery: exchange, routing key, headers, and the
+	// metadata index the answer must reflect). Confirmed with Body the
+	// queue names (metadata.AppendRouted) and Count their number; failed
+	// with RefusalNotFound (no such exchange), RefusalInternal (an
+	// internal one) or RefusalBehind (this node has not applied that
+	// index, or its start's metadata is still catching up: ask again).
+	// Any node holding the metadata group answers.
+	ReqRoute RequestKind = 8
 )
 
 // Request is a client request.
@@ -301,6 +311,10 @@ func (in *Input) AppendText(dst []byte, msgs MsgText) []byte {
 			dst = append(dst, " count"...)
 			dst = AppendKV(dst, "q", uint64(r.Queue))
 			dst = AppendKV(dst, "id", r.ID)
+		case ReqRoute:
+			dst = append(dst, " route"...)
+			dst = AppendKV(dst, "id", r.ID)
+			dst = AppendKV(dst, "bytes", uint64(len(r.Body)))
 		case ReqTopology:
 			dst = append(dst, " topology"...)
 			dst = AppendKV(dst, "id", r.ID)

@@ -61,6 +61,10 @@ func (o *Out) Grow(n int) []byte {
 	return o.buf
 }
 
+// Keep takes buf, the buffer Grow returned extended by bytes an effect
+// already emitted holds, as the buffer's new contents.
+func (o *Out) Keep(buf []byte) { o.buf = buf }
+
 // Send emits a send of the message appended to the buffer Grow returned
 // (buf is that buffer, extended).
 func (o *Out) Send(g GroupID, to NodeID, buf []byte) {
