@@ -44,9 +44,9 @@ func publishTo(t *testing.T, c *amqp.Connection, ex, rk string, bodies ...string
 
 // TestServeExchanges runs RabbitMQ's publish/subscribe, routing and topics
 // tutorials against one broker: a fanout exchange delivers each message
-// to every bound queue, a direct one by key, a topic one by pattern; a
-// missing exchange is 404 on the channel; deleting an exchange ends its
-// routes.
+// to every bound queue, a direct one by key, a topic one by pattern; an
+// exchange binding and an alternate exchange route on; a missing exchange
+// is 404 on the channel; deleting an exchange ends its routes.
 func TestServeExchanges(t *testing.T) {
 	s := startServer(t, t.TempDir())
 	defer stopServer(t, s)
@@ -89,7 +89,30 @@ func TestServeExchanges(t *testing.T) {
 	if _, err := ch.QueueDeclarePassive("a", true, false, false, false, nil); !isCode(err, amqp.NotFound) {
 		t.Fatalf("after a publish to a missing exchange: %v, want the channel closed with 404", err)
 	}
+	// Exchange-to-exchange bindings and an alternate exchange: "front"
+	// hands what it routes nowhere to "spill" (fanout to b), and its key
+	// "a.b" reaches topic_logs through an exchange binding.
 	ch, _ = c.Channel()
+	if err := ch.ExchangeDeclare("spill", "fanout", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.ExchangeDeclare("front", "direct", true, false, false, false, amqp.Table{"alternate-exchange": "spill"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.QueueBind("b", "", "spill", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.ExchangeBind("topic_logs", "kern.x", "front", false, nil); err != nil {
+		t.Fatalf("exchange.bind: %v", err)
+	}
+	publishTo(t, c, "front", "kern.x", "via-binding")
+	publishTo(t, c, "front", "other", "via-alternate")
+	if got, want := fmt.Sprint(consume(t, s, "b", 2)), "[via-binding via-alternate]"; got != want {
+		t.Fatalf("queue b got %s, want %s", got, want)
+	}
+	if err := ch.ExchangeUnbind("topic_logs", "kern.x", "front", false, nil); err != nil {
+		t.Fatalf("exchange.unbind: %v", err)
+	}
 	if err := ch.ExchangeDelete("logs", false, false); err != nil {
 		t.Fatal(err)
 	}

@@ -202,6 +202,10 @@ func (c *Conn) channelMethod(ch *channel, m wire.Method) {
 		c.onExchangeDeclare(ch, x)
 	case *wire.ExchangeDelete:
 		c.onExchangeDelete(ch, x)
+	case *wire.ExchangeBind:
+		c.onExchangeBind(ch, x.Destination, x.Source, x.RoutingKey, x.NoWait, x.Arguments, false, x)
+	case *wire.ExchangeUnbind:
+		c.onExchangeBind(ch, x.Destination, x.Source, x.RoutingKey, x.NoWait, x.Arguments, true, x)
 	case *wire.QueueDeclare:
 		c.onQueueDeclare(ch, x)
 	case *wire.QueueBind:

@@ -102,16 +102,18 @@ type EfDeleteExchange struct {
 	IfUnused bool
 }
 
-// EfBind asks the broker to bind (Unbind false) or unbind a queue to an
-// exchange with a routing key and arguments (a headers exchange matches
-// them).
+// EfBind asks the broker to bind (Unbind false) or unbind a queue, or an
+// exchange (Destination, for exchange.bind; Queue is then ""), to
+// exchange Exchange with a routing key and arguments (a headers exchange
+// matches them).
 type EfBind struct {
-	Op         OpID
-	Unbind     bool
-	Queue      string
-	Exchange   string
-	RoutingKey string
-	Arguments  wire.Table
+	Op          OpID
+	Unbind      bool
+	Queue       string
+	Destination string
+	Exchange    string
+	RoutingKey  string
+	Arguments   wire.Table
 }
 
 // EfPublish hands a message to the broker, which resolves the exchange and
@@ -231,6 +233,9 @@ func (e EfBind) String() string {
 		verb = "unbind"
 	}
 	s := fmt.Sprintf("%s op=%d queue=%q exchange=%q routing-key=%q", verb, e.Op, e.Queue, e.Exchange, e.RoutingKey)
+	if e.Destination != "" {
+		s = fmt.Sprintf("%s op=%d destination=%q exchange=%q routing-key=%q", verb, e.Op, e.Destination, e.Exchange, e.RoutingKey)
+	}
 	if len(e.Arguments) > 0 {
 		s += fmt.Sprintf(" args=%s", e.Arguments)
 	}

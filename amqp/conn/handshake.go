@@ -28,7 +28,7 @@ func serverProperties() wire.Table {
 			{Name: "per_consumer_qos", Value: true},
 			{Name: "authentication_failure_close", Value: true},
 			{Name: "connection.blocked", Value: false},
-			{Name: "exchange_exchange_bindings", Value: false},
+			{Name: "exchange_exchange_bindings", Value: true},
 		}},
 		{Name: "product", Value: "Sluice"},
 		{Name: "platform", Value: "Go"},

@@ -211,6 +211,24 @@ func (c *Conn) onQueueUnbind(ch *channel, x *wire.QueueUnbind) {
 		classID: cls, methodID: id, queue: q})
 }
 
+// onExchangeBind takes exchange.bind and exchange.unbind (RabbitMQ's
+// extension): neither end may be the default exchange (403, as RabbitMQ).
+func (c *Conn) onExchangeBind(ch *channel, dest, source, key string, noWait bool, args wire.Table, unbind bool, m wire.Method) {
+	cls, id := m.ID()
+	for _, name := range []string{dest, source} {
+		if e := checkBindExchange(name, cls, id); e != nil {
+			c.fail(ch, e)
+			return
+		}
+	}
+	kind := reqExchangeBind
+	if unbind {
+		kind = reqExchangeUnbind
+	}
+	c.enqueue(ch, &request{kind: kind, effect: EfBind{Unbind: unbind, Destination: dest, Exchange: source, RoutingKey: key, Arguments: args},
+		noWait: noWait, classID: cls, methodID: id})
+}
+
 // onExchangeDeclare accepts the spec's standard types (direct, fanout,
 // topic, headers); any other type is 503 COMMAND_INVALID, the spec's code
 // for a type the server does not support (exchange.declare type, rule

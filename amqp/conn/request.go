@@ -17,6 +17,8 @@ const (
 	reqDeleteExchange
 	reqBind
 	reqUnbind
+	reqExchangeBind
+	reqExchangeUnbind
 	reqSubscribe
 	reqCancel
 	reqGet
@@ -207,6 +209,10 @@ func (c *Conn) succeeded(r *request, x InResult) {
 		m = &wire.QueueBindOk{}
 	case reqUnbind:
 		m = &wire.QueueUnbindOk{}
+	case reqExchangeBind:
+		m = &wire.ExchangeBindOk{}
+	case reqExchangeUnbind:
+		m = &wire.ExchangeUnbindOk{}
 	case reqSubscribe:
 		assert(r.cons.state == consSubscribing, "subscribe answered once")
 		r.cons.state = consActive

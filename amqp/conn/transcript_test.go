@@ -371,6 +371,8 @@ var clientMethods = map[string]func() wire.Method{
 	"channel.flow":        func() wire.Method { return &wire.ChannelFlow{} },
 	"exchange.declare":    func() wire.Method { return &wire.ExchangeDeclare{} },
 	"exchange.delete":     func() wire.Method { return &wire.ExchangeDelete{} },
+	"exchange.bind":       func() wire.Method { return &wire.ExchangeBind{} },
+	"exchange.unbind":     func() wire.Method { return &wire.ExchangeUnbind{} },
 	"queue.declare":       func() wire.Method { return &wire.QueueDeclare{} },
 	"queue.bind":          func() wire.Method { return &wire.QueueBind{} },
 	"queue.unbind":        func() wire.Method { return &wire.QueueUnbind{} },

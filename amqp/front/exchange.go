@@ -221,7 +221,7 @@ func (f *Front) bind(c *connState, x conn.EfBind) {
 		f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: wire.PreconditionFailed, Text: fmt.Sprintf("binding arguments: %v", err)})
 		return
 	}
-	cmd := metadata.Command{Kind: metadata.Bind, Exchange: x.Exchange, Queue: x.Queue, RoutingKey: x.RoutingKey, Args: metadata.BindingArgs(fs)}
+	cmd := metadata.Command{Kind: metadata.Bind, Exchange: x.Exchange, Queue: x.Queue, Dest: x.Destination, RoutingKey: x.RoutingKey, Args: metadata.BindingArgs(fs)}
 	kind := catBind
 	if x.Unbind {
 		cmd.Kind, kind = metadata.Unbind, catUnbind

@@ -326,6 +326,10 @@ func expects(m wire.Method) (replies []uint16, close bool) {
 		return unlessNoWait(x.NoWait, 11), false
 	case *wire.ExchangeDelete:
 		return unlessNoWait(x.NoWait, 21), false
+	case *wire.ExchangeBind:
+		return unlessNoWait(x.NoWait, 31), false
+	case *wire.ExchangeUnbind:
+		return unlessNoWait(x.NoWait, 51), false
 	case *wire.QueueDeclare:
 		return unlessNoWait(x.NoWait, 11), false
 	case *wire.QueueBind:

@@ -156,10 +156,10 @@ const (
 	MethodExchangeDeclareOk uint16 = 11
 	MethodExchangeDelete    uint16 = 20
 	MethodExchangeDeleteOk  uint16 = 21
-	MethodExchangeBind      uint16 = 30 // RabbitMQ extension, not decoded
-	MethodExchangeBindOk    uint16 = 31 // RabbitMQ extension, not decoded
-	MethodExchangeUnbind    uint16 = 40 // RabbitMQ extension, not decoded
-	MethodExchangeUnbindOk  uint16 = 51 // RabbitMQ extension, not decoded
+	MethodExchangeBind      uint16 = 30 // RabbitMQ extension (exchange-to-exchange bindings)
+	MethodExchangeBindOk    uint16 = 31 // RabbitMQ extension
+	MethodExchangeUnbind    uint16 = 40 // RabbitMQ extension
+	MethodExchangeUnbindOk  uint16 = 51 // RabbitMQ extension
 
 	MethodQueueDeclare   uint16 = 10
 	MethodQueueDeclareOk uint16 = 11

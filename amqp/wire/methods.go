@@ -496,6 +496,90 @@ func (m *QueueDeclareOk) decode(d *decoder) {
 	m.ConsumerCount = d.u32("queue.declare-ok consumer-count")
 }
 
+// ExchangeBind is exchange.bind (sent by the client; RabbitMQ's
+// extension): bind exchange Destination to exchange Source.
+type ExchangeBind struct {
+	Destination string
+	Source      string
+	RoutingKey  string
+	NoWait      bool
+	Arguments   Table
+}
+
+// ID returns (ClassExchange, MethodExchangeBind).
+func (*ExchangeBind) ID() (classID, methodID uint16) { return ClassExchange, MethodExchangeBind }
+
+func (m *ExchangeBind) encode(e *encoder) {
+	e.u16(0)
+	e.shortstr(m.Destination, "exchange.bind destination")
+	e.shortstr(m.Source, "exchange.bind source")
+	e.shortstr(m.RoutingKey, "exchange.bind routing-key")
+	e.bits(m.NoWait)
+	e.table(m.Arguments, "exchange.bind arguments")
+}
+
+func (m *ExchangeBind) decode(d *decoder) {
+	d.u16("exchange.bind ticket")
+	m.Destination = d.shortstr("exchange.bind destination")
+	m.Source = d.shortstr("exchange.bind source")
+	m.RoutingKey = d.shortstr("exchange.bind routing-key")
+	m.NoWait = bit(d.bits(1, 0x0, "exchange.bind bits"), 0)
+	m.Arguments = d.table("exchange.bind arguments")
+}
+
+// ExchangeBindOk is exchange.bind-ok (sent by the server).
+type ExchangeBindOk struct{}
+
+// ID returns (ClassExchange, MethodExchangeBindOk).
+func (*ExchangeBindOk) ID() (classID, methodID uint16) { return ClassExchange, MethodExchangeBindOk }
+
+func (*ExchangeBindOk) encode(*encoder) {}
+
+func (*ExchangeBindOk) decode(*decoder) {}
+
+// ExchangeUnbind is exchange.unbind (sent by the client; RabbitMQ's
+// extension).
+type ExchangeUnbind struct {
+	Destination string
+	Source      string
+	RoutingKey  string
+	NoWait      bool
+	Arguments   Table
+}
+
+// ID returns (ClassExchange, MethodExchangeUnbind).
+func (*ExchangeUnbind) ID() (classID, methodID uint16) { return ClassExchange, MethodExchangeUnbind }
+
+func (m *ExchangeUnbind) encode(e *encoder) {
+	e.u16(0)
+	e.shortstr(m.Destination, "exchange.unbind destination")
+	e.shortstr(m.Source, "exchange.unbind source")
+	e.shortstr(m.RoutingKey, "exchange.unbind routing-key")
+	e.bits(m.NoWait)
+	e.table(m.Arguments, "exchange.unbind arguments")
+}
+
+func (m *ExchangeUnbind) decode(d *decoder) {
+	d.u16("exchange.unbind ticket")
+	m.Destination = d.shortstr("exchange.unbind destination")
+	m.Source = d.shortstr("exchange.unbind source")
+	m.RoutingKey = d.shortstr("exchange.unbind routing-key")
+	m.NoWait = bit(d.bits(1, 0x0, "exchange.unbind bits"), 0)
+	m.Arguments = d.table("exchange.unbind arguments")
+}
+
+// ExchangeUnbindOk is exchange.unbind-ok (sent by the server).
+type ExchangeUnbindOk struct{}
+
+// ID returns (ClassExchange, MethodExchangeUnbindOk).
+func (*ExchangeUnbindOk) ID() (classID, methodID uint16) {
+	return ClassExchange, MethodExchangeUnbindOk
+}
+
+func (*ExchangeUnbindOk) encode(*encoder) {}
+
+func (*ExchangeUnbindOk) decode(*decoder) {}
+
 // QueueBind is queue.bind (sent by the client).
 type QueueBind struct {
 	Queue      string
@@ -1093,6 +1177,14 @@ func newMethod(classID, methodID uint16) Method {
 		return &ExchangeDelete{}
 	case uint32(ClassExchange)<<16 | uint32(MethodExchangeDeleteOk):
 		return &ExchangeDeleteOk{}
+	case uint32(ClassExchange)<<16 | uint32(MethodExchangeBind):
+		return &ExchangeBind{}
+	case uint32(ClassExchange)<<16 | uint32(MethodExchangeBindOk):
+		return &ExchangeBindOk{}
+	case uint32(ClassExchange)<<16 | uint32(MethodExchangeUnbind):
+		return &ExchangeUnbind{}
+	case uint32(ClassExchange)<<16 | uint32(MethodExchangeUnbindOk):
+		return &ExchangeUnbindOk{}
 	case uint32(ClassQueue)<<16 | uint32(MethodQueueDeclare):
 		return &QueueDeclare{}
 	case uint32(ClassQueue)<<16 | uint32(MethodQueueDeclareOk):
