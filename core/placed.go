@@ -642,6 +642,10 @@ func (n *Node) topology(c ClientID, req *Request) {
 	default:
 		n.out.Reply(c, req.ID, Confirmed, q.ID, uint64(q.Assignment.Owner), fmt.Sprintf("owner=n%d", q.Assignment.Owner))
 	}
+	if ok && q.Life != (metadata.Lifetime{}) {
+		life := q.Life
+		n.out.Effects[len(n.out.Effects)-1].Life = &life
+	}
 }
 
 // route answers a route request (seam.ReqRoute) from the applied

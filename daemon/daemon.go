@@ -258,7 +258,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s.front, err = front.New(front.Config{Conn: conn.Config{Users: cfg.Users,
 		// One connection alone never meets the owner's own limit.
-		PublishesInFlightMax: core.DefaultLimits.PendingPublishesMax}, Node: s.node, Brokers: brokers,
+		PublishesInFlightMax: core.DefaultLimits.PendingPublishesMax}, Node: s.node, Process: process, Brokers: brokers,
 		Forward: cfg.Cluster != nil,
 		// A publish waiting for its queue's next owner asks the (local)
 		// topology every 2 ms, not every 10: a recovery on one host takes

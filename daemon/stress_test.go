@@ -174,11 +174,12 @@ func stressRefusal(rng *rand.Rand) refusal {
 	case 0:
 		return refusal{name: "stress-bad", args: amqp.Table{"x-max-length": int32(10)}, code: amqp.PreconditionFailed}
 	case 1:
-		return refusal{name: "stress-bad", exclusive: true, code: amqp.PreconditionFailed}
+		// RabbitMQ's quorum queues refuse exclusive and auto-delete.
+		return refusal{name: "stress-bad", exclusive: true, args: amqp.Table{"x-queue-type": "quorum"}, code: amqp.PreconditionFailed}
 	case 2:
-		return refusal{name: "stress-bad", autoDelete: true, code: amqp.PreconditionFailed}
+		return refusal{name: "stress-bad", autoDelete: true, args: amqp.Table{"x-queue-type": "quorum"}, code: amqp.PreconditionFailed}
 	case 3:
-		return refusal{name: "", code: amqp.PreconditionFailed} // server-named
+		return refusal{name: "stress-bad", args: amqp.Table{"x-message-ttl": int32(1000)}, code: amqp.PreconditionFailed}
 	case 4:
 		return refusal{name: "stress-bad", args: amqp.Table{"x-queue-type": "stream"}, code: amqp.PreconditionFailed}
 	default:

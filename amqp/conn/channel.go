@@ -26,6 +26,10 @@ type channel struct {
 	unacked       []unacked // by delivery tag
 	getUnacked    int       // basic.get deliveries unacked or asked for
 	lastQueue     string    // spec: an empty queue name means the last declared
+	// lastDecl: the last declaration, of a server-named queue, not
+	// answered yet: an operation on "" until then names its queue, which
+	// the request takes at issue, after that answer (namesDefaultQueue)
+	lastDecl *request
 
 	asm *assembly // a basic.publish being assembled
 

@@ -89,8 +89,12 @@
 // is 406), x-sluice-replicas (or x-quorum-initial-group-size) 1..5,
 // x-sluice-policy leader_durable, majority_durable, all_durable or isr, and
 // x-sluice-min-insync 1..replicas; any other x- argument is 406 rather than
-// silently ignored. Exclusive and auto-delete queues are 406 (queues are
-// replicated logs, like quorum queues); server-named queues are refused.
+// silently ignored. Exclusive, auto-delete and non-durable queues go to
+// the broker (a quorum queue refuses all three, 406, as RabbitMQ's); an
+// empty name asks the broker to name the queue (declare-ok says the
+// name; an operation on "" sent before that answer names that queue, and
+// a no-wait server-named declaration, whose name no client could learn,
+// is 406).
 // Exchanges of the four standard types (direct, fanout, topic, headers)
 // with their flags and alternate-exchange argument, and bindings with
 // their arguments, go to the broker, which owns the catalogue; unknown

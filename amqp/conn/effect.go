@@ -52,12 +52,18 @@ const (
 // QueueSpec is what queue.declare asks for. Zero Replicas, Policy and
 // MinInSync leave the choice to the broker's defaults.
 type QueueSpec struct {
-	Name      string
+	Name      string // "" with ServerNamed: the broker names it
 	Passive   bool
 	Durable   bool
 	Replicas  uint8 // 1..5
 	Policy    Policy
 	MinInSync uint8 // 1..Replicas
+	// AutoDelete, Exclusive: RabbitMQ's queue properties (exclusive: this
+	// connection's alone, deleted with it); ServerNamed: declared with an
+	// empty name, which declare-ok reports (InResult.Queue)
+	AutoDelete  bool
+	Exclusive   bool
+	ServerNamed bool
 }
 
 // EfDeclareQueue asks the broker to declare (or, Passive, check) a queue.
@@ -211,8 +217,18 @@ func (e EfRead) String() string {
 }
 func (e EfDeclareQueue) String() string {
 	q := e.Queue
-	return fmt.Sprintf("declare-queue op=%d queue=%q passive=%t durable=%t replicas=%d policy=%q min-insync=%d",
+	s := fmt.Sprintf("declare-queue op=%d queue=%q passive=%t durable=%t replicas=%d policy=%q min-insync=%d",
 		e.Op, q.Name, q.Passive, q.Durable, q.Replicas, q.Policy, q.MinInSync)
+	if q.AutoDelete {
+		s += " auto-delete"
+	}
+	if q.Exclusive {
+		s += " exclusive"
+	}
+	if q.ServerNamed {
+		s += " server-named"
+	}
+	return s
 }
 func (e EfDeleteQueue) String() string {
 	return fmt.Sprintf("delete-queue op=%d queue=%q if-unused=%t if-empty=%t", e.Op, e.Queue, e.IfUnused, e.IfEmpty)

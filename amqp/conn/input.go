@@ -136,6 +136,8 @@ type InResult struct {
 	ConsumerCount uint32
 	// Message answers a basic.get: nil means the queue was empty.
 	Message *Message
+	// Queue answers a server-named queue.declare: the name it was given.
+	Queue string
 }
 
 // InDelivery is a message for a subscription. The broker never has more

@@ -37,6 +37,9 @@ func checkName(what, name string, cls, id uint16) *wire.Error {
 // connection; RabbitMQ, which the clients are written against, does not).
 func (c *Conn) queueName(ch *channel, name string, cls, id uint16) (string, bool) {
 	if name == "" {
+		if ch.lastDecl != nil {
+			return "", true // resolved at issue (namesDefaultQueue)
+		}
 		if ch.lastQueue == "" {
 			c.fail(ch, errorf(wire.NotFound, cls, id, "no previously declared queue"))
 			return "", false
@@ -52,38 +55,43 @@ func (c *Conn) queueName(ch *channel, name string, cls, id uint16) (string, bool
 
 func (c *Conn) onQueueDeclare(ch *channel, x *wire.QueueDeclare) {
 	cls, id := x.ID()
-	if x.Queue == "" {
-		c.fail(ch, errorf(wire.PreconditionFailed, cls, id, "server-named queues are not supported: name the queue"))
-		return
+	name := x.Queue
+	if name == "" && x.Passive {
+		// A passive declaration of "" checks the last declared queue.
+		var ok bool
+		if name, ok = c.queueName(ch, "", cls, id); !ok {
+			return
+		}
 	}
-	if e := checkName("queue", x.Queue, cls, id); e != nil {
+	if e := checkName("queue", name, cls, id); e != nil {
 		c.fail(ch, e)
 		return
 	}
-	spec := QueueSpec{Name: x.Queue, Passive: x.Passive, Durable: x.Durable}
+	spec := QueueSpec{Name: name, Passive: x.Passive, Durable: x.Durable}
 	if !x.Passive {
-		if strings.HasPrefix(x.Queue, "amq.") {
-			c.fail(ch, errorf(wire.AccessRefused, cls, id, "queue name %q: the amq. prefix is reserved", x.Queue))
+		if strings.HasPrefix(name, "amq.") {
+			c.fail(ch, errorf(wire.AccessRefused, cls, id, "queue name %q: the amq. prefix is reserved", name))
 			return
 		}
-		// Sluice queues are replicated logs, like RabbitMQ's quorum queues,
-		// which refuse the same two properties.
-		if x.Exclusive {
-			c.fail(ch, errorf(wire.PreconditionFailed, cls, id, "invalid property 'exclusive' for queue %q: queues are replicated", x.Queue))
-			return
-		}
-		if x.AutoDelete {
-			c.fail(ch, errorf(wire.PreconditionFailed, cls, id, "invalid property 'auto-delete' for queue %q: queues are replicated", x.Queue))
-			return
-		}
+		spec.AutoDelete, spec.Exclusive, spec.ServerNamed = x.AutoDelete, x.Exclusive, name == ""
 		if e := parseQueueArgs(&spec, x.Arguments, cls, id); e != nil {
 			c.fail(ch, e)
 			return
 		}
 	}
-	ch.lastQueue = x.Queue
-	c.enqueue(ch, &request{kind: reqDeclareQueue, effect: EfDeclareQueue{Queue: spec}, noWait: x.NoWait,
-		classID: cls, methodID: id, queue: x.Queue})
+	r := &request{kind: reqDeclareQueue, effect: EfDeclareQueue{Queue: spec}, noWait: x.NoWait, classID: cls, methodID: id, queue: name}
+	if spec.ServerNamed {
+		if x.NoWait {
+			// Its name comes only in declare-ok, which no-wait forgoes:
+			// the client could never name it.
+			c.fail(ch, errorf(wire.PreconditionFailed, cls, id, "a server-named queue declared with no-wait"))
+			return
+		}
+		ch.lastQueue, ch.lastDecl = "", r
+	} else if name != "" {
+		ch.lastQueue, ch.lastDecl = name, nil
+	}
+	c.enqueue(ch, r)
 }
 
 // parseQueueArgs reads the arguments of queue.declare that Sluice knows:
@@ -151,6 +159,14 @@ func parseQueueArgs(spec *QueueSpec, args wire.Table, cls, id uint16) *wire.Erro
 	}
 	if quorum && !spec.Durable {
 		return bad("invalid property 'non-durable' for a quorum queue")
+	}
+	// RabbitMQ's quorum queues refuse the two properties of a queue that
+	// lives with its consumers or connection; other queues take them.
+	if quorum && spec.Exclusive {
+		return bad("invalid property 'exclusive' for a quorum queue")
+	}
+	if quorum && spec.AutoDelete {
+		return bad("invalid property 'auto-delete' for a quorum queue")
 	}
 	return nil
 }

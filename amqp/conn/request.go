@@ -42,6 +42,9 @@ type request struct {
 	noAck             bool      // reqGet
 	bytes             uint64    // body bytes held while queued
 	orphan            bool      // its channel is gone: the answer is dropped
+	// defaultOf: the server-named declaration whose queue this operation
+	// on "" names (taken at issue)
+	defaultOf *request
 }
 
 // reply sends a server-made reply in the channel's order.
@@ -54,6 +57,9 @@ func (c *Conn) reply(ch *channel, m wire.Method) {
 func (c *Conn) enqueue(ch *channel, r *request) {
 	assert(!ch.released, "no requests on a released channel")
 	r.ch = ch
+	if r.queue == "" && ch.lastDecl != nil && ch.lastDecl != r && namesDefaultQueue(r.effect) {
+		r.defaultOf = ch.lastDecl
+	}
 	ch.queue = append(ch.queue, r)
 	c.queuedRequests++
 	c.queuedBytes += r.bytes
@@ -85,6 +91,14 @@ func (c *Conn) issue(ch *channel) {
 			case reqCancel:
 				r.cons.cancelIssued = true
 			}
+			if d := r.defaultOf; d != nil {
+				// Named "" behind a server-named declaration: the name
+				// its declare-ok gave (requests issue one at a time, so
+				// that answer came first; a refusal closed the channel).
+				assert(d.queue != "", "a default queue name is known at issue")
+				r.queue = d.queue
+				r.effect = withQueue(r.effect, d.queue)
+			}
 			c.lastOp++
 			r.op = c.lastOp
 			c.ops[r.op] = r
@@ -95,6 +109,51 @@ func (c *Conn) issue(ch *channel) {
 	if len(ch.queue) == 0 {
 		ch.queue = nil
 	}
+}
+
+// namesDefaultQueue says whether e is an operation on a queue named ""
+// (the channel's last declared).
+func namesDefaultQueue(e Effect) bool {
+	switch x := e.(type) {
+	case EfDeclareQueue:
+		return x.Queue.Name == "" && !x.Queue.ServerNamed
+	case EfDeleteQueue:
+		return x.Queue == ""
+	case EfPurgeQueue:
+		return x.Queue == ""
+	case EfBind:
+		return x.Queue == "" && x.Destination == ""
+	case EfSubscribe:
+		return x.Queue == ""
+	case EfGet:
+		return x.Queue == ""
+	}
+	return false
+}
+
+// withQueue names queue q in operation e (namesDefaultQueue).
+func withQueue(e Effect, q string) Effect {
+	switch x := e.(type) {
+	case EfDeclareQueue:
+		x.Queue.Name = q
+		return x
+	case EfDeleteQueue:
+		x.Queue = q
+		return x
+	case EfPurgeQueue:
+		x.Queue = q
+		return x
+	case EfBind:
+		x.Queue = q
+		return x
+	case EfSubscribe:
+		x.Queue = q
+		return x
+	case EfGet:
+		x.Queue = q
+		return x
+	}
+	panic("amqp/conn: no queue to name in " + e.String())
 }
 
 // withOp fills in the operation id of a broker request.
@@ -196,6 +255,13 @@ func (c *Conn) succeeded(r *request, x InResult) {
 	var m wire.Method
 	switch r.kind {
 	case reqDeclareQueue:
+		if e, _ := r.effect.(EfDeclareQueue); e.Queue.ServerNamed {
+			assert(x.Queue != "", "a server-named declaration is answered with its name")
+			r.queue = x.Queue
+			if ch.lastDecl == r {
+				ch.lastQueue, ch.lastDecl = x.Queue, nil
+			}
+		}
 		m = &wire.QueueDeclareOk{Queue: r.queue, MessageCount: x.MessageCount, ConsumerCount: x.ConsumerCount}
 	case reqDeleteQueue:
 		m = &wire.QueueDeleteOk{MessageCount: x.MessageCount}

@@ -281,7 +281,7 @@ func (h *harness) run(cmd *transcript.Cmd) []string {
 		return h.step(in)
 	case "result":
 		in := InResult{NowNs: h.nowNs, Op: OpID(cmd.Int("op", 0)), Code: uint16(cmd.Int("code", 0)), Text: cmd.Str("text", ""),
-			MessageCount: uint32(cmd.Int("messages", 0)), ConsumerCount: uint32(cmd.Int("consumers", 0))}
+			MessageCount: uint32(cmd.Int("messages", 0)), ConsumerCount: uint32(cmd.Int("consumers", 0)), Queue: cmd.Str("queue", "")}
 		if cmd.Has("handle") {
 			in.Message = &Message{Handle: Handle(cmd.Int("handle", 0)), Redelivered: cmd.Has("redelivered"),
 				RoutingKey: cmd.Str("rk", ""), Content: Content{Body: []byte(cmd.Str("body", ""))}}

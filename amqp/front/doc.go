@@ -57,6 +57,14 @@
 // several, the client's answer waits for every queue's (confirmed only if
 // none failed, nacked if one did).
 //
+// Lifetimes (lifetime.go). A declaration carries the queue's lifetime
+// (exclusive to the connection, with this broker its home; auto-delete;
+// non-durable; server-named, named by the committed entry). A queue
+// exclusive to another connection is 405 to declare and consume. The
+// front's janitor, a core client of its own, deletes a connection's
+// exclusive queues when it ends, and an auto-delete queue when a
+// subscription to it ended here and its owner counts no consumer.
+//
 // queue.declare commits a DeclareQueue command through the metadata group
 // (ReqMeta; x-sluice-replicas, x-sluice-policy, x-sluice-min-insync, with
 // defaults 1 (with Forward: 3, or as many brokers as there are below

@@ -79,8 +79,11 @@ func (e *Effect) String() string {
 type Config struct {
 	// Conn is every connection's configuration (users, limits).
 	Conn conn.Config
-	// Node is this broker's node id.
-	Node seam.NodeID
+	// Node is this broker's node id; Process its process instance (the
+	// one it registered in the metadata: an exclusive queue's owner is a
+	// connection of it).
+	Node    seam.NodeID
+	Process uint64
 	// Forward serves a queue owned by another broker by forwarding its
 	// requests there (EfRequest and EfClientGone with Node), and follows
 	// a changed owner: a publish the owner it went to refused without

@@ -56,6 +56,10 @@ type Front struct {
 	// when last asked (the text a publish that waited in vain is nacked
 	// with).
 	unrouted map[seam.QueueID]string
+	// lives: the lifetimes topology answers carried, by queue name (only
+	// queues that have one; lifetime.go); jan: the deletions they cause
+	lives map[string]*seam.QueueLife
+	jan   janitor
 
 	// work is the queue of connection inputs still to step (answers the
 	// front makes itself, without the core), so that no call recurses.
@@ -78,6 +82,9 @@ type Stats struct {
 	Rerouted uint64
 	// Forwarded counts requests carried to another broker (Forward).
 	Forwarded uint64
+	// JanitorDropped counts deletions of auto-delete and exclusive queues
+	// not started because the janitor was at its limit.
+	JanitorDropped uint64
 	// Cancelled counts subscriptions the core ended (EfCancel: their
 	// group fenced, replaced or retired), each told to its client.
 	Cancelled uint64
@@ -183,6 +190,15 @@ type connState struct {
 	// seenIndex: the highest metadata entry this connection saw
 	// committed (its declarations and bindings); its routes reflect it.
 	seenIndex uint64
+	// exclusive: the exclusive queues this connection declared, each
+	// deleted when it ends (lifetime.go)
+	exclusive []declared
+}
+
+// declared is a queue a connection declared: its name and incarnation.
+type declared struct {
+	name        string
+	incarnation uint64
 }
 
 type heldKey struct {
@@ -288,9 +304,12 @@ func New(cfg Config) (*Front, error) {
 	if err := cfg.Conn.Validate(); err != nil {
 		return nil, err
 	}
-	return &Front{cfg: cfg.withDefaults(), conns: map[ConnID]*connState{},
+	f := &Front{cfg: cfg.withDefaults(), conns: map[ConnID]*connState{},
 		clients: map[seam.ClientID]clientRef{}, names: map[string]seam.QueueID{},
-		routes: map[seam.QueueID]seam.NodeID{}, unrouted: map[seam.QueueID]string{}}, nil
+		routes: map[seam.QueueID]seam.NodeID{}, unrouted: map[seam.QueueID]string{}, lives: map[string]*seam.QueueLife{}}
+	f.lastClient++
+	f.jan.client = f.lastClient // the janitor's: no connection's
+	return f, nil
 }
 
 // Publishing returns how many publishes of open connections wait for an
@@ -329,6 +348,9 @@ func (f *Front) begin(nowNs int64) {
 
 // finish runs the queued work and asks for the next timer.
 func (f *Front) finish() []Effect {
+	if len(f.jan.jobs) > 0 {
+		f.janitorDue()
+	}
 	for len(f.work) > 0 {
 		w := f.work[0]
 		f.work = f.work[1:]
@@ -369,6 +391,9 @@ func (f *Front) finish() []Effect {
 				at = min(at, d)
 			}
 		}
+	}
+	if j := f.janitorTimer(); j > 0 {
+		at = min(at, j)
 	}
 	if at != math.MaxInt64 && at != f.timerAt {
 		f.timerAt = at
@@ -501,6 +526,12 @@ func (f *Front) CoreBatch(nowNs int64, effects []seam.Effect) []Effect {
 }
 
 func (f *Front) core(e *seam.Effect) {
+	if e.Client == f.jan.client {
+		if e.Kind == seam.EfReply {
+			f.janitorReply(e)
+		}
+		return
+	}
 	ref, ok := f.clients[e.Client]
 	c := f.conns[ref.conn]
 	if !ok || c == nil {
@@ -619,6 +650,10 @@ func (f *Front) end(c *connState, reason string) {
 		delete(f.clients, s.client)
 		f.out = append(f.out, Effect{Kind: EfClientGone, Client: s.client, Node: s.node})
 	}
+	for _, s := range c.subs {
+		f.subscriptionEnded(s.queue)
+	}
+	f.connectionEnded(c)
 	delete(f.conns, c.id)
 	i, _ := slices.BinarySearch(f.ids, c.id)
 	f.ids = slices.Delete(f.ids, i, i+1)
@@ -679,6 +714,10 @@ func (f *Front) resolved(c *connState, q seam.QueueID, name string, op conn.Effe
 		}
 		f.publish(c, pubItem{id: x.ID, firstNs: f.nowNs, queue: q, name: name, body: body, mandatory: x.Mandatory, content: x.Content})
 	case conn.EfSubscribe:
+		if f.lockedFor(c, name) {
+			f.refuseLocked(c, x.Op, name)
+			return
+		}
 		f.subscribe(c, q, x)
 	default:
 		panic("front: resolved " + op.String())
@@ -1101,6 +1140,7 @@ func (f *Front) subscribeAt(c *connState, q seam.QueueID, x conn.EfSubscribe, fi
 func (f *Front) cancel(c *connState, x conn.EfCancel) {
 	if s := c.sub(x.Sub); s != nil {
 		f.dropSub(c, s)
+		f.subscriptionEnded(s.queue)
 	}
 	f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op})
 }
@@ -1328,6 +1368,9 @@ func (f *Front) topologyAnswer(c *connState, name string, e *seam.Effect, untilN
 	}
 	ops := c.resolving[name]
 	delete(c.resolving, name)
+	if e.Queue != 0 {
+		f.learnLife(name, e)
+	}
 	if f.cfg.Forward && e.Queue != 0 {
 		// The queue exists: its publishes wait for a serving owner if it
 		// has none now (a recovery), its subscriptions are refused then.
@@ -1356,7 +1399,7 @@ func (f *Front) topologyAnswer(c *connState, name string, e *seam.Effect, untilN
 func (f *Front) declareStart(c *connState, x conn.EfDeclareQueue) {
 	d := &declare{op: x.Op, spec: x.Queue, untilNs: f.nowNs + f.cfg.DeclareTimeoutNs}
 	if !x.Queue.Passive {
-		cmd, err := f.declareCommand(x.Queue)
+		cmd, err := f.declareCommand(c, x.Queue)
 		if err != nil {
 			f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: wire.PreconditionFailed, Text: err.Error()})
 			return
@@ -1367,9 +1410,10 @@ func (f *Front) declareStart(c *connState, x conn.EfDeclareQueue) {
 }
 
 // declareCommand is the metadata command of a declaration.
-func (f *Front) declareCommand(q conn.QueueSpec) (metadata.Command, error) {
+func (f *Front) declareCommand(c *connState, q conn.QueueSpec) (metadata.Command, error) {
 	cmd := metadata.Command{Kind: metadata.DeclareQueue, Queue: q.Name, Replicas: int(q.Replicas),
 		Policy: seam.MajorityDurable, MinInsync: int(q.MinInSync)}
+	f.declareLife(c, q, &cmd)
 	if cmd.Replicas == 0 {
 		// One broker: one replica. A cluster: three, or as many brokers
 		// as there are below that (a quorum queue's default size).
@@ -1439,7 +1483,11 @@ func (f *Front) declareAnswer(c *connState, d *declare, e *seam.Effect) {
 			f.deleteCounted(c, d, e)
 			return
 		}
-		f.input(c, conn.InResult{NowNs: f.nowNs, Op: d.op, MessageCount: uint32(min(e.Offset, math.MaxUint32)), ConsumerCount: uint32(e.Count)})
+		if d.spec.Exclusive && !d.spec.Passive && !slices.ContainsFunc(c.exclusive, func(x declared) bool { return x.name == d.spec.Name }) {
+			c.exclusive = append(c.exclusive, declared{name: d.spec.Name, incarnation: e.Tag})
+		}
+		f.input(c, conn.InResult{NowNs: f.nowNs, Op: d.op, MessageCount: uint32(min(e.Offset, math.MaxUint32)), ConsumerCount: uint32(e.Count),
+			Queue: d.spec.Name})
 		return
 	}
 	if d.meta {
@@ -1455,6 +1503,11 @@ func (f *Front) declareAnswer(c *connState, d *declare, e *seam.Effect) {
 			f.declareLater(c, d, e.Reason)
 		case e.Outcome == seam.Confirmed:
 			d.meta = false
+			c.seenIndex = max(c.seenIndex, e.Offset)
+			if d.spec.ServerNamed && d.spec.Name == "" {
+				// The catalogue named it by the entry that declared it.
+				d.spec.Name = metadata.ServerName(e.Offset)
+			}
 			f.declareAsk(c, d)
 		case f.cfg.Forward && e.Outcome == seam.Failed && f.leaderMoved(d, e.Reason):
 			// Another broker leads: the command goes there at once.
@@ -1464,6 +1517,8 @@ func (f *Front) declareAnswer(c *connState, d *declare, e *seam.Effect) {
 			// A leader named before may be gone: ask this broker again.
 			d.leader = 0
 			f.declareLater(c, d, e.Reason)
+		case e.Offset != 0 && e.Refusal == seam.RefusalLocked:
+			f.refuseLocked(c, d.op, d.spec.Name)
 		case e.Offset != 0:
 			// Committed and refused by the metadata: a conflict.
 			f.input(c, conn.InResult{NowNs: f.nowNs, Op: d.op, Code: wire.PreconditionFailed,
@@ -1473,6 +1528,13 @@ func (f *Front) declareAnswer(c *connState, d *declare, e *seam.Effect) {
 				Text: fmt.Sprintf("declaring queue '%s': %s", d.spec.Name, e.Reason)})
 		}
 		return
+	}
+	if e.Queue != 0 {
+		f.learnLife(d.spec.Name, e)
+		if f.lockedFor(c, d.spec.Name) {
+			f.refuseLocked(c, d.op, d.spec.Name)
+			return
+		}
 	}
 	ok, why := f.servable(e)
 	if ok {

@@ -13,6 +13,7 @@ import (
 	"github.com/sluicemq/sluice/amqp/wire"
 	"github.com/sluicemq/sluice/core"
 	"github.com/sluicemq/sluice/core/ctrl"
+	"github.com/sluicemq/sluice/core/metadata"
 	"github.com/sluicemq/sluice/core/seam"
 	"github.com/sluicemq/sluice/io/driver"
 	"github.com/sluicemq/sluice/io/meta"
@@ -77,7 +78,7 @@ func newMemWorld(t testing.TB) *memWorld {
 	if err := w.host.Open(); err != nil {
 		t.Fatal(err)
 	}
-	w.f, err = New(Config{Conn: conn.Config{Users: []conn.User{{Name: "guest", Password: "guest"}}}, Node: 1,
+	w.f, err = New(Config{Conn: conn.Config{Users: []conn.User{{Name: "guest", Password: "guest"}}}, Node: 1, Process: 1,
 		Serves: func(q seam.QueueID) bool { return w.host.Node().Serves(q) }})
 	if err != nil {
 		t.Fatal(err)
@@ -262,6 +263,9 @@ func (w *memWorld) frames(id ConnID) []string {
 					s += fmt.Sprintf(" messages=%d", x.MessageCount)
 				}
 			case *wire.QueueDeclareOk:
+				if strings.HasPrefix(x.Queue, metadata.ServerNamePrefix) {
+					s += " " + x.Queue
+				}
 				if x.MessageCount != 0 || x.ConsumerCount != 0 { // (an empty queue's reads as before)
 					s += fmt.Sprintf(" messages=%d consumers=%d", x.MessageCount, x.ConsumerCount)
 				}
@@ -638,5 +642,64 @@ func TestWorldExchanges(t *testing.T) {
 	if w.closed[1] {
 		t.Fatal("the connection closed")
 	}
+	w.requireAnswered()
+}
+
+// TestWorldTransientQueues: RabbitMQ's queues that end with their
+// consumers or connection, with a real core. A server-named exclusive
+// queue is named by the catalogue (amq.gen-...), refused to another
+// connection (405, also a consume) but for publishes, and deleted when
+// its connection closes; an auto-delete queue goes when its last consumer
+// is cancelled, and one never consumed stays.
+func TestWorldTransientQueues(t *testing.T) {
+	w := newMemWorld(t)
+	w.settle(1e9)
+	w.login(t, 1)
+	w.login(t, 2)
+	c1, c2 := newClient(t), newClient(t)
+	step := func(id ConnID, cl *client, what string, want ...string) []string {
+		t.Helper()
+		w.send(id, cl.take())
+		w.settle(1e9)
+		got := w.frames(id)
+		if len(want) > 0 && !slices.Equal(got, want) {
+			t.Fatalf("%s: got %v, want %v", what, got, want)
+		}
+		return got
+	}
+	c1.method(t, 1, &wire.QueueDeclare{Queue: "", Exclusive: true, AutoDelete: true})
+	got := step(1, c1, "a server-named exclusive queue")
+	if len(got) != 1 || !strings.HasPrefix(got[0], "50.11 "+metadata.ServerNamePrefix) {
+		t.Fatalf("a server-named declare: %v", got)
+	}
+	name := strings.TrimPrefix(got[0], "50.11 ")
+	c2.method(t, 1, &wire.QueueDeclare{Queue: name, Passive: true})
+	step(2, c2, "another connection's passive declare", "20.40 close 405")
+	c2.method(t, 1, &wire.ChannelCloseOk{}).method(t, 1, &wire.ChannelOpen{}).
+		method(t, 1, &wire.BasicConsume{Queue: name, ConsumerTag: "x"})
+	step(2, c2, "another connection's consume", "20.11", "20.40 close 405")
+	c2.method(t, 1, &wire.ChannelCloseOk{}).method(t, 1, &wire.ChannelOpen{}).method(t, 1, &wire.ConfirmSelect{}).
+		publish(t, 1, name, "reply")
+	step(2, c2, "another connection's publish", "20.11", "85.11", "60.80 ack tag=1 multiple=false")
+	c1.method(t, 1, &wire.QueueDeclare{Queue: name, Passive: true})
+	step(1, c1, "its own connection's passive declare", "50.11 "+name+" messages=1 consumers=0")
+
+	c2.method(t, 1, &wire.QueueDeclare{Queue: "ad", AutoDelete: true}).
+		method(t, 1, &wire.QueueDeclare{Queue: "never-consumed", AutoDelete: true}).
+		method(t, 1, &wire.BasicConsume{Queue: "ad", ConsumerTag: "c"})
+	step(2, c2, "auto-delete queues, one consumed", "50.11", "50.11", "60.21")
+	c2.method(t, 1, &wire.BasicCancel{ConsumerTag: "c"})
+	step(2, c2, "the last consumer cancelled", "60.31")
+	c2.method(t, 1, &wire.QueueDeclare{Queue: "never-consumed", Passive: true})
+	step(2, c2, "the one never consumed stays", "50.11")
+	c2.method(t, 1, &wire.QueueDeclare{Queue: "ad", Passive: true})
+	step(2, c2, "the consumed one went with its consumer", "20.40 close 404")
+
+	// Connection 1 closes: its exclusive queue goes.
+	c1.method(t, 0, &wire.ConnectionClose{ReplyCode: 200, ReplyText: "bye"})
+	step(1, c1, "connection 1 closes", "10.51")
+	c2.method(t, 1, &wire.ChannelCloseOk{}).method(t, 1, &wire.ChannelOpen{}).
+		method(t, 1, &wire.QueueDeclare{Queue: name, Passive: true})
+	step(2, c2, "the exclusive queue after its connection", "20.11", "20.40 close 404")
 	w.requireAnswered()
 }

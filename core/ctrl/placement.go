@@ -56,7 +56,7 @@ func (g *Group) placementCheck() {
 		q := &qs[i]
 		switch {
 		case !q.Assigned:
-			ms, owner, ok := g.choose(load, q.Replicas, nil)
+			ms, owner, ok := g.chooseHome(load, q)
 			if !ok {
 				continue // too few live brokers: wait
 			}
@@ -268,6 +268,26 @@ func (g *Group) loads() loads {
 	}
 	g.loadsBuf = l
 	return l
+}
+
+// chooseHome picks a new queue's members as choose does, except that a
+// queue with a home (an exclusive queue's connection's broker) gets its
+// home as the owner while the home is live and undrained.
+func (g *Group) chooseHome(l loads, q *metadata.Queue) (ms metadata.Members, owner seam.NodeID, ok bool) {
+	home := q.Life.Home
+	if home == 0 || !slices.ContainsFunc(l, func(b brokerLoad) bool { return b.node == home }) {
+		return g.choose(l, q.Replicas, nil)
+	}
+	rest, _, ok := g.choose(l, q.Replicas-1, []seam.NodeID{home})
+	b, _ := g.md.Broker(home)
+	ms.M[0] = metadata.Member{Node: b.Node, Process: b.Process, Storage: b.Storage}
+	ms.N = 1
+	for _, m := range rest.Slice() {
+		ms.M[ms.N] = m
+		ms.N++
+	}
+	slices.SortFunc(ms.M[:ms.N], func(a, b metadata.Member) int { return int(a.Node) - int(b.Node) })
+	return ms, home, ok
 }
 
 // choose picks n members among the live, undrained brokers not in exclude:

@@ -126,16 +126,21 @@ const (
 	// Unbind removes the binding Bind would add, if there is one; an
 	// auto-delete exchange left without bindings as a source goes.
 	Unbind Kind = 20
+	// DeclareLifetime is DeclareQueue of a queue with a lifetime (Life:
+	// auto-delete, non-durable, exclusive, home) or ServerNamed (Name
+	// empty: the queue is ServerName(index)). A kind apart, so that a
+	// durable named queue's declaration is what it always was.
+	DeclareLifetime Kind = 21
 	// kindEnd is one past the last kind. (Written out: a bare name here
 	// would repeat the line above's value.)
-	kindEnd Kind = 21
+	kindEnd Kind = 22
 )
 
 var kindNames = [...]string{SetSetting: "set", RegisterBroker: "register", BrokerDown: "down",
 	Drain: "drain", DeclareQueue: "declare", DeleteQueue: "delete", Assign: "assign", Transition: "transition", SetInSync: "in-sync", Activate: "activate",
 	AddLearner: "add-learner", AdmitLearner: "admit", Handoff: "handoff", RetryRecovery: "retry-recovery",
 	Repropose: "repropose", Plan: "plan", DeclareExchange: "declare-exchange", DeleteExchange: "delete-exchange",
-	Bind: "bind", Unbind: "unbind"}
+	Bind: "bind", Unbind: "unbind", DeclareLifetime: "declare-lifetime"}
 
 func (k Kind) String() string {
 	if k > 0 && k < kindEnd {
@@ -179,6 +184,10 @@ type Command struct {
 	Policy      seam.Policy
 	MinInsync   int
 	Incarnation uint64
+	// DeclareQueue: what else ends the queue (the zero Lifetime: nothing
+	// but a deletion), and whether the broker names it
+	Life        Lifetime
+	ServerNamed bool
 	// Assign (Epoch, Owner, Members), Transition (Epoch: the fenced one;
 	// Proposed; Digest)
 	Epoch    uint64
@@ -292,9 +301,20 @@ func (c *Command) Validate() error {
 			return errors.New("storage instance 0")
 		}
 		return nil
-	case DeclareQueue, DeleteQueue:
-		if err := checkQueueName(c.Queue); err != nil {
+	case DeclareQueue, DeleteQueue, DeclareLifetime:
+		if c.Kind == DeclareLifetime && c.ServerNamed {
+			if c.Queue != "" {
+				return fmt.Errorf("declare of a server-named queue names it %q", c.Queue)
+			}
+		} else if err := checkQueueName(c.Queue); err != nil {
 			return err
+		}
+		if err := c.Life.Check(); err != nil {
+			return fmt.Errorf("%s %s: %v", c.Kind, c.Queue, err)
+		}
+		hasLife := c.Life != Lifetime{} || c.ServerNamed
+		if hasLife != (c.Kind == DeclareLifetime) {
+			return fmt.Errorf("%s %s: a lifetime only with %s, and never empty there", c.Kind, c.Queue, DeclareLifetime)
 		}
 		if c.Kind == DeleteQueue {
 			if c.Incarnation == 0 {
@@ -472,6 +492,12 @@ func (c *Command) Encode(dst []byte) []byte {
 		dst = binary.AppendUvarint(dst, uint64(c.Replicas))
 		dst = append(dst, byte(c.Policy))
 		dst = binary.AppendUvarint(dst, uint64(c.MinInsync))
+	case DeclareLifetime:
+		dst = appendStr(dst, c.Queue)
+		dst = binary.AppendUvarint(dst, uint64(c.Replicas))
+		dst = append(dst, byte(c.Policy))
+		dst = binary.AppendUvarint(dst, uint64(c.MinInsync))
+		dst = appendLife(dst, &c.Life, c.ServerNamed)
 	case DeleteQueue:
 		dst = appendStr(dst, c.Queue)
 		dst = binary.AppendUvarint(dst, c.Incarnation)
@@ -621,6 +647,12 @@ func Decode(b []byte) (Command, error) {
 		c.Replicas = r.small()
 		c.Policy = seam.Policy(r.byte())
 		c.MinInsync = r.small()
+	case DeclareLifetime:
+		c.Queue = r.str(QueueNameBytesMax)
+		c.Replicas = r.small()
+		c.Policy = seam.Policy(r.byte())
+		c.MinInsync = r.small()
+		c.Life, c.ServerNamed = r.life()
 	case DeleteQueue:
 		c.Queue = r.str(QueueNameBytesMax)
 		c.Incarnation = r.uvarint()
@@ -857,8 +889,12 @@ func (c *Command) String() string {
 		return fmt.Sprintf("down n%d process=%d", c.Node, c.Process)
 	case Drain:
 		return fmt.Sprintf("drain n%d %t", c.Node, c.Draining)
-	case DeclareQueue:
-		return fmt.Sprintf("declare %q replicas=%d policy=%s min-insync=%d", c.Queue, c.Replicas, c.Policy, c.MinInsync)
+	case DeclareQueue, DeclareLifetime:
+		s := fmt.Sprintf("declare %q replicas=%d policy=%s min-insync=%d", c.Queue, c.Replicas, c.Policy, c.MinInsync)
+		if c.ServerNamed {
+			s += " server-named"
+		}
+		return s + c.Life.String()
 	case DeleteQueue:
 		return fmt.Sprintf("delete %q incarnation=%d", c.Queue, c.Incarnation)
 	case Assign:

@@ -42,6 +42,13 @@
 //     every binding from or to it, and an auto-delete exchange goes with
 //     its last binding as a source, in turn. Refusals a proposer decides
 //     by carry a typed code (Refused.Code).
+//   - Lifetimes (lifetime.go): a queue may be auto-delete, non-durable or
+//     exclusive to a connection of a broker's process, and server-named
+//     (ServerName of its entry's index). A declaration of an exclusive
+//     queue by another connection is refused (seam.RefusalLocked); the
+//     exclusive queues of a process end when it does (BrokerDown of it,
+//     or a new process of its broker registered), and the non-durable
+//     queues a broker owns when it starts a new process.
 //   - Limits: BrokersMax brokers, QueuesMax queues, QueueNameBytesMax,
 //     ExchangesMax exchanges, BindingsMax bindings within
 //     BindingsBytesMax, and every setting's range (Settings).

@@ -24,10 +24,11 @@ import (
 // 3 adds each assignment's learner; 4 the recovery inspection budgets
 // (recovery.inspect_*); 5 the staging budgets (recovery.stage_*); 6 a
 // pending transition's handed-to candidate; 7 its retry count; 8 its
-// recovery plan; 9 the exchanges and bindings. A catalogue without
-// exchanges and bindings keeps version 8's image (one State, one image:
-// version 9 with both sections empty is refused), so that the images of
-// metadata that never used them do not change.
+// recovery plan; 9 the exchanges, the bindings and the queues' lifetimes.
+// A catalogue without exchanges, bindings and lifetimes keeps version 8's
+// image (one State, one image: version 9 with the three sections empty is
+// refused), so that the images of metadata that never used them do not
+// change.
 const (
 	imageVersion       = 9
 	imageVersionQueues = 8
@@ -43,7 +44,13 @@ const ImageBytesMax = 52 << 20
 // AppendImage appends s's image.
 func (s *State) AppendImage(dst []byte) []byte {
 	v := byte(imageVersionQueues)
-	if len(s.exchanges) > 0 || len(s.bindings) > 0 {
+	lives := 0
+	for i := range s.queues {
+		if s.queues[i].Life != (Lifetime{}) {
+			lives++
+		}
+	}
+	if len(s.exchanges) > 0 || len(s.bindings) > 0 || lives > 0 {
 		v = imageVersion
 	}
 	dst = append(dst, v)
@@ -111,6 +118,15 @@ func (s *State) AppendImage(dst []byte) []byte {
 		dst = appendStr(dst, b.Exchange)
 		dst = appendStr(dst, b.Key)
 		dst = appendStr(dst, b.Args)
+	}
+	// The lifetimes: each queue's position in the catalogue (ascending)
+	// and its lifetime, for the queues with one.
+	dst = binary.AppendUvarint(dst, uint64(lives))
+	for i := range s.queues {
+		if l := &s.queues[i].Life; *l != (Lifetime{}) {
+			dst = binary.AppendUvarint(dst, uint64(i))
+			dst = appendLife(dst, l, false)
+		}
 	}
 	return dst
 }
@@ -196,6 +212,7 @@ func DecodeImage(b []byte) (State, error) {
 // each valid as its command would be, sorted, distinct, their ends in the
 // catalogue, within the limits, and not both empty.
 func (r *reader) exchanges(s *State) {
+	prevLife := 0
 	nx := r.count(ExchangesMax)
 	for i := range nx {
 		x := Exchange{Name: r.str(ExchangeNameBytesMax), Kind: route.Kind(r.byte()), Durable: r.bool(), AutoDelete: r.bool(),
@@ -240,10 +257,24 @@ func (r *reader) exchanges(s *State) {
 		s.bindings = append(s.bindings, b)
 		s.bindingsBytes += bindingBytes(&b)
 	}
+	nl := r.count(len(s.queues))
+	for j := range nl {
+		i := r.count(len(s.queues))
+		l, named := r.life()
+		if r.err != nil {
+			return
+		}
+		if named || i == len(s.queues) || j > 0 && i <= prevLife {
+			r.fail("lifetimes out of order, or server-named")
+			return
+		}
+		prevLife = i
+		s.queues[i].Life = l
+	}
 	switch {
 	case r.err != nil:
-	case nx == 0 && nb == 0:
-		r.fail(fmt.Sprintf("image version %d without exchanges or bindings (version %d's)", imageVersion, imageVersionQueues))
+	case nx == 0 && nb == 0 && nl == 0:
+		r.fail(fmt.Sprintf("image version %d without exchanges, bindings or lifetimes (version %d's)", imageVersion, imageVersionQueues))
 	case s.bindingsBytes > BindingsBytesMax:
 		r.fail(fmt.Sprintf("bindings of %d bytes, over %d", s.bindingsBytes, BindingsBytesMax))
 	}

@@ -16,6 +16,8 @@ var examples = []Command{
 	{Kind: BrokerDown, Node: 3, Process: 7},
 	{Kind: Drain, Node: 2, Draining: true},
 	{Kind: DeclareQueue, Queue: "orders", Replicas: 3, Policy: seam.MajorityDurable, MinInsync: 2},
+	{Kind: DeclareLifetime, Queue: "", Replicas: 1, Policy: seam.LeaderDurable, MinInsync: 1, ServerNamed: true,
+		Life: Lifetime{AutoDelete: true, Transient: true, Exclusive: true, OwnerNode: 2, OwnerProcess: 9, OwnerConn: 4, Home: 2}},
 	{Kind: DeleteQueue, Queue: "orders", Incarnation: 12},
 	{Kind: Assign, Queue: "orders", Incarnation: 12, Epoch: 1, Owner: 2, Members: members(m(1, 3, 4), m(2, 5, 6))},
 	{Kind: Transition, Queue: "orders", Incarnation: 12, Epoch: 1, Proposed: nodes(1, 3), Digest: Digest{1, 2, 3}},

@@ -33,6 +33,8 @@ type Queue struct {
 	// it is declared only.
 	Assigned   bool
 	Assignment Assignment
+	// Life: what else ends it (auto-delete, non-durable, exclusive).
+	Life Lifetime
 }
 
 // UnderReplicated reports a placed queue whose in-sync set is smaller than
@@ -236,6 +238,9 @@ func (s *State) Apply(index uint64, c *Command) (string, error) {
 			return "", refuse("n%d is not live", c.Node)
 		}
 		b.Live, b.Since = false, index
+		if n := s.endLives(c.Node, c.Process, false); n > 0 {
+			return fmt.Sprintf("n%d down, %d exclusive queues deleted", c.Node, n), nil
+		}
 		return fmt.Sprintf("n%d down", c.Node), nil
 	case Drain:
 		i, ok := s.brokerIndex(c.Node)
@@ -244,7 +249,7 @@ func (s *State) Apply(index uint64, c *Command) (string, error) {
 		}
 		s.brokers[i].Draining = c.Draining
 		return fmt.Sprintf("n%d draining=%t", c.Node, c.Draining), nil
-	case DeclareQueue:
+	case DeclareQueue, DeclareLifetime:
 		return s.declare(index, c)
 	case Assign:
 		return s.assign(c)
@@ -327,14 +332,30 @@ func (s *State) register(index uint64, c *Command) (string, error) {
 		// stays (process instances only grow).
 		return "", refuse("n%d runs process %d, newer than %d", c.Node, b.Process, c.Process)
 	}
+	before := b.Process
 	b.Process, b.Storage, b.Live, b.Since = c.Process, c.Storage, true, index
+	if before != 0 && before != c.Process {
+		if n := s.endLives(c.Node, before, true); n > 0 {
+			return fmt.Sprintf("n%d live process=%d storage=%d, %d queues of process %d deleted", c.Node, c.Process, c.Storage, n, before), nil
+		}
+	}
 	return fmt.Sprintf("n%d live process=%d storage=%d", c.Node, c.Process, c.Storage), nil
 }
 
 func (s *State) declare(index uint64, c *Command) (string, error) {
-	i, ok := s.queueIndex(c.Queue)
+	name := c.Queue
+	if c.ServerNamed {
+		name = ServerName(index)
+	}
+	i, ok := s.queueIndex(name)
 	if ok {
 		q := s.queues[i]
+		if q.Life.Exclusive && (q.Life.OwnerNode != c.Life.OwnerNode || q.Life.OwnerProcess != c.Life.OwnerProcess || q.Life.OwnerConn != c.Life.OwnerConn) {
+			return "", refuseAs(seam.RefusalLocked, "queue %q is exclusive to another connection", q.Name)
+		}
+		if q.Life.AutoDelete != c.Life.AutoDelete || q.Life.Transient != c.Life.Transient {
+			return "", refuseAs(seam.RefusalConflict, "queue %q exists with%s", q.Name, q.Life.String())
+		}
 		if q.Replicas != c.Replicas || q.Policy != c.Policy || q.MinInsync != c.MinInsync {
 			return "", refuse("queue %q exists with replicas=%d policy=%s min-insync=%d", q.Name, q.Replicas, q.Policy, q.MinInsync)
 		}
@@ -348,7 +369,7 @@ func (s *State) declare(index uint64, c *Command) (string, error) {
 		return "", refuse("queue ids exhausted")
 	}
 	s.lastQueueID = max(s.lastQueueID+1, FirstQueueID)
-	q := Queue{Name: c.Queue, ID: s.lastQueueID, Incarnation: index, Replicas: c.Replicas, Policy: c.Policy, MinInsync: c.MinInsync}
+	q := Queue{Name: name, ID: s.lastQueueID, Incarnation: index, Replicas: c.Replicas, Policy: c.Policy, MinInsync: c.MinInsync, Life: c.Life}
 	s.queues = slices.Insert(s.queues, i, q)
 	return fmt.Sprintf("declared %q id=%d incarnation=%d", q.Name, q.ID, q.Incarnation), nil
 }

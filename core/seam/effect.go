@@ -262,12 +262,15 @@ const (
 	// needs yet (a route asked for a catalogue index it has not reached,
 	// or its start's metadata is still catching up): ask again.
 	RefusalBehind Refusal = 8
-	RefusalMax            = RefusalBehind
+	// RefusalLocked: a queue exclusive to another connection (AMQP's 405
+	// RESOURCE_LOCKED).
+	RefusalLocked Refusal = 9
+	RefusalMax            = RefusalLocked
 )
 
 var refusalNames = [...]string{RefusalNone: "none", RefusalExclusive: "exclusive", RefusalNotFound: "not-found",
 	RefusalConflict: "conflict", RefusalInUse: "in-use", RefusalReserved: "reserved", RefusalLimit: "limit",
-	RefusalInternal: "internal", RefusalBehind: "behind"}
+	RefusalInternal: "internal", RefusalBehind: "behind", RefusalLocked: "locked"}
 
 func (r Refusal) String() string {
 	if r <= RefusalMax {
@@ -295,13 +298,14 @@ type Effect struct {
 	Count   int             // storage read; reply (confirmed count: the consumers)
 	Tag     uint64          // storage read, persist (its sequence number); applied (the term); reply (a count's: the queue's incarnation)
 
-	Client      ClientID // reply, deliver, cancel
-	ReqID       uint64   // reply
-	Outcome     Outcome  // reply
-	Refusal     Refusal  // reply (failed): its typed cause, if any
-	Reason      string   // reply (failed, unknown; a confirmed meta request's result); applied (the command and result); note; cancel
-	Body        []byte   // deliver; applied (the command); reply (a confirmed route: the queue names)
-	Redelivered bool     // deliver
+	Client      ClientID   // reply, deliver, cancel
+	ReqID       uint64     // reply
+	Outcome     Outcome    // reply
+	Refusal     Refusal    // reply (failed): its typed cause, if any
+	Reason      string     // reply (failed, unknown; a confirmed meta request's result); applied (the command and result); note; cancel
+	Body        []byte     // deliver; applied (the command); reply (a confirmed route: the queue names)
+	Redelivered bool       // deliver
+	Life        *QueueLife // reply (topology): the queue's lifetime; nil for a durable one
 
 	AtNs  int64         // deadline
 	Stage RecoveryStage // recovery
@@ -364,6 +368,9 @@ func (e *Effect) AppendText(dst []byte, msgs MsgText) []byte {
 			}
 			if len(e.Body) != 0 {
 				dst = AppendKV(dst, "bytes", uint64(len(e.Body))) // a route's
+			}
+			if e.Life != nil {
+				dst = append(append(dst, " life="...), e.Life.String()[1:]...) // a topology's
 			}
 		} else {
 			if e.Refusal != RefusalNone {
