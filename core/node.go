@@ -339,6 +339,8 @@ func (n *Node) onClient(c ClientID, req *Request) {
 		r.OnAck(c, req)
 	case ReqRequeue:
 		r.OnRequeue(c, req)
+	case seam.ReqPurge:
+		r.OnPurge(c, req)
 	case ReqCount:
 		var incarnation uint64 // (a static queue's: 0)
 		if i := n.placedIndex(req.Queue); i >= 0 {

@@ -390,6 +390,10 @@ func (s *Server) acceptLoop() {
 	}
 }
 
+// closeLinger bounds how long a socket the broker closed waits for its
+// client to close its end.
+const closeLinger = time.Second
+
 // read is a socket's reader: each chunk goes to the loop, and the next is
 // read once the loop gives the credit back. It reads into one buffer of
 // its own and hands the loop a copy of what it read: a fresh 64 KiB buffer
@@ -397,6 +401,7 @@ func (s *Server) acceptLoop() {
 // each a pause in front of the confirms (the tail of confirm latency).
 func (s *Server) read(k *sock) {
 	defer s.wg.Done()
+	defer k.c.Close() // (closed already, or half-closed by the writer)
 	buf := make([]byte, readChunkBytes)
 	for {
 		n, err := k.c.Read(buf)
@@ -428,6 +433,15 @@ func (s *Server) write(k *sock) {
 	defer s.wg.Done()
 	for b := range k.out {
 		if b == nil {
+			if tc, ok := k.c.(*net.TCPConn); ok {
+				// The client closes the socket once it has read what
+				// was written last (AMQP: the receiver of close-ok
+				// closes); the reader waits for that, at most
+				// closeLinger, then closes it. Closing first would race
+				// the client's own shutdown.
+				tc.SetReadDeadline(time.Now().Add(closeLinger))
+				return
+			}
 			k.c.Close()
 			return
 		}

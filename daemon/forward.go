@@ -427,6 +427,9 @@ func appendClientRequest(dst []byte, c core.ClientID, r *core.Request) []byte {
 	if r.Exclusive {
 		flags |= 1
 	}
+	if r.Once {
+		flags |= 2
+	}
 	dst = append(dst, flags)
 	return append(dst, r.Body...)
 }
@@ -439,7 +442,7 @@ func decodeClientRequest(b []byte) (core.ClientID, core.Request, error) {
 	c := core.ClientID(binary.LittleEndian.Uint64(b))
 	r.Kind = core.RequestKind(b[8])
 	switch r.Kind {
-	case core.ReqPublish, core.ReqSubscribe, core.ReqAck, core.ReqRequeue, core.ReqCount, core.ReqMeta, core.ReqTopology:
+	case core.ReqPublish, core.ReqSubscribe, core.ReqAck, core.ReqRequeue, core.ReqCount, core.ReqMeta, core.ReqTopology, seam.ReqPurge:
 	default:
 		return 0, r, fmt.Errorf("%w: request kind %d", errForwarded, b[8])
 	}
@@ -456,10 +459,10 @@ func decodeClientRequest(b []byte) (core.ClientID, core.Request, error) {
 		return 0, r, fmt.Errorf("%w: prefetch %d", errForwarded, p)
 	}
 	r.Prefetch = int(p)
-	if flags := b[37]; flags > 1 || (flags != 0 && r.Kind != core.ReqSubscribe) {
+	if flags := b[37]; flags > 3 || (flags != 0 && r.Kind != core.ReqSubscribe) {
 		return 0, r, fmt.Errorf("%w: flags %#x on request kind %d", errForwarded, flags, b[8])
 	}
-	r.Exclusive = b[37] == 1
+	r.Exclusive, r.Once = b[37]&1 != 0, b[37]&2 != 0
 	if body := b[clientRequestHead:]; len(body) > 0 {
 		r.Body = body
 	}

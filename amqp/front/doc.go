@@ -45,6 +45,13 @@
 // Publishes and subscriptions naming a queue not yet resolved wait for its
 // answer, in order.
 //
+// Order. Until a queue's owner has confirmed one of a connection's
+// publishes (since it last refused one because its epoch was not ready,
+// or the queue moved), the connection's publishes to it go one at a
+// time: an owner whose epoch is not ready refuses what arrives before it
+// is and takes what arrives after, so two in flight could land out of
+// order; once one is confirmed, those held behind it go at once.
+//
 // Exchanges (exchange.go). exchange.declare, exchange.delete, queue.bind
 // and queue.unbind commit a metadata command (retried as a declaration
 // is: each is idempotent), then ask this broker's core a route question

@@ -55,9 +55,14 @@ func TestForwardPublish(t *testing.T) {
 // the later ones, until the topology names a serving owner, and goes there.
 func TestForwardReroute(t *testing.T) {
 	h := forwardHarness(t)
-	h.cl.publish(t, 1, "q", "A").publish(t, 1, "q", "B")
+	h.cl.publish(t, 1, "q", "W")
 	h.send()
 	h.reply(h.next(seam.ReqTopology), seam.Confirmed, 7, 2, "owner=n2")
+	// The owner confirmed one: the connection's publishes go pipelined.
+	h.reply(h.next(seam.ReqPublish), seam.Confirmed, 7, 0, "")
+	h.methods()
+	h.cl.publish(t, 1, "q", "A").publish(t, 1, "q", "B")
+	h.send()
 	a, b := h.next(seam.ReqPublish), h.next(seam.ReqPublish)
 	h.reply(a, seam.Failed, 7, 0, "fenced: pending transition to epoch 2")
 	// The refusal asks the topology again; while it says fenced, A waits.
@@ -80,11 +85,16 @@ func TestForwardReroute(t *testing.T) {
 	tp = h.next(seam.ReqTopology)
 	h.reply(tp, seam.Confirmed, 7, 3, "owner=n3")
 	h.tick()
+	// At the new owner, one at a time until it confirmed one, then the
+	// rest at once: A, then B and C.
 	var got []string
 	for i := 0; i < 3; i++ {
 		r := h.next(seam.ReqPublish)
 		if r.Node != 3 {
 			t.Fatalf("%s: want it sent to the new owner n3", r.String())
+		}
+		if i == 0 && len(h.req) != 0 {
+			t.Fatalf("%s went to n3 beside the first, before n3 confirmed any", h.req[0].String())
 		}
 		got = append(got, bodyOf(t, r))
 		h.reply(r, seam.Confirmed, 7, 0, "")
@@ -92,8 +102,8 @@ func TestForwardReroute(t *testing.T) {
 	if strings.Join(got, "") != "ABC" {
 		t.Fatalf("sent to n3 in the order %v, want A B C", got)
 	}
-	if m := h.methods(); len(m) == 0 || !strings.HasPrefix(m[len(m)-1], "60.80 tag=3") {
-		t.Fatalf("client got %v, want acks up to 3", m)
+	if m := h.methods(); len(m) == 0 || !strings.HasPrefix(m[len(m)-1], "60.80 tag=4") {
+		t.Fatalf("client got %v, want acks up to 4", m)
 	}
 	if st := h.f.Stats(); st.Rerouted != 2 || st.Failed != 0 {
 		t.Fatalf("stats %+v", st)

@@ -135,6 +135,7 @@ type work struct {
 type clientRef struct {
 	conn ConnID
 	sub  conn.SubID
+	get  bool // a basic.get's client (get.go)
 }
 
 // connState is one connection: its machine and what the front keeps for it.
@@ -161,6 +162,10 @@ type connState struct {
 	timed []*declare
 	// publishing counts the publishes sent to the core without an answer.
 	publishing int
+	// accepting: the queues whose owner confirmed a publish of this
+	// connection since it last refused one for its epoch not being ready
+	// or it moved: until then one publish at a time goes there (publish).
+	accepting map[seam.QueueID]bool
 	// inflight counts, per queue, the publishes sent without an answer: a
 	// publish waiting for a retry is sent again only once none is in
 	// flight to its queue, so that a refused publish never overtakes a
@@ -193,6 +198,12 @@ type connState struct {
 	// exclusive: the exclusive queues this connection declared, each
 	// deleted when it ends (lifetime.go)
 	exclusive []declared
+	// gets: basic.gets waiting for their delivery or holding it; parked:
+	// gets and purges waiting for earlier publishes; purges: purges to ask
+	// again (get.go)
+	gets   []*getOp
+	parked []parked
+	purges []*purgeOp
 }
 
 // declared is a queue a connection declared: its name and incarnation.
@@ -273,6 +284,9 @@ const (
 	pRoute // a topology question for a waiting publish's owner (Forward)
 	pCatalog
 	pPublishRoute // a route question for an exchange publish
+	pGetCount     // a basic.get's count
+	pGetSub       // a basic.get's subscription
+	pPurge
 )
 
 // pending is a core request awaiting its reply.
@@ -284,6 +298,8 @@ type pending struct {
 	decl   *declare   // declare
 	cat    *catalogOp // catalog
 	routed *routed    // publish route
+	get    *getOp     // get count, get subscription
+	purge  *purgeOp
 	op     conn.OpID
 	sub    conn.SubID // subscribe
 	// subscribe: what was asked, on which queue, first tried when (a
@@ -374,6 +390,14 @@ func (f *Front) finish() []Effect {
 		for _, o := range c.catalogTimed {
 			at = min(at, o.atNs)
 		}
+		for _, g := range c.gets {
+			if !g.delivered {
+				at = min(at, g.untilNs)
+			}
+		}
+		for _, p := range c.purges {
+			at = min(at, p.atNs)
+		}
 		for _, r := range c.routeQ {
 			if r.resendNs > 0 {
 				at = min(at, r.resendNs)
@@ -414,7 +438,8 @@ func (f *Front) Accept(nowNs int64, id ConnID, peer conn.Peer) []Effect {
 	}
 	c := &connState{id: id, m: m, reqs: map[uint64]*pending{},
 		held: map[heldKey]seam.ClientID{}, resolving: map[string][]conn.Effect{},
-		inflight: map[seam.QueueID]int{}, routing: map[string]bool{}, fans: map[conn.PublishID]*fan{}}
+		inflight: map[seam.QueueID]int{}, routing: map[string]bool{}, fans: map[conn.PublishID]*fan{},
+		accepting: map[seam.QueueID]bool{}}
 	c.client = f.newClient(id, 0)
 	f.conns[id] = c
 	at, _ := slices.BinarySearch(f.ids, id)
@@ -498,6 +523,9 @@ func (f *Front) Tick(nowNs int64) []Effect {
 			f.catalogAsk(c, o)
 		}
 		f.resendRoutesDue(c)
+		f.getsDue(c)
+		f.purgesDue(c)
+		f.unpark(c)
 		f.awaitDue(c)
 		f.answerOverdue(c)
 		f.reaskDue(c)
@@ -536,6 +564,19 @@ func (f *Front) core(e *seam.Effect) {
 	c := f.conns[ref.conn]
 	if !ok || c == nil {
 		return // the connection is gone: drop it (contract point 7)
+	}
+	if ref.get && e.Kind != seam.EfReply {
+		if g := c.getOf(e.Client); g != nil {
+			if e.Kind == seam.EfDeliver {
+				f.getDelivered(c, g, f.message(g.name, e), e.Offset)
+			} else if !g.delivered { // cancelled: the queue's group fenced or went
+				f.getEnd(c, g)
+				f.input(c, conn.InResult{NowNs: f.nowNs, Op: g.op})
+			} else {
+				f.getEnd(c, g)
+			}
+		}
+		return
 	}
 	switch e.Kind {
 	case seam.EfReply:
@@ -650,6 +691,10 @@ func (f *Front) end(c *connState, reason string) {
 		delete(f.clients, s.client)
 		f.out = append(f.out, Effect{Kind: EfClientGone, Client: s.client, Node: s.node})
 	}
+	for _, g := range c.gets {
+		delete(f.clients, g.client)
+		f.out = append(f.out, Effect{Kind: EfClientGone, Client: g.client, Node: g.node})
+	}
 	for _, s := range c.subs {
 		f.subscriptionEnded(s.queue)
 	}
@@ -673,11 +718,11 @@ func (f *Front) broker(c *connState, e conn.Effect) {
 	case conn.EfSettle:
 		f.settle(c, x)
 	case conn.EfGet:
-		f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: wire.NotImplemented, Text: "basic.get is not implemented yet; use basic.consume"})
+		f.resolve(c, x.Queue, x)
 	case conn.EfDeleteQueue:
 		f.declareAsk(c, &declare{op: x.Op, spec: conn.QueueSpec{Name: x.Queue}, del: &x, untilNs: f.nowNs + f.cfg.DeclareTimeoutNs})
 	case conn.EfPurgeQueue:
-		f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: wire.NotImplemented, Text: "queue.purge is not implemented yet"})
+		f.resolve(c, x.Queue, x)
 	case conn.EfDeclareExchange:
 		f.exchangeDeclare(c, x)
 	case conn.EfDeleteExchange:
@@ -719,6 +764,10 @@ func (f *Front) resolved(c *connState, q seam.QueueID, name string, op conn.Effe
 			return
 		}
 		f.subscribe(c, q, x)
+	case conn.EfGet:
+		f.getStart(c, q, name, x)
+	case conn.EfPurgeQueue:
+		f.purgeStart(c, q, name, x)
 	default:
 		panic("front: resolved " + op.String())
 	}
@@ -738,11 +787,11 @@ func (f *Front) unresolved(c *connState, op conn.Effect, noSuchQueue bool, why s
 		}
 		f.input(c, conn.InPublished{NowNs: f.nowNs, Results: []conn.PublishResult{r}})
 	case conn.EfSubscribe:
-		code := wire.ResourceLocked
-		if noSuchQueue {
-			code = wire.NotFound
-		}
-		f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: code, Text: fmt.Sprintf("queue '%s': %s", x.Queue, why)})
+		f.unresolvedOp(c, x.Op, x.Queue, noSuchQueue, why)
+	case conn.EfGet:
+		f.unresolvedOp(c, x.Op, x.Queue, noSuchQueue, why)
+	case conn.EfPurgeQueue:
+		f.unresolvedOp(c, x.Op, x.Queue, noSuchQueue, why)
 	}
 }
 
@@ -755,6 +804,14 @@ func (f *Front) publish(c *connState, p pubItem) {
 			f.retryLater(c, p, 0)
 			return
 		}
+	}
+	if c.inflight[p.queue] > 0 && !c.accepting[p.queue] {
+		// Until its owner confirmed one of this connection's publishes,
+		// one at a time: an owner whose epoch is not ready refuses
+		// what comes before it is and takes what comes after, and two
+		// in flight then would land out of order.
+		f.retryLater(c, p, 0)
+		return
 	}
 	node, ok := f.route(p.queue)
 	if !ok {
@@ -1175,10 +1232,16 @@ func (f *Front) settle(c *connState, x conn.EfSettle) {
 		panic("front: a delivery from a queue whose id is unknown")
 	}
 	var node seam.NodeID
-	if s := c.sub(f.clients[cl].sub); s != nil {
+	g := c.getOf(cl)
+	if g != nil {
+		node = g.node
+	} else if s := c.sub(f.clients[cl].sub); s != nil {
 		node = s.node
 	}
 	f.request(c, cl, seam.Request{Kind: kind, Queue: q, Offset: uint64(x.Handle) - 1}, nil, node)
+	if g != nil {
+		f.getEnd(c, g) // a get's client ends with its delivery settled
+	}
 }
 
 // cancelled takes the core's end of a subscription: the queue's group
@@ -1204,15 +1267,8 @@ func (f *Front) deliver(c *connState, ref clientRef, e *seam.Effect) {
 	if ref.sub == 0 || s == nil {
 		panic(fmt.Sprintf("front: a delivery for client %d, which subscribed to nothing", e.Client))
 	}
-	handle := conn.Handle(e.Offset + 1) // handles are never 0
-	msg := conn.Message{Handle: handle, Redelivered: e.Redelivered}
-	ex, rk, content, err := decodeBody(e.Body)
-	if err != nil {
-		// Not a record this front wrote: deliver its bytes as they are.
-		content = conn.Content{Body: e.Body}
-		ex, rk = "", s.queue
-	}
-	msg.Exchange, msg.RoutingKey, msg.Content = ex, rk, content
+	msg := f.message(s.queue, e)
+	handle := msg.Handle
 	if s.noAck {
 		q := f.names[s.queue]
 		f.request(c, s.client, seam.Request{Kind: seam.ReqAck, Queue: q, Offset: e.Offset}, nil, s.node)
@@ -1220,6 +1276,29 @@ func (f *Front) deliver(c *connState, ref clientRef, e *seam.Effect) {
 		c.held[heldKey{queue: s.queue, handle: handle}] = s.client
 	}
 	f.input(c, conn.InDelivery{NowNs: f.nowNs, Sub: s.id, Queue: s.queue, Message: msg})
+}
+
+// message is the client's form of delivery e from queue name.
+func (f *Front) message(name string, e *seam.Effect) conn.Message {
+	msg := conn.Message{Handle: conn.Handle(e.Offset + 1), Redelivered: e.Redelivered} // handles are never 0
+	ex, rk, content, err := decodeBody(e.Body)
+	if err != nil {
+		// Not a record this front wrote: deliver its bytes as they are.
+		content = conn.Content{Body: e.Body}
+		ex, rk = "", name
+	}
+	msg.Exchange, msg.RoutingKey, msg.Content = ex, rk, content
+	return msg
+}
+
+// unresolvedOp refuses operation op on queue name, which the topology
+// cannot give: 404 when there is no such queue, else 405 with why.
+func (f *Front) unresolvedOp(c *connState, op conn.OpID, name string, noSuchQueue bool, why string) {
+	if noSuchQueue {
+		f.input(c, conn.InResult{NowNs: f.nowNs, Op: op, Code: wire.NotFound, Text: fmt.Sprintf("no queue '%s' in vhost '/'", name)})
+		return
+	}
+	f.input(c, conn.InResult{NowNs: f.nowNs, Op: op, Code: wire.ResourceLocked, Text: fmt.Sprintf("queue '%s': %s", name, why)})
 }
 
 // reply takes the core's answer to one of connection c's requests.
@@ -1239,8 +1318,12 @@ func (f *Front) reply(c *connState, e *seam.Effect) {
 		switch {
 		case e.Outcome == seam.Confirmed:
 			r.Outcome = conn.Confirmed
+			c.accepting[p.pub.queue] = true
 			f.latency(f.nowNs - p.pub.firstNs)
 		case e.Outcome == seam.Failed && (e.Reason == reasonNotReady || e.Reason == reasonBusy):
+			if e.Reason == reasonNotReady {
+				delete(c.accepting, p.pub.queue)
+			}
 			f.stats.Retried++
 			f.retryLater(c, p.pub, f.cfg.RetryNs)
 			return
@@ -1252,6 +1335,7 @@ func (f *Front) reply(c *connState, e *seam.Effect) {
 				delete(f.routes, p.pub.queue)
 			}
 			f.unrouted[p.pub.queue] = e.Reason
+			delete(c.accepting, p.pub.queue)
 			f.stats.Rerouted++
 			f.deferPublish(c, p.pub)
 			return
@@ -1261,6 +1345,12 @@ func (f *Front) reply(c *connState, e *seam.Effect) {
 			r.Outcome, r.Text = conn.Unknown, e.Reason
 		}
 		f.input(c, conn.InPublished{NowNs: f.nowNs, Results: []conn.PublishResult{r}})
+		if r.Outcome == conn.Confirmed && len(c.retry) > 0 {
+			// The owner takes this connection's publishes now: those
+			// held behind this one go at once.
+			f.retryPublishes(c)
+		}
+		f.unpark(c)
 	case pTopology:
 		f.topologyAnswer(c, p.name, e, p.untilNs)
 	case pRoute:
@@ -1272,6 +1362,12 @@ func (f *Front) reply(c *connState, e *seam.Effect) {
 		f.catalogAnswer(c, p.cat, e)
 	case pPublishRoute:
 		f.publishRouteAnswer(c, p.routed, e)
+	case pGetCount:
+		f.getCounted(c, p.get, e)
+	case pGetSub:
+		f.getSubscribed(c, p.get, e)
+	case pPurge:
+		f.purged(c, p.purge, e)
 	case pSubscribe:
 		s := c.sub(p.sub)
 		if e.Outcome == seam.Confirmed {

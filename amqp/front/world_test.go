@@ -258,6 +258,10 @@ func (w *memWorld) frames(id ConnID) []string {
 				s += fmt.Sprintf(" ack tag=%d multiple=%t", x.DeliveryTag, x.Multiple)
 			case *wire.BasicDeliver:
 				s += fmt.Sprintf(" deliver tag=%d redelivered=%t", x.DeliveryTag, x.Redelivered)
+			case *wire.BasicGetOk:
+				s += fmt.Sprintf(" get-ok tag=%d redelivered=%t messages=%d", x.DeliveryTag, x.Redelivered, x.MessageCount)
+			case *wire.QueuePurgeOk:
+				s += fmt.Sprintf(" purged=%d", x.MessageCount)
 			case *wire.QueueDeleteOk:
 				if x.MessageCount != 0 {
 					s += fmt.Sprintf(" messages=%d", x.MessageCount)
@@ -701,5 +705,43 @@ func TestWorldTransientQueues(t *testing.T) {
 	c2.method(t, 1, &wire.ChannelCloseOk{}).method(t, 1, &wire.ChannelOpen{}).
 		method(t, 1, &wire.QueueDeclare{Queue: name, Passive: true})
 	step(2, c2, "the exclusive queue after its connection", "20.11", "20.40 close 404")
+	w.requireAnswered()
+}
+
+// TestWorldGetAndPurge: basic.get through the owner (get-empty on an empty
+// queue; get-ok with the count left; an unacked get's message comes again,
+// redelivered, once its channel closes; a no-ack get settles it at once)
+// and queue.purge of what is ready (with the count; a delivery outstanding
+// stays).
+func TestWorldGetAndPurge(t *testing.T) {
+	w, cl, step := queueWorld(t, 1e9)
+	cl.method(t, 1, &wire.BasicGet{Queue: "q"})
+	step("a get of an empty queue", "60.72")
+	for _, b := range []string{"m0", "m1", "m2", "m3"} {
+		cl.publish(t, 1, "q", b)
+	}
+	step("four publishes", "60.80 ack tag=1 multiple=false", "60.80 ack tag=2 multiple=false", "60.80 ack tag=4 multiple=true")
+	cl.method(t, 2, &wire.ChannelOpen{}).method(t, 2, &wire.BasicGet{Queue: "q"})
+	step("a get", "20.11", "60.71 get-ok tag=1 redelivered=false messages=3", "body m0")
+	cl.method(t, 2, &wire.ChannelClose{ReplyCode: 200}).method(t, 2, &wire.ChannelOpen{}).method(t, 2, &wire.BasicGet{Queue: "q", NoAck: true})
+	step("its channel closed, a no-ack get", "20.41", "20.11", "60.71 get-ok tag=1 redelivered=true messages=3", "body m0")
+	cl.method(t, 2, &wire.BasicGet{Queue: "q"})
+	step("a get held unacked", "60.71 get-ok tag=2 redelivered=false messages=2", "body m1")
+	cl.method(t, 2, &wire.QueuePurge{Queue: "q"})
+	step("a purge", "50.31 purged=2")
+	cl.method(t, 2, &wire.BasicAck{DeliveryTag: 2}).method(t, 2, &wire.BasicGet{Queue: "q"}).
+		method(t, 2, &wire.QueueDeclare{Queue: "q", Passive: true})
+	step("after the purge", "60.72", "50.11")
+	// A get right behind a publish to its queue finds it (the channel's
+	// order), as does a purge.
+	cl.publish(t, 1, "q", "m4").method(t, 1, &wire.BasicGet{Queue: "q", NoAck: true}).
+		publish(t, 1, "q", "m5").method(t, 1, &wire.QueuePurge{Queue: "q"})
+	step("a publish, a get; a publish, a purge", "60.80 ack tag=5 multiple=false", "60.71 get-ok tag=1 redelivered=false messages=0", "body m4",
+		"60.80 ack tag=6 multiple=false", "50.31 purged=1")
+	cl.method(t, 2, &wire.BasicGet{Queue: "nope"})
+	step("a get of a missing queue", "20.40 close 404")
+	if w.closed[1] {
+		t.Fatal("the connection closed")
+	}
 	w.requireAnswered()
 }

@@ -476,6 +476,29 @@ func (o *owner) onAck(c seam.ClientID, req *seam.Request) {
 	o.state.dispatch()
 }
 
+// purge settles up to max ready messages: an ack record each, the
+// returned ones first, then in offset order; it returns how many.
+func (o *owner) purge(max int) int {
+	r := o.r
+	s := &o.state
+	n := 0
+	for n < max {
+		off, redelivered, ok := s.nextToDeliver()
+		if !ok {
+			break
+		}
+		s.take(redelivered)
+		r.appendLocal(record.Record{Epoch: r.epoch, Offset: r.log.end, Kind: record.KindAck, Body: r.x.ackBody(off)})
+		n++
+	}
+	if n > 0 {
+		for i := range o.peers {
+			o.sendTo(&o.peers[i])
+		}
+	}
+	return n
+}
+
 func (o *owner) invariants() {
 	r := o.r
 	if o.commit > r.log.syncedEnd && !r.x.Bugs.Has(bugs.ConfirmWithoutOwner) {

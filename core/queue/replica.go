@@ -419,6 +419,17 @@ func (r *Replica) OnRequeue(c seam.ClientID, req *seam.Request) {
 	}
 }
 
+// OnPurge settles what is ready on the owner (seam.ReqPurge).
+func (r *Replica) OnPurge(c seam.ClientID, req *seam.Request) {
+	switch {
+	case r.refusedHere(c, req):
+	case !r.owner.ready || !r.owner.state.rebuiltNow():
+		r.x.Out.Reply(c, req.ID, seam.Failed, r.cfg.Queue, 0, "epoch not ready")
+	default:
+		r.x.Out.Reply(c, req.ID, seam.Confirmed, r.cfg.Queue, uint64(r.owner.purge(seam.PurgeRecordsMax)), "")
+	}
+}
+
 // OnCount answers how many messages are ready and how many consumers the
 // queue has (seam.ReqCount), on its owner, and the incarnation of the queue
 // it serves (a deletion names it).

@@ -37,6 +37,8 @@ type consumer struct {
 	client      seam.ClientID
 	prefetch    int
 	exclusive   bool // the queue's only consumer while it lasts
+	once        bool // one delivery and no more (a basic.get's); done: had it
+	done        bool
 	outstanding []uint64
 }
 
@@ -80,7 +82,7 @@ func (s *queueState) onSubscribe(c seam.ClientID, req *seam.Request) {
 		return
 	}
 	pf := min(max(req.Prefetch, 1), r.x.Lim.PrefetchMax)
-	k := &consumer{client: c, prefetch: pf, exclusive: req.Exclusive}
+	k := &consumer{client: c, prefetch: pf, exclusive: req.Exclusive, once: req.Once}
 	i := len(s.consumers)
 	for i > 0 && s.consumers[i-1].client > c {
 		i--
@@ -307,6 +309,14 @@ func (s *queueState) body(o uint64) *record.Record {
 	return nil
 }
 
+// rebuiltNow says whether the state has caught up with the confirmed log
+// (after a restart, with the whole log before this epoch) and the owner
+// is leased: only then is what it holds ready what the queue holds.
+func (s *queueState) rebuiltNow() bool {
+	r := s.o.r
+	return !r.failed && s.applied >= s.limit() && s.applied > s.o.marker && r.leased()
+}
+
 // dispatch hands confirmed records to consumers with credit, round robin.
 func (s *queueState) dispatch() {
 	r := s.o.r
@@ -333,7 +343,7 @@ func (s *queueState) dispatch() {
 		var k *consumer
 		for i := 0; i < len(s.consumers); i++ {
 			c := s.consumers[(s.rr+i)%len(s.consumers)]
-			if len(c.outstanding) < c.prefetch {
+			if len(c.outstanding) < c.prefetch && !c.done {
 				k = c
 				s.rr = (s.rr + i + 1) % len(s.consumers)
 				break
@@ -352,6 +362,7 @@ func (s *queueState) dispatch() {
 			panic("queue: delivering a record that is not a publish")
 		}
 		s.take(redelivered)
+		k.done = k.once
 		k.outstanding = append(k.outstanding, o)
 		s.outstanding[o] = k.client
 		r.x.Out.Deliver(k.client, r.cfg.Queue, rec, redelivered)

@@ -106,7 +106,18 @@ const (
 	// index, or its start's metadata is still catching up: ask again).
 	// Any node holding the metadata group answers.
 	ReqRoute RequestKind = 8
+	// ReqPurge settles the messages ready on Queue's owner (AMQP's
+	// queue.purge): an ack record for each, at most PurgeRecordsMax per
+	// request, as if a consumer had taken and acked them; deliveries
+	// outstanding stay. Confirmed with Offset the count (the asker asks
+	// again until it is below PurgeRecordsMax); failed where this node
+	// does not serve the queue, or its state is not rebuilt yet ("epoch
+	// not ready").
+	ReqPurge RequestKind = 9
 )
+
+// PurgeRecordsMax bounds the ack records one ReqPurge appends.
+const PurgeRecordsMax = 4096
 
 // Request is a client request.
 type Request struct {
@@ -116,6 +127,8 @@ type Request struct {
 	Body     []byte // publish; meta: the command
 	Offset   uint64 // ack, requeue
 	Prefetch int    // subscribe
+	// Once: a subscribe that takes one delivery and no more (a basic.get's)
+	Once bool
 	// Exclusive: a subscribe that must be the queue's only consumer
 	// (AMQP's basic.consume exclusive); refused while it has others, and
 	// every other subscribe refused while it lasts
@@ -297,6 +310,9 @@ func (in *Input) AppendText(dst []byte, msgs MsgText) []byte {
 			if r.Exclusive {
 				dst = append(dst, " exclusive"...)
 			}
+			if r.Once {
+				dst = append(dst, " once"...)
+			}
 		case ReqAck:
 			dst = append(dst, " ack"...)
 			dst = AppendKV(dst, "q", uint64(r.Queue))
@@ -309,6 +325,10 @@ func (in *Input) AppendText(dst []byte, msgs MsgText) []byte {
 			dst = AppendKV(dst, "o", r.Offset)
 		case ReqCount:
 			dst = append(dst, " count"...)
+			dst = AppendKV(dst, "q", uint64(r.Queue))
+			dst = AppendKV(dst, "id", r.ID)
+		case ReqPurge:
+			dst = append(dst, " purge"...)
 			dst = AppendKV(dst, "q", uint64(r.Queue))
 			dst = AppendKV(dst, "id", r.ID)
 		case ReqRoute:
