@@ -30,6 +30,14 @@ type channel struct {
 	// answered yet: an operation on "" until then names its queue, which
 	// the request takes at issue, after that answer (namesDefaultQueue)
 	lastDecl *request
+	// Transaction mode (tx.go): the publishes and settles held until
+	// commit, their bodies' bytes, and the publishes handed over by a
+	// commit still without an outcome.
+	tx            bool
+	txPubs        []*request
+	txBytes       uint64
+	txSettles     []txSettle
+	txOutstanding int
 
 	asm *assembly // a basic.publish being assembled
 
@@ -107,6 +115,8 @@ func (c *Conn) releaseChannel(ch *channel) {
 		delete(c.subs, k.sub)
 	}
 	ch.consumers = nil
+	c.txUnsettle(ch) // settled by a transaction never committed: returned too
+	ch.txPubs, ch.txBytes, ch.txOutstanding = nil, 0, 0
 	for _, u := range ch.unacked {
 		c.emit(EfSettle{Queue: u.queue, Handle: u.handle, How: SettleNack, Requeue: true})
 	}
@@ -198,6 +208,10 @@ func (c *Conn) channelMethod(ch *channel, m wire.Method) {
 		}
 		c.reply(ch, &wire.ChannelFlowOk{Active: true})
 	case *wire.ConfirmSelect:
+		if ch.tx {
+			c.fail(ch, errorf(wire.PreconditionFailed, cls, id, "cannot switch from tx to confirm mode"))
+			return
+		}
 		ch.confirm = true
 		if !x.NoWait {
 			c.reply(ch, &wire.ConfirmSelectOk{})
@@ -238,6 +252,12 @@ func (c *Conn) channelMethod(ch *channel, m wire.Method) {
 		c.settle(ch, x.DeliveryTag, x.Multiple, SettleNack, x.Requeue, cls, id)
 	case *wire.BasicRecover:
 		c.onRecover(ch, x)
+	case *wire.TxSelect:
+		c.onTxSelect(ch, cls, id)
+	case *wire.TxCommit:
+		c.onTxCommit(ch, cls, id)
+	case *wire.TxRollback:
+		c.onTxRollback(ch, cls, id)
 	default:
 		// Methods only a server sends, connection methods off channel 0,
 		// answers to requests the server never made.

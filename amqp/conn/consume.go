@@ -250,15 +250,25 @@ func (c *Conn) settle(ch *channel, tag uint64, multiple bool, how Settle, requeu
 		}
 		n = i + 1
 		if !multiple {
-			c.settleOne(ch, ch.unacked[i], how, requeue)
+			c.settleOrHold(ch, ch.unacked[i], how, requeue)
 			ch.unacked = slices.Delete(ch.unacked, i, i+1)
 			return
 		}
 	}
 	for _, u := range ch.unacked[:n] {
-		c.settleOne(ch, u, how, requeue)
+		c.settleOrHold(ch, u, how, requeue)
 	}
 	ch.unacked = slices.Delete(ch.unacked, 0, n)
+}
+
+// settleOrHold settles u, or holds the settle until its transaction
+// commits (tx.go).
+func (c *Conn) settleOrHold(ch *channel, u unacked, how Settle, requeue bool) {
+	if ch.tx {
+		ch.txSettles = append(ch.txSettles, txSettle{u: u, how: how, requeue: requeue})
+		return
+	}
+	c.settleOne(ch, u, how, requeue)
 }
 
 func (c *Conn) settleOne(ch *channel, u unacked, how Settle, requeue bool) {

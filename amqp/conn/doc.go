@@ -99,7 +99,9 @@
 // with their flags and alternate-exchange argument, and bindings with
 // their arguments, go to the broker, which owns the catalogue; unknown
 // types are 503 (the spec's rule for a type the server does not support).
-// Transactions (tx.*) are 540, as amqp/wire refuses them.
+// Transactions (tx.go): a transaction channel holds its publishes and
+// settles until tx.commit hands them over and answers once every publish
+// has its outcome; tx.rollback drops them.
 //
 // # Limits
 //

@@ -2,6 +2,7 @@ package conn
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -54,6 +55,15 @@ func fuzzSeeds() [][]byte {
 		cat(open, frame(wire.FrameBody, 1, []byte("x"), -1)),
 		cat(open, []byte{1, 0, 1, 0, 0, 0x40, 0, 0}),
 		cat(open, frame(wire.FrameHeartbeat, 0, nil, -1), methodFrame(1, &wire.BasicRecover{Requeue: true})),
+		// Transactions, exchange bindings, server-named and exclusive
+		// queues, purge.
+		cat(open, methodFrame(1, &wire.TxSelect{}), methodFrame(1, &wire.BasicConsume{Queue: "q"}), pubFrames(1, "q", "t", false),
+			methodFrame(1, &wire.BasicAck{DeliveryTag: 1}), methodFrame(1, &wire.TxCommit{}), pubFrames(1, "q", "u", true),
+			methodFrame(1, &wire.TxRollback{}), methodFrame(1, &wire.ConfirmSelect{})),
+		cat(open, methodFrame(1, &wire.QueueDeclare{Queue: "", Exclusive: true, AutoDelete: true}),
+			methodFrame(1, &wire.QueueBind{Queue: "", Exchange: "amq.topic", RoutingKey: "a.#"}),
+			methodFrame(1, &wire.ExchangeBind{Destination: "e", Source: "amq.fanout"}), methodFrame(1, &wire.QueuePurge{Queue: ""}),
+			methodFrame(1, &wire.ExchangeUnbind{Destination: "e", Source: "amq.fanout"})),
 	}
 }
 
@@ -108,6 +118,10 @@ func (b *fuzzBroker) take(effects []Effect) {
 			b.pending = append(b.pending, InPublished{NowNs: b.now, Results: []PublishResult{r}})
 		case EfDeclareQueue:
 			b.answer(x.Op, nil)
+			if r, ok := b.pending[len(b.pending)-1].(InResult); ok && x.Queue.ServerNamed && r.Code == 0 {
+				r.Queue = fmt.Sprintf("amq.gen-%d", x.Op) // the broker names it
+				b.pending[len(b.pending)-1] = r
+			}
 		case EfDeleteQueue:
 			b.answer(x.Op, nil)
 		case EfPurgeQueue:

@@ -1,6 +1,9 @@
 package conn
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // checkCheap runs after every Step: constant-time checks of the limits.
 func (c *Conn) checkCheap() {
@@ -60,7 +63,14 @@ func (c *Conn) CheckInvariants() error {
 				return fmt.Errorf("channel %d: body over its size", id)
 			}
 		}
-		if ch.head != nil {
+		switch {
+		case ch.head != nil && ch.head.kind == reqTxCommit:
+			// A commit waits for its publishes' outcomes, not for an
+			// operation's.
+			if ch.txOutstanding == 0 {
+				return fmt.Errorf("channel %d: a commit waits with no publish outstanding", id)
+			}
+		case ch.head != nil:
 			heads++
 			if c.ops[ch.head.op] != ch.head {
 				return fmt.Errorf("channel %d: head op %d not pending", id, ch.head.op)
@@ -90,6 +100,23 @@ func (c *Conn) CheckInvariants() error {
 			} else {
 				perCons[u.cons]++
 			}
+		}
+		// A transaction's settles hold their deliveries until commit.
+		for _, t := range ch.txSettles {
+			if slices.ContainsFunc(ch.unacked, func(u unacked) bool { return u.tag == t.u.tag }) {
+				return fmt.Errorf("channel %d: tag %d both unacked and settled in the transaction", id, t.u.tag)
+			}
+			if t.u.cons == nil {
+				gets++
+			} else {
+				perCons[t.u.cons]++
+			}
+		}
+		if !ch.tx && (len(ch.txSettles) > 0 || len(ch.txPubs) > 0) {
+			return fmt.Errorf("channel %d: transaction work outside transaction mode", id)
+		}
+		if ch.tx && ch.confirm {
+			return fmt.Errorf("channel %d: both confirm and transaction mode", id)
 		}
 		if gets > ch.getUnacked || ch.getUnacked > c.cfg.GetUnackedPerChannelMax {
 			return fmt.Errorf("channel %d: %d get deliveries unacked, count %d", id, gets, ch.getUnacked)

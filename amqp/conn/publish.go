@@ -36,6 +36,7 @@ type pub struct {
 	routingKey string
 	mandatory  bool
 	resolved   Settle // SettleAck or SettleNack once the outcome is in; 0 before
+	inTx       bool   // a transaction's (tx.go)
 }
 
 // onPublish starts a content. The exchange is checked for syntax only:
@@ -129,9 +130,15 @@ func (c *Conn) contentDone(ch *channel) {
 	if body == nil {
 		body = []byte{}
 	}
-	c.enqueue(ch, &request{kind: reqPublish, pub: p, bytes: uint64(len(body)),
+	r := &request{kind: reqPublish, pub: p, bytes: uint64(len(body)),
 		effect: EfPublish{Exchange: p.exchange, RoutingKey: p.routingKey, Mandatory: p.mandatory,
-			Content: Content{Properties: a.props, Body: body}}})
+			Content: Content{Properties: a.props, Body: body}}}
+	if ch.tx {
+		r.ch = ch
+		c.txHold(ch, r)
+		return
+	}
+	c.enqueue(ch, r)
 }
 
 // onPublished takes outcomes. Acks and nacks go out once per channel after
@@ -153,6 +160,14 @@ func (c *Conn) onPublished(x InPublished) {
 		if ch.released {
 			continue
 		}
+		if p.inTx && r.Outcome != Unknown && r.Outcome != Refused {
+			if r.Outcome == Unroutable && p.mandatory {
+				assert(r.Returned != nil, "an unroutable mandatory publish comes back with its content")
+				c.returnPublish(ch, p, r.Returned)
+			}
+			c.txPublished(ch, r.Outcome == Failed, r.Text)
+			continue
+		}
 		switch r.Outcome {
 		case Confirmed:
 			p.resolved = SettleAck
@@ -172,7 +187,7 @@ func (c *Conn) onPublished(x InPublished) {
 			c.fail(ch, &wire.Error{Code: code, Text: r.Text, ClassID: wire.ClassBasic, MethodID: wire.MethodBasicPublish})
 			continue
 		case Unknown:
-			if ch.confirm {
+			if ch.confirm || p.inTx {
 				c.connError(errorf(wire.ConnectionForced, 0, 0, "publish outcome unknown (%s); unconfirmed publishes on this connection have unknown outcomes", r.Text))
 			}
 			continue

@@ -19,6 +19,7 @@ const (
 	reqUnbind
 	reqExchangeBind
 	reqExchangeUnbind
+	reqTxCommit // a transaction's commit: waits for its publishes' outcomes (tx.go)
 	reqSubscribe
 	reqCancel
 	reqGet
@@ -45,6 +46,7 @@ type request struct {
 	// defaultOf: the server-named declaration whose queue this operation
 	// on "" names (taken at issue)
 	defaultOf *request
+	settles   []txSettle // reqTxCommit
 }
 
 // reply sends a server-made reply in the channel's order.
@@ -77,7 +79,12 @@ func (c *Conn) issue(ch *channel) {
 		switch r.kind {
 		case reqReply:
 			c.writeMethod(ch.id, r.reply)
+		case reqTxCommit:
+			c.issueTxCommit(ch, r)
 		case reqPublish:
+			if r.pub.inTx {
+				ch.txOutstanding++
+			}
 			c.lastPub++
 			r.pub.id = c.lastPub
 			c.pubs[r.pub.id] = r.pub

@@ -352,6 +352,12 @@ func expects(m wire.Method) (replies []uint16, close bool) {
 		return []uint16{111}, false
 	case *wire.ConfirmSelect:
 		return unlessNoWait(x.NoWait, 11), false
+	case *wire.TxSelect:
+		return []uint16{11}, false
+	case *wire.TxCommit:
+		return []uint16{21}, false
+	case *wire.TxRollback:
+		return []uint16{31}, false
 	}
 	return nil, false
 }
@@ -373,7 +379,7 @@ func isReply(cls, mid uint16) bool {
 		return mid == 11 || mid == 21 || mid == 41
 	case wire.ClassBasic:
 		return mid == 11 || mid == 21 || mid == 31 || mid == 71 || mid == 72 || mid == 111
-	case wire.ClassExchange, wire.ClassQueue, wire.ClassConfirm:
+	case wire.ClassExchange, wire.ClassQueue, wire.ClassTx, wire.ClassConfirm:
 		return mid%10 == 1
 	}
 	return false

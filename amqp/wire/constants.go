@@ -194,10 +194,10 @@ const (
 	MethodConfirmSelect   uint16 = 10
 	MethodConfirmSelectOk uint16 = 11
 
-	MethodTxSelect     uint16 = 10 // not decoded
-	MethodTxSelectOk   uint16 = 11 // not decoded
-	MethodTxCommit     uint16 = 20 // not decoded
-	MethodTxCommitOk   uint16 = 21 // not decoded
-	MethodTxRollback   uint16 = 30 // not decoded
-	MethodTxRollbackOk uint16 = 31 // not decoded
+	MethodTxSelect     uint16 = 10
+	MethodTxSelectOk   uint16 = 11
+	MethodTxCommit     uint16 = 20
+	MethodTxCommitOk   uint16 = 21
+	MethodTxRollback   uint16 = 30
+	MethodTxRollbackOk uint16 = 31
 )

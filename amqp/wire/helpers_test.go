@@ -10,7 +10,7 @@ import (
 // order, by asking the registry for every id pair the spec could use.
 func allMethods() []Method {
 	var out []Method
-	for _, c := range []uint16{ClassConnection, ClassChannel, ClassExchange, ClassQueue, ClassBasic, ClassConfirm} {
+	for _, c := range []uint16{ClassConnection, ClassChannel, ClassExchange, ClassQueue, ClassBasic, ClassTx, ClassConfirm} {
 		for id := uint16(0); id < 200; id++ {
 			if m := newMethod(c, id); m != nil {
 				out = append(out, m)

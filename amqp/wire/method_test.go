@@ -9,9 +9,9 @@ import (
 
 func TestMethodCount(t *testing.T) {
 	// 12 connection, 6 channel, 8 exchange (with RabbitMQ's bind and
-	// unbind), 10 queue, 17 basic, 2 confirm.
-	if got := len(allMethods()); got != 55 {
-		t.Fatalf("%d methods registered, want 55", got)
+	// unbind), 10 queue, 17 basic, 6 tx, 2 confirm.
+	if got := len(allMethods()); got != 61 {
+		t.Fatalf("%d methods registered, want 61", got)
 	}
 }
 
@@ -67,7 +67,6 @@ func TestUnknownMethod(t *testing.T) {
 	}{
 		{ClassConnection, 99, CommandInvalid},
 		{7, 10, CommandInvalid},
-		{ClassTx, MethodTxSelect, NotImplemented},
 		{ClassBasic, MethodBasicRecoverAsync, NotImplemented},
 		{ClassAccess, 10, NotImplemented},
 		{ClassConnection, MethodConnectionUpdateSecret, NotImplemented},

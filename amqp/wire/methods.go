@@ -1129,6 +1129,66 @@ func (*ConfirmSelectOk) encode(*encoder) {
 func (*ConfirmSelectOk) decode(*decoder) {
 }
 
+// TxSelect is tx.select (sent by the client).
+type TxSelect struct{}
+
+// ID returns (ClassTx, MethodTxSelect).
+func (*TxSelect) ID() (classID, methodID uint16) { return ClassTx, MethodTxSelect }
+
+func (*TxSelect) encode(*encoder) {}
+
+func (*TxSelect) decode(*decoder) {}
+
+// TxSelectOk is tx.select-ok (sent by the server).
+type TxSelectOk struct{}
+
+// ID returns (ClassTx, MethodTxSelectOk).
+func (*TxSelectOk) ID() (classID, methodID uint16) { return ClassTx, MethodTxSelectOk }
+
+func (*TxSelectOk) encode(*encoder) {}
+
+func (*TxSelectOk) decode(*decoder) {}
+
+// TxCommit is tx.commit (sent by the client).
+type TxCommit struct{}
+
+// ID returns (ClassTx, MethodTxCommit).
+func (*TxCommit) ID() (classID, methodID uint16) { return ClassTx, MethodTxCommit }
+
+func (*TxCommit) encode(*encoder) {}
+
+func (*TxCommit) decode(*decoder) {}
+
+// TxCommitOk is tx.commit-ok (sent by the server).
+type TxCommitOk struct{}
+
+// ID returns (ClassTx, MethodTxCommitOk).
+func (*TxCommitOk) ID() (classID, methodID uint16) { return ClassTx, MethodTxCommitOk }
+
+func (*TxCommitOk) encode(*encoder) {}
+
+func (*TxCommitOk) decode(*decoder) {}
+
+// TxRollback is tx.rollback (sent by the client).
+type TxRollback struct{}
+
+// ID returns (ClassTx, MethodTxRollback).
+func (*TxRollback) ID() (classID, methodID uint16) { return ClassTx, MethodTxRollback }
+
+func (*TxRollback) encode(*encoder) {}
+
+func (*TxRollback) decode(*decoder) {}
+
+// TxRollbackOk is tx.rollback-ok (sent by the server).
+type TxRollbackOk struct{}
+
+// ID returns (ClassTx, MethodTxRollbackOk).
+func (*TxRollbackOk) ID() (classID, methodID uint16) { return ClassTx, MethodTxRollbackOk }
+
+func (*TxRollbackOk) encode(*encoder) {}
+
+func (*TxRollbackOk) decode(*decoder) {}
+
 // newMethod returns a zero value of the method with these ids, or nil if
 // this codec does not decode it.
 func newMethod(classID, methodID uint16) Method {
@@ -1177,6 +1237,18 @@ func newMethod(classID, methodID uint16) Method {
 		return &ExchangeDelete{}
 	case uint32(ClassExchange)<<16 | uint32(MethodExchangeDeleteOk):
 		return &ExchangeDeleteOk{}
+	case uint32(ClassTx)<<16 | uint32(MethodTxSelect):
+		return &TxSelect{}
+	case uint32(ClassTx)<<16 | uint32(MethodTxSelectOk):
+		return &TxSelectOk{}
+	case uint32(ClassTx)<<16 | uint32(MethodTxCommit):
+		return &TxCommit{}
+	case uint32(ClassTx)<<16 | uint32(MethodTxCommitOk):
+		return &TxCommitOk{}
+	case uint32(ClassTx)<<16 | uint32(MethodTxRollback):
+		return &TxRollback{}
+	case uint32(ClassTx)<<16 | uint32(MethodTxRollbackOk):
+		return &TxRollbackOk{}
 	case uint32(ClassExchange)<<16 | uint32(MethodExchangeBind):
 		return &ExchangeBind{}
 	case uint32(ClassExchange)<<16 | uint32(MethodExchangeBindOk):
