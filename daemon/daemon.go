@@ -147,9 +147,13 @@ type sock struct {
 	creditOwed bool // loop-owned: a chunk was taken while paused
 	// out is the writer goroutine's queue: bytes to write in order; nil
 	// means close the socket once what came before is written.
-	out       chan []byte
-	closed    bool // loop-owned: no more writes are queued
-	outClosed bool // loop-owned: out is closed
+	out    chan []byte
+	closed bool // loop-owned: no more writes are queued
+	// clientCloses: set before the close mark is queued: the client
+	// closes the socket (it received a close-ok), which the writer waits
+	// for (closeLinger)
+	clientCloses bool
+	outClosed    bool // loop-owned: out is closed
 }
 
 // logExtendBytes: a queue's segment files are extended with zeros this
@@ -433,13 +437,12 @@ func (s *Server) write(k *sock) {
 	defer s.wg.Done()
 	for b := range k.out {
 		if b == nil {
-			if tc, ok := k.c.(*net.TCPConn); ok {
-				// The client closes the socket once it has read what
-				// was written last (AMQP: the receiver of close-ok
-				// closes); the reader waits for that, at most
-				// closeLinger, then closes it. Closing first would race
-				// the client's own shutdown.
-				tc.SetReadDeadline(time.Now().Add(closeLinger))
+			if k.clientCloses {
+				// The client closes the socket once it has read the
+				// close-ok (AMQP: its receiver closes); the reader waits
+				// for that, at most closeLinger, then closes it. Closing
+				// first would race the client's own shutdown.
+				k.c.SetReadDeadline(time.Now().Add(closeLinger))
 				return
 			}
 			k.c.Close()
@@ -658,6 +661,7 @@ func (s *Server) frontEffects(effects []front.Effect) {
 			}
 		case front.EfClose:
 			if k := s.socks[e.Conn]; k != nil {
+				k.clientCloses = e.ClientCloses
 				s.log.Debug("closed", "conn", e.Conn, "reason", e.Reason)
 				s.closeSock(k)
 			}

@@ -152,6 +152,14 @@ func (c *Conn) closeSocket(reason string) {
 	c.in = nil
 }
 
+// closeAnswered ends the connection after the server's close-ok to the
+// client's connection.close: the client closes the socket.
+func (c *Conn) closeAnswered(x *wire.ConnectionClose) {
+	c.writeMethod(0, &wire.ConnectionCloseOk{})
+	c.closeSocket(closeReason(x))
+	c.out[len(c.out)-1] = EfClose{Reason: closeReason(x), ClientCloses: true}
+}
+
 // fail answers a refusal: a soft code closes the channel, a hard code (or
 // a fault outside any channel) the connection.
 func (c *Conn) fail(ch *channel, e *wire.Error) {

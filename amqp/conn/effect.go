@@ -24,7 +24,13 @@ type EfWrite struct{ Bytes []byte }
 // answers to its pending operations. Publishes already handed over go on;
 // their outcomes are no longer reported. The last effect of a connection:
 // Step returns nothing after it.
-type EfClose struct{ Reason string }
+type EfClose struct {
+	Reason string
+	// ClientCloses: the last thing written is the server's close-ok; the
+	// client, its receiver, closes the socket (AMQP's rule), which the
+	// driver waits for, a bounded while, before closing it itself.
+	ClientCloses bool
+}
 
 // EfTimer: deliver an InTime at or after AtNs. It replaces any earlier
 // EfTimer; the machine emits one whenever it needs an earlier wake-up than
@@ -207,7 +213,12 @@ func (EfGet) effect()             {}
 func (EfSettle) effect()          {}
 
 func (e EfWrite) String() string { return "write " + framesText(e.Bytes) }
-func (e EfClose) String() string { return fmt.Sprintf("close reason=%q", e.Reason) }
+func (e EfClose) String() string {
+	if e.ClientCloses {
+		return fmt.Sprintf("close reason=%q client-closes", e.Reason)
+	}
+	return fmt.Sprintf("close reason=%q", e.Reason)
+}
 func (e EfTimer) String() string { return fmt.Sprintf("timer at=%d", e.AtNs) }
 func (e EfRead) String() string {
 	if e.Paused {

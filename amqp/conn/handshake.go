@@ -66,8 +66,7 @@ func (c *Conn) handshakeFrame(f wire.Frame) {
 		return
 	}
 	if x, ok := m.(*wire.ConnectionClose); ok {
-		c.writeMethod(0, &wire.ConnectionCloseOk{})
-		c.closeSocket(closeReason(x))
+		c.closeAnswered(x)
 		return
 	}
 	switch x := m.(type) {

@@ -128,8 +128,7 @@ func (c *Conn) closingFrame(f wire.Frame) {
 		c.closeSocket("connection closed by the server")
 	case *wire.ConnectionClose:
 		// Both sides closed at once: each answers the other.
-		c.writeMethod(0, &wire.ConnectionCloseOk{})
-		c.closeSocket(closeReason(x))
+		c.closeAnswered(x)
 	}
 }
 
@@ -164,8 +163,7 @@ func (c *Conn) channelZeroFrame(f wire.Frame) {
 	cls, id := m.ID()
 	switch x := m.(type) {
 	case *wire.ConnectionClose:
-		c.writeMethod(0, &wire.ConnectionCloseOk{})
-		c.closeSocket(closeReason(x))
+		c.closeAnswered(x)
 	default:
 		c.connError(errorf(wire.CommandInvalid, cls, id, "%s on channel 0 of an open connection", wire.MethodName(cls, id)))
 	}

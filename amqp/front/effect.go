@@ -18,7 +18,9 @@ const (
 	// EfWrite: write Bytes to connection Conn's socket.
 	EfWrite EffectKind = iota + 1
 	// EfClose: close Conn's socket after the writes before it (Reason says
-	// why). The connection is gone; nothing more names it.
+	// why; ClientCloses: the last write is a close-ok, whose receiver, the
+	// client, closes the socket: wait a bounded while for that first). The
+	// connection is gone; nothing more names it.
 	EfClose
 	// EfPauseRead and EfResumeRead: stop or resume reading Conn's socket.
 	EfPauseRead
@@ -35,12 +37,13 @@ const (
 
 // Effect is one thing the driver must do.
 type Effect struct {
-	Kind   EffectKind
-	Conn   ConnID
-	Bytes  []byte
-	Reason string
-	Client seam.ClientID
-	Req    seam.Request
+	Kind         EffectKind
+	Conn         ConnID
+	Bytes        []byte
+	Reason       string
+	ClientCloses bool
+	Client       seam.ClientID
+	Req          seam.Request
 	// Node is the broker an EfRequest or EfClientGone is for: 0 for this
 	// one, another for the broker the request is forwarded to (Forward).
 	Node seam.NodeID
@@ -53,6 +56,9 @@ func (e *Effect) String() string {
 	case EfWrite:
 		return fmt.Sprintf("write conn=%d bytes=%d", e.Conn, len(e.Bytes))
 	case EfClose:
+		if e.ClientCloses {
+			return fmt.Sprintf("close conn=%d reason=%q client-closes", e.Conn, e.Reason)
+		}
 		return fmt.Sprintf("close conn=%d reason=%q", e.Conn, e.Reason)
 	case EfPauseRead:
 		return fmt.Sprintf("read-pause conn=%d", e.Conn)

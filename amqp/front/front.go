@@ -665,6 +665,14 @@ func (f *Front) step(c *connState, in conn.Input) {
 			f.out = append(f.out, Effect{Kind: EfWrite, Conn: c.id, Bytes: x.Bytes})
 		case conn.EfClose:
 			f.end(c, x.Reason)
+			if x.ClientCloses {
+				for i := len(f.out) - 1; i >= 0; i-- {
+					if f.out[i].Kind == EfClose && f.out[i].Conn == c.id {
+						f.out[i].ClientCloses = true
+						break
+					}
+				}
+			}
 		case conn.EfTimer:
 			c.timerAt = x.AtNs
 		case conn.EfRead:
