@@ -46,6 +46,10 @@ bench-serve:
     go test -run '^$' -bench ConfirmedPublish -benchtime 30000x ./daemon
     go test -run '^$' -bench ConfirmLatency -benchtime 2000x ./daemon
 
+# what routing through an exchange costs (fan-out to 1, 3, 10 queues) and an RPC reply queue's declare-to-delete cycle
+bench-exchanges:
+    go test -run '^$' -bench 'Fanout|ReplyQueue' -benchtime 5000x ./daemon
+
 # the real-cluster tests alone: three sluice serve processes under kill -9, SIGSTOP and restarts
 cluster-test:
     go test -count=1 -v -run 'TestOwnerKill|TestFollowerKill|TestFollowerPaused' ./daemon/clustertest
