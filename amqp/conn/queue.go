@@ -2,6 +2,7 @@ package conn
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/sluicemq/sluice/amqp/wire"
 )
@@ -10,22 +11,24 @@ import (
 // asks the broker; the broker owns the catalogue (queues, exchanges,
 // bindings) and answers with an InResult.
 
-// nameBytesMax and the name alphabet are the spec's exchange-name and
-// queue-name domains: up to 127 octets of letters, digits, '-', '_', '.'
-// and ':'.
-const nameBytesMax = 127
+// nameBytesMax is a name's limit: a shortstr's 255 bytes. The spec's
+// domains say 127 octets of [a-zA-Z0-9-_.:]; RabbitMQ, which clients are
+// written against, takes any UTF-8 name a shortstr holds, and so does
+// this server (a missing queue with a '/' in its name is 404, not 406).
+const nameBytesMax = 255
 
-// checkName refuses a queue or exchange name outside the spec's domain
-// with 406 PRECONDITION_FAILED (its syntax rules' on-failure).
+// checkName refuses a queue or exchange name that is not valid UTF-8 or
+// holds a control character, with 406 PRECONDITION_FAILED.
 func checkName(what, name string, cls, id uint16) *wire.Error {
 	if len(name) > nameBytesMax {
 		return errorf(wire.PreconditionFailed, cls, id, "%s name of %d bytes, over %d", what, len(name), nameBytesMax)
 	}
+	if !utf8.ValidString(name) {
+		return errorf(wire.PreconditionFailed, cls, id, "%s name %q is not UTF-8", what, name)
+	}
 	for i := 0; i < len(name); i++ {
-		b := name[i]
-		ok := b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '-' || b == '_' || b == '.' || b == ':'
-		if !ok {
-			return errorf(wire.PreconditionFailed, cls, id, "%s name %q has byte %#02x outside [a-zA-Z0-9-_.:]", what, name, b)
+		if b := name[i]; b < 0x20 || b == 0x7f {
+			return errorf(wire.PreconditionFailed, cls, id, "%s name %q has the control character %#02x", what, name, b)
 		}
 	}
 	return nil

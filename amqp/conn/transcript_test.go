@@ -422,7 +422,7 @@ func (h *harness) buildMethod(args []transcript.Arg) wire.Method {
 		}
 		switch fv.Kind() {
 		case reflect.String:
-			fv.SetString(strings.ReplaceAll(val, "\\0", "\x00"))
+			fv.SetString(strings.NewReplacer("\\0", "\x00", "\\t", "\t").Replace(val))
 		case reflect.Bool:
 			fv.SetBool(val == "true")
 		case reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:

@@ -740,6 +740,12 @@ func TestWorldGetAndPurge(t *testing.T) {
 		"60.80 ack tag=6 multiple=false", "50.31 purged=1")
 	cl.method(t, 2, &wire.BasicGet{Queue: "nope"})
 	step("a get of a missing queue", "20.40 close 404")
+	// Any UTF-8 name, as RabbitMQ: a missing one is 404, not a syntax error.
+	cl.method(t, 2, &wire.ChannelCloseOk{}).method(t, 2, &wire.ChannelOpen{}).
+		method(t, 2, &wire.QueueDeclare{Queue: "tenant/é=1", Durable: true}).
+		method(t, 2, &wire.QueueDeclare{Queue: "tenant/é=1", Passive: true}).
+		method(t, 2, &wire.QueueDeclare{Queue: "no/such=queue", Passive: true})
+	step("names with '/', '=' and UTF-8", "20.11", "50.11", "50.11", "20.40 close 404")
 	if w.closed[1] {
 		t.Fatal("the connection closed")
 	}

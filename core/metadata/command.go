@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/sluicemq/sluice/core/route"
 	"github.com/sluicemq/sluice/core/seam"
@@ -455,15 +456,19 @@ func checkNodes(ns []seam.NodeID) error {
 
 func checkQueueName(name string) error { return checkName("queue", name, QueueNameBytesMax) }
 
-// checkName refuses a name that is empty, longer than max bytes or not
-// printable ASCII.
+// checkName refuses a name that is empty, longer than max bytes, not
+// UTF-8, or holds a control character (RabbitMQ takes any other UTF-8
+// name of a shortstr).
 func checkName(what, name string, max int) error {
 	if name == "" || len(name) > max {
 		return fmt.Errorf("%s name of %d bytes, want 1 to %d", what, len(name), max)
 	}
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("%s name %q is not UTF-8", what, name)
+	}
 	for i := 0; i < len(name); i++ {
-		if c := name[i]; c < 0x21 || c > 0x7e {
-			return fmt.Errorf("%s name %q: byte %d is not printable ASCII", what, name, i)
+		if c := name[i]; c < 0x20 || c == 0x7f {
+			return fmt.Errorf("%s name %q: byte %d is a control character", what, name, i)
 		}
 	}
 	return nil

@@ -80,7 +80,8 @@ func TestDecodeRefuses(t *testing.T) {
 		"out of range":  (&Command{Kind: SetSetting, Key: "liveness.expiry_ms", Value: 1}).Encode(nil),
 		"unknown key":   (&Command{Kind: SetSetting, Key: "no.such", Value: 1}).Encode(nil),
 		"zero replicas": (&Command{Kind: DeclareQueue, Queue: "q", Replicas: 0, Policy: seam.LeaderDurable, MinInsync: 1}).Encode(nil),
-		"name":          (&Command{Kind: DeclareQueue, Queue: "a b", Replicas: 1, Policy: seam.LeaderDurable, MinInsync: 1}).Encode(nil),
+		"name":          (&Command{Kind: DeclareQueue, Queue: "a\tb", Replicas: 1, Policy: seam.LeaderDurable, MinInsync: 1}).Encode(nil),
+		"not utf-8":     (&Command{Kind: DeclareQueue, Queue: "a\xffb", Replicas: 1, Policy: seam.LeaderDurable, MinInsync: 1}).Encode(nil),
 		"long string":   {version, byte(DeleteQueue), 200, 'x'},
 		"too big":       make([]byte, CommandBytesMax+1),
 	}
