@@ -410,7 +410,7 @@ func (fw *forwarder) closeAll() {
 // Decoding is strict: a field out of its range or a reason longer than
 // the body is refused with why; the body takes the rest.
 const (
-	clientRequestHead = 8 + 1 + 8 + 8 + 8 + 4 + 1
+	clientRequestHead = 8 + 1 + 8 + 8 + 8 + 4 + 1 + 4
 	clientEffectHead  = 8 + 1 + 8 + 1 + 8 + 8 + 1 + 4 + 8 + 1 + 2
 )
 
@@ -431,6 +431,7 @@ func appendClientRequest(dst []byte, c core.ClientID, r *core.Request) []byte {
 		flags |= 2
 	}
 	dst = append(dst, flags)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(int32(r.Priority)))
 	return append(dst, r.Body...)
 }
 
@@ -463,6 +464,9 @@ func decodeClientRequest(b []byte) (core.ClientID, core.Request, error) {
 		return 0, r, fmt.Errorf("%w: flags %#x on request kind %d", errForwarded, flags, b[8])
 	}
 	r.Exclusive, r.Once = b[37]&1 != 0, b[37]&2 != 0
+	if r.Priority = int(int32(binary.LittleEndian.Uint32(b[38:]))); r.Priority != 0 && r.Kind != core.ReqSubscribe {
+		return 0, r, fmt.Errorf("%w: priority %d on request kind %d", errForwarded, r.Priority, b[8])
+	}
 	if body := b[clientRequestHead:]; len(body) > 0 {
 		r.Body = body
 	}

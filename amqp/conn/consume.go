@@ -2,6 +2,7 @@ package conn
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/sluicemq/sluice/amqp/wire"
@@ -108,13 +109,22 @@ func (c *Conn) onConsume(ch *channel, x *wire.BasicConsume) {
 		c.fail(ch, errorf(wire.ResourceError, cls, id, "channel %d has %d consumers, the limit", ch.id, len(ch.consumers)))
 		return
 	}
+	var priority int32
+	if v, ok := x.Arguments.Get("x-priority"); ok {
+		n, isInt := x.Arguments.Int("x-priority")
+		if !isInt || n < math.MinInt32 || n > math.MaxInt32 {
+			c.fail(ch, errorf(wire.PreconditionFailed, cls, id, "invalid arg 'x-priority' for consumer: %v is not a 32-bit integer", v))
+			return
+		}
+		priority = int32(n)
+	}
 	c.lastSub++
 	k := &consumer{sub: c.lastSub, tag: tag, queue: q, ch: ch, noAck: x.NoAck,
 		prefetch: c.effectivePrefetch(ch.prefetchCount), state: consSubscribing}
 	ch.consumers = append(ch.consumers, k)
 	c.subs[k.sub] = k
 	c.enqueue(ch, &request{kind: reqSubscribe, sub: k.sub, cons: k, noWait: x.NoWait, classID: cls, methodID: id, queue: q,
-		effect: EfSubscribe{Sub: k.sub, Queue: q, ConsumerTag: tag, PrefetchCount: k.prefetch, NoAck: x.NoAck, Exclusive: x.Exclusive}})
+		effect: EfSubscribe{Sub: k.sub, Queue: q, ConsumerTag: tag, PrefetchCount: k.prefetch, NoAck: x.NoAck, Exclusive: x.Exclusive, Priority: priority}})
 }
 
 // dropConsumer forgets a consumer; its unacked deliveries stay unacked (the

@@ -150,6 +150,7 @@ type EfSubscribe struct {
 	PrefetchCount uint16
 	NoAck         bool
 	Exclusive     bool
+	Priority      int32 // the x-priority argument (0: none)
 }
 
 // EfCancel ends a subscription; its result says no delivery for Sub follows.
@@ -273,8 +274,12 @@ func (e EfPublish) String() string {
 		e.ID, e.Exchange, e.RoutingKey, e.Mandatory, propsText(&e.Properties), bytesText(e.Body))
 }
 func (e EfSubscribe) String() string {
-	return fmt.Sprintf("subscribe op=%d sub=%d queue=%q tag=%q prefetch=%d no-ack=%t exclusive=%t",
+	s := fmt.Sprintf("subscribe op=%d sub=%d queue=%q tag=%q prefetch=%d no-ack=%t exclusive=%t",
 		e.Op, e.Sub, e.Queue, e.ConsumerTag, e.PrefetchCount, e.NoAck, e.Exclusive)
+	if e.Priority != 0 {
+		s += fmt.Sprintf(" priority=%d", e.Priority)
+	}
+	return s
 }
 func (e EfCancel) String() string { return fmt.Sprintf("cancel op=%d sub=%d", e.Op, e.Sub) }
 func (e EfGet) String() string {

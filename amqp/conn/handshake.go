@@ -29,6 +29,7 @@ func serverProperties() wire.Table {
 			{Name: "authentication_failure_close", Value: true},
 			{Name: "connection.blocked", Value: false},
 			{Name: "exchange_exchange_bindings", Value: true},
+			{Name: "consumer_priorities", Value: true},
 		}},
 		{Name: "product", Value: "Sluice"},
 		{Name: "platform", Value: "Go"},

@@ -1198,7 +1198,7 @@ func (f *Front) subscribeAt(c *connState, q seam.QueueID, x conn.EfSubscribe, fi
 	if x.NoAck || prefetch == 0 || prefetch > f.cfg.PrefetchMax {
 		prefetch = f.cfg.PrefetchMax
 	}
-	f.request(c, s.client, seam.Request{Kind: seam.ReqSubscribe, Queue: q, Prefetch: prefetch, Exclusive: x.Exclusive},
+	f.request(c, s.client, seam.Request{Kind: seam.ReqSubscribe, Queue: q, Prefetch: prefetch, Exclusive: x.Exclusive, Priority: int(x.Priority)},
 		&pending{kind: pSubscribe, op: x.Op, sub: x.Sub, subReq: x, queue: q, firstNs: firstNs}, node)
 }
 

@@ -42,6 +42,8 @@ type memWorld struct {
 	// replies checks each connection's two byte streams: every method
 	// that expects a reply gets one, or a close, within replyBoundNs.
 	replies map[ConnID]*replycheck.Checker
+	// channels: frames prefixes each method with its channel ("ch2 ")
+	channels bool
 }
 
 // replyBoundNs is the longest the front may leave a client's method
@@ -277,6 +279,9 @@ func (w *memWorld) frames(id ConnID) []string {
 				s += fmt.Sprintf(" close %d", x.ReplyCode)
 			case *wire.ConnectionClose:
 				s += fmt.Sprintf(" close %d", x.ReplyCode)
+			}
+			if w.channels {
+				s = fmt.Sprintf("ch%d %s", f.Channel, s)
 			}
 			out = append(out, s)
 		case wire.FrameBody:
@@ -750,4 +755,41 @@ func TestWorldGetAndPurge(t *testing.T) {
 		t.Fatal("the connection closed")
 	}
 	w.requireAnswered()
+}
+
+// TestWorldConsumerPriority: a delivery goes to a consumer of the highest
+// priority with credit (x-priority); one of lower priority gets what the
+// higher ones have no credit for.
+func TestWorldConsumerPriority(t *testing.T) {
+	w, cl, step := queueWorld(t, 1e9)
+	frames := func() []string {
+		w.send(1, cl.take())
+		w.settle(1e9)
+		return w.frames(1)
+	}
+	cl.method(t, 2, &wire.ChannelOpen{}).method(t, 2, &wire.BasicQos{PrefetchCount: 10}).
+		method(t, 2, &wire.BasicConsume{Queue: "q", ConsumerTag: "low"})
+	step("a consumer of priority 0", "20.11", "60.11", "60.21")
+	cl.method(t, 3, &wire.ChannelOpen{}).method(t, 3, &wire.BasicQos{PrefetchCount: 1}).
+		method(t, 3, &wire.BasicConsume{Queue: "q", ConsumerTag: "high", Arguments: wire.Table{{Name: "x-priority", Value: int32(5)}}})
+	step("a consumer of priority 5 with prefetch 1", "20.11", "60.11", "60.21")
+	w.channels = true
+	cl.publish(t, 1, "q", "m0")
+	step("one publish: the high one gets it", "ch1 60.80 ack tag=1 multiple=false", "ch3 60.60 deliver tag=1 redelivered=false", "body m0")
+	cl.publish(t, 1, "q", "m1").publish(t, 1, "q", "m2")
+	got := frames() // two more, the high one without credit
+	if d := strings.Join(got, " "); strings.Count(d, "ch2 60.60 deliver") != 2 || strings.Contains(d, "ch3 60.60") {
+		t.Fatalf("got %v, want both delivered to the low one", got)
+	}
+	cl.method(t, 3, &wire.BasicAck{DeliveryTag: 1}).publish(t, 1, "q", "m3")
+	got = frames() // the high one acks: the next is its again
+	if !slices.Contains(got, "ch3 60.60 deliver tag=2 redelivered=false") {
+		t.Fatalf("after the ack: %v, want m3 delivered to the high one", got)
+	}
+	w.channels = false
+	cl.method(t, 4, &wire.ChannelOpen{}).method(t, 4, &wire.BasicConsume{Queue: "q", ConsumerTag: "bad", Arguments: wire.Table{{Name: "x-priority", Value: "high"}}})
+	step("a priority that is no integer", "20.11", "20.40 close 406")
+	if w.closed[1] {
+		t.Fatal("the connection closed")
+	}
 }

@@ -28,6 +28,7 @@ type queueState struct {
 	redeliver      []uint64                 // returned deliveries, ascending
 	consumers      []*consumer              // ascending client id
 	rr             int                      // round-robin position in consumers
+	prioritized    bool                     // a consumer has a priority other than 0 (nextConsumer)
 	deliverReading bool
 	deliverBuf     []record.Record // the last read done for delivery
 	deliverBodies  []byte          // deliverBuf's bodies
@@ -39,6 +40,7 @@ type consumer struct {
 	exclusive   bool // the queue's only consumer while it lasts
 	once        bool // one delivery and no more (a basic.get's); done: had it
 	done        bool
+	priority    int // AMQP's x-priority: higher first among those with credit
 	outstanding []uint64
 }
 
@@ -82,7 +84,7 @@ func (s *queueState) onSubscribe(c seam.ClientID, req *seam.Request) {
 		return
 	}
 	pf := min(max(req.Prefetch, 1), r.x.Lim.PrefetchMax)
-	k := &consumer{client: c, prefetch: pf, exclusive: req.Exclusive, once: req.Once}
+	k := &consumer{client: c, prefetch: pf, exclusive: req.Exclusive, once: req.Once, priority: req.Priority}
 	i := len(s.consumers)
 	for i > 0 && s.consumers[i-1].client > c {
 		i--
@@ -90,6 +92,7 @@ func (s *queueState) onSubscribe(c seam.ClientID, req *seam.Request) {
 	s.consumers = append(s.consumers, nil)
 	copy(s.consumers[i+1:], s.consumers[i:])
 	s.consumers[i] = k
+	s.prioritized = s.prioritized || k.priority != 0
 	r.x.Out.Reply(c, req.ID, seam.Confirmed, q, 0, "")
 	s.dispatch()
 }
@@ -340,15 +343,7 @@ func (s *queueState) dispatch() {
 		if !ok {
 			return
 		}
-		var k *consumer
-		for i := 0; i < len(s.consumers); i++ {
-			c := s.consumers[(s.rr+i)%len(s.consumers)]
-			if len(c.outstanding) < c.prefetch && !c.done {
-				k = c
-				s.rr = (s.rr + i + 1) % len(s.consumers)
-				break
-			}
-		}
+		k := s.nextConsumer()
 		if k == nil {
 			return
 		}
@@ -367,6 +362,32 @@ func (s *queueState) dispatch() {
 		s.outstanding[o] = k.client
 		r.x.Out.Deliver(k.client, r.cfg.Queue, rec, redelivered)
 	}
+}
+
+// nextConsumer picks the consumer the next delivery goes to: of those
+// with credit, one of the highest priority, round robin among them (all
+// of equal priority: plain round robin); nil when none has credit.
+func (s *queueState) nextConsumer() *consumer {
+	n := len(s.consumers)
+	best := -1
+	for i := 0; i < n; i++ {
+		j := (s.rr + i) % n
+		c := s.consumers[j]
+		if len(c.outstanding) >= c.prefetch || c.done {
+			continue
+		}
+		if best < 0 || c.priority > s.consumers[best].priority {
+			best = j
+		}
+		if !s.prioritized {
+			break // the first with credit
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	s.rr = (best + 1) % n
+	return s.consumers[best]
 }
 
 func (s *queueState) invariants() {

@@ -129,6 +129,9 @@ type Request struct {
 	Prefetch int    // subscribe
 	// Once: a subscribe that takes one delivery and no more (a basic.get's)
 	Once bool
+	// Priority: a subscribe's priority (AMQP's x-priority): a delivery goes
+	// to a consumer of the highest priority with credit
+	Priority int
 	// Exclusive: a subscribe that must be the queue's only consumer
 	// (AMQP's basic.consume exclusive); refused while it has others, and
 	// every other subscribe refused while it lasts
@@ -312,6 +315,9 @@ func (in *Input) AppendText(dst []byte, msgs MsgText) []byte {
 			}
 			if r.Once {
 				dst = append(dst, " once"...)
+			}
+			if r.Priority != 0 {
+				dst = AppendKVInt(dst, "priority", int64(r.Priority))
 			}
 		case ReqAck:
 			dst = append(dst, " ack"...)
