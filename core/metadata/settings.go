@@ -42,9 +42,9 @@ var Settings = [settingsCount]SettingSpec{
 	// (docs/design/recovery.md, "Budgets and limits"); a queue whose
 	// history exceeds one stays
 	// fenced, saying which, until an operator raises it.
-	RecoveryInspectPagesMax:   {"recovery.inspect_pages_max", 1024, 1, 1_000_000, "pages of sealed reads one recovery's inspection may take"},
-	RecoveryInspectRecordsMax: {"recovery.inspect_records_max", 1_000_000, 1, 1_000_000_000, "records one recovery's inspection may read"},
-	RecoveryInspectBytesMax:   {"recovery.inspect_bytes_max", 256 << 20, 1 << 20, 1 << 40, "bytes (bodies and 18 a record) one recovery's inspection may read"},
+	RecoveryInspectPagesMax:   {"recovery.inspect_pages_max", 1024, 1, 1_000_000, "pages of sealed reads one recovery's inspection may take of each log"},
+	RecoveryInspectRecordsMax: {"recovery.inspect_records_max", 1_000_000, 1, 1_000_000_000, "records one recovery's inspection may read of each log"},
+	RecoveryInspectBytesMax:   {"recovery.inspect_bytes_max", 1 << 30, 1 << 20, 1 << 40, "bytes (bodies and 18 a record) one recovery's inspection may read of each log"},
 	// One installation's stage, the copy of the source's history a
 	// proposed member builds apart from its live log (separate from the
 	// inspection's: docs/design/recovery.md, "Budgets and limits"): a history over one

@@ -61,13 +61,15 @@ const (
 	PageBytesMax      = 16 << 20
 	InspectPagesMax   = 1024
 	InspectRecordsMax = 1_000_000
-	InspectBytesMax   = 256 << 20
+	InspectBytesMax   = 1 << 30
 	// recordWireBytes is what a record costs a budget beyond its body.
 	recordWireBytes = 18
 )
 
-// Budget bounds one inspection, over every log it reads: pages, records,
-// and bytes (each record's body and recordWireBytes).
+// Budget bounds one inspection, each log it reads on its own: pages,
+// records, and bytes (each record's body and recordWireBytes). Per log,
+// so that what a queue's history may hold does not shrink with the number
+// of witnesses read (R of a four-replica leader_durable queue is four).
 type Budget struct {
 	PagesMax, RecordsMax int
 	BytesMax             int64
@@ -79,7 +81,8 @@ func BudgetBytes(r *record.Record) int64 {
 	return int64(len(r.Body) + recordWireBytes)
 }
 
-// DefaultBudget is the default inspection budget: 1,024 pages, 1,000,000 records, 256 MiB.
+// DefaultBudget is the default inspection budget, per log read: 1,024
+// pages, 1,000,000 records, 1 GiB (the stage's byte budget).
 var DefaultBudget = Budget{PagesMax: InspectPagesMax, RecordsMax: InspectRecordsMax, BytesMax: InspectBytesMax}
 
 // SourceHeldBytesMax bounds the source's record bodies a Verifier holds to
@@ -200,6 +203,9 @@ func (v *Verifier) plantPastSameEpochOnly() { v.pastSameEpochOnly = true }
 type reading struct {
 	log int
 	id  *Identity
+	// what this log's reads took of the budget
+	pages, records int
+	bytes          int64
 }
 
 // Want is a page a Verifier wants: node's sealed log from offset From, at
@@ -379,19 +385,24 @@ func (v *Verifier) AddPage(node seam.NodeID, from uint64, recs []record.Record) 
 	}
 	v.pages++
 	v.records += len(recs)
+	rp := &v.reads[k]
+	rp.pages++
+	rp.records += len(recs)
 	for i := range recs {
-		v.bytes += BudgetBytes(&recs[i])
+		n := BudgetBytes(&recs[i])
+		v.bytes += n
+		rp.bytes += n
 	}
-	if b := &v.budget; v.pages > b.PagesMax || v.records > b.RecordsMax || v.bytes > b.BytesMax {
+	if b := &v.budget; rp.pages > b.PagesMax || rp.records > b.RecordsMax || rp.bytes > b.BytesMax {
 		setting, why := "recovery.inspect_pages_max", seam.AsideInspectPages
 		switch {
-		case v.records > b.RecordsMax:
+		case rp.records > b.RecordsMax:
 			setting, why = "recovery.inspect_records_max", seam.AsideInspectRecords
-		case v.bytes > b.BytesMax:
+		case rp.bytes > b.BytesMax:
 			setting, why = "recovery.inspect_bytes_max", seam.AsideInspectBytes
 		}
-		v.block(node, why, "inspection budget exhausted (%d pages, %d records, %d bytes; at most %d, %d, %d): raise the setting %s",
-			v.pages, v.records, v.bytes, b.PagesMax, b.RecordsMax, b.BytesMax, setting)
+		v.block(node, why, "inspection budget exhausted (n%d's log: %d pages, %d records, %d bytes; at most %d, %d, %d): raise the setting %s",
+			node, rp.pages, rp.records, rp.bytes, b.PagesMax, b.RecordsMax, b.BytesMax, setting)
 		return
 	}
 	src := &v.logs[0]

@@ -383,3 +383,29 @@ func TestVerifierTakeSource(t *testing.T) {
 		t.Fatalf("read instead: done=%v blocked=%q", v.Done(), v.Blocked())
 	}
 }
+
+// The budget bounds each log read, not their sum: four witnesses of
+// different ends, each within it and together over it, verify (R of a
+// four-replica leader_durable queue is four; summed, a queue a quarter of
+// the bound deep stayed fenced).
+func TestVerifierBudgetPerLog(t *testing.T) {
+	src := history([]uint64{1, 1, 1, 1, 1, 1, 1, 1}, "")
+	logs := map[seam.NodeID][]record.Record{1: src}
+	ws := []Seal{}
+	for n := seam.NodeID(2); n <= 4; n++ {
+		logs[n] = src[:len(src)-int(n)]
+		ws = append(ws, sealOf(t, n, logs[n]))
+	}
+	b := Budget{PagesMax: 100, RecordsMax: len(src), BytesMax: 1 << 20}
+	v := run(t, NewVerifier(sealOf(t, 1, src), ws, b), logs, 2)
+	if !v.Done() {
+		t.Fatalf("each log within the budget: %q", v.Blocked())
+	}
+	if _, recs, _ := v.Inspected(); recs <= len(src) {
+		t.Fatalf("%d records read in all, want more than one log's %d (the test reads several)", recs, len(src))
+	}
+	b.RecordsMax = len(src) - 1
+	if v := run(t, NewVerifier(sealOf(t, 1, src), ws, b), logs, 2); v.Done() || v.BlockedWhy() != seam.AsideInspectRecords {
+		t.Fatalf("the source's log over the budget: done=%v %q", v.Done(), v.Blocked())
+	}
+}

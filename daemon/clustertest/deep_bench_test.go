@@ -25,8 +25,8 @@ import (
 // SLUICE_DEEP_BODY the body size in bytes (default 1024). The inspection
 // budget is raised to fit the log first (`sluice settings set
 // recovery.inspect_bytes_max`, the operator's knob; its default of
-// 256 MiB: docs/design/recovery.md, "Budgets and limits"), since a 1 KiB body log of 1,000,000 records is
-// 1 GiB of record bytes.
+// 1 GiB a log: docs/design/recovery.md, "Budgets and limits"), since a 1 KiB body log of 1,000,000 records is
+// more than 1 GiB of record bytes.
 func BenchmarkDeepQueueOwnerKill(b *testing.B) {
 	sizes := []int{10_000}
 	if s := os.Getenv("SLUICE_DEEP_RECORDS"); s != "" {
@@ -62,7 +62,7 @@ func deepOwnerKill(b *testing.B, n, body int) {
 	for _, raise := range []struct {
 		key        string
 		need, dflt int64
-	}{{"recovery.inspect_bytes_max", int64(n) * int64(body+64), 256 << 20}, {"recovery.inspect_records_max", int64(n) + 1000, 1_000_000}} {
+	}{{"recovery.inspect_bytes_max", int64(n) * int64(body+64), 1 << 30}, {"recovery.inspect_records_max", int64(n) + 1000, 1_000_000}} {
 		if raise.need <= raise.dflt {
 			continue
 		}
