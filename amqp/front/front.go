@@ -329,13 +329,14 @@ func New(cfg Config) (*Front, error) {
 }
 
 // Publishing returns how many publishes of open connections wait for an
-// outcome (sent to the core, waiting to be sent again, or waiting for
-// their queue's name): a draining daemon waits for zero.
+// outcome (sent to the core, waiting to be sent again, waiting for their
+// queue's name or their exchange's route): a draining daemon waits for
+// zero.
 func (f *Front) Publishing() int {
 	n := 0
 	for _, id := range f.ids {
 		c := f.conns[id]
-		n += c.publishing + len(c.retry) + len(c.resolving)
+		n += c.publishing + len(c.retry) + len(c.resolving) + len(c.routeQ)
 	}
 	return n
 }
