@@ -164,6 +164,16 @@ func (c *Conn) channelZeroFrame(f wire.Frame) {
 	switch x := m.(type) {
 	case *wire.ConnectionClose:
 		c.closeAnswered(x)
+	case *wire.ConnectionUpdateSecret:
+		// The new secret must log the connection's user in, as at the
+		// handshake; Sluice's secrets are passwords, which do not
+		// expire, so this is a check, and the connection goes on. A
+		// secret that does not is refused as RabbitMQ refuses it.
+		if !c.authenticate(c.user, x.NewSecret) {
+			c.connError(errorf(wire.NotAllowed, cls, id, "new secret refused for user %q", c.user))
+			return
+		}
+		c.writeMethod(0, &wire.ConnectionUpdateSecretOk{})
 	default:
 		c.connError(errorf(wire.CommandInvalid, cls, id, "%s on channel 0 of an open connection", wire.MethodName(cls, id)))
 	}

@@ -316,6 +316,8 @@ func expects(m wire.Method) (replies []uint16, close bool) {
 		return []uint16{41}, false
 	case *wire.ConnectionClose:
 		return []uint16{51}, true
+	case *wire.ConnectionUpdateSecret:
+		return []uint16{71}, false
 	case *wire.ChannelOpen:
 		return []uint16{11}, false
 	case *wire.ChannelFlow:
@@ -374,7 +376,7 @@ func unlessNoWait(noWait bool, reply uint16) []uint16 {
 func isReply(cls, mid uint16) bool {
 	switch cls {
 	case wire.ClassConnection:
-		return mid == 10 || mid == 20 || mid == 30 || mid == 41 || mid == 51
+		return mid == 10 || mid == 20 || mid == 30 || mid == 41 || mid == 51 || mid == 71
 	case wire.ClassChannel:
 		return mid == 11 || mid == 21 || mid == 41
 	case wire.ClassBasic:

@@ -131,19 +131,20 @@ const (
 
 // Method ids, named Class + Method as in the spec.
 const (
-	MethodConnectionStart        uint16 = 10
-	MethodConnectionStartOk      uint16 = 11
-	MethodConnectionSecure       uint16 = 20
-	MethodConnectionSecureOk     uint16 = 21
-	MethodConnectionTune         uint16 = 30
-	MethodConnectionTuneOk       uint16 = 31
-	MethodConnectionOpen         uint16 = 40
-	MethodConnectionOpenOk       uint16 = 41
-	MethodConnectionClose        uint16 = 50
-	MethodConnectionCloseOk      uint16 = 51
-	MethodConnectionBlocked      uint16 = 60 // RabbitMQ extension
-	MethodConnectionUnblocked    uint16 = 61 // RabbitMQ extension
-	MethodConnectionUpdateSecret uint16 = 70 // RabbitMQ extension, not decoded
+	MethodConnectionStart          uint16 = 10
+	MethodConnectionStartOk        uint16 = 11
+	MethodConnectionSecure         uint16 = 20
+	MethodConnectionSecureOk       uint16 = 21
+	MethodConnectionTune           uint16 = 30
+	MethodConnectionTuneOk         uint16 = 31
+	MethodConnectionOpen           uint16 = 40
+	MethodConnectionOpenOk         uint16 = 41
+	MethodConnectionClose          uint16 = 50
+	MethodConnectionCloseOk        uint16 = 51
+	MethodConnectionBlocked        uint16 = 60 // RabbitMQ extension
+	MethodConnectionUnblocked      uint16 = 61 // RabbitMQ extension
+	MethodConnectionUpdateSecret   uint16 = 70 // RabbitMQ extension
+	MethodConnectionUpdateSecretOk uint16 = 71
 
 	MethodChannelOpen    uint16 = 10
 	MethodChannelOpenOk  uint16 = 11

@@ -36,7 +36,7 @@ func HasContent(m Method) bool {
 //   - ids no spec defines: 503 COMMAND_INVALID (the peer asked for an
 //     operation that does not exist);
 //   - ids of methods the spec defines but this codec does not decode
-//     (basic.recover-async, access.request, connection.update-secret): 540
+//     (basic.recover-async, access.request): 540
 //     NOT_IMPLEMENTED, the spec's code for
 //     "functionality that is not implemented in the server";
 //   - a payload too short for the ids, truncated arguments, trailing bytes,

@@ -1189,6 +1189,41 @@ func (*TxRollbackOk) encode(*encoder) {}
 
 func (*TxRollbackOk) decode(*decoder) {}
 
+// ConnectionUpdateSecret is connection.update-secret (sent by the client;
+// RabbitMQ's extension): a new secret for the connection's user.
+type ConnectionUpdateSecret struct {
+	NewSecret string
+	Reason    string
+}
+
+// ID returns (ClassConnection, MethodConnectionUpdateSecret).
+func (*ConnectionUpdateSecret) ID() (classID, methodID uint16) {
+	return ClassConnection, MethodConnectionUpdateSecret
+}
+
+func (m *ConnectionUpdateSecret) encode(e *encoder) {
+	e.longstr(m.NewSecret, "connection.update-secret new-secret")
+	e.shortstr(m.Reason, "connection.update-secret reason")
+}
+
+func (m *ConnectionUpdateSecret) decode(d *decoder) {
+	m.NewSecret = d.longstr("connection.update-secret new-secret")
+	m.Reason = d.shortstr("connection.update-secret reason")
+}
+
+// ConnectionUpdateSecretOk is connection.update-secret-ok (sent by the
+// server).
+type ConnectionUpdateSecretOk struct{}
+
+// ID returns (ClassConnection, MethodConnectionUpdateSecretOk).
+func (*ConnectionUpdateSecretOk) ID() (classID, methodID uint16) {
+	return ClassConnection, MethodConnectionUpdateSecretOk
+}
+
+func (*ConnectionUpdateSecretOk) encode(*encoder) {}
+
+func (*ConnectionUpdateSecretOk) decode(*decoder) {}
+
 // newMethod returns a zero value of the method with these ids, or nil if
 // this codec does not decode it.
 func newMethod(classID, methodID uint16) Method {
@@ -1237,6 +1272,10 @@ func newMethod(classID, methodID uint16) Method {
 		return &ExchangeDelete{}
 	case uint32(ClassExchange)<<16 | uint32(MethodExchangeDeleteOk):
 		return &ExchangeDeleteOk{}
+	case uint32(ClassConnection)<<16 | uint32(MethodConnectionUpdateSecret):
+		return &ConnectionUpdateSecret{}
+	case uint32(ClassConnection)<<16 | uint32(MethodConnectionUpdateSecretOk):
+		return &ConnectionUpdateSecretOk{}
 	case uint32(ClassTx)<<16 | uint32(MethodTxSelect):
 		return &TxSelect{}
 	case uint32(ClassTx)<<16 | uint32(MethodTxSelectOk):
@@ -1428,7 +1467,7 @@ func specMethodName(classID, methodID uint16) string {
 		return "confirm.select-ok"
 	case uint32(ClassConnection)<<16 | uint32(MethodConnectionUpdateSecret):
 		return "connection.update-secret"
-	case uint32(ClassConnection)<<16 | uint32(71):
+	case uint32(ClassConnection)<<16 | uint32(MethodConnectionUpdateSecretOk):
 		return "connection.update-secret-ok"
 	case uint32(ClassAccess)<<16 | uint32(10):
 		return "access.request"
