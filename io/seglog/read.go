@@ -198,6 +198,11 @@ func (l *Log) readFrames(from uint64, recordsMax int, bytesMax int, keep, lend b
 	bodyBytes, count := 0, 0
 	for off := from; count < recordsMax && off < end; off++ {
 		if pos >= seg.size {
+			if i+1 >= len(l.segs) || off < seg.end {
+				// The frames ran out of the segment before the records it
+				// holds: its bytes are not what was written.
+				return out, count, fmt.Errorf("%w: %s ends at byte %d before record %d (it holds up to %d)", ErrCorrupt, seg.name, pos, off, seg.end)
+			}
 			i++
 			seg = l.segs[i]
 			pos = seg.start()

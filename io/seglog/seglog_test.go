@@ -923,3 +923,24 @@ func TestBuffersServeTheNextLog(t *testing.T) {
 	}
 	sameRecords(t, readAll(t, b), wantB) // the other log's buffers untouched
 }
+
+// TestVerifyFramesRunOut: a segment whose frames end before the records
+// it holds (its bytes are not what was written: a flipped length, say, so
+// that frames of other lengths fill it) is reported as corrupt, never read
+// past its last segment.
+func TestVerifyFramesRunOut(t *testing.T) {
+	fs := memfs.New()
+	l, _ := open(t, fs, Options{})
+	appendN(t, l, 1, 8, 100)
+	must(t, l.Sync())
+	seg := l.segs[len(l.segs)-1]
+	pos, err := l.locate(seg, 4)
+	must(t, err)
+	// As if the frames of 0..3 filled the segment: the walk meets its end
+	// with records 4..7 still to come.
+	seg.size = pos
+	n, err := l.Verify(0, 100, 1<<20)
+	if !errors.Is(err, ErrCorrupt) || n != 4 {
+		t.Fatalf("Verify of a segment whose frames ran out: %d, %v; want the 4 before, ErrCorrupt", n, err)
+	}
+}
