@@ -544,6 +544,17 @@ func (n *Node) replaced(d *StorageDone) {
 		p.state, p.byInstall, p.epoch = st, true, 0
 		return // (what it held was for a group that does not run)
 	}
+	if j := n.sealer.job; j != nil && j.req.Queue == p.queue {
+		// A seal of this log is under way (asked for a transition that
+		// has activated since): a group started now would write the log
+		// (its retention deletes the head) that the seal reports as it
+		// froze it. The group starts on the log once the seal ends
+		// (sealEnded); what was held for it goes, as a sealed group
+		// drops it (its senders resend).
+		p.state, p.byInstall, p.epoch = st, true, 0
+		p.copy = copyAfterSeal
+		return
+	}
 	n.startGroup(p, q, st)
 	if r := n.queue(d.Group); r != nil && len(held) > 0 {
 		n.recoveryNote(p.queue, "queue %d epoch %d: %d messages held while its group was replaced go to the new group", p.queue, q.Assignment.Epoch, len(held))
