@@ -502,24 +502,12 @@ func (f *Front) Tick(nowNs int64) []Effect {
 			f.retryPublishes(c)
 		}
 		var due []*declare
-		c.timed = slices.DeleteFunc(c.timed, func(d *declare) bool {
-			if d.atNs <= nowNs {
-				due = append(due, d)
-				return true
-			}
-			return false
-		})
+		c.timed, due = takeDue(c.timed, nowNs, func(d *declare) int64 { return d.atNs })
 		for _, d := range due {
 			f.declareAsk(c, d)
 		}
 		var catDue []*catalogOp
-		c.catalogTimed = slices.DeleteFunc(c.catalogTimed, func(o *catalogOp) bool {
-			if o.atNs <= nowNs {
-				catDue = append(catDue, o)
-				return true
-			}
-			return false
-		})
+		c.catalogTimed, catDue = takeDue(c.catalogTimed, nowNs, func(o *catalogOp) int64 { return o.atNs })
 		for _, o := range catDue {
 			f.catalogAsk(c, o)
 		}
@@ -1708,18 +1696,20 @@ func (f *Front) deleteCounted(c *connState, d *declare, e *seam.Effect) {
 // leaderMoved says whether a refusal names a leader other than the broker
 // declaration d's command went to, and if so sends d there next.
 func (f *Front) leaderMoved(d *declare, reason string) bool {
-	named := leaderNamed(reason)
-	if named == 0 {
+	return f.leaderMovedTo(&d.leader, reason)
+}
+
+// takeDue removes from list, in order, the items whose time (at) came by
+// nowNs, and returns what is left and them.
+func takeDue[T any](list []T, nowNs int64, at func(T) int64) (left, due []T) {
+	left = slices.DeleteFunc(list, func(x T) bool {
+		if at(x) <= nowNs {
+			due = append(due, x)
+			return true
+		}
 		return false
-	}
-	if named == f.cfg.Node {
-		named = 0
-	}
-	if named == d.leader {
-		return false
-	}
-	d.leader = named
-	return true
+	})
+	return left, due
 }
 
 // leaderNamed returns the leader a "not the leader: leader=N" refusal

@@ -56,13 +56,7 @@ type purgeOp struct {
 // purgesDue asks again the purges whose time came.
 func (f *Front) purgesDue(c *connState) {
 	var due []*purgeOp
-	c.purges = slices.DeleteFunc(c.purges, func(p *purgeOp) bool {
-		if p.atNs <= f.nowNs {
-			due = append(due, p)
-			return true
-		}
-		return false
-	})
+	c.purges, due = takeDue(c.purges, f.nowNs, func(p *purgeOp) int64 { return p.atNs })
 	for _, p := range due {
 		f.request(c, c.client, seam.Request{Kind: seam.ReqPurge, Queue: p.queue}, &pending{kind: pPurge, purge: p}, p.node)
 	}
@@ -115,6 +109,20 @@ func (f *Front) unpark(c *connState) {
 	}
 }
 
+// ownerFor is the broker operation op on queue q goes to (0: this one);
+// with none serving it known, op is refused (405) and ok is false.
+func (f *Front) ownerFor(c *connState, q seam.QueueID, name string, op conn.OpID) (node seam.NodeID, ok bool) {
+	node, ok = f.route(q)
+	if !ok {
+		f.input(c, conn.InResult{NowNs: f.nowNs, Op: op, Code: wire.ResourceLocked, Text: fmt.Sprintf("queue '%s' has no serving owner now", name)})
+		return 0, false
+	}
+	if node == f.cfg.Node {
+		node = 0
+	}
+	return node, true
+}
+
 // getStart begins basic.get x on queue q.
 func (f *Front) getStart(c *connState, q seam.QueueID, name string, x conn.EfGet) {
 	if f.lockedFor(c, name) {
@@ -124,13 +132,9 @@ func (f *Front) getStart(c *connState, q seam.QueueID, name string, x conn.EfGet
 	if f.park(c, q, name, x) {
 		return
 	}
-	node, ok := f.route(q)
+	node, ok := f.ownerFor(c, q, name, x.Op)
 	if !ok {
-		f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: wire.ResourceLocked, Text: fmt.Sprintf("queue '%s' has no serving owner now", name)})
 		return
-	}
-	if node == f.cfg.Node {
-		node = 0
 	}
 	g := &getOp{op: x.Op, name: name, queue: q, node: node, noAck: x.NoAck}
 	f.request(c, c.client, seam.Request{Kind: seam.ReqCount, Queue: q}, &pending{kind: pGetCount, get: g}, node)
@@ -221,15 +225,11 @@ func (f *Front) purgeStart(c *connState, q seam.QueueID, name string, x conn.EfP
 		f.refuseLocked(c, x.Op, name)
 		return
 	}
-	node, ok := f.route(q)
-	if !ok {
-		f.input(c, conn.InResult{NowNs: f.nowNs, Op: x.Op, Code: wire.ResourceLocked, Text: fmt.Sprintf("queue '%s' has no serving owner now", name)})
+	if f.park(c, q, name, x) {
 		return
 	}
-	if node == f.cfg.Node {
-		node = 0
-	}
-	if f.park(c, q, name, x) {
+	node, ok := f.ownerFor(c, q, name, x.Op)
+	if !ok {
 		return
 	}
 	p := &purgeOp{op: x.Op, name: name, queue: q, node: node, untilNs: f.nowNs + f.cfg.DeclareTimeoutNs}
